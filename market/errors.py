@@ -1,0 +1,140 @@
+"""Error types and small validators shared by every layer.
+
+Every user-facing validation failure raises :class:`InputError` (a ``ValueError``) whose message
+names the offending field and value, so a CLI or a notebook shows one clear line instead of a
+traceback from deep inside numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "InputError",
+    "SolveError",
+    "check_finite",
+    "check_positive",
+    "check_nonneg",
+    "check_int",
+    "check_choice",
+    "as_float_array",
+]
+
+
+class InputError(ValueError):
+    """Invalid input: ``field`` had ``value``, which violates ``reason``."""
+
+    def __init__(self, field: str, value: Any, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{field} {reason}, got {_short(value)}")
+
+
+class SolveError(RuntimeError):
+    """A solver (HiGHS) failed on an instance that should be solvable."""
+
+    def __init__(self, policy: str, status: int | str, message: str) -> None:
+        self.policy = policy
+        self.status = status
+        super().__init__(f"{policy}: solver failed (status {status}): {message}")
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_finite(field: str, value: float) -> float:
+    """Return ``float(value)``; raise :class:`InputError` if it is not a finite real number."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(field, value, "must be a real number") from None
+    if not math.isfinite(x):
+        raise InputError(field, value, "must be finite")
+    return x
+
+
+def check_positive(field: str, value: float) -> float:
+    """Return ``float(value)``; raise unless it is finite and > 0."""
+    x = check_finite(field, value)
+    if x <= 0:
+        raise InputError(field, value, "must be > 0")
+    return x
+
+
+def check_nonneg(field: str, value: float) -> float:
+    """Return ``float(value)``; raise unless it is finite and >= 0."""
+    x = check_finite(field, value)
+    if x < 0:
+        raise InputError(field, value, "must be >= 0")
+    return x
+
+
+def check_int(field: str, value: Any, minimum: int | None = None) -> int:
+    """Return ``int(value)``; raise unless it is an integer (>= ``minimum`` when given)."""
+    if isinstance(value, bool):
+        raise InputError(field, value, "must be an integer")
+    if isinstance(value, (int, np.integer)):
+        i = int(value)
+    else:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise InputError(field, value, "must be an integer") from None
+        if not math.isfinite(x) or x != int(x):
+            raise InputError(field, value, "must be an integer")
+        i = int(x)
+    if minimum is not None and i < minimum:
+        raise InputError(field, value, f"must be >= {minimum}")
+    return i
+
+
+def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``; otherwise raise naming the valid ones."""
+    options = list(choices)
+    if value not in options:
+        raise InputError(field, value, f"must be one of {options}")
+    return value
+
+
+def as_float_array(
+    field: str,
+    value: Any,
+    *,
+    ndim: int | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    positive: bool = False,
+    nonneg: bool = False,
+) -> np.ndarray:
+    """Convert ``value`` to a float ndarray and check finiteness, shape and sign.
+
+    ``shape`` entries that are ``None`` are free. Raises :class:`InputError` naming ``field``
+    and the first offending entry.
+    """
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(field, value, "must be an array of real numbers") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise InputError(field, value, f"must have {ndim} dimension(s), has {arr.ndim}")
+    if shape is not None:
+        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)):
+            want = "x".join("?" if s is None else str(s) for s in shape)
+            raise InputError(field, value, f"must have shape {want}, has shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{field}{list(idx)}", arr[idx], "must be finite")
+    if positive and (arr <= 0).any():
+        idx = tuple(int(i) for i in np.argwhere(arr <= 0)[0])
+        raise InputError(f"{field}{list(idx)}", arr[idx], "must be > 0")
+    if nonneg and (arr < 0).any():
+        idx = tuple(int(i) for i in np.argwhere(arr < 0)[0])
+        raise InputError(f"{field}{list(idx)}", arr[idx], "must be >= 0")
+    return arr

@@ -1,0 +1,193 @@
+"""Core plain-data types: GPU types, servers, edge sites, tenants and the cluster.
+
+All are frozen dataclasses validated on construction; invalid values raise
+:class:`market.errors.InputError` naming the field and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from market.errors import InputError, check_finite, check_int, check_nonneg, check_positive
+
+__all__ = ["GpuType", "GpuServer", "EdgeSite", "JobType", "Tenant", "Cluster"]
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """A GPU model. ``rank`` orders types from slowest (0) to fastest; it is the column index of
+    every speedup and allocation matrix."""
+
+    name: str
+    rank: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError("GpuType.name", self.name, "must be a non-empty string")
+        check_int(f"GpuType[{self.name}].rank", self.rank, minimum=0)
+
+
+@dataclass(frozen=True)
+class GpuServer:
+    """A host with ``count`` GPUs of type index ``gpu_type`` at topology node ``node``.
+
+    ``cpu`` (vCPUs), ``mem_gb`` and ``bandwidth_gbps`` are the host's other capacities (used by the
+    auction mechanisms; OEF only reads the GPU count).
+    """
+
+    host_id: str
+    gpu_type: int
+    count: int
+    node: str | None = None
+    cpu: float = 32.0
+    mem_gb: float = 256.0
+    bandwidth_gbps: float = 100.0
+
+    def __post_init__(self) -> None:
+        if not self.host_id:
+            raise InputError("GpuServer.host_id", self.host_id, "must be a non-empty string")
+        check_int(f"GpuServer[{self.host_id}].gpu_type", self.gpu_type, minimum=0)
+        check_int(f"GpuServer[{self.host_id}].count", self.count, minimum=0)
+        check_nonneg(f"GpuServer[{self.host_id}].cpu", self.cpu)
+        check_nonneg(f"GpuServer[{self.host_id}].mem_gb", self.mem_gb)
+        check_nonneg(f"GpuServer[{self.host_id}].bandwidth_gbps", self.bandwidth_gbps)
+
+
+@dataclass(frozen=True)
+class EdgeSite:
+    """An edge site: compute capacity per resource type and local data chunks per data set."""
+
+    site_id: str
+    capacity: Mapping[str, float]
+    data_chunks: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.site_id:
+            raise InputError("EdgeSite.site_id", self.site_id, "must be a non-empty string")
+        for r, v in self.capacity.items():
+            check_nonneg(f"EdgeSite[{self.site_id}].capacity[{r}]", v)
+        for d, v in self.data_chunks.items():
+            check_int(f"EdgeSite[{self.site_id}].data_chunks[{d}]", v, minimum=0)
+
+
+@dataclass(frozen=True)
+class JobType:
+    """A kind of job a tenant runs: its true per-GPU-type speedup vector (``speedups[0]`` is the
+    slowest type, normalised to 1 by the mechanisms) and the job sizes."""
+
+    name: str
+    speedups: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InputError("JobType.name", self.name, "must be a non-empty string")
+        if len(self.speedups) == 0:
+            raise InputError(f"JobType[{self.name}].speedups", self.speedups, "must not be empty")
+        vals = tuple(check_positive(f"JobType[{self.name}].speedups[{j}]", v) for j, v in enumerate(self.speedups))
+        object.__setattr__(self, "speedups", vals)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A tenant: priority ``weight`` > 0 and one or more job types with true speedup vectors."""
+
+    tenant_id: str
+    job_types: tuple[JobType, ...]
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.tenant_id:
+            raise InputError("Tenant.tenant_id", self.tenant_id, "must be a non-empty string")
+        check_positive(f"Tenant[{self.tenant_id}].weight", self.weight)
+        if len(self.job_types) == 0:
+            raise InputError(f"Tenant[{self.tenant_id}].job_types", self.job_types, "must not be empty")
+        names = [jt.name for jt in self.job_types]
+        if len(set(names)) != len(names):
+            raise InputError(f"Tenant[{self.tenant_id}].job_types", names, "must have distinct names")
+        k = {len(jt.speedups) for jt in self.job_types}
+        if len(k) != 1:
+            raise InputError(f"Tenant[{self.tenant_id}].job_types", names, "must all have the same number of GPU types")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A GPU cluster: GPU types (sorted by rank), servers, and the networkx topology they sit on.
+
+    ``graph`` nodes carry a ``kind`` attribute (``"server"``, ``"switch"``, ``"site"``); edges carry
+    ``bandwidth_gbps`` and ``latency_ms``. ``round_seconds`` is the scheduling round length.
+    """
+
+    types: tuple[GpuType, ...]
+    servers: tuple[GpuServer, ...]
+    graph: nx.Graph = field(default_factory=nx.Graph, compare=False)
+    round_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        if len(self.types) == 0:
+            raise InputError("Cluster.types", self.types, "must list at least one GPU type")
+        ranks = [t.rank for t in self.types]
+        if ranks != list(range(len(self.types))):
+            raise InputError("Cluster.types", [t.name for t in self.types], "must be sorted by rank 0..k-1")
+        ids = [s.host_id for s in self.servers]
+        if len(set(ids)) != len(ids):
+            raise InputError("Cluster.servers", ids, "must have distinct host ids")
+        for s in self.servers:
+            if s.gpu_type >= len(self.types):
+                raise InputError(f"GpuServer[{s.host_id}].gpu_type", s.gpu_type, f"must be < {len(self.types)} (k)")
+            if s.node is not None and self.graph.number_of_nodes() and s.node not in self.graph:
+                raise InputError(f"GpuServer[{s.host_id}].node", s.node, "is not a node of the topology")
+        check_positive("Cluster.round_seconds", self.round_seconds)
+
+    @property
+    def k(self) -> int:
+        """Number of GPU types."""
+        return len(self.types)
+
+    @property
+    def capacity(self) -> np.ndarray:
+        """``m``: devices per GPU type, shape (k,), int."""
+        m = np.zeros(self.k, dtype=int)
+        for s in self.servers:
+            m[s.gpu_type] += s.count
+        return m
+
+    def type_index(self, name: str) -> int:
+        """Column index of the GPU type called ``name``."""
+        for t in self.types:
+            if t.name == name:
+                return t.rank
+        raise InputError("gpu type", name, f"is not one of {[t.name for t in self.types]}")
+
+    @staticmethod
+    def from_counts(
+        counts: Mapping[str, int] | Sequence[tuple[str, int]],
+        gpus_per_host: int = 4,
+        round_seconds: float = 300.0,
+    ) -> Cluster:
+        """A single-rack cluster with ``counts[name]`` GPUs per type (slowest first), packed
+        ``gpus_per_host`` to a host on one switch."""
+        from market.topology import single_rack
+
+        items = list(counts.items()) if isinstance(counts, Mapping) else list(counts)
+        check_int("gpus_per_host", gpus_per_host, minimum=1)
+        for name, c in items:
+            check_int(f"counts[{name}]", c, minimum=0)
+        return single_rack(items, gpus_per_host=gpus_per_host, round_seconds=round_seconds)
+
+
+def check_capacity_vector(field_name: str, m: object, k: int | None = None) -> np.ndarray:
+    """Validate a GPU capacity vector: integers >= 0 (length ``k`` when given). Returns int array."""
+    arr = np.asarray(m, dtype=float) if not isinstance(m, np.ndarray) else m.astype(float)
+    if arr.ndim != 1 or (k is not None and arr.size != k):
+        raise InputError(field_name, m, f"must be a vector of length {k if k is not None else 'k'}")
+    for j, v in enumerate(arr):
+        check_finite(f"{field_name}[{j}]", v)
+        if v < 0:
+            raise InputError(f"{field_name}[{j}]", v, "must be >= 0 (a negative capacity)")
+        if v != int(v):
+            raise InputError(f"{field_name}[{j}]", v, "must be a whole number of GPUs")
+    return arr.astype(int)
