@@ -45,7 +45,9 @@ class SolveError(RuntimeError):
 
 
 def _short(value: Any, limit: int = 120) -> str:
-    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()
+    text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
