@@ -1,0 +1,205 @@
+"""OEF allocation policies (paper §4.2, spec A2, A3, A5): matrix-level, registered by name.
+
+All share the fair-share signature ``fn(W, m, *, weights=None, caps=None, **options)``:
+``W`` (n, k) reported speedups (column 0 = slowest type), ``m`` (k,) whole GPUs per type,
+``weights`` (n,) priorities > 0, ``caps`` (n,) (validated, not used by OEF's LPs). The returned
+``Allocation.X`` is (n, k) in input row order, in fractional devices; ``objective`` is
+``sum_l W_l . x_l`` under the reported normalised ``W`` (slowest-GPU equivalents).
+
+Common options: ``normalise=True``, ``max_speedup=1e4``, ``require_monotone=False``,
+``solver="highs-ds"``, ``cache=True``. OEF options: ``max_rows=5000``,
+``weight_denominator_limit=1000``, ``replicate=None`` (auto: replicate when the rows fit in
+``max_rows``; ``True``/``False`` force replication / the direct weighted form).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from market.allocation import Allocation
+from market.errors import InputError, SolveError
+from market.oef import lp
+from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
+from market.oef.virtual import replication_copies, weight_fractions
+from market.registry import register
+
+__all__ = ["oef_noncoop", "oef_coop", "si_constrained_lp"]
+
+_OEF_OPTIONS: dict[str, Any] = {"max_rows": 5000, "weight_denominator_limit": 1000, "replicate": None}
+_RESID_OK = 1e-7
+_RESID_FAIL = 1e-5
+
+
+class _Rows:
+    """LP rows for the input rows: replicas (``omega=None``) or one row each with weights."""
+
+    def __init__(self, v: ValidatedInput, opts: dict[str, Any]) -> None:
+        limit = opts["weight_denominator_limit"]
+        self.omegas = weight_fractions(v.weight_objs, limit)
+        self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
+        replicate = opts["replicate"]
+        if replicate is None:
+            replicate = int(self.copies.sum()) <= int(opts["max_rows"])
+        elif not isinstance(replicate, (bool, np.bool_)):
+            raise InputError("replicate", replicate, "must be None, True or False")
+        self.replicated = bool(replicate)
+        if self.replicated:
+            self.row_of = np.repeat(np.arange(v.n), self.copies)
+            self.omega = None
+        else:
+            self.row_of = np.arange(v.n)
+            self.omega = np.array([float(f) for f in self.omegas])
+        self.W = v.W[self.row_of]
+        self.n = v.n
+
+    def aggregate(self, X_rows: np.ndarray) -> np.ndarray:
+        """Sum the replicas of each input row."""
+        if not self.replicated:
+            return X_rows
+        out = np.zeros((self.n, X_rows.shape[1]))
+        np.add.at(out, self.row_of, X_rows)
+        return out
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "form": "replicated" if self.replicated else "direct",
+            "lp_rows": int(self.W.shape[0]),
+            "copies": self.copies.tolist(),
+            "weights_exact": [str(f) for f in self.omegas],
+        }
+
+
+def _check_capacity(policy: str, X: np.ndarray, m: np.ndarray) -> float:
+    over = float(np.max(X.sum(axis=0) - m)) if X.size else 0.0
+    if over > _RESID_FAIL * max(1.0, float(m.max())):
+        raise SolveError(policy, "residual", f"capacity exceeded by {over!r}")
+    return max(over, 0.0)
+
+
+def _check_residual(policy: str, what: str, resid: float, scale: float) -> None:
+    if resid > _RESID_FAIL * max(1.0, scale):
+        raise SolveError(policy, "residual", f"{what} residual {resid!r} > 1e-5")
+
+
+def _finish(
+    policy: str,
+    v: ValidatedInput,
+    X: np.ndarray,
+    seconds: float,
+    info: dict[str, Any],
+    common_value: float | None = None,
+) -> Allocation:
+    objective = float(np.einsum("lj,lj->", v.W, X))
+    info.setdefault("status_detail", "optimal")
+    return Allocation(X, policy, objective, common_value, "optimal", seconds, info)
+
+
+def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
+    policy = "oef-noncoop"
+    rows = _Rows(v, opts)
+    X_rows, extra, dt, sizes, _ = lp.solve_rows(
+        policy, lambda W_, m_: lp.build_noncoop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
+    )
+    t = float(extra[0])
+    X_rows = lp.clip_solution(policy, X_rows)
+    u_rows = np.einsum("lj,lj->l", rows.W, X_rows)
+    target = t * (np.ones(len(u_rows)) if rows.omega is None else rows.omega)
+    resid = float(np.max(np.abs(u_rows - target)))
+    _check_residual(policy, "equal-value (W_l.x_l = t)", resid, t)
+    cap_resid = _check_capacity(policy, X_rows, v.m)
+    X = rows.aggregate(X_rows)
+    u = np.einsum("lj,lj->l", v.W, X)
+    per_copy = u / rows.copies
+    info = {**rows.info(), "lp_sizes": sizes, "t_lp": t, "residual": resid, "capacity_residual": cap_resid}
+    info["residual_ok"] = resid <= _RESID_OK * max(1.0, t)
+    return _finish(policy, v, X, dt, info, float(per_copy.mean()))
+
+
+def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
+    policy = "oef-coop"
+    rows = _Rows(v, opts)
+    X_rows, _, dt, sizes, _ = lp.solve_rows(
+        policy, lambda W_, m_: lp.build_coop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
+    )
+    X_rows = lp.clip_solution(policy, X_rows)
+    E = rows.W @ X_rows.T
+    own = np.diag(E)
+    if rows.omega is None:
+        envy = E - own[:, None]
+    else:
+        envy = E / rows.omega[None, :] - (own / rows.omega)[:, None]
+    U = float(own.sum())
+    resid = float(max(envy.max(), 0.0)) if envy.size else 0.0
+    _check_residual(policy, "envy-freeness", resid, U)
+    cap_resid = _check_capacity(policy, X_rows, v.m)
+    X = rows.aggregate(X_rows)
+    info = {**rows.info(), "lp_sizes": sizes, "residual": resid, "capacity_residual": cap_resid}
+    info["residual_ok"] = resid <= _RESID_OK * max(1.0, U)
+    return _finish(policy, v, X, dt, info)
+
+
+def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any]) -> Allocation:
+    opts, v = prepare(policy, W, m, weights, caps, options, _OEF_OPTIONS)
+    triv = trivial_allocation(policy, v)
+    if triv is not None:
+        return triv
+    return lp.CACHE.get_or_compute(cache_key(policy, v, opts), lambda: compute(v, opts), bool(opts["cache"]))
+
+
+@register(
+    "oef-noncoop",
+    "fair-share",
+    "OEF non-cooperative: max total throughput s.t. equal per-row throughput (LP 9, compact form)",
+    paper="oef",
+    claims_truthful=True,
+)
+def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
+    """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput
+    ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight)."""
+    return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
+
+
+@register(
+    "oef-coop",
+    "fair-share",
+    "OEF cooperative: max total throughput s.t. pairwise envy-freeness (LP 10, typo fixed)",
+    paper="oef",
+)
+def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
+    """OEF cooperative mode (spec A3/A3'): maximal total throughput among envy-free allocations
+    (weighted EF ``W_l.x_l/pi_l >= W_l.x_i/pi_i`` when weighted)."""
+    return _run("oef-coop", _coop, W, m, weights, caps, options)
+
+
+def _si(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
+    policy = "si-constrained"
+    share = v.weights / v.weights.sum()
+    thresholds = share * (v.W @ v.m.astype(float))
+    X, _, dt, sizes, _ = lp.solve_rows(
+        policy, lambda W_, m_: lp.build_si_constrained(W_, m_, thresholds), v.W, v.m, opts["solver"]
+    )
+    X = lp.clip_solution(policy, X)
+    u = np.einsum("lj,lj->l", v.W, X)
+    resid = float(max(0.0, (thresholds - u).max()))
+    _check_residual(policy, "sharing-incentive", resid, float(u.sum()))
+    cap_resid = _check_capacity(policy, X, v.m)
+    info = {"lp_sizes": sizes, "thresholds": thresholds.tolist(), "residual": resid, "capacity_residual": cap_resid}
+    return _finish(policy, v, X, dt, info)
+
+
+@register(
+    "si-constrained",
+    "fair-share",
+    "Auxiliary: max total throughput s.t. sharing incentive W_l.x_l >= (pi_l/sum pi) W_l.m (A5)",
+    paper="oef",
+)
+def si_constrained_lp(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
+    """A5 ``si_constrained_lp``: maximise ``sum_l W_l.x_l`` subject to capacity and the (weighted)
+    sharing-incentive thresholds ``W_l.x_l >= (pi_l / sum pi) W_l.m`` (Theorem 3.3's program)."""
+    opts, v = prepare("si-constrained", W, m, weights, caps, options, {})
+    triv = trivial_allocation("si-constrained", v)
+    if triv is not None:
+        return triv
+    return lp.CACHE.get_or_compute(cache_key("si-constrained", v, opts), lambda: _si(v, opts), bool(opts["cache"]))
