@@ -253,24 +253,26 @@ class DeviationRounder:
         """
         n, k = want.shape
         a = np.zeros((n, k), dtype=np.int64)
-        left = r.copy()
-        free = m.copy()
-        want_rev = want[:, ::-1]
-        score = np.round(want_rev, _DECIMALS)
-        score[left == 0, :] = -np.inf
-        score[:, free[::-1] == 0] = -np.inf
+        left = r.tolist()
+        free = m.tolist()
+        want_rev = want[:, ::-1].tolist()
+        # one scalar rounding function (Python's correctly rounded round) for every score, so equal residuals tie
+        score = np.array([[round(v, _DECIMALS) for v in row] for row in want_rev])
+        score[r == 0, :] = -np.inf
+        score[:, m[::-1] == 0] = -np.inf
+        taken = [[0] * k for _ in range(n)]
         for _ in range(int(r.sum())):
-            idx = int(np.argmax(score))
+            idx = int(score.argmax())
             c, jj = divmod(idx, k)
-            j = k - 1 - jj
-            a[c, j] += 1
+            taken[c][jj] += 1
             left[c] -= 1
-            free[j] -= 1
-            score[c, jj] = np.round(want_rev[c, jj] - a[c, j], _DECIMALS)
+            free[k - 1 - jj] -= 1
+            score[c, jj] = round(want_rev[c][jj] - taken[c][jj], _DECIMALS)
             if left[c] == 0:
                 score[c, :] = -np.inf
-            if free[j] == 0:
+            if free[k - 1 - jj] == 0:
                 score[:, jj] = -np.inf
+        a[:, ::-1] = np.asarray(taken, dtype=np.int64).reshape(n, k)
         return a
 
 
