@@ -1,0 +1,151 @@
+"""Plain-data configuration of a :class:`agents.model.MarketModel` (no Mesa here).
+
+Units: times in seconds since simulation start; ``work`` in slowest-GPU-seconds (one second of
+one type-0 GPU = 1 unit; a job with ``work = W`` on ``g`` type-0 GPUs finishes after ``W/g`` s);
+speedups dimensionless, per GPU type slowest first (normalised by the model to ``w[0] = 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from agents.strategies import Strategy, Truthful
+from market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
+from market.types import Cluster
+
+__all__ = ["JobConfig", "TenantConfig", "ModelConfig", "PLACEMENTS"]
+
+PLACEMENTS = ("auto", "oef", "naive")
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """One gang-scheduled training job: ``workers`` GPUs at once, ``work`` slowest-GPU-seconds,
+    submitted at ``arrival`` seconds."""
+
+    job_id: str
+    job_type: str
+    workers: int
+    work: float
+    arrival: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.job_id:
+            raise InputError("JobConfig.job_id", self.job_id, "must be a non-empty string")
+        check_int(f"job {self.job_id}.workers", self.workers, minimum=1)
+        check_positive(f"job {self.job_id}.work", self.work)
+        check_nonneg(f"job {self.job_id}.arrival", self.arrival)
+
+
+@dataclass(frozen=True)
+class TenantConfig:
+    """A tenant: TRUE speedups per job type, its jobs, priority ``weight``, ``arrival`` time,
+    optional forced ``leave_at`` time (its unfinished jobs are withdrawn) and reporting
+    ``strategy``. Without ``leave_at`` the tenant exits once all its jobs are done."""
+
+    tenant_id: str
+    speedups: Mapping[str, tuple[float, ...]]
+    jobs: tuple[JobConfig, ...]
+    weight: float = 1.0
+    arrival: float = 0.0
+    leave_at: float | None = None
+    strategy: Strategy = field(default_factory=Truthful)
+
+    def __post_init__(self) -> None:
+        tid = self.tenant_id
+        if not tid:
+            raise InputError("TenantConfig.tenant_id", tid, "must be a non-empty string")
+        check_positive(f"tenant {tid}.weight", self.weight)
+        check_nonneg(f"tenant {tid}.arrival", self.arrival)
+        if self.leave_at is not None and check_nonneg(f"tenant {tid}.leave_at", self.leave_at) < self.arrival:
+            raise InputError(f"tenant {tid}.leave_at", self.leave_at, f"must be >= its arrival {self.arrival}")
+        if not self.speedups:
+            raise InputError(f"tenant {tid}.speedups", dict(self.speedups), "must give at least one job type")
+        clean: dict[str, tuple[float, ...]] = {}
+        for jt, w in self.speedups.items():
+            vec = tuple(check_positive(f"tenant {tid}.speedups[{jt}][{j}]", v) for j, v in enumerate(w))
+            if not vec:
+                raise InputError(f"tenant {tid}.speedups[{jt}]", w, "must not be empty")
+            clean[jt] = vec
+        if len({len(v) for v in clean.values()}) != 1:
+            raise InputError(f"tenant {tid}.speedups", clean, "must all have the same length (k)")
+        object.__setattr__(self, "speedups", MappingProxyType(clean))
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        ids = [j.job_id for j in self.jobs]
+        if len(set(ids)) != len(ids):
+            raise InputError(f"tenant {tid}.jobs", ids, "must have distinct job ids")
+        for j in self.jobs:
+            if j.job_type not in clean:
+                raise InputError(f"job {j.job_id}.job_type", j.job_type, f"has no speedups in tenant {tid}")
+            if j.arrival < self.arrival:
+                raise InputError(
+                    f"job {j.job_id}.arrival", j.arrival, f"must be >= its tenant's arrival {self.arrival}"
+                )
+        if not isinstance(self.strategy, Strategy):
+            raise InputError(f"tenant {tid}.strategy", self.strategy, "must be a reporting strategy")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A whole simulation: the cluster, the tenants, the fair-share ``policy`` (registry name),
+    the horizon in ``rounds`` (of ``cluster.round_seconds``), the ``placement`` rule ("auto":
+    "oef" for ``oef-*`` policies, "naive" for baselines), the rate model's ``kappa`` and
+    ``migration_cost_s``, the placer's ``backfill``, and ``stop_when_idle`` (end early once every
+    tenant has left and none is still to arrive)."""
+
+    cluster: Cluster
+    tenants: tuple[TenantConfig, ...]
+    policy: str = "oef-noncoop"
+    rounds: int = 16
+    placement: str = "auto"
+    kappa: float = 0.1
+    migration_cost_s: float = 0.0
+    backfill: bool = True
+    stop_when_idle: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tenants", tuple(self.tenants))
+        check_int("rounds", self.rounds, minimum=1)
+        check_choice("placement", self.placement, PLACEMENTS)
+        check_nonneg("kappa", self.kappa)
+        check_nonneg("migration_cost_s", self.migration_cost_s)
+        if not isinstance(self.policy, str) or not self.policy:
+            raise InputError("policy", self.policy, "must be a mechanism name")
+        k = self.cluster.k
+        G = int(self.cluster.capacity.sum())
+        ids = [t.tenant_id for t in self.tenants]
+        if len(set(ids)) != len(ids):
+            raise InputError("tenants", ids, "must have distinct tenant ids")
+        job_ids = [j.job_id for t in self.tenants for j in t.jobs]
+        if len(set(job_ids)) != len(job_ids):
+            dup = sorted({x for x in job_ids if job_ids.count(x) > 1})
+            raise InputError("job ids", dup, "must be unique across tenants")
+        for t in self.tenants:
+            for jt, w in t.speedups.items():
+                if len(w) != k:
+                    raise InputError(f"tenant {t.tenant_id}.speedups[{jt}]", list(w), f"must have k = {k} entries")
+            for j in t.jobs:
+                if j.workers > G:
+                    raise InputError(
+                        f"job {j.job_id}.workers", j.workers, f"exceeds the cluster's {G} GPUs (it could never run)"
+                    )
+
+    @property
+    def resolved_placement(self) -> str:
+        """The placement rule actually used: "oef" or "naive"."""
+        if self.placement != "auto":
+            return self.placement
+        return "oef" if self.policy.startswith("oef") else "naive"
+
+    def true_speedups(self) -> dict[tuple[str, str], np.ndarray]:
+        """TRUE speedup vector per (tenant, job type), normalised to ``w[0] = 1``."""
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for t in self.tenants:
+            for jt, w in t.speedups.items():
+                v = np.asarray(w, dtype=float)
+                out[(t.tenant_id, jt)] = v / v[0]
+        return out

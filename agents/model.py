@@ -1,0 +1,225 @@
+"""The Mesa model of a shared GPU cluster run by a fair-share allocator (OEF and baselines).
+
+One Mesa step = one scheduling round of ``round_seconds``. The model wires GPU server agents on
+the cluster's networkx topology (a Mesa ``Network`` space without layout), creates tenant agents
+when they arrive and removes them when they leave, and lets the :class:`Auctioneer` run the round
+loop (spec A9). A :class:`mesa.DataCollector` records per-round cluster measures, per-tenant
+measures (``agenttype_reporters``) and a ``completions`` table (JCT).
+
+Randomness: the model's RNG (``rng=...``, a seed, ``SeedSequence`` or ``Generator``) feeds the
+strategies (e.g. profiling noise) through :attr:`MarketModel.strategy_rng`; the round loop itself
+is deterministic.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import mesa
+import numpy as np
+import pandas as pd
+from mesa.discrete_space import Network
+
+from agents.auctioneer import Auctioneer
+from agents.config import ModelConfig
+from agents.server import GPUServerAgent
+from agents.tenant import JobState, TenantAgent
+
+__all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES"]
+
+#: Per-tenant measures recorded every round (see :class:`agents.tenant.TenantAgent`).
+TENANT_MEASURES = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
+#: Cluster measures recorded every round (see :class:`agents.auctioneer.RoundStats`).
+CLUSTER_MEASURES = (
+    "available_gpus",
+    "busy_gpus",
+    "utilisation",
+    "total_est",
+    "total_act",
+    "active_tenants",
+    "active_classes",
+    "resolved",
+    "cross_type_workers",
+    "cross_host_jobs",
+    "max_abs_dev",
+    "jobs_completed",
+)
+COMPLETION_COLUMNS = ["round", "tenant", "job_id", "job_type", "workers", "arrival_s", "completion_s", "jct_s"]
+
+
+def _stat(model: MarketModel, name: str) -> Any:
+    """Model reporter: one field of the auctioneer's last :class:`RoundStats`."""
+    return getattr(model.auctioneer.stats, name)
+
+
+def _tenant_attr(agent: TenantAgent, name: str) -> Any:
+    return getattr(agent, name)
+
+
+class MarketModel(mesa.Model):
+    """A shared GPU cluster under one fair-share ``config.policy``.
+
+    ``config``: :class:`agents.config.ModelConfig`; ``rng``: anything Mesa accepts as ``rng``
+    (int seed, ``numpy.random.SeedSequence``, ``Generator``). Run with :meth:`run`; read results
+    with :meth:`tidy` (long format) or :attr:`datacollector`.
+    """
+
+    def __init__(self, config: ModelConfig, *, rng: Any = None) -> None:
+        if isinstance(rng, np.random.SeedSequence):
+            rng = np.random.default_rng(rng)
+        super().__init__(rng=rng)
+        self.config = config
+        self.cluster = config.cluster
+        self.k = config.cluster.k
+        self.round_seconds = float(config.cluster.round_seconds)
+        self.gpu_names = tuple(t.name for t in config.cluster.types)
+        # strategies draw from their own stream derived from the model RNG
+        self.strategy_rng = np.random.default_rng(self.rng.integers(0, 2**63 - 1))
+        self.round = 0  # index of the round being / last simulated (0-based)
+        self.now = 0.0  # start time of the current round, s
+
+        graph = config.cluster.graph
+        self.space = Network(graph, random=self.random, layout=None) if graph.number_of_nodes() else None
+        self.servers: list[GPUServerAgent] = []
+        for s in config.cluster.servers:
+            cell = self.space[s.node] if (self.space is not None and s.node is not None) else None
+            self.servers.append(GPUServerAgent(self, s, cell))
+        self.auctioneer = Auctioneer(self, config.policy, config.resolved_placement, backfill=config.backfill)
+
+        self._true = config.true_speedups()
+        self._pending = sorted(range(len(config.tenants)), key=lambda i: (config.tenants[i].arrival, i))
+        self._tenants: dict[str, TenantAgent] = {}
+        self.events: list[dict[str, Any]] = []
+
+        self.datacollector = mesa.DataCollector(
+            model_reporters={name: partial(_stat, name=name) for name in (*CLUSTER_MEASURES, "busy_by_type")},
+            agenttype_reporters={
+                TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
+            },
+            tables={"completions": COMPLETION_COLUMNS},
+        )
+
+    # -- helpers used by the agents -----------------------------------------------------------------
+    def tenant_list(self) -> list[TenantAgent]:
+        """Present tenants in arrival order."""
+        return list(self._tenants.values())
+
+    def server_agents(self) -> list[GPUServerAgent]:
+        """All GPU server agents."""
+        return self.servers
+
+    def healthy_servers(self) -> list[Any]:
+        """The :class:`market.types.GpuServer` of every healthy host."""
+        return [s.server for s in self.servers if s.healthy]
+
+    def m_avail(self) -> np.ndarray:
+        """Healthy GPUs per type, shape (k,), int."""
+        m = np.zeros(self.k, dtype=int)
+        for s in self.servers:
+            if s.healthy:
+                m[s.server.gpu_type] += s.server.count
+        return m
+
+    def record_completion(self, job: JobState, tenant: TenantAgent) -> None:
+        """Add a finished job to the ``completions`` table (times in s)."""
+        assert job.completed_at is not None
+        self.datacollector.add_table_row(
+            "completions",
+            {
+                "round": self.round,
+                "tenant": tenant.tenant_id,
+                "job_id": job.job_id,
+                "job_type": job.spec.job_type,
+                "workers": job.spec.workers,
+                "arrival_s": job.spec.arrival,
+                "completion_s": job.completed_at,
+                "jct_s": job.completed_at - job.spec.arrival,
+            },
+        )
+
+    # -- A9 step 1: arrivals and exits ----------------------------------------------------------------
+    def _arrivals_and_exits(self) -> None:
+        now = self.now
+        for tid, ten in list(self._tenants.items()):
+            leave_at = ten.config.leave_at
+            if leave_at is not None and leave_at <= now:
+                self.events.append({"round": self.round, "tenant": tid, "event": "leave", "time_s": now})
+                del self._tenants[tid]
+                ten.remove()
+            elif ten.finished() and all(j.spec.arrival <= now for j in ten.jobs.values()):
+                self.events.append({"round": self.round, "tenant": tid, "event": "exit", "time_s": now})
+                del self._tenants[tid]
+                ten.remove()
+        while self._pending and self.config.tenants[self._pending[0]].arrival <= now:
+            cfg = self.config.tenants[self._pending.pop(0)]
+            true = {jt: self._true[(cfg.tenant_id, jt)] for jt in cfg.speedups}
+            self._tenants[cfg.tenant_id] = TenantAgent(self, cfg, true)
+            self.events.append({"round": self.round, "tenant": cfg.tenant_id, "event": "arrive", "time_s": now})
+
+    def step(self) -> None:
+        """One scheduling round: arrivals/exits, the auctioneer's round, data collection."""
+        self.round = self.steps - 1
+        self.now = self.round * self.round_seconds
+        self._arrivals_and_exits()
+        self.auctioneer.step()
+        self.datacollector.collect(self)
+        idle = not self._pending and all(t.finished() for t in self._tenants.values())
+        if self.steps >= self.config.rounds or (self.config.stop_when_idle and idle):
+            self.running = False
+
+    def run(self, rounds: int | None = None) -> MarketModel:
+        """Step until the horizon (``config.rounds``, or ``rounds`` more steps) or until idle."""
+        limit = self.config.rounds if rounds is None else self.steps + rounds
+        while self.running and self.steps < limit:
+            self.step()
+        return self
+
+    # -- results ------------------------------------------------------------------------------------------
+    def completions(self) -> pd.DataFrame:
+        """Finished jobs: round, tenant, job_id, job_type, workers, arrival_s, completion_s, jct_s."""
+        return self.datacollector.get_table_dataframe("completions")
+
+    def tidy(self) -> pd.DataFrame:
+        """All measures in long format: columns ``round, tenant, measure, value`` (float).
+
+        Cluster measures have ``tenant = ""``; ``busy_gpus:<type>`` gives GPUs busy per type;
+        per-tenant measures are :data:`TENANT_MEASURES`; every finished job adds a ``jct_s`` row
+        (the round it finished in). Sorted by round, tenant, measure.
+        """
+        frames: list[pd.DataFrame] = []
+        mv = self.datacollector.get_model_vars_dataframe()
+        if len(mv):
+            mv = mv.copy()
+            mv["round"] = np.arange(len(mv))
+            by_type = pd.DataFrame(
+                mv.pop("busy_by_type").tolist(), columns=[f"busy_gpus:{n}" for n in self.gpu_names], index=mv.index
+            )
+            mv = pd.concat([mv, by_type], axis=1)
+            long = mv.melt(id_vars="round", var_name="measure", value_name="value")
+            long["tenant"] = ""
+            frames.append(long)
+        if TenantAgent in self.datacollector.agenttype_reporters:
+            tv = self.datacollector.get_agenttype_vars_dataframe(TenantAgent).reset_index()
+            if len(tv):
+                tv["round"] = tv["Step"].astype(int) - 1
+                long = tv.drop(columns=["Step", "AgentID"]).melt(
+                    id_vars=["round", "tenant"], var_name="measure", value_name="value"
+                )
+                frames.append(long)
+        comp = self.completions()
+        if len(comp):
+            frames.append(
+                pd.DataFrame(
+                    {"round": comp["round"], "tenant": comp["tenant"], "measure": "jct_s", "value": comp["jct_s"]}
+                )
+            )
+        if not frames:
+            return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
+        out = pd.concat(frames, ignore_index=True)
+        out["round"] = out["round"].astype(int)
+        out["tenant"] = out["tenant"].astype(str)
+        out["measure"] = out["measure"].astype(str)
+        out["value"] = out["value"].astype(float)
+        out = out[["round", "tenant", "measure", "value"]]
+        return out.sort_values(["round", "tenant", "measure"], kind="mergesort").reset_index(drop=True)

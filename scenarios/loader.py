@@ -1,0 +1,729 @@
+"""Declarative scenarios: TOML files -> validated :class:`Scenario` -> model configs.
+
+A scenario names the cluster, where speedups come from (a throughput table file, else a seeded
+synthetic generator), the workload distributions, the allocators to compare, and "variants"
+(the implicit ``truthful`` one plus lying ones, each a deviating tenant with a strategy). It is
+plain data (picklable); :meth:`Scenario.instantiate` turns it into a
+:class:`agents.config.ModelConfig` with an explicit ``numpy.random.Generator``, and
+:meth:`Scenario.build_model` does that for one seed with common random numbers: the workload
+stream is the same for every policy and variant of a seed.
+
+Validation: unknown keys, wrong types and unknown mechanism names raise
+:class:`market.errors.InputError` naming the key (e.g. ``scenario default: workload.tenants``).
+
+Schema (all keys optional unless marked)::
+
+    name, description, policies = [registry names], rounds, replications, seed,
+    placement = "auto"|"oef"|"naive", kappa, migration_cost_s, backfill, stop_when_idle
+    [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
+                round_seconds
+    [profiles]  file (throughput CSV; relative to the scenario file), num_gpus, reference,
+                generator = "assumed"|"ordered", step = [lo, hi], job_types = [..], jitter
+    [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
+                jobs_per_tenant, jobs_poisson, workers = [..], workers_probs = [..],
+                duration_median_s, duration_sigma, duration_cap_s, backlogged,
+                arrival_window_s, weights = [..]
+    [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
+    [[variant]] name (required), tenant (required: index or id), strategy =
+                "truthful"|"scale"|"fast"|"report"|"noise", factors = {gpu type = f}, factor,
+                vector = [..], e, job_types = [..]
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.config import PLACEMENTS, JobConfig, ModelConfig, TenantConfig
+from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
+from market.errors import InputError
+from market.profiles import (
+    OEF_ASSUMED_SPEEDUPS,
+    feasible,
+    jittered_profile,
+    load_throughput_table,
+    ordered_random_speedups,
+    speedup_vectors,
+)
+from market.registry import names as mechanism_names
+from market.topology import multi_rack_tree, single_rack
+from market.types import Cluster
+
+__all__ = [
+    "Scenario",
+    "ClusterSpec",
+    "ProfileSpec",
+    "WorkloadSpec",
+    "TenantOverride",
+    "VariantSpec",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_names",
+    "TRUTHFUL",
+]
+
+TRUTHFUL = "truthful"
+ALL_POLICIES = ("oef-noncoop", "oef-coop", "gavel", "gandiva-fair", "maxmin", "max-throughput")
+
+# ---------------------------------------------------------------------------------------------------
+# typed getters that name the offending key
+
+
+class _Table:
+    """A TOML table being read: typed getters and a final unknown-key check."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise InputError(where, data, "must be a table")
+        self.data = data
+        self.where = where
+        self.seen: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.where}.{name}"
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def raw(self, name: str, default: Any = None, required: bool = False) -> Any:
+        self.seen.add(name)
+        if name not in self.data:
+            if required:
+                raise InputError(self.key(name), None, "is required")
+            return default
+        return self.data[name]
+
+    def string(self, name: str, default: str | None = None, required: bool = False) -> str | None:
+        v = self.raw(name, default, required)
+        if v is not None and not isinstance(v, str):
+            raise InputError(self.key(name), v, "must be a string")
+        return v
+
+    def boolean(self, name: str, default: bool) -> bool:
+        v = self.raw(name, default)
+        if not isinstance(v, bool):
+            raise InputError(self.key(name), v, "must be true or false")
+        return v
+
+    def integer(self, name: str, default: int | None = None, minimum: int | None = None, required: bool = False) -> Any:
+        v = self.raw(name, default, required)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(self.key(name), v, "must be an integer")
+        if minimum is not None and v < minimum:
+            raise InputError(self.key(name), v, f"must be >= {minimum}")
+        return v
+
+    def number(
+        self, name: str, default: float | None = None, minimum: float | None = None, positive: bool = False
+    ) -> Any:
+        v = self.raw(name, default)
+        if v is None:
+            return None
+        return _number(self.key(name), v, minimum, positive)
+
+    def array(self, name: str, default: Any = None, required: bool = False) -> list[Any] | None:
+        v = self.raw(name, default, required)
+        if v is not None and not isinstance(v, list):
+            raise InputError(self.key(name), v, "must be an array")
+        return v
+
+    def table(self, name: str) -> _Table:
+        v = self.raw(name, {})
+        return _Table(v, self.key(name))
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.seen)
+        if unknown:
+            raise InputError(
+                self.key(unknown[0]), self.data[unknown[0]], f"is not a known key; known: {sorted(self.seen)}"
+            )
+
+
+def _number(key: str, v: Any, minimum: float | None = None, positive: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(key, v, "must be a number")
+    x = float(v)
+    if not math.isfinite(x):
+        raise InputError(key, v, "must be finite")
+    if positive and x <= 0:
+        raise InputError(key, v, "must be > 0")
+    if minimum is not None and x < minimum:
+        raise InputError(key, v, f"must be >= {minimum}")
+    return x
+
+
+def _numbers(key: str, values: list[Any], minimum: float | None = None, positive: bool = False) -> tuple[float, ...]:
+    return tuple(_number(f"{key}[{i}]", v, minimum, positive) for i, v in enumerate(values))
+
+
+def _ints(key: str, values: list[Any], minimum: int) -> tuple[int, ...]:
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{key}[{i}]", v, "must be an integer")
+        if v < minimum:
+            raise InputError(f"{key}[{i}]", v, f"must be >= {minimum}")
+        out.append(v)
+    return tuple(out)
+
+
+def _strings(key: str, values: list[Any]) -> tuple[str, ...]:
+    for i, v in enumerate(values):
+        if not isinstance(v, str) or not v:
+            raise InputError(f"{key}[{i}]", v, "must be a non-empty string")
+    return tuple(values)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the scenario data
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """GPU types (slowest first) with ``gpus`` devices each, ``gpus_per_host`` per host, spread
+    over ``racks`` racks (1 = single switch, else a two-level tree), rounds of ``round_seconds``."""
+
+    gpu_types: tuple[str, ...]
+    gpus: tuple[int, ...]
+    gpus_per_host: int = 4
+    racks: int = 1
+    round_seconds: float = 300.0
+
+    def build(self) -> Cluster:
+        """The :class:`market.types.Cluster` (topology from :mod:`market.topology`)."""
+        counts = list(zip(self.gpu_types, self.gpus, strict=True))
+        if self.racks == 1:
+            return single_rack(counts, self.gpus_per_host, round_seconds=self.round_seconds)
+        # deal each type's hosts round-robin over the racks
+        per_rack = [dict.fromkeys(self.gpu_types, 0) for _ in range(self.racks)]
+        for name, total in counts:
+            for h in range(-(-total // self.gpus_per_host)):
+                per_rack[h % self.racks][name] += min(self.gpus_per_host, total - h * self.gpus_per_host)
+        racks = [[(n, c) for n, c in r.items() if c > 0] for r in per_rack]
+        return multi_rack_tree(
+            [r for r in racks if r], self.gpu_types, self.gpus_per_host, round_seconds=self.round_seconds
+        )
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """Where true speedups come from: ``file`` (a throughput CSV, absolute path after loading)
+    with ``num_gpus`` rows normalised by ``reference``; else ``generator`` "assumed" (OEF §5.2
+    table, needs 3 GPU types) or "ordered" (random ``w^{j+1} = w^j·U(step)`` base vectors, one per
+    name in ``job_types``). ``jitter``: per-tenant multiplicative jitter (spec §5.2)."""
+
+    file: str | None = None
+    num_gpus: int = 1
+    reference: str = "slowest"
+    generator: str = "assumed"
+    step: tuple[float, float] = (1.0, 1.6)
+    job_types: tuple[str, ...] | None = None
+    jitter: float = 0.03
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """Tenants and jobs (spec §5.2 defaults). ``jobs_per_tenant`` jobs each (``max(1,
+    Poisson(jobs_per_tenant))`` if ``jobs_poisson``); workers drawn from ``workers`` with
+    ``workers_probs``; duration on ``workers`` slowest GPUs ~ LogNormal(ln(median), sigma) capped;
+    ``work = duration · workers``. ``backlogged``: work large enough to outlast the horizon.
+    Tenants arrive at 0, or uniformly at random in ``[0, arrival_window_s]``; all of a tenant's
+    jobs are submitted on arrival. ``weights``: per-tenant priorities (default 1)."""
+
+    tenants: int
+    job_types_per_tenant: int = 1
+    job_type_choice: str = "random"
+    jobs_per_tenant: float = 6
+    jobs_poisson: bool = False
+    workers: tuple[int, ...] = (1, 2, 4, 8)
+    workers_probs: tuple[float, ...] = (0.6, 0.2, 0.15, 0.05)
+    duration_median_s: float = 1800.0
+    duration_sigma: float = 1.0
+    duration_cap_s: float = 86400.0
+    backlogged: bool = False
+    arrival_window_s: float = 0.0
+    weights: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TenantOverride:
+    """Fixes some properties of tenant ``index`` (job types, weight, arrival, forced leave, jobs)."""
+
+    index: int
+    job_types: tuple[str, ...] | None = None
+    weight: float | None = None
+    arrival_s: float | None = None
+    leave_s: float | None = None
+    jobs: int | None = None
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """A lying variant: tenant ``tenant`` (index or id) reports with ``strategy``."""
+
+    name: str
+    tenant: int | str
+    strategy: Strategy
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario (see the module docstring for the TOML schema)."""
+
+    name: str
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    profiles: ProfileSpec = field(default_factory=ProfileSpec)
+    description: str = ""
+    policies: tuple[str, ...] = ALL_POLICIES
+    rounds: int = 24
+    replications: int = 3
+    seed: int = 0
+    placement: str = "auto"
+    kappa: float = 0.1
+    migration_cost_s: float = 0.0
+    backfill: bool = True
+    stop_when_idle: bool = True
+    tenants: tuple[TenantOverride, ...] = ()
+    variants: tuple[VariantSpec, ...] = ()
+    source: str = ""
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        """``truthful`` followed by the lying variants."""
+        return (TRUTHFUL, *(v.name for v in self.variants))
+
+    def tenant_ids(self) -> list[str]:
+        """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically."""
+        n = self.workload.tenants
+        width = len(str(n - 1))
+        return [f"t{i:0{width}d}" for i in range(n)]
+
+    def deviator(self, variant: str) -> str | None:
+        """Id of the lying tenant of ``variant`` (None for ``truthful``)."""
+        if variant == TRUTHFUL:
+            return None
+        for v in self.variants:
+            if v.name == variant:
+                return self._tenant_id(v.tenant, f"variant {v.name}.tenant")
+        raise InputError("variant", variant, f"is not one of {list(self.variant_names)}")
+
+    def _tenant_id(self, ref: int | str, key: str) -> str:
+        ids = self.tenant_ids()
+        if isinstance(ref, int):
+            if not 0 <= ref < len(ids):
+                raise InputError(key, ref, f"must be a tenant index in 0..{len(ids) - 1}")
+            return ids[ref]
+        if ref not in ids:
+            raise InputError(key, ref, f"is not a tenant id ({ids[0]}..{ids[-1]})")
+        return ref
+
+    def base_profiles(self) -> dict[str, np.ndarray]:
+        """Base speedup vector per job type name (before per-tenant jitter), in cluster type order.
+
+        With ``profiles.file``: the throughput table's vectors (feasible ones only, restricted to
+        ``profiles.job_types`` if given). Otherwise the "assumed" OEF table, or for "ordered" one
+        seeded random vector per job type name (seed: the scenario seed, so all runs share them).
+        """
+        p = self.profiles
+        types = self.cluster.gpu_types
+        if p.file is not None:
+            table = _cached_table(p.file)
+            missing = [g for g in types if g not in table.gpu_types]
+            if missing:
+                raise InputError(
+                    f"scenario {self.name}: cluster.gpu_types",
+                    list(types),
+                    f"names {missing} absent from {p.file} (has {list(table.gpu_types)})",
+                )
+            cols = [table.gpu_types.index(g) for g in types]
+            vecs = speedup_vectors(table, p.num_gpus, p.reference, p.job_types)
+            vecs = {jt: v[cols] for jt, v in vecs.items()}
+            ok = feasible(vecs)
+            if p.job_types is not None and len(ok) != len(vecs):
+                bad = sorted(set(vecs) - set(ok))
+                raise InputError(f"scenario {self.name}: profiles.job_types", bad, "cannot run on every GPU type (0)")
+            if not ok:
+                raise InputError(
+                    f"scenario {self.name}: profiles.file", p.file, "has no job type runnable on every type"
+                )
+            return ok
+        if p.generator == "assumed":
+            names = p.job_types or tuple(OEF_ASSUMED_SPEEDUPS)
+            return {n: np.array(OEF_ASSUMED_SPEEDUPS[n], dtype=float) for n in names}
+        names = p.job_types or tuple(f"job{i}" for i in range(6))
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(0xB5,)))
+        W = ordered_random_speedups(len(names), len(types), rng, p.step, ordered=False)
+        return {n: W[i] for i, n in enumerate(names)}
+
+    # -- building models ---------------------------------------------------------------------------
+    def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
+        """The :class:`ModelConfig` of ``policy`` and ``variant``; every random draw (job types,
+        jitter, jobs, arrivals) comes from ``rng`` in a fixed order that does not depend on the
+        policy or the variant (common random numbers)."""
+        if policy not in self.policies:
+            raise InputError("policy", policy, f"is not one of the scenario's policies {list(self.policies)}")
+        deviator = self.deviator(variant)
+        strategy = next((v.strategy for v in self.variants if v.name == variant), None)
+        cluster = self.cluster.build()
+        base = self.base_profiles()
+        pool = list(base)
+        wl = self.workload
+        ids = self.tenant_ids()
+        overrides = {o.index: o for o in self.tenants}
+        horizon = self.rounds * self.cluster.round_seconds
+        G = int(sum(self.cluster.gpus))
+        probs = np.asarray(wl.workers_probs, dtype=float)
+        probs = probs / probs.sum()
+        arrivals = np.sort(rng.uniform(0.0, wl.arrival_window_s, size=wl.tenants)) if wl.arrival_window_s > 0 else None
+        tenants: list[TenantConfig] = []
+        for i, tid in enumerate(ids):
+            o = overrides.get(i)
+            # job types: always draw, so overrides do not shift the other tenants' draws
+            if wl.job_type_choice == "cycle":
+                drawn = [pool[(i * wl.job_types_per_tenant + q) % len(pool)] for q in range(wl.job_types_per_tenant)]
+            else:
+                pick = rng.choice(len(pool), size=min(wl.job_types_per_tenant, len(pool)), replace=False)
+                drawn = [pool[int(q)] for q in pick]
+            types = list(o.job_types) if o is not None and o.job_types is not None else drawn
+            speedups = {}
+            for jt in types:
+                if jt not in base:
+                    raise InputError(f"scenario {self.name}: tenant[{i}].job_types", jt, f"is not one of {pool}")
+                speedups[jt] = tuple(float(x) for x in jittered_profile(base[jt], rng, self.profiles.jitter))
+            n_jobs = int(max(1, rng.poisson(wl.jobs_per_tenant))) if wl.jobs_poisson else int(round(wl.jobs_per_tenant))
+            if o is not None and o.jobs is not None:
+                n_jobs = o.jobs
+            workers = np.asarray(wl.workers)[rng.choice(len(wl.workers), size=n_jobs, p=probs)]
+            durations = np.minimum(
+                rng.lognormal(math.log(wl.duration_median_s), wl.duration_sigma, size=n_jobs), wl.duration_cap_s
+            )
+            jt_idx = rng.integers(0, len(types), size=n_jobs)
+            arrival = float(arrivals[i]) if arrivals is not None else 0.0
+            if o is not None and o.arrival_s is not None:
+                arrival = o.arrival_s
+            jobs = []
+            for q in range(n_jobs):
+                w = int(min(workers[q], G))
+                dur = float(durations[q])
+                if wl.backlogged:
+                    dur = max(dur, 2.0 * horizon)
+                jobs.append(JobConfig(f"{tid}-j{q}", types[int(jt_idx[q])], w, dur * w, arrival))
+            weight = wl.weights[i] if wl.weights is not None else 1.0
+            if o is not None and o.weight is not None:
+                weight = o.weight
+            leave = o.leave_s if o is not None else None
+            tenants.append(
+                TenantConfig(
+                    tid,
+                    speedups,
+                    tuple(jobs),
+                    weight=weight,
+                    arrival=arrival,
+                    leave_at=leave,
+                    strategy=strategy if (deviator == tid and strategy is not None) else Truthful(),
+                )
+            )
+        return ModelConfig(
+            cluster,
+            tuple(tenants),
+            policy=policy,
+            rounds=self.rounds,
+            placement=self.placement,
+            kappa=self.kappa,
+            migration_cost_s=self.migration_cost_s,
+            backfill=self.backfill,
+            stop_when_idle=self.stop_when_idle,
+        )
+
+    def build_model(self, policy: str, variant: str, seed: np.random.SeedSequence | int) -> Any:
+        """A :class:`agents.model.MarketModel` for one replication seed.
+
+        ``seed`` is split into a workload stream and a model stream (``spawn(2)`` of a fresh copy),
+        so the workload is identical for every policy and variant of the same seed.
+        """
+        from agents.model import MarketModel
+
+        ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        fresh = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
+        work_ss, model_ss = fresh.spawn(2)
+        config = self.instantiate(policy, variant, np.random.default_rng(work_ss))
+        return MarketModel(config, rng=np.random.default_rng(model_ss))
+
+
+@lru_cache(maxsize=16)
+def _cached_table(path: str) -> Any:
+    return load_throughput_table(path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# parsing
+
+
+def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
+    kind = t.string("strategy", required=True)
+    job_types = t.array("job_types")
+    jts = _strings(t.key("job_types"), job_types) if job_types is not None else None
+    k = len(gpu_types)
+    if kind == "truthful":
+        return Truthful()
+    if kind == "scale":
+        factors = t.raw("factors", required=True)
+        if not isinstance(factors, dict) or not factors:
+            raise InputError(t.key("factors"), factors, "must be a non-empty table {gpu type = factor}")
+        idx: dict[int, float] = {}
+        for name, f in factors.items():
+            if name not in gpu_types:
+                raise InputError(f"{t.key('factors')}.{name}", f, f"names no GPU type of the cluster {list(gpu_types)}")
+            idx[gpu_types.index(name)] = _number(f"{t.key('factors')}.{name}", f, positive=True)
+        return ScaleDims(idx, job_types=jts)
+    if kind == "fast":
+        f = t.number("factor", positive=True)
+        if f is None:
+            return _need(t, "factor")
+        return ScaleDims.fast(f, k, job_types=jts)
+    if kind == "report":
+        vec = t.array("vector", required=True)
+        v = _numbers(t.key("vector"), vec or [], positive=True)
+        if len(v) != k:
+            raise InputError(t.key("vector"), vec, f"must have one entry per GPU type ({k})")
+        return ReportVector(v, job_types=jts)
+    if kind == "noise":
+        e = t.number("e", minimum=0.0)
+        if e is None:
+            return _need(t, "e")
+        if e >= 1:
+            raise InputError(t.key("e"), e, "must be < 1")
+        return MultiplicativeNoise(e, job_types=jts)
+    raise InputError(t.key("strategy"), kind, "must be one of ['truthful', 'scale', 'fast', 'report', 'noise']")
+
+
+def _need(t: _Table, name: str) -> Any:
+    raise InputError(t.key(name), None, "is required by this strategy")
+
+
+def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = None, source: str = "") -> Scenario:
+    """Validate a parsed TOML document. ``base_dir`` resolves a relative ``profiles.file``."""
+    top = _Table(dict(data), f"scenario {name}")
+    name = top.string("name", name) or name
+    top.where = f"scenario {name}"
+    description = top.string("description", "") or ""
+    pol = top.array("policies", list(ALL_POLICIES)) or []
+    policies = _strings(top.key("policies"), pol)
+    if not policies:
+        raise InputError(top.key("policies"), pol, "must name at least one mechanism")
+    known = mechanism_names("fair-share")
+    for i, p in enumerate(policies):
+        if p not in known:
+            raise InputError(
+                f"{top.key('policies')}[{i}]", p, f"is not a registered fair-share mechanism; known: {known}"
+            )
+    if len(set(policies)) != len(policies):
+        raise InputError(top.key("policies"), pol, "must not repeat a mechanism")
+    rounds = top.integer("rounds", 24, minimum=1)
+    replications = top.integer("replications", 3, minimum=1)
+    seed = top.integer("seed", 0, minimum=0)
+    placement = top.string("placement", "auto")
+    if placement not in PLACEMENTS:
+        raise InputError(top.key("placement"), placement, f"must be one of {list(PLACEMENTS)}")
+    kappa = top.number("kappa", 0.1, minimum=0.0)
+    migration = top.number("migration_cost_s", 0.0, minimum=0.0)
+    backfill = top.boolean("backfill", True)
+    stop_when_idle = top.boolean("stop_when_idle", True)
+
+    c = top.table("cluster")
+    gpu_types = _strings(c.key("gpu_types"), c.array("gpu_types", required=True) or [])
+    if not gpu_types or len(set(gpu_types)) != len(gpu_types):
+        raise InputError(c.key("gpu_types"), list(gpu_types), "must list distinct GPU type names, slowest first")
+    gpus = _ints(c.key("gpus"), c.array("gpus", required=True) or [], minimum=0)
+    if len(gpus) != len(gpu_types):
+        raise InputError(c.key("gpus"), list(gpus), f"must have one count per GPU type ({len(gpu_types)})")
+    if sum(gpus) == 0:
+        raise InputError(c.key("gpus"), list(gpus), "must hold at least one GPU")
+    cluster = ClusterSpec(
+        gpu_types,
+        gpus,
+        gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
+        racks=c.integer("racks", 1, minimum=1),
+        round_seconds=c.number("round_seconds", 300.0, positive=True),
+    )
+    c.done()
+
+    p = top.table("profiles")
+    file = p.string("file")
+    if file is not None:
+        path = Path(file).expanduser()
+        if not path.is_absolute():
+            path = (base_dir or Path.cwd()) / path
+        path = path.resolve()
+        if not path.is_file():
+            raise InputError(p.key("file"), file, f"does not exist (resolved to {path})")
+        file = str(path)
+    generator = p.string("generator", "assumed")
+    if generator not in ("assumed", "ordered"):
+        raise InputError(p.key("generator"), generator, "must be 'assumed' or 'ordered'")
+    step = _numbers(p.key("step"), p.array("step", [1.0, 1.6]) or [], positive=True)
+    if len(step) != 2 or step[1] < step[0]:
+        raise InputError(p.key("step"), list(step), "must be [low, high] with 0 < low <= high")
+    jts = p.array("job_types")
+    profiles = ProfileSpec(
+        file=file,
+        num_gpus=p.integer("num_gpus", 1, minimum=1),
+        reference=p.string("reference", "slowest") or "slowest",
+        generator=generator,
+        step=(step[0], step[1]),
+        job_types=_strings(p.key("job_types"), jts) if jts is not None else None,
+        jitter=p.number("jitter", 0.03, minimum=0.0),
+    )
+    if profiles.jitter >= 1:
+        raise InputError(p.key("jitter"), profiles.jitter, "must be < 1")
+    if file is None and generator == "assumed":
+        if len(gpu_types) != 3:
+            raise InputError(
+                p.key("generator"),
+                generator,
+                f"'assumed' is the 3-type OEF table; the cluster has {len(gpu_types)} types",
+            )
+        for j in profiles.job_types or ():
+            if j not in OEF_ASSUMED_SPEEDUPS:
+                raise InputError(
+                    p.key("job_types"), j, f"is not a model of the assumed table {list(OEF_ASSUMED_SPEEDUPS)}"
+                )
+    p.done()
+
+    w = top.table("workload")
+    wprobs = _numbers(w.key("workers_probs"), w.array("workers_probs", [0.6, 0.2, 0.15, 0.05]) or [], minimum=0.0)
+    wvals = _ints(w.key("workers"), w.array("workers", [1, 2, 4, 8]) or [], minimum=1)
+    if not wvals or len(wvals) != len(wprobs) or sum(wprobs) <= 0:
+        raise InputError(
+            w.key("workers_probs"), list(wprobs), f"must give one weight >= 0 per workers value {list(wvals)}"
+        )
+    n_tenants = w.integer("tenants", required=True, minimum=1)
+    weights = w.array("weights")
+    choice = w.string("job_type_choice", "random")
+    if choice not in ("random", "cycle"):
+        raise InputError(w.key("job_type_choice"), choice, "must be 'random' or 'cycle'")
+    workload = WorkloadSpec(
+        tenants=n_tenants,
+        job_types_per_tenant=w.integer("job_types_per_tenant", 1, minimum=1),
+        job_type_choice=choice,
+        jobs_per_tenant=w.number("jobs_per_tenant", 6, minimum=1.0),
+        jobs_poisson=w.boolean("jobs_poisson", False),
+        workers=wvals,
+        workers_probs=wprobs,
+        duration_median_s=w.number("duration_median_s", 1800.0, positive=True),
+        duration_sigma=w.number("duration_sigma", 1.0, minimum=0.0),
+        duration_cap_s=w.number("duration_cap_s", 86400.0, positive=True),
+        backlogged=w.boolean("backlogged", False),
+        arrival_window_s=w.number("arrival_window_s", 0.0, minimum=0.0),
+        weights=_numbers(w.key("weights"), weights, positive=True) if weights is not None else None,
+    )
+    if workload.weights is not None and len(workload.weights) != n_tenants:
+        raise InputError(w.key("weights"), weights, f"must have one weight per tenant ({n_tenants})")
+    w.done()
+
+    overrides: list[TenantOverride] = []
+    for i, raw in enumerate(top.array("tenant", []) or []):
+        t = _Table(raw, f"scenario {name}: tenant[{i}]")
+        idx = t.integer("index", required=True, minimum=0)
+        if idx >= n_tenants:
+            raise InputError(t.key("index"), idx, f"must be < workload.tenants ({n_tenants})")
+        jt = t.array("job_types")
+        overrides.append(
+            TenantOverride(
+                idx,
+                job_types=_strings(t.key("job_types"), jt) if jt is not None else None,
+                weight=t.number("weight", positive=True),
+                arrival_s=t.number("arrival_s", minimum=0.0),
+                leave_s=t.number("leave_s", minimum=0.0),
+                jobs=t.integer("jobs", minimum=1),
+            )
+        )
+        t.done()
+    if len({o.index for o in overrides}) != len(overrides):
+        raise InputError(top.key("tenant"), [o.index for o in overrides], "must not repeat a tenant index")
+
+    variants: list[VariantSpec] = []
+    for i, raw in enumerate(top.array("variant", []) or []):
+        t = _Table(raw, f"scenario {name}: variant[{i}]")
+        vname = t.string("name", required=True) or ""
+        if not vname or vname == TRUTHFUL:
+            raise InputError(t.key("name"), vname, f"must be a non-empty name other than '{TRUTHFUL}'")
+        ref = t.raw("tenant", required=True)
+        if isinstance(ref, bool) or not isinstance(ref, (int, str)):
+            raise InputError(t.key("tenant"), ref, "must be a tenant index or id")
+        variants.append(VariantSpec(vname, ref, _strategy(t, gpu_types)))
+        t.done()
+    if len({v.name for v in variants}) != len(variants):
+        raise InputError(top.key("variant"), [v.name for v in variants], "must have distinct names")
+    top.done()
+
+    scen = Scenario(
+        name=name,
+        cluster=cluster,
+        workload=workload,
+        profiles=profiles,
+        description=description,
+        policies=policies,
+        rounds=rounds,
+        replications=replications,
+        seed=seed,
+        placement=placement,
+        kappa=kappa,
+        migration_cost_s=migration,
+        backfill=backfill,
+        stop_when_idle=stop_when_idle,
+        tenants=tuple(overrides),
+        variants=tuple(variants),
+        source=source,
+    )
+    for v in variants:
+        scen.deviator(v.name)  # validates the tenant reference
+    base = scen.base_profiles()  # validates profile sources and job-type names
+    for o in overrides:
+        for jt in o.job_types or ():
+            if jt not in base:
+                raise InputError(
+                    f"scenario {name}: tenant index {o.index} job_types", jt, f"is not one of {list(base)}"
+                )
+    return scen
+
+
+def scenario_names() -> list[str]:
+    """Names of the scenarios shipped with the package (``scenarios/*.toml``)."""
+    return sorted(p.name[:-5] for p in resources.files("scenarios").iterdir() if p.name.endswith(".toml"))
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """Load an embedded scenario by name (see :func:`scenario_names`) or a TOML file by path."""
+    text_path = str(name_or_path)
+    embedded = resources.files("scenarios").joinpath(f"{text_path}.toml")
+    if "/" not in text_path and not text_path.endswith(".toml") and embedded.is_file():
+        with resources.as_file(embedded) as real:
+            return _load_file(Path(real), text_path)
+    path = Path(text_path).expanduser()
+    if path.suffix != ".toml" and not path.exists():
+        raise InputError("scenario", text_path, f"is neither an embedded scenario {scenario_names()} nor a file")
+    if not path.is_file():
+        raise InputError("scenario", text_path, "does not exist")
+    return _load_file(path, path.stem)
+
+
+def _load_file(path: Path, default_name: str) -> Scenario:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"scenario file {path}", "", f"is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"scenario file {path}", "", "is not UTF-8 text") from None
+    return parse_scenario(data, default_name, base_dir=path.parent, source=str(path))
