@@ -144,6 +144,32 @@ def test_tdev_clip_bounds_type_deviation() -> None:
     assert _close(dr.tdev[keys[0]], (-0.5, 0.5))
 
 
+def test_float_noise_does_not_decide_ties() -> None:
+    """Residuals are compared rounded to 9 decimals, so the written tie rules apply to values equal up to noise."""
+    noisy = float(np.nextafter(0.5, 1.0))  # 0.5000000000000001
+    assert noisy != 0.5
+    # repair: T − r = (−0.5, −0.4999…) is a tie -> the HIGHER index is cut (raw floats would cut class 0)
+    allocs, _, _, _ = _run([[0.5], [noisy]], [1, 1], [1], False, 1)
+    assert allocs[0][:, 0].tolist() == [1, 0]
+    # backfill: residuals (0.3, 0.30000000000000004) tie -> the LOWER index is served first
+    allocs, _, _, _ = _run([[0.3], [0.1 + 0.2]], [1, 1], [1], True, 1)
+    assert allocs[0][:, 0].tolist() == [1, 0]
+    # type mix: shares (0.5, 0.49999999999999994) tie -> the faster type
+    allocs, _, _, _ = _run([[0.1 + 0.2, 0.3]], [1], [1, 1], True, 1, caps=[1])
+    assert allocs[0].tolist() == [[0, 1]]
+
+
+def test_starvation_diagnostic_p3() -> None:
+    _, _, _, dr = _run([[1], [1]], [2, 2], [2], False, 6)  # r: (0,0), (2,0), (0,2), (2,0), (0,2), (2,0)
+    a, b = _keys(2)
+    assert dr.longest_zero_run == {a: 1, b: 2} and dr.zero_run == {a: 0, b: 1}
+    assert dr.last_eff == {a: 1.0, b: 1.0}
+    # C13(c) bound ceil(min_demand / eff) = 2 holds here
+    assert max(dr.longest_zero_run.values()) <= math.ceil(2 / 1.0)
+    dr.reset()
+    assert dr.rounds == 0 and dr.dev == {} and dr.longest_zero_run == {}
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # water-fill, caps, diagnostics, state
 
@@ -152,6 +178,9 @@ def test_waterfill_redistributes_unusable_share() -> None:
     assert np.allclose(waterfill(np.array([3.0, 1.0]), np.array([1, 10]), 4), [1, 3])
     assert np.allclose(waterfill(np.array([2.0, 1.0, 1.0]), np.array([1, 10, 1]), 4), [1, 2, 1])
     assert np.allclose(waterfill(np.array([2.0, 1.0, 1.0]), np.array([1, 10, 10]), 4), [1, 1.5, 1.5])
+    # the spill is proportional to ideal (2 : 1), with a second pass once class 2 hits its cap
+    assert np.allclose(waterfill(np.array([4.0, 2.0, 1.0]), np.array([1, 10, 10]), 7), [1, 4, 2])
+    assert np.allclose(waterfill(np.array([4.0, 2.0, 1.0]), np.array([1, 10, 1.5]), 7), [1, 4.5, 1.5])
     # total demand below G: nobody exceeds its cap, nothing is invented
     assert np.allclose(waterfill(np.array([2.0, 2.0]), np.array([1, 1]), 4), [1, 1])
     # a class with zero share receives nothing by the water-fill

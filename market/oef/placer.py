@@ -70,7 +70,7 @@ def waterfill(ideal: np.ndarray, cap: np.ndarray, total: float) -> np.ndarray:
     return eff
 
 
-@dataclass
+@dataclass(eq=False)
 class DeviationRounder:
     """Capacity-aware deviation-carrying rounding placer (spec A6); keeps its state across rounds.
 
@@ -81,7 +81,10 @@ class DeviationRounder:
     Class index (used by every tie rule) = position of the class in the ``ideal`` mapping of that round.
     State: ``dev[c]`` (GPUs, scalar) and ``tdev[c]`` (GPUs per type); classes absent from ``ideal`` are dropped,
     new classes start at 0. Diagnostics: ``max_abs_dev`` (now), ``max_abs_dev_seen`` (over all rounds),
-    ``last_unused`` (GPUs not handed out in the last round), ``unused_gpu_rounds`` (cumulative), ``rounds``.
+    ``last_unused`` (GPUs not handed out in the last round), ``unused_gpu_rounds`` (cumulative), ``rounds``,
+    ``last_eff[c]`` (water-filled share of the last round, GPUs) and, for claim C13(c), ``zero_run[c]`` /
+    ``longest_zero_run[c]``: current and longest run of consecutive rounds in which ``c`` had ``eff_c > 0`` and
+    ``min_demand_c ≤ G`` but got 0 GPUs (rounds; a departed class's entries are dropped with its state).
     """
 
     backfill: bool = True
@@ -94,6 +97,9 @@ class DeviationRounder:
     last_unused: int = field(default=0, init=False)
     unused_gpu_rounds: int = field(default=0, init=False)
     max_abs_dev_seen: float = field(default=0.0, init=False)
+    last_eff: dict[ClassKey, float] = field(default_factory=dict, init=False)
+    zero_run: dict[ClassKey, int] = field(default_factory=dict, init=False)
+    longest_zero_run: dict[ClassKey, int] = field(default_factory=dict, init=False)
     _k: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -112,8 +118,8 @@ class DeviationRounder:
 
     def reset(self) -> None:
         """Forget all deviations and diagnostics."""
-        self.dev.clear()
-        self.tdev.clear()
+        for state in (self.dev, self.tdev, self.last_eff, self.zero_run, self.longest_zero_run):
+            state.clear()
         self.rounds = self.last_unused = self.unused_gpu_rounds = 0
         self.max_abs_dev_seen = 0.0
         self._k = None
@@ -172,9 +178,12 @@ class DeviationRounder:
         self._k = k
         self.dev = {c: self.dev.get(c, 0.0) for c in keys}
         self.tdev = {c: self.tdev.get(c, np.zeros(k)) for c in keys}
+        self.zero_run = {c: self.zero_run.get(c, 0) for c in keys}
+        self.longest_zero_run = {c: self.longest_zero_run.get(c, 0) for c in keys}
         n = len(keys)
         g_total = int(m.sum())
         if n == 0:
+            self.last_eff = {}
             self.rounds += 1
             self.last_unused = g_total
             self.unused_gpu_rounds += g_total
@@ -238,6 +247,13 @@ class DeviationRounder:
 
         if self.debug:
             _check_invariants(keys, a, r_arr, m, md, cp)
+        self.last_eff = {c: float(eff[i]) for i, c in enumerate(keys)}
+        for i, c in enumerate(keys):
+            if r[i] == 0 and eff[i] > 0 and md[i] <= g_total:
+                self.zero_run[c] += 1
+                self.longest_zero_run[c] = max(self.longest_zero_run[c], self.zero_run[c])
+            else:
+                self.zero_run[c] = 0
         self.rounds += 1
         self.last_unused = g_total - total
         self.unused_gpu_rounds += self.last_unused
