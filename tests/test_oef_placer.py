@@ -560,3 +560,52 @@ def test_runnable_job_and_assign_validation() -> None:
         assign_jobs(np.array([0.5]), [job])
     with pytest.raises(InputError):
         assign_jobs(np.array([2]), [job, job])
+
+
+@pytest.mark.parametrize("placement", ["oef", "naive"])
+def test_pipeline_rounds_on_testbed_are_host_feasible(testbed, placement: str) -> None:
+    rng = np.random.default_rng(7)
+    m = testbed.capacity
+    speedups = {"t0": np.array([1.0, 1.7, 2.15]), "t1": np.array([1.0, 1.22, 1.39]), "t2": np.array([1.0, 1.3, 1.55])}
+    jobs = {
+        (t, "jt"): [RunnableJob(f"{t}-{i}", int(rng.choice([1, 2, 4, 8])), float(i), 0.0) for i in range(6)]
+        for t in speedups
+    }
+    x = rng.dirichlet(np.ones(3), size=3).T * m  # 3 classes x 3 types
+    ideal = {c: x[i] for i, c in enumerate(jobs)}
+    last_ran = {j.job_id: 0.0 for js in jobs.values() for j in js}
+    dr = DeviationRounder(debug=True)
+    starts = 0
+    for t in range(60):
+        now = 300.0 * t
+        runnable = {
+            c: [RunnableJob(j.job_id, j.workers, j.arrival, now - last_ran[j.job_id]) for j in js]
+            for c, js in jobs.items()
+        }
+        a = dr.round(
+            ideal,
+            {c: min(j.workers for j in js) for c, js in runnable.items()},
+            {c: sum(j.workers for j in js) for c, js in runnable.items()},
+            m,
+        )
+        chosen = []
+        for c, js in runnable.items():
+            started, left = assign_jobs(a[c], js, placement)
+            assert (left >= 0).all() and sum(int(v.sum()) for _, v in started) + int(left.sum()) == int(a[c].sum())
+            chosen += started
+        placed = pack_hosts(chosen, testbed.servers, placement)
+        used: dict[str, int] = {}
+        host_type = {s.host_id: s.gpu_type for s in testbed.servers}
+        for job, vec in chosen:
+            p = placed[job.job_id]
+            assert p.counts(3).tolist() == vec.tolist() and int(vec.sum()) == job.workers
+            assert p.cross_type == (np.count_nonzero(vec) > 1) and p.cross_host == (p.n_hosts > 1)
+            for h, j, g in p.hosts:
+                assert host_type[h] == j and g > 0
+                used[h] = used.get(h, 0) + g
+            rate = job_rate(vec, speedups[job.job_id.split("-")[0]], p.n_hosts)
+            assert 0 < rate <= job.workers * 2.15 + 1e-12
+            last_ran[job.job_id] = now
+            starts += 1
+        assert all(used[s.host_id] <= s.count for s in testbed.servers if s.host_id in used)
+    assert starts >= 60 and len(set(last_ran.values())) > 1  # jobs do run, and they rotate
