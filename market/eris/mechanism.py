@@ -1,0 +1,291 @@
+"""ERIS — the online posted-price auction (spec §3.6, paper Alg. 1) and the realised outcome.
+
+Usage::
+
+    auction = ErisAuction(sites, NetworkSpec(), ErisConfig(horizon=T))
+    decisions = auction.run(bids)          # or auction.step(now, bids_arriving_now) slot by slot
+    outcome = run_eris(bids, sites, NetworkSpec(), ErisConfig(horizon=T))   # registered as "eris"
+
+Slots are ``1..T``. Jobs of one slot are processed in (arrival, job_id) order; each sees the
+prices left by all earlier jobs; the accepted schedule is committed and prices rise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from market.auction.base import Decision, OnlineMechanism, Schedule
+from market.eris.deploy import prepare_job
+from market.eris.network import Links, build_links
+from market.eris.prices import ErisState, SlotView
+from market.eris.schedule import MenuStats, build_menu, choose
+from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, MenuEntry, NetworkSpec
+from market.errors import InputError
+from market.registry import register
+from market.types import EdgeSite
+from market.utility import Utility
+
+__all__ = ["ErisDecision", "ErisAuction", "ErisOutcome", "run_eris", "as_sites", "realised_value", "realised_utility"]
+
+
+@dataclass(frozen=True)
+class ErisDecision(Decision):
+    """:class:`market.auction.base.Decision` plus Eris' fields: ``mu`` (reported payoff), the
+    chosen ``deadline``, ``menu_size`` and the full ``plan`` (an :class:`ErisSchedule`)."""
+
+    mu: float = 0.0
+    deadline: int | None = None
+    menu_size: int = 0
+    plan: ErisSchedule | None = field(default=None, compare=False)
+
+    @property
+    def accepted(self) -> bool:
+        return self.admitted
+
+
+def as_sites(sites: ErisSites | Sequence[EdgeSite] | np.ndarray) -> ErisSites:
+    """Accept :class:`ErisSites`, core :class:`EdgeSite` objects or an (R, K) capacity table."""
+    if isinstance(sites, ErisSites):
+        return sites
+    if isinstance(sites, np.ndarray) or (isinstance(sites, Sequence) and sites and not isinstance(sites[0], EdgeSite)):
+        return ErisSites.from_capacity(sites)
+    return ErisSites.from_edge_sites(list(sites))
+
+
+def _auction_schedule(job_id: int, plan: ErisSchedule, R: int) -> Schedule:
+    workers = {p.t: np.asarray(p.workers, dtype=np.int64).copy() for p in plan.slots}
+    ps = {}
+    for p in plan.slots:
+        z = np.zeros(R, dtype=np.int64)
+        if p.ps_site >= 0:
+            z[p.ps_site] = 1
+        ps[p.t] = z
+    return Schedule(job_id, plan.completion, workers, ps)
+
+
+class ErisAuction(OnlineMechanism):
+    """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T)."""
+
+    name = "eris"
+
+    def __init__(
+        self,
+        sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
+        network: NetworkSpec | None = None,
+        config: ErisConfig | None = None,
+        *,
+        horizon: int | None = None,
+    ) -> None:
+        if config is None:
+            if horizon is None:
+                raise InputError("config", None, "ErisConfig (or horizon=T) is required")
+            config = ErisConfig(horizon=horizon)
+        self.cfg = config
+        self.sites = as_sites(sites)
+        self.network = network if network is not None else NetworkSpec()
+        self.links: Links = build_links(self.network, self.sites, config)
+        self.state = ErisState(self.sites, self.links, config)
+        super().__init__(config.horizon + 1)  # base slots 0..T; slot 0 unused
+        self.decisions: list[ErisDecision] = []
+        self.stats: list[MenuStats] = []
+        self.dual_history: list[float] = []
+        self.primal_history: list[float] = []
+        self._primal = 0.0
+        self._mu_sum = 0.0
+
+    # --- public audit helpers (same code path as step) ---
+    def validate(self, bid: ErisJob) -> None:
+        if not isinstance(bid, ErisJob):
+            raise InputError("bid", type(bid).__name__, "must be an ErisBid/ErisJob")
+        bid.check_against(self.sites, self.cfg)
+
+    def build_menu(self, bid: ErisJob, stats: MenuStats | None = None) -> list[MenuEntry]:
+        """BUILD_MENU at the current prices (does not read the utility)."""
+        self.validate(bid)
+        return build_menu(prepare_job(bid, self.sites, self.cfg), int(bid.arrival), self.state, self.cfg, stats)
+
+    def choose(self, menu: list[MenuEntry], utility: Utility, arrival: int) -> tuple[float, MenuEntry | None]:
+        return choose(menu, utility, arrival, self.cfg)
+
+    def prices(self, t: int) -> SlotView:
+        return self.state.view(t)
+
+    def snapshot(self) -> ErisAuction:
+        import copy
+
+        return copy.deepcopy(self)
+
+    def dual_value(self) -> float:
+        """Lambda of eq. (4): sum mu + sum_t sum_e B_e alpha_e(t) + sum_t sum_{r,k} C beta (t = 1..T)."""
+        tot = self._mu_sum
+        for t in range(1, self.cfg.horizon + 1):
+            v = self.state.view(t)
+            tot += float(np.dot(self.links.cap, v.alpha)) + float((self.sites.capacity * v.beta).sum())
+        return tot
+
+    # --- the mechanism ---
+    def step(self, now: int, new_reports: Sequence[ErisJob]) -> list[ErisDecision]:
+        if int(now) < 1 and len(new_reports):
+            raise InputError("now", now, "must be >= 1 (Eris slots are 1..T)")
+        bids = self._advance(now, new_reports)
+        return [self.decide(b) for b in bids]  # type: ignore[arg-type]
+
+    def decide(self, bid: ErisJob) -> ErisDecision:
+        """Admit or reject one bid at the current prices and commit its schedule."""
+        stats = MenuStats()
+        menu = self.build_menu(bid, stats)
+        mu, entry = choose(menu, bid.utility, int(bid.arrival), self.cfg)
+        self.stats.append(stats)
+        if entry is None:
+            dec = ErisDecision(
+                bid.job_id,
+                False,
+                None,
+                0.0,
+                None,
+                0.0,
+                0.0,
+                {"dpc_calls": stats.dpc_calls},
+                mu=0.0,
+                deadline=None,
+                menu_size=len(menu),
+                plan=None,
+            )
+        else:
+            plan = entry.schedule
+            for p in plan.slots:
+                self.state.commit(p.t, p.link_volume, p.usage)
+            dur = plan.completion - int(bid.arrival) + self.cfg.duration_offset
+            value = float(bid.utility(dur))
+            dec = ErisDecision(
+                bid.job_id,
+                True,
+                _auction_schedule(bid.job_id, plan, self.sites.R),
+                plan.cost,
+                plan.completion,
+                mu,
+                value,
+                {"dpc_calls": stats.dpc_calls},
+                mu=mu,
+                deadline=entry.deadline,
+                menu_size=len(menu),
+                plan=plan,
+            )
+            self._primal += value
+            self._mu_sum += mu
+        self.primal_history.append(self._primal)
+        self.dual_history.append(self.dual_value())
+        self.decisions.append(dec)
+        return dec
+
+    def run(self, reports: Iterable[ErisJob]) -> list[ErisDecision]:  # type: ignore[override]
+        """Feed ``reports`` by arrival slot (1..T); decisions in job-id order."""
+        return super().run(reports)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ErisOutcome:
+    """Result of a full run: decisions (job-id order), reported welfare, revenue, final state."""
+
+    decisions: tuple[ErisDecision, ...]
+    auction: ErisAuction = field(compare=False)
+
+    @property
+    def revenue(self) -> float:
+        return float(sum(d.payment for d in self.decisions))
+
+    @property
+    def accepted(self) -> int:
+        return sum(d.admitted for d in self.decisions)
+
+    def welfare(self, true_jobs: Sequence[ErisJob] | None = None) -> float:
+        """Social welfare (Def. 2) with the true valuations (reported ones when ``true_jobs`` is None)."""
+        if true_jobs is None:
+            return float(sum(d.utility for d in self.decisions if d.admitted))
+        by_id = {j.job_id: j for j in true_jobs}
+        off = self.auction.cfg.duration_offset
+        return float(
+            sum(
+                float(by_id[d.job_id].utility(d.completion - by_id[d.job_id].arrival + off))
+                for d in self.decisions
+                if d.admitted
+            )
+        )
+
+
+@register(
+    "eris",
+    "auction",
+    "Eris: online posted-price auction for unbiased distributed learning at the edge",
+    paper="eris",
+    claims_truthful=True,
+)
+def run_eris(
+    bids: Sequence[ErisJob],
+    sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
+    network: NetworkSpec | None = None,
+    config: ErisConfig | None = None,
+    *,
+    horizon: int | None = None,
+) -> ErisOutcome:
+    """Replay ``bids`` through a fresh :class:`ErisAuction` (grouped by arrival, (a, id) order)."""
+    auc = ErisAuction(sites, network, config, horizon=horizon)
+    decs = auc.run(bids)
+    return ErisOutcome(tuple(decs), auc)
+
+
+def realised_value(
+    decision: ErisDecision, true_job: ErisJob, bid: ErisJob, cfg: ErisConfig, partial_value: str = "none"
+) -> float:
+    """True value of a (mis)report's outcome under the consequence model of spec §7 C3 (D16).
+
+    Realised iff every reported D^r >= true D^r, reported E >= true E and, in every active slot
+    and site, ``kappa P g >= E_true L`` with ``kappa = min(1, w_rep/w_true, s_rep/s_true)``;
+    otherwise 0 (``partial_value="proportional"`` scales by the fraction of chunk-epochs done).
+    Completion is the scheduled one; value is measured from the true arrival."""
+    if not decision.admitted or decision.plan is None:
+        return 0.0
+    dur = decision.completion - true_job.arrival + cfg.duration_offset
+    full = float(true_job.utility(dur))
+    w_t, w_r = np.asarray(true_job.worker_demand), np.asarray(bid.worker_demand)
+    s_t, s_r = np.asarray(true_job.ps_demand), np.asarray(bid.ps_demand)
+    kappa = 1.0
+    if (w_t > 0).any():
+        kappa = min(kappa, float((w_r[w_t > 0] / w_t[w_t > 0]).min()))
+    if (s_t > 0).any():
+        kappa = min(kappa, float((s_r[s_t > 0] / s_t[s_t > 0]).min()))
+    P = true_job.proc_capacity
+    E_t = true_job.epochs
+    ok_data = all(bid.data.get(k, 0) >= v for k, v in true_job.data.items()) and bid.epochs >= E_t
+    ok_proc = all(bool((kappa * P * p.workers + 1e-9 >= E_t * p.load).all()) for p in decision.plan.slots)
+    if ok_data and ok_proc:
+        return full
+    if partial_value == "proportional":
+        need = E_t * true_job.total_chunks
+        done = 0.0
+        for p in decision.plan.slots:
+            done += float(np.minimum(kappa * P * p.workers, E_t * p.load).sum())
+        frac = min(1.0, done / need) * (
+            min(1.0, sum(min(bid.data.get(k, 0), v) for k, v in true_job.data.items()) / true_job.total_chunks)
+        )
+        return full * frac
+    return 0.0
+
+
+def realised_utility(
+    decision: ErisDecision,
+    true_job: ErisJob,
+    bid: ErisJob | None = None,
+    cfg: ErisConfig | None = None,
+    partial_value: str = "none",
+) -> float:
+    """``u_i = realised value - payment`` (0 if rejected) — the quantity a deviation must not raise."""
+    if not decision.admitted:
+        return 0.0
+    cfg = cfg if cfg is not None else ErisConfig(horizon=max(decision.completion or 1, 1))
+    return (
+        realised_value(decision, true_job, bid if bid is not None else true_job, cfg, partial_value) - decision.payment
+    )

@@ -1,0 +1,240 @@
+"""BUILD_MENU (DP over slots + deadline enumeration, paper Alg. 2) and CHOOSE (spec §3.4-3.5).
+
+``build_menu`` never reads the bid's utility. :func:`build_menu` is the vectorised version
+(slot rows c[t][0..D] from one :func:`deploy_batch` call per distinct slot, (min,+) DP with numpy);
+:func:`build_menu_reference` is the same algorithm with Python loops (benchmark reference).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from market.eris.deploy import JobArrays, deploy_batch, deploy_reference, plan_from_batch, prepare_slot
+from market.eris.network import Links
+from market.eris.prices import ErisState
+from market.eris.sources import cumulative_sources, slot_sources, source_sequence
+from market.eris.types import ErisConfig, ErisSchedule, MenuEntry, SlotPlan
+from market.utility import Utility
+
+__all__ = ["MenuStats", "build_menu", "build_menu_reference", "dp_table", "backtrack", "choose"]
+
+
+@dataclass
+class MenuStats:
+    """Work counters of one BUILD_MENU call (C6): DPC_T evaluations and repair calls."""
+
+    dpc_calls: int = 0
+    repair_calls: int = 0
+    distinct_slots: int = 0
+
+
+def dp_table(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(min,+) DP over slots: ``c`` (S, D+1) slot rows -> ``F`` (S+1, D+1) with ``F[0] = (0, inf, ...)``
+    and ``arg`` (S, D+1) the smallest minimising d' (D17). Row s+1 is slot a+s."""
+    S, D1 = c.shape
+    F = np.full((S + 1, D1), np.inf)
+    F[0, 0] = 0.0
+    arg = np.zeros((S, D1), dtype=np.int64)
+    d = np.arange(D1)
+    diff = d[:, None] - d[None, :]  # (d, d')
+    valid = diff >= 0
+    idx = np.where(valid, diff, 0)
+    for s in range(S):
+        prev = F[s]
+        tot = np.where(valid, c[s][None, :] + prev[idx], np.inf)
+        a = np.argmin(tot, axis=1)
+        arg[s] = a
+        F[s + 1] = tot[d, a]
+    return F, arg
+
+
+def backtrack(arg: np.ndarray, upto: int, D: int) -> list[int]:
+    """d_s for s = 0..upto-1 (slot offsets) from the arg table, ending with D chunks."""
+    rem = D
+    ds = [0] * upto
+    for s in range(upto - 1, -1, -1):
+        ds[s] = int(arg[s, rem])
+        rem -= ds[s]
+    return ds
+
+
+def build_menu(
+    job: JobArrays, arrival: int, state: ErisState, cfg: ErisConfig, stats: MenuStats | None = None
+) -> list[MenuEntry]:
+    """BUILD_MENU at the state's current (frozen) prices; vectorised."""
+    stats = stats if stats is not None else MenuStats()
+    links: Links = state.links
+    R = job.data.shape[0]
+    D = job.D
+    a, T = arrival, cfg.horizon
+    seq = source_sequence(job.data)
+    cum = cumulative_sources(seq, R)
+    S = T - a + 1
+    c = np.full((S, D + 1), np.inf)
+    c[:, 0] = 0.0
+    preps = {}
+    batches = {}
+    dmax = np.zeros(S, dtype=np.int64)
+    cache: dict[int, tuple] = {}
+    for s in range(S):
+        t = a + s
+        key = -1 if state.version[t] == 0 else t  # untouched slots share one signature
+        if key not in cache:
+            sp = prepare_slot(job, state.view(t), links)
+            top = min(D, sp.dmax)
+            b = deploy_batch(job, sp, links, cum[1 : top + 1], cfg.ps_rule) if top > 0 else None
+            cache[key] = (sp, top, b)
+            stats.dpc_calls += top
+            stats.distinct_slots += 1
+        sp, top, b = cache[key]
+        preps[t] = sp
+        batches[t] = b
+        dmax[s] = sp.dmax
+        if b is not None:
+            c[s, 1 : top + 1] = b.cost
+    if int(np.minimum(dmax, D).sum()) < D:
+        return []
+    F, arg = dp_table(c)
+    menu: list[MenuEntry] = []
+    memo: dict[tuple, ErisSchedule | None] = {}
+    repair_memo: dict[tuple[int, int, int], tuple[float, SlotPlan | None]] = {}
+    for s in range(S):
+        if not math.isfinite(F[s + 1, D]):
+            continue
+        ds = backtrack(arg, s + 1, D)
+        sig = tuple(ds)
+        sig = sig[: max(i for i, v in enumerate(ds) if v > 0) + 1]
+        if sig not in memo:
+            plans: list[SlotPlan] = []
+            ok = True
+            done = 0
+            for i, dt in enumerate(sig):
+                if dt == 0:
+                    continue
+                t = a + i
+                if cfg.repair_sources:
+                    rk = (t, done, dt)
+                    if rk not in repair_memo:
+                        Mt = slot_sources(cum, done, dt)
+                        rb = deploy_batch(job, preps[t], links, Mt[None, :], cfg.ps_rule)
+                        stats.repair_calls += 1
+                        repair_memo[rk] = (
+                            (float(rb.cost[0]), plan_from_batch(rb, 0, t, job))
+                            if math.isfinite(rb.cost[0])
+                            else (math.inf, None)
+                        )
+                    _, plan = repair_memo[rk]
+                else:
+                    b = batches[t]
+                    plan = plan_from_batch(b, dt - 1, t, job) if math.isfinite(b.cost[dt - 1]) else None
+                done += dt
+                if plan is None:
+                    ok = False
+                    break
+                plans.append(plan)
+            memo[sig] = _schedule(plans) if ok else None
+        sched = memo[sig]
+        if sched is not None:
+            menu.append(MenuEntry(a + s, sched))
+    return menu
+
+
+def _schedule(plans: list[SlotPlan]) -> ErisSchedule:
+    cost = 0.0
+    for p in plans:
+        cost += p.cost
+    return ErisSchedule(tuple(plans), plans[-1].t, cost)
+
+
+def build_menu_reference(job: JobArrays, arrival: int, state: ErisState, cfg: ErisConfig) -> list[MenuEntry]:
+    """The same BUILD_MENU with Python loops and the literal DPC_T (no signature cache, no pruning)."""
+    links = state.links
+    R = job.data.shape[0]
+    D = job.D
+    a, T = arrival, cfg.horizon
+    seq = [int(x) for x in source_sequence(job.data)]
+
+    def A(nn: int) -> list[int]:
+        v = [0] * R
+        for x in seq[:nn]:
+            v[x] += 1
+        return v
+
+    views = {t: state.view(t) for t in range(a, T + 1)}
+    c: dict[int, list[float]] = {}
+    plans0: dict[tuple[int, int], SlotPlan | None] = {}
+    total = 0
+    for t in range(a, T + 1):
+        v = views[t]
+        dmax = 0
+        for r in range(R):
+            cap = None
+            for k in range(len(job.w)):
+                if job.w[k] > 0:
+                    x = math.floor(float(v.res_cap[r, k]) / float(job.w[k]) + 1e-9)
+                    cap = x if cap is None else min(cap, x)
+            dmax += (job.P * cap) // job.E
+        row = [0.0] + [math.inf] * D
+        for d in range(1, D + 1):
+            if d <= dmax:
+                row[d], plans0[(t, d)] = deploy_reference(job, v, links, A(d), cfg.ps_rule)
+        c[t] = row
+        total += min(dmax, D)
+    if total < D:
+        return []
+    F = {a - 1: [0.0] + [math.inf] * D}
+    arg: dict[int, list[int]] = {}
+    for t in range(a, T + 1):
+        F[t] = [math.inf] * (D + 1)
+        arg[t] = [0] * (D + 1)
+        for d in range(D + 1):
+            best = math.inf
+            bi = 0
+            for dp in range(d + 1):
+                val = c[t][dp] + F[t - 1][d - dp]
+                if val < best:
+                    best, bi = val, dp
+            F[t][d] = best
+            arg[t][d] = bi
+    menu = []
+    for th in range(a, T + 1):
+        if not math.isfinite(F[th][D]):
+            continue
+        rem = D
+        ds = {}
+        for t in range(th, a - 1, -1):
+            ds[t] = arg[t][rem]
+            rem -= ds[t]
+        plans = []
+        done = 0
+        ok = True
+        for t in range(a, th + 1):
+            if ds[t] == 0:
+                continue
+            if cfg.repair_sources:
+                Mt = [x - y for x, y in zip(A(done + ds[t]), A(done), strict=True)]
+                _, plan = deploy_reference(job, views[t], links, Mt, cfg.ps_rule)
+            else:
+                plan = plans0[(t, ds[t])]
+            done += ds[t]
+            if plan is None:
+                ok = False
+                break
+            plans.append(plan)
+        if ok:
+            menu.append(MenuEntry(th, _schedule(plans)))
+    return menu
+
+
+def choose(menu: list[MenuEntry], utility: Utility, arrival: int, cfg: ErisConfig) -> tuple[float, MenuEntry | None]:
+    """CHOOSE: the entry maximising ``f(completion - a + offset) - cost`` if it exceeds 0 (D17)."""
+    mu = 0.0
+    best = None
+    for entry in menu:
+        val = float(utility(entry.schedule.completion - arrival + cfg.duration_offset)) - entry.schedule.cost
+        if val > mu + cfg.accept_tol * max(1.0, abs(mu)):
+            mu, best = val, entry
+    return mu, best
