@@ -1,0 +1,5 @@
+"""Importing this module registers Astraea and its baselines in ``market.registry``."""
+
+from market.astraea import online as _online  # noqa: F401  (registers "astraea")
+
+__all__: list[str] = []
