@@ -59,10 +59,9 @@ class PriceLedger:
         self.capacity = cap
         self.log_U = as_float_array("log_U", np.broadcast_to(np.asarray(log_U, dtype=float), (R,)), shape=(R,))
         self.log_L = as_float_array("log_L", np.broadcast_to(np.asarray(log_L, dtype=float), (R,)), shape=(R,))
-        used = cap.sum(axis=0) > 0
-        if (self.log_U[used] <= self.log_L[used]).any():
-            r = int(np.argmax(used & (self.log_U <= self.log_L)))
-            raise InputError(f"U[{r}]", float(np.exp(self.log_U[r])), f"must be > L = {float(np.exp(self.log_L[r]))}")
+        if (self.log_U < self.log_L).any():  # U == L is a flat price (a resource no job uses)
+            r = int(np.argmax(self.log_U < self.log_L))
+            raise InputError(f"U[{r}]", float(np.exp(self.log_U[r])), f"must be >= L = {float(np.exp(self.log_L[r]))}")
         self.usage = np.zeros((self.T, *cap.shape))
         self._log_prices = np.broadcast_to(self.log_L, (self.T, *cap.shape)).copy()
         self._prices = np.exp(self._log_prices)

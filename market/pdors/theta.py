@@ -1,0 +1,260 @@
+"""Per-slot cost θ(t, v) of PD-ORS (Algorithm 4, spec pdors.md §3.2): co-located candidate,
+split placement by LP relaxation (HiGHS, warm-started per slot state) + randomized rounding
+(+ repair), cheaper of the two (ties → co-located)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from market.pdors.rounding import G_thm3, G_thm4, repair, round_draws
+
+__all__ = ["SplitLP", "SlotProblem", "Candidate", "DiscardJob", "colocated_costs", "feasible_rows", "split_candidate"]
+
+EPS = 1e-9
+INF = math.inf
+
+
+class DiscardJob(Exception):
+    """Rounding failed ``max_attempts`` times with ``on_rounding_failure="discard_job"``."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    cost: float
+    mode: str  # "colocated" | "split" | "split-repaired" | "split-exact"
+    w: np.ndarray  # (H,) int
+    s: np.ndarray  # (H,) int
+
+
+@dataclass(frozen=True)
+class SlotProblem:
+    """One job in one slot: aggregated per-unit prices (H,), residual (H, R), demands (R,), F, γ."""
+
+    pw: np.ndarray
+    ps: np.ndarray
+    resid: np.ndarray
+    prices: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    F: int
+    gamma: int
+
+
+def colocated_costs(sp: SlotProblem, D: np.ndarray, Sps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For worker counts ``D`` (U,) and PS counts ``Sps`` (U,): the cheapest machine that holds the
+    whole bundle (ties: lowest id) and its cost; ``(-1, inf)`` when none fits or ``D > F``."""
+    use = D[:, None] * sp.alpha[None, :] + Sps[:, None] * sp.beta[None, :]  # (U, R)
+    cost = use @ sp.prices.T  # (U, H)
+    fits = (use[:, None, :] <= sp.resid[None, :, :] + EPS * np.maximum(1.0, sp.resid[None, :, :])).all(axis=2)
+    fits &= (D <= sp.F)[:, None]
+    masked = np.where(fits, cost, INF)
+    h = np.argmin(masked, axis=1)
+    c = masked[np.arange(D.size), h]
+    return np.where(np.isfinite(c), h, -1), c
+
+
+def feasible_rows(sp: SlotProblem, Wm: np.ndarray, Sm: np.ndarray, W1: float) -> np.ndarray:
+    """FEASIBLE for integer rows ``Wm``, ``Sm`` (B, H): capacity (24), cap (25), covering (26), ratio, Σw ≥ 1."""
+    use = Wm[:, :, None] * sp.alpha + Sm[:, :, None] * sp.beta
+    ok = (use <= sp.resid[None] + EPS * np.maximum(1.0, sp.resid[None])).all(axis=(1, 2))
+    nw = Wm.sum(axis=1)
+    ok &= (nw <= sp.F) & (nw >= W1 - EPS * max(1.0, W1)) & (nw >= 1)
+    ok &= Sm.sum(axis=1) >= nw / sp.gamma - EPS
+    return ok
+
+
+class SplitLP:
+    """The split LP (24)–(26) + ratio row on 2H variables, built once per slot state and
+    re-solved for each covering RHS ``W1`` with HiGHS warm starts; results cached per ``W1``."""
+
+    def __init__(self, sp: SlotProblem) -> None:
+        H, R = sp.resid.shape
+        rows, cols, vals, lo, up = [], [], [], [], []
+        r = 0
+        for h in range(H):
+            for k in range(R):
+                if sp.alpha[k] > 0 or sp.beta[k] > 0:
+                    cs = [c for c, v in ((h, sp.alpha[k]), (H + h, sp.beta[k])) if v > 0]
+                    rows += [r] * len(cs)
+                    cols += cs
+                    vals += [sp.alpha[k] if c < H else sp.beta[k] for c in cs]
+                    lo.append(-highspy.kHighsInf)
+                    up.append(max(0.0, float(sp.resid[h, k])))
+                    r += 1
+        self.cover_row = r
+        rows += [r] * H
+        cols += list(range(H))
+        vals += [1.0] * H
+        lo.append(0.0)
+        up.append(float(sp.F))
+        r += 1
+        rows += [r] * (2 * H)
+        cols += list(range(2 * H))
+        vals += [-1.0 / sp.gamma] * H + [1.0] * H
+        lo.append(0.0)
+        up.append(highspy.kHighsInf)
+        r += 1
+        A = sparse.csc_matrix((vals, (rows, cols)), shape=(r, 2 * H))
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = 2 * H, r
+        lp.col_cost_ = np.concatenate([sp.pw, sp.ps])
+        lp.col_lower_ = np.zeros(2 * H)
+        lp.col_upper_ = np.full(2 * H, highspy.kHighsInf)
+        lp.row_lower_ = np.array(lo)
+        lp.row_upper_ = np.array(up)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = A.indptr
+        lp.a_matrix_.index_ = A.indices
+        lp.a_matrix_.value_ = A.data
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.h.passModel(lp)
+        self.H = H
+        self.F = sp.F
+        self.cache: dict[float, tuple[float, np.ndarray] | None] = {}
+        self.solves = 0
+
+    def solve(self, W1: float) -> tuple[float, np.ndarray] | None:
+        """``(value, x̄ (2H,))`` of the LP with covering RHS ``W1``, or ``None`` if infeasible."""
+        if W1 in self.cache:
+            return self.cache[W1]
+        self.h.changeRowBounds(self.cover_row, float(W1), float(self.F))
+        self.h.run()
+        self.solves += 1
+        out = None
+        if self.h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            x = np.clip(np.array(self.h.getSolution().col_value), 0.0, None)
+            xr = np.rint(x)
+            x = np.where(np.abs(x - xr) < 1e-9, xr, x)
+            out = (float(self.h.getInfo().objective_function_value), x)
+        self.cache[W1] = out
+        return out
+
+
+def _split_exact(sp: SlotProblem, W1: float) -> Candidate | None:
+    """The per-slot integer program with the same rows (``per_slot_solver="milp_exact"``)."""
+    H, R = sp.resid.shape
+    need = int(math.ceil(W1 - EPS))
+    rows = [np.concatenate([np.eye(H) * sp.alpha[k], np.eye(H) * sp.beta[k]], axis=1) for k in range(R)]
+    A = np.vstack(
+        [
+            *rows,
+            np.concatenate([np.ones(H), np.zeros(H)])[None],
+            np.concatenate([-np.ones(H) / sp.gamma, np.ones(H)])[None],
+        ]
+    )
+    lb = np.concatenate([np.full(H * R, -np.inf), [max(need, 1)], [-EPS]])
+    ub = np.concatenate([np.concatenate([np.maximum(sp.resid[:, k], 0) for k in range(R)]) + EPS, [sp.F], [np.inf]])
+    res = milp(
+        np.concatenate([sp.pw, sp.ps]),
+        integrality=np.ones(2 * H),
+        bounds=Bounds(0, np.inf),
+        constraints=LinearConstraint(A, lb, ub),
+        options={"time_limit": 10.0, "mip_rel_gap": 1e-9},
+    )
+    if res.x is None:
+        return None
+    x = np.rint(res.x).astype(np.int64)
+    return Candidate(float(np.dot(sp.pw, x[:H]) + np.dot(sp.ps, x[H:])), "split-exact", x[:H], x[H:])
+
+
+def split_candidate(
+    sp: SlotProblem, lp: SplitLP, W1: float, upper: float, config, rng: np.random.Generator, stats: dict
+) -> Candidate | None:
+    """Split candidate for covering RHS ``W1``; skipped (``None``) when its LP lower bound cannot beat
+    ``upper`` (the co-located cost): any feasible integer split costs at least the LP value."""
+    H = sp.pw.size
+    prune = config.on_rounding_failure != "discard_job"  # the paper profile runs every rounding (it may discard)
+    lb = W1 * float(sp.pw.min()) + (W1 / sp.gamma) * float(sp.ps.min())
+    if prune and lb >= upper:
+        return None
+    if config.per_slot_solver == "milp_exact":
+        c = _split_exact(sp, W1)
+        return c if c is not None and c.cost < upper else None
+    sol = lp.solve(W1)
+    if sol is None:
+        return None
+    val, xbar = sol
+    if prune and val >= upper:
+        return None
+    stats["rounding_calls"] = stats.get("rounding_calls", 0) + 1
+    if config.G_mode == "fixed":
+        G = config.G
+    elif config.G_mode == "thm4":
+        G = G_thm4(W1, config.delta)
+    else:
+        W2 = float(sp.F)
+        for k in range(sp.alpha.size):
+            for dem in (sp.alpha[k], sp.beta[k]):
+                if dem > 0:
+                    pos = sp.resid[:, k][sp.resid[:, k] > 0]
+                    if pos.size:
+                        W2 = min(W2, float(pos.min()) / dem)
+        G = G_thm3(W2, sp.alpha.size, H, config.delta)
+    xp = G * xbar
+    xr = np.rint(xp)
+    xp = np.where(np.abs(xp - xr) < 1e-9, xr, xp)
+
+    def cost_of(X: np.ndarray) -> np.ndarray:
+        return X[:, :H] @ sp.pw + X[:, H:] @ sp.ps
+
+    def repaired(X: np.ndarray) -> list[Candidate]:
+        out = []
+        for row in X:
+            rep = repair(row[:H], row[H:], sp.alpha, sp.beta, sp.resid, sp.pw, sp.ps, sp.F, W1, sp.gamma)
+            if rep is not None:
+                stats["repairs"] = stats.get("repairs", 0) + 1
+                out.append(Candidate(float(rep[0] @ sp.pw + rep[1] @ sp.ps), "split-repaired", rep[0], rep[1]))
+        return out
+
+    if (xp == np.floor(xp)).all():  # deterministic rounding: no draws
+        X = xp[None].astype(np.int64)
+    else:
+        draws, X_all, feas_all = 0, [], []
+        first_ok = None
+        while True:
+            b = min(config.S if draws == 0 else 256, config.max_attempts - draws)
+            Xb = round_draws(xp, rng.random((b, 2 * H)))
+            ok = feasible_rows(sp, Xb[:, :H], Xb[:, H:], W1)
+            if first_ok is None and ok.any():
+                first_ok = draws + int(np.argmax(ok))
+            X_all.append(Xb)
+            feas_all.append(ok)
+            draws += b
+            if (first_ok is not None and draws >= config.S) or draws >= config.max_attempts:
+                break
+        X = np.concatenate(X_all)
+        ok = np.concatenate(feas_all)
+        stats["draws"] = stats.get("draws", 0) + draws
+        if config.repair == "always":
+            cands = repaired(X)
+            return min(cands, key=lambda c: c.cost) if cands else None
+        if not ok.any():
+            stats["rounding_failures"] = stats.get("rounding_failures", 0) + 1
+            if config.repair == "on_failure":
+                cands = repaired(X[-1:])
+                return cands[0] if cands else _fail(config)
+            return _fail(config)
+        X = X[ok]
+        costs = cost_of(X)
+        i = int(np.argmin(costs))
+        return Candidate(float(costs[i]), "split", X[i, :H], X[i, H:])
+    ok = feasible_rows(sp, X[:, :H], X[:, H:], W1)
+    if ok[0]:
+        return Candidate(float(cost_of(X)[0]), "split", X[0, :H], X[0, H:])
+    if config.repair != "never":
+        cands = repaired(X)
+        return cands[0] if cands else _fail(config)
+    return _fail(config)
+
+
+def _fail(config) -> None:
+    if config.on_rounding_failure == "discard_job":
+        raise DiscardJob()
+    return None
