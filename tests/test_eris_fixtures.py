@@ -260,3 +260,15 @@ def test_f13_opt_and_ratio():
     assert r2.welfare == pytest.approx(4004.578761, rel=REL, abs=ABS) and r2.ratio == pytest.approx(
         1.061857, rel=REL, abs=ABS
     )
+
+
+def test_f10_diagnostics():
+    from market.eris.diagnostics import check_feasibility, normalisation, small_job
+
+    sites, cfg, auc, j1, j2 = _f10()
+    d1, d2 = auc.step(1, [j1, j2])
+    assert all(v == 0.0 for v in check_feasibility(auc, [j1, j2]).values())
+    nz = normalisation(d2.utility, d2.plan, cfg, 2)
+    assert nz.nu_d == pytest.approx(75.0) and nz.nu_k == pytest.approx(150.0)
+    sd, sk = small_job(d2.plan, sites, auc.links.cap, cfg)
+    assert sd == pytest.approx(0.199316, rel=REL, abs=ABS) and sk == pytest.approx(4.982892, rel=REL, abs=ABS)
