@@ -1,0 +1,158 @@
+"""Income division (market/income.py): Eq. (2), equal split, Shapley exact and sampled; budget balance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market.errors import InputError
+from market.income import (
+    balance,
+    capacity_game_values,
+    equal_split,
+    gain_as_you_contribute,
+    shapley_exact,
+    shapley_sampled,
+    shapley_sharing,
+)
+
+
+def _tol(x: float) -> float:
+    return 1e-9 * max(1.0, abs(x))
+
+
+def test_gain_as_you_contribute_hand_computed() -> None:
+    # 2 slots, 3 tenants: slot 1 unused (1, 3, 0) cost 8 -> (2, 6, 0); slot 2 unused (2, 2, 4) cost 4 -> (1, 1, 2)
+    inc = gain_as_you_contribute([[1, 2], [3, 2], [0, 4]], [8, 4])
+    assert inc.tolist() == [pytest.approx(3), pytest.approx(7), pytest.approx(2)]
+    assert math.fsum(inc) == 12
+    # a tenant with zero unused quota receives nothing
+    assert gain_as_you_contribute([0, 5], [3])[0] == 0
+
+
+@st.composite
+def _division_case(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    U = draw(st.integers(1, 8))
+    T = draw(st.integers(1, 12))
+    unused = np.array(draw(st.lists(st.integers(0, 40), min_size=U * T, max_size=U * T))).reshape(U, T)
+    unused[draw(st.integers(0, U - 1)), :] += 1  # a(t) > 0
+    cost = np.array(draw(st.lists(st.floats(0, 1e4, allow_nan=False), min_size=T, max_size=T)))
+    return unused, cost
+
+
+@settings(max_examples=150, deadline=None)
+@given(_division_case())
+def test_eq2_budget_balance(case: tuple[np.ndarray, np.ndarray]) -> None:
+    unused, cost = case
+    inc = gain_as_you_contribute(unused, cost)
+    total = math.fsum(cost.tolist())
+    assert abs(math.fsum(inc.tolist()) - total) <= _tol(total)
+    assert (inc >= -_tol(total)).all()
+    # proportionality per slot (claim 10): ρ^u(t)/c(t) = unused^u(t)/a(t)
+    for t in range(unused.shape[1]):
+        one = gain_as_you_contribute(unused[:, t], [cost[t]], exact_balance=False)
+        assert np.allclose(one, unused[:, t] / unused[:, t].sum() * cost[t], rtol=1e-12, atol=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0, 1e6, allow_nan=False), st.integers(1, 20), st.data())
+def test_equal_split_budget_balance(payment: float, n: int, data: st.DataObject) -> None:
+    members = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    members[data.draw(st.integers(0, n - 1))] = True
+    out = equal_split(payment, n, members)
+    assert abs(math.fsum(out.tolist()) - payment) <= _tol(payment)
+    assert (out[~members] == 0).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(_division_case())
+def test_shapley_exact_budget_balance_and_symmetry(case: tuple[np.ndarray, np.ndarray]) -> None:
+    unused, cost = case
+    demand = np.minimum(unused.sum(axis=0), 3).astype(float)
+    price = cost / np.maximum(demand, 1)
+    phi = shapley_sharing(unused, demand, price, method="exact")
+    total = math.fsum((price * demand).tolist())
+    assert abs(math.fsum(phi.tolist()) - total) <= _tol(total)
+    assert (phi >= -_tol(total)).all()
+    # null player: no unused quota at all -> nothing
+    for u in np.flatnonzero(unused.sum(axis=1) == 0):
+        assert abs(phi[u]) <= _tol(total)
+
+
+def test_shapley_exact_known_game() -> None:
+    # glove-like game: demand 2 in one slot; tenant A has 2 units, B and C 1 each, price 1
+    phi = shapley_sharing([[2], [1], [1]], [2], [1], method="exact")
+    # v: A=2, B=1, C=1, AB=2, AC=2, BC=2, ABC=2 -> φ_A = 2/3·... computed by enumeration
+    expect = shapley_exact(
+        lambda m: capacity_game_values(m, np.array([[2.0], [1.0], [1.0]]), np.array([2.0]), np.ones(1)), 3
+    )
+    assert phi.tolist() == pytest.approx(expect.tolist())
+    assert phi.tolist() == pytest.approx([1.0, 0.5, 0.5])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_shapley_sampled_agrees_with_exact(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    U, T = 6, 5
+    unused = rng.integers(0, 6, size=(U, T)).astype(float)
+    unused[0] += 1
+    demand = np.minimum(unused.sum(axis=0), rng.integers(1, 10, size=T)).astype(float)
+    price = rng.uniform(0.5, 3.0, size=T)
+
+    def game(m: np.ndarray) -> np.ndarray:
+        return capacity_game_values(m, unused, demand, price)
+
+    exact = shapley_exact(game, U)
+    est = shapley_sampled(game, U, 4000, np.random.default_rng(seed + 100))
+    assert abs(est.values.sum() - exact.sum()) <= 1e-9 * max(1, exact.sum())  # balanced by construction
+    z = np.abs(est.values - exact) / np.maximum(est.std_error, 1e-12)
+    assert (z <= 4.5).all(), (est.values, exact, est.std_error)
+    # the same seed gives the same estimate
+    again = shapley_sampled(game, U, 4000, np.random.default_rng(seed + 100))
+    assert np.array_equal(again.values, est.values)
+
+
+def test_shapley_sampled_many_tenants_balanced() -> None:
+    rng = np.random.default_rng(7)
+    unused = rng.integers(0, 4, size=(20, 6)).astype(float) + 1
+    demand = np.full(6, 5.0)
+    price = np.full(6, 2.0)
+    phi = shapley_sharing(unused, demand, price, method="auto", n_samples=300, rng=np.random.default_rng(1))
+    assert abs(math.fsum(phi.tolist()) - 60.0) <= 1e-9 * 60
+
+
+def test_balance_exact_residual() -> None:
+    shares = np.array([0.1, 0.2, 0.3])
+    out = balance(shares, 0.6)
+    assert math.fsum(out.tolist()) == 0.6
+
+
+def test_income_bad_inputs() -> None:
+    with pytest.raises(InputError, match="unused"):
+        gain_as_you_contribute([[-1, 2]], [1, 1])
+    with pytest.raises(InputError, match="a\\(t\\) = 0"):
+        gain_as_you_contribute([[0], [0]], [5])
+    with pytest.raises(InputError, match="cost"):
+        gain_as_you_contribute([[1, 2]], [1, float("nan")])
+    with pytest.raises(InputError, match="cost"):
+        gain_as_you_contribute([[1, 2]], [1, 2, 3])
+    with pytest.raises(InputError, match="unused"):
+        gain_as_you_contribute(np.zeros((0, 3)), [1, 2, 3])
+    with pytest.raises(InputError, match="payment"):
+        equal_split(-1.0, 3)
+    with pytest.raises(InputError, match="n_tenants"):
+        equal_split(1.0, 0)
+    with pytest.raises(InputError, match="members"):
+        equal_split(1.0, 2, [False, False])
+    with pytest.raises(InputError, match="rng"):
+        shapley_sharing(np.ones((14, 2)), [1, 1], [1, 1], method="sampled")
+    with pytest.raises(InputError, match="n_players"):
+        shapley_exact(lambda m: m.sum(1), 13)
+    with pytest.raises(InputError, match="demand"):
+        shapley_sharing([[1], [1]], [5], [1])
+    with pytest.raises(InputError, match="method"):
+        shapley_sharing([[1], [1]], [1], [1], method="magic")
