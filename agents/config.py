@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
@@ -73,7 +72,7 @@ class TenantConfig:
             clean[jt] = vec
         if len({len(v) for v in clean.values()}) != 1:
             raise InputError(f"tenant {tid}.speedups", clean, "must all have the same length (k)")
-        object.__setattr__(self, "speedups", MappingProxyType(clean))
+        object.__setattr__(self, "speedups", clean)
         object.__setattr__(self, "jobs", tuple(self.jobs))
         ids = [j.job_id for j in self.jobs]
         if len(set(ids)) != len(ids):

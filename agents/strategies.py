@@ -11,9 +11,9 @@ fresh draw every round. Throughput and utility are always measured with the TRUE
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,6 +27,9 @@ __all__ = [
     "MultiplicativeNoise",
     "MAX_SPEEDUP",
 ]
+
+_TRUTHFUL_TAGS: Mapping[str, Any] = MappingProxyType({"truthful": True, "misreports": frozenset()})
+_SPEEDUP_LIE_TAGS: Mapping[str, Any] = MappingProxyType({"truthful": False, "misreports": frozenset({"speedup"})})
 
 #: Largest reportable speedup (the OEF validator's ``max_speedup``, spec A0).
 MAX_SPEEDUP = 1e4
@@ -61,9 +64,7 @@ def _checked(name: str, w: np.ndarray) -> np.ndarray:
 class Truthful:
     """Report the true vector."""
 
-    tags: Mapping[str, Any] = field(
-        default_factory=lambda: MappingProxyType({"truthful": True, "misreports": frozenset()}), compare=False
-    )
+    tags: ClassVar[Mapping[str, Any]] = _TRUTHFUL_TAGS
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The true vector, unchanged."""
@@ -81,10 +82,7 @@ class ScaleDims:
 
     factors: Mapping[int, float]
     job_types: frozenset[str] | None = None
-    tags: Mapping[str, Any] = field(
-        default_factory=lambda: MappingProxyType({"truthful": False, "misreports": frozenset({"speedup"})}),
-        compare=False,
-    )
+    tags: ClassVar[Mapping[str, Any]] = _SPEEDUP_LIE_TAGS
 
     def __post_init__(self) -> None:
         if not self.factors:
@@ -94,7 +92,7 @@ class ScaleDims:
             if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or j < 0:
                 raise InputError("ScaleDims.factors", j, "keys must be GPU type indices >= 0")
             clean[int(j)] = check_positive(f"ScaleDims.factors[{j}]", f)
-        object.__setattr__(self, "factors", MappingProxyType(clean))
+        object.__setattr__(self, "factors", clean)
         object.__setattr__(self, "job_types", _job_types(self.job_types))
 
     @classmethod
@@ -122,10 +120,7 @@ class ReportVector:
 
     vector: tuple[float, ...]
     job_types: frozenset[str] | None = None
-    tags: Mapping[str, Any] = field(
-        default_factory=lambda: MappingProxyType({"truthful": False, "misreports": frozenset({"speedup"})}),
-        compare=False,
-    )
+    tags: ClassVar[Mapping[str, Any]] = _SPEEDUP_LIE_TAGS
 
     def __post_init__(self) -> None:
         v = _checked("ReportVector", self.vector)
@@ -153,10 +148,7 @@ class MultiplicativeNoise:
 
     e: float
     job_types: frozenset[str] | None = None
-    tags: Mapping[str, Any] = field(
-        default_factory=lambda: MappingProxyType({"truthful": False, "misreports": frozenset({"speedup"})}),
-        compare=False,
-    )
+    tags: ClassVar[Mapping[str, Any]] = _SPEEDUP_LIE_TAGS
 
     def __post_init__(self) -> None:
         e = check_nonneg("MultiplicativeNoise.e", self.e)

@@ -236,7 +236,8 @@ class WorkloadSpec:
     """Tenants and jobs (spec §5.2 defaults). ``jobs_per_tenant`` jobs each (``max(1,
     Poisson(jobs_per_tenant))`` if ``jobs_poisson``); workers drawn from ``workers`` with
     ``workers_probs``; duration on ``workers`` slowest GPUs ~ LogNormal(ln(median), sigma) capped;
-    ``work = duration · workers``. ``backlogged``: work large enough to outlast the horizon.
+    ``work = duration · workers``. ``backlogged``: work large enough to outlast the horizon
+    (duration at least twice the horizon times the tenant's largest speedup).
     Tenants arrive at 0, or uniformly at random in ``[0, arrival_window_s]``; all of a tenant's
     jobs are submitted on arrival. ``weights``: per-tenant priorities (default 1)."""
 
@@ -416,8 +417,8 @@ class Scenario:
             for q in range(n_jobs):
                 w = int(min(workers[q], G))
                 dur = float(durations[q])
-                if wl.backlogged:
-                    dur = max(dur, 2.0 * horizon)
+                if wl.backlogged:  # cannot finish within the horizon even on its fastest GPU type
+                    dur = max(dur, 2.0 * horizon * max(max(v) / v[0] for v in speedups.values()))
                 jobs.append(JobConfig(f"{tid}-j{q}", types[int(jt_idx[q])], w, dur * w, arrival))
             weight = wl.weights[i] if wl.weights is not None else 1.0
             if o is not None and o.weight is not None:

@@ -1,0 +1,308 @@
+"""The ``marketsim`` command line.
+
+Commands::
+
+    marketsim run [SCENARIO] [--reps N] [--workers N] [--seed S] [--out DIR]
+    marketsim allocate --policy NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights "1,2"] [--json]
+    marketsim list
+
+User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
+status 2; a run in which some simulations failed writes the others and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+
+from market.errors import InputError, SolveError, check_finite
+from market.types import check_capacity_vector
+
+__all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
+
+PROG = "marketsim"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# parsing helpers
+
+
+def parse_vector(field: str, text: str) -> np.ndarray:
+    """``"1,2,3"`` -> float array; raises :class:`InputError` naming ``field[i]``."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(p == "" for p in parts):
+        raise InputError(field, text, "must be comma-separated numbers like '1,2'")
+    return np.array([check_finite(f"{field}[{i}]", p) for i, p in enumerate(parts)], dtype=float)
+
+
+def parse_matrix(field: str, text: str) -> np.ndarray:
+    """``"1,2;1,5"`` (rows separated by ';') -> (n, k) float array with equal-length rows."""
+    rows = [r for r in text.split(";")]
+    if not text.strip() or any(not r.strip() for r in rows):
+        raise InputError(field, text, "must be rows of comma-separated numbers separated by ';', like '1,2;1,5'")
+    out = [parse_vector(f"{field}[{i}]", r) for i, r in enumerate(rows)]
+    k = out[0].size
+    for i, r in enumerate(out):
+        if r.size != k:
+            raise InputError(f"{field}[{i}]", rows[i].strip(), f"has {r.size} entries, expected {k} (one per GPU type)")
+    return np.vstack(out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_allocate(args: argparse.Namespace) -> int:
+    """Solve one fair-share allocation and print it."""
+    from market.registry import get, names
+
+    W = parse_matrix("--speedups", args.speedups)
+    n, k = W.shape
+    bad = np.argwhere(W <= 0)
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"--speedups[{i}][{j}]", float(W[i, j]), "must be > 0 (a speedup)")
+    if args.capacity is None:
+        m = np.ones(k, dtype=int)
+    else:
+        cap = parse_vector("--capacity", args.capacity)
+        if cap.size != k:
+            raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        m = check_capacity_vector("--capacity", cap, k)
+    weights = None
+    if args.weights is not None:
+        weights = parse_vector("--weights", args.weights)
+        if weights.size != n:
+            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
+        for i, w in enumerate(weights):
+            if w <= 0:
+                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    try:
+        info = get(args.policy, "fair-share")
+    except InputError:
+        raise InputError(
+            "--policy", args.policy, f"is not a registered fair-share mechanism; known: {names('fair-share')}"
+        ) from None
+    alloc = info.fn(W, m, weights=weights)
+    Wn = W / W[:, :1]  # reports as the mechanisms read them: normalised to w[0] = 1
+    if args.json:
+        out = alloc.to_dict(Wn)
+        out.update(
+            {
+                "policy": info.name,
+                "speedups": W.tolist(),
+                "normalised_speedups": Wn.tolist(),
+                "capacity": m.tolist(),
+                "weights": None if weights is None else weights.tolist(),
+            }
+        )
+        print(json.dumps(out))
+        return 0
+    X = np.asarray(alloc.X, dtype=float)
+    thr = alloc.throughput(Wn)
+    print(f"policy {info.name} ({info.summary}); status {alloc.status}, {alloc.solve_seconds * 1000:.1f} ms")
+    print(f"capacity per GPU type: {m.tolist()}" + (f"; weights {weights.tolist()}" if weights is not None else ""))
+    head = ["tenant"] + [f"type{j}" for j in range(k)] + ["throughput"]
+    rows = [[f"u{i}"] + [f"{x:.4f}" for x in X[i]] + [f"{thr[i]:.4f}"] for i in range(n)]
+    rows.append(["total"] + [f"{x:.4f}" for x in X.sum(axis=0)] + [f"{thr.sum():.4f}"])
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(s.rjust(w) for s, w in zip(r, widths, strict=True)))
+    if alloc.common_value is not None:
+        print(f"common value t* = {alloc.common_value:.6f}")
+    print("throughput = reported speedups (normalised to the slowest type) · allocated GPUs")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the registered mechanisms and the embedded scenarios."""
+    from market.registry import get, names
+    from scenarios.loader import scenario_names
+
+    for family in ("fair-share", "auction"):
+        found = names(family)
+        if not found:
+            continue
+        print(f"{family} mechanisms:")
+        for name in found:
+            info = get(name)
+            flag = " [claims truthful]" if info.claims_truthful else ""
+            print(f"  {name:16s} {info.summary}{flag}")
+    print("scenarios (marketsim run NAME):")
+    for name in scenario_names():
+        try:
+            data = tomllib.loads(resources.files("scenarios").joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+            desc = " ".join(str(data.get("description", "")).split())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            desc = f"(unreadable: {exc})"
+        print(f"  {name:16s} {desc[:150]}{'...' if len(desc) > 150 else ''}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
+    from analysis.plots import plot_lying_gain, plot_throughput
+    from analysis.report import write_report
+    from analysis.runner import run_experiment, write_experiment
+    from scenarios.loader import load_scenario
+
+    if args.reps is not None and args.reps < 1:
+        raise InputError("--reps", args.reps, "must be >= 1")
+    if args.workers < 1:
+        raise InputError("--workers", args.workers, "must be >= 1")
+    if args.seed is not None and args.seed < 0:
+        raise InputError("--seed", args.seed, "must be >= 0")
+    scenario = load_scenario(args.scenario)
+    policies = None
+    if args.policies:
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        for p in policies:
+            if p not in scenario.policies:
+                raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
+    executor = args.executor or ("process" if args.workers > 1 else "local")
+    out = Path(args.out) if args.out else Path("results") / scenario.name
+    t0 = time.perf_counter()
+    exp = run_experiment(
+        scenario,
+        replications=args.reps,
+        seed=args.seed,
+        executor=executor,
+        workers=args.workers,
+        progress=not args.quiet,
+        policies=policies,
+    )
+    paths = write_experiment(exp, out)
+    plots: list[Path] = []
+    if not exp.frame.empty:
+        plots.append(plot_throughput(exp.frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
+        if exp.deviators:
+            plots.append(plot_lying_gain(exp.frame, exp.deviators, out / "lying_gain.png"))
+    report = write_report(out / "report.md", exp.meta(), exp.frame, exp.deviators, plots, exp.errors)
+    wall = time.perf_counter() - t0
+    ok = len(exp.runs) - len(exp.errors)
+    print(
+        f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
+        f"{executor} executor) in {wall:.1f} s"
+    )
+    print(f"results in {out.resolve()}/")
+    for p in [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]:
+        if p is not None:
+            print(f"  {p.name}")
+    if exp.errors:
+        for rid, msg in exp.errors:
+            print(f"{PROG} run: run {rid} failed: {msg}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser with the ``run``, ``allocate`` and ``list`` sub-commands."""
+    parser = _Parser(
+        prog=PROG,
+        description="Agent-based simulator of markets and fair GPU allocation in shared ML clusters.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser(
+        "run",
+        help="run a scenario's Monte Carlo experiment",
+        description="Run every (replication, policy, variant) of a scenario with common random numbers; write "
+        "results.parquet (tidy), runs.csv, meta.json, PNG plots and report.md into --out.",
+    )
+    run.add_argument("scenario", nargs="?", default="default", help="embedded scenario name or a TOML path")
+    run.add_argument("--reps", type=int, default=None, help="replications (default: the scenario's)")
+    run.add_argument("--workers", type=int, default=1, help="worker processes (>1 uses the process executor)")
+    run.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
+    run.add_argument("--seed", type=int, default=None, help="experiment seed (default: the scenario's)")
+    run.add_argument("--out", default=None, help="output directory (default: ./results/<scenario>)")
+    run.add_argument("--policies", default=None, help="comma-separated subset of the scenario's policies")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    alloc = sub.add_parser(
+        "allocate",
+        help="solve one fair-share allocation",
+        description="Allocate GPU types to tenants from reported speedups. Rows of --speedups are tenants, "
+        "columns GPU types (slowest first), e.g. '1,2;1,5'.",
+    )
+    alloc.add_argument("--policy", required=True, help="fair-share mechanism (see `marketsim list`)")
+    alloc.add_argument("--speedups", required=True, help="speedup matrix: rows ';'-separated, entries ','-separated")
+    alloc.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
+    alloc.add_argument("--weights", default=None, help="tenant priority weights, e.g. '1,2' (default: equal)")
+    alloc.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    alloc.set_defaults(func=cmd_allocate)
+
+    lst = sub.add_parser(
+        "list",
+        help="list mechanisms and scenarios",
+        description="List registered mechanisms and the scenarios shipped with marketsim.",
+    )
+    lst.set_defaults(func=cmd_list)
+    return parser
+
+
+_VALUE_OPTIONS = ("--speedups", "--capacity", "--weights")
+_NUMBERISH = re.compile(r"^-[\d.]")
+
+
+def _glue_negative_values(argv: Sequence[str]) -> list[str]:
+    """Let ``--capacity -1,1`` reach our validation: argparse would read ``-1,1`` as an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in _VALUE_OPTIONS and i + 1 < len(argv) and _NUMBERISH.match(argv[i + 1]):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``marketsim`` console script; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(_glue_negative_values(sys.argv[1:] if argv is None else list(argv)))
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    where = f"{PROG} {args.command}"
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"{where}: error: {exc}", file=sys.stderr)
+        return 2
+    except SolveError as exc:
+        print(f"{where}: solver error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f"{where}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

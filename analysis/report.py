@@ -1,0 +1,90 @@
+"""Markdown report of a runner experiment, written beside its plots."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.stats import gain_summary, paired_gains, policy_summary
+
+__all__ = ["render_report", "write_report"]
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    if isinstance(x, float):
+        return "—" if math.isnan(x) else f"{x:.{digits}f}"
+    return str(x)
+
+
+def _table(df: pd.DataFrame, digits: int = 3) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt(v, digits) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def render_report(
+    meta: Mapping[str, Any],
+    frame: pd.DataFrame,
+    deviators: Mapping[str, str],
+    plots: Sequence[Path] = (),
+    errors: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The markdown text: experiment header, per-policy summary table, lying-gain table (if the
+    scenario has lying variants), plot links and failed runs."""
+    pairs = zip(meta.get("gpu_types", []), meta.get("gpus", []), strict=False)
+    cluster = ", ".join(f"{c}x {t}" for t, c in pairs)
+    out = [f"# {meta.get('scenario', 'experiment')}", ""]
+    if meta.get("description"):
+        out += [str(meta["description"]), ""]
+    out += [
+        f"- seed {meta.get('seed')}, {meta.get('replications')} replication(s), {meta.get('runs')} run(s), "
+        f"executor {meta.get('executor')}, wall time {meta.get('wall_seconds')} s",
+        f"- cluster: {cluster}; {meta.get('rounds')} rounds of {meta.get('round_seconds')} s",
+        "- throughput unit: slowest-GPU equivalents (work-seconds per second); 'est' = fractional allocation "
+        "valued with TRUE speedups, 'act' = measured progress of running jobs",
+        "",
+        "## Per-policy summary (means over replications)",
+        "",
+    ]
+    summ = policy_summary(frame)
+    out += [_table(summ) if not summ.empty else "(no results)", ""]
+    if deviators and not frame.empty:
+        out += ["## Gain from lying (deviator's TRUE throughput, paired by seed, 95% t CI)", ""]
+        for measure in ("act", "est"):
+            g = gain_summary(paired_gains(frame, deviators, measure))
+            if g.empty:
+                continue
+            g = g.assign(
+                deviator=g["variant"].map(dict(deviators)),
+                rel_gain_pct=g["rel_gain"] * 100,
+                ci_pct=[
+                    f"[{_fmt(a * 100, 1)}, {_fmt(b * 100, 1)}]"
+                    for a, b in zip(g["rel_low"], g["rel_high"], strict=True)
+                ],
+            )[["policy", "variant", "deviator", "n", "truthful", "lying", "diff", "rel_gain_pct", "ci_pct", "p_gain"]]
+            out += [f"### {measure}", "", _table(g), ""]
+    if plots:
+        out += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
+    if errors:
+        out += ["## Failed runs", ""] + [f"- `{rid}`: {msg}" for rid, msg in errors] + [""]
+    return "\n".join(out)
+
+
+def write_report(
+    path: str | Path,
+    meta: Mapping[str, Any],
+    frame: pd.DataFrame,
+    deviators: Mapping[str, str],
+    plots: Sequence[Path] = (),
+    errors: Sequence[tuple[str, str]] = (),
+) -> Path:
+    """Write :func:`render_report` to ``path`` (UTF-8) and return it."""
+    p = Path(path)
+    p.write_text(render_report(meta, frame, deviators, plots, errors), encoding="utf-8")
+    return p

@@ -1,0 +1,338 @@
+"""Monte Carlo runner: plan runs, execute them with a pluggable executor, collect tidy data.
+
+Randomness (DESIGN "Randomness and reproducibility"): one ``numpy.random.SeedSequence`` per
+experiment; ``spawn`` one child per replication; the SAME child seeds every policy and every
+variant (truthful / lying) of that replication, so paired comparisons use common random numbers.
+A run spec carries the child's ``entropy`` and ``spawn_key`` (plain data), so it rebuilds an
+identical seed in any process.
+
+Executors map a function over run specs and yield results as they finish: ``local`` (in this
+process) and ``process`` (``concurrent.futures.ProcessPoolExecutor``). Results are reassembled in
+plan order and sorted, so the output is identical whatever the executor and completion order. A
+future Dask executor only has to implement :class:`Executor`; a resumable sweep can pass the
+``run_id``s already on disk as ``skip``.
+
+Output (long format, one row per measurement): ``run_id, scenario, policy, variant,
+replication, round, tenant, measure, value`` (see :meth:`agents.model.MarketModel.tidy` for the
+measures). A run that raises is reported in :attr:`Experiment.errors` and the others still count.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Collection, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from market.errors import InputError, check_choice, check_int
+from scenarios.loader import Scenario
+
+__all__ = [
+    "RunSpec",
+    "RunResult",
+    "Experiment",
+    "Executor",
+    "LocalExecutor",
+    "ProcessExecutor",
+    "EXECUTORS",
+    "make_executor",
+    "plan_runs",
+    "execute_run",
+    "run_experiment",
+    "write_experiment",
+    "COLUMNS",
+]
+
+COLUMNS = ["run_id", "scenario", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
+SORT_KEYS = ["policy", "variant", "replication", "round", "tenant", "measure"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulation: ``scenario`` under ``policy`` and ``variant`` for replication ``replication``,
+    seeded by the SeedSequence ``(entropy, spawn_key)`` shared by all runs of that replication."""
+
+    run_id: str
+    scenario: Scenario
+    policy: str
+    variant: str
+    replication: int
+    entropy: int
+    spawn_key: tuple[int, ...]
+
+    def seed_sequence(self) -> np.random.SeedSequence:
+        """A fresh SeedSequence equal to the replication's child (never mutated between runs)."""
+        return np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key)
+
+
+@dataclass
+class RunResult:
+    """What one run produced: its tidy ``frame`` (None on error), the ``error`` text, the
+    wall-clock ``seconds`` and the model's ``rounds`` and ``resolves`` (policy re-solves)."""
+
+    run_id: str
+    frame: pd.DataFrame | None
+    error: str | None = None
+    seconds: float = 0.0
+    rounds: int = 0
+    resolves: int = 0
+
+
+def plan_runs(
+    scenario: Scenario,
+    replications: int | None = None,
+    seed: int | None = None,
+    policies: Iterable[str] | None = None,
+    variants: Iterable[str] | None = None,
+) -> list[RunSpec]:
+    """All runs of an experiment, replication-major: per replication, every policy × variant.
+
+    ``replications`` and ``seed`` default to the scenario's; ``policies`` / ``variants`` restrict
+    the scenario's lists. Run ids are ``<scenario>/<policy>/<variant>/r<replication>``.
+    """
+    reps = check_int("replications", scenario.replications if replications is None else replications, minimum=1)
+    root_seed = check_int("seed", scenario.seed if seed is None else seed, minimum=0)
+    pols = list(scenario.policies if policies is None else policies)
+    for p in pols:
+        check_choice("policy", p, scenario.policies)
+    vars_ = list(scenario.variant_names if variants is None else variants)
+    for v in vars_:
+        check_choice("variant", v, scenario.variant_names)
+    children = np.random.SeedSequence(root_seed).spawn(reps)
+    specs: list[RunSpec] = []
+    for r, child in enumerate(children):
+        for p in pols:
+            for v in vars_:
+                specs.append(
+                    RunSpec(
+                        f"{scenario.name}/{p}/{v}/r{r}",
+                        scenario,
+                        p,
+                        v,
+                        r,
+                        int(child.entropy),  # type: ignore[arg-type]
+                        tuple(int(x) for x in child.spawn_key),
+                    )
+                )
+    return specs
+
+
+def execute_run(spec: RunSpec) -> RunResult:
+    """Build and run one model; never raises (errors come back in :attr:`RunResult.error`)."""
+    t0 = time.perf_counter()
+    try:
+        model = spec.scenario.build_model(spec.policy, spec.variant, spec.seed_sequence())
+        model.run()
+        frame = model.tidy()
+        frame.insert(0, "replication", spec.replication)
+        frame.insert(0, "variant", spec.variant)
+        frame.insert(0, "policy", spec.policy)
+        frame.insert(0, "scenario", spec.scenario.name)
+        frame.insert(0, "run_id", spec.run_id)
+        return RunResult(
+            spec.run_id,
+            frame[COLUMNS],
+            seconds=time.perf_counter() - t0,
+            rounds=int(model.steps),
+            resolves=int(model.auctioneer.resolves),
+        )
+    except Exception as exc:  # a failing run must not take the others down
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        return RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}{where}", time.perf_counter() - t0)
+
+
+class Executor(Protocol):
+    """Maps ``fn`` over ``specs``, yielding results in completion order."""
+
+    name: str
+
+    def map(self, fn: Callable[[RunSpec], RunResult], specs: list[RunSpec]) -> Iterator[RunResult]: ...
+
+
+@dataclass
+class LocalExecutor:
+    """Runs every spec in this process, in order."""
+
+    name: str = "local"
+
+    def map(self, fn: Callable[[RunSpec], RunResult], specs: list[RunSpec]) -> Iterator[RunResult]:
+        """Yield ``fn(spec)`` for each spec in order."""
+        for spec in specs:
+            yield fn(spec)
+
+
+@dataclass
+class ProcessExecutor:
+    """Runs specs in a ``ProcessPoolExecutor`` of ``workers`` processes (default: CPU count),
+    started with the "spawn" method (safe with threads, same on every platform)."""
+
+    workers: int | None = None
+    name: str = "process"
+
+    def __post_init__(self) -> None:
+        if self.workers is not None:
+            self.workers = check_int("workers", self.workers, minimum=1)
+
+    def map(self, fn: Callable[[RunSpec], RunResult], specs: list[RunSpec]) -> Iterator[RunResult]:
+        """Submit all specs; yield results as they complete (a crashed worker becomes an error result)."""
+        if not specs:
+            return
+        n = min(self.workers or os.cpu_count() or 1, len(specs))
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            futures = {pool.submit(fn, s): s for s in specs}
+            for fut in as_completed(futures):
+                spec = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # e.g. BrokenProcessPool
+                    yield RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}")
+
+
+#: Executor factories by name (``--executor`` / ``executor=`` values).
+EXECUTORS: dict[str, Callable[[int | None], Executor]] = {
+    "local": lambda workers: LocalExecutor(),
+    "process": lambda workers: ProcessExecutor(workers),
+}
+
+
+def make_executor(name: str, workers: int | None = None) -> Executor:
+    """The executor registered as ``name`` ("local" or "process")."""
+    check_choice("executor", name, list(EXECUTORS))
+    return EXECUTORS[name](workers)
+
+
+@dataclass
+class Experiment:
+    """Results of :func:`run_experiment`: the tidy ``frame`` (sorted, :data:`COLUMNS`), the
+    ``runs`` table (run_id, policy, variant, replication, seconds, rounds, resolves, error),
+    ``errors`` as ``(run_id, message)``, and the metadata needed by plots and reports."""
+
+    scenario: Scenario
+    seed: int
+    replications: int
+    frame: pd.DataFrame
+    runs: pd.DataFrame
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    executor: str = "local"
+    seconds: float = 0.0
+
+    @property
+    def deviators(self) -> dict[str, str]:
+        """Lying variant -> id of its deviating tenant."""
+        return {v: d for v in self.scenario.variant_names if (d := self.scenario.deviator(v)) is not None}
+
+    def meta(self) -> dict[str, Any]:
+        """JSON-ready description of the experiment."""
+        s = self.scenario
+        return {
+            "scenario": s.name,
+            "source": s.source,
+            "description": s.description,
+            "seed": self.seed,
+            "replications": self.replications,
+            "policies": list(s.policies),
+            "variants": list(s.variant_names),
+            "deviators": self.deviators,
+            "rounds": s.rounds,
+            "round_seconds": s.cluster.round_seconds,
+            "gpu_types": list(s.cluster.gpu_types),
+            "gpus": list(s.cluster.gpus),
+            "executor": self.executor,
+            "wall_seconds": round(self.seconds, 3),
+            "runs": len(self.runs),
+            "failed_runs": len(self.errors),
+        }
+
+
+def run_experiment(
+    scenario: Scenario,
+    *,
+    replications: int | None = None,
+    seed: int | None = None,
+    executor: str | Executor = "local",
+    workers: int | None = None,
+    progress: bool = True,
+    skip: Collection[str] = (),
+    policies: Iterable[str] | None = None,
+    variants: Iterable[str] | None = None,
+) -> Experiment:
+    """Run every (replication, policy, variant) of ``scenario`` and collect tidy results.
+
+    ``executor``: "local", "process" (``workers`` processes) or an :class:`Executor`;
+    ``progress``: show a tqdm bar on stderr; ``skip``: run ids not to run (resuming a sweep).
+    """
+    reps = scenario.replications if replications is None else replications
+    root = scenario.seed if seed is None else seed
+    specs = [s for s in plan_runs(scenario, reps, root, policies, variants) if s.run_id not in set(skip)]
+    ex = make_executor(executor, workers) if isinstance(executor, str) else executor
+    t0 = time.perf_counter()
+    results: dict[str, RunResult] = {}
+    with tqdm(total=len(specs), desc=scenario.name, unit="run", disable=not progress, file=sys.stderr) as bar:
+        for res in ex.map(execute_run, specs):
+            results[res.run_id] = res
+            bar.update(1)
+            if res.error:
+                bar.write(f"run {res.run_id} failed: {res.error}", file=sys.stderr)
+    seconds = time.perf_counter() - t0
+    ordered = [results[s.run_id] for s in specs if s.run_id in results]
+    frames = [r.frame for r in ordered if r.frame is not None and len(r.frame)]
+    if frames:
+        frame = pd.concat(frames, ignore_index=True)
+        frame = frame.sort_values(SORT_KEYS, kind="mergesort").reset_index(drop=True)
+    else:
+        frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in COLUMNS})
+    runs = pd.DataFrame(
+        [
+            {
+                "run_id": s.run_id,
+                "policy": s.policy,
+                "variant": s.variant,
+                "replication": s.replication,
+                "seconds": results[s.run_id].seconds if s.run_id in results else float("nan"),
+                "rounds": results[s.run_id].rounds if s.run_id in results else 0,
+                "resolves": results[s.run_id].resolves if s.run_id in results else 0,
+                "error": (results[s.run_id].error or "") if s.run_id in results else "no result",
+            }
+            for s in specs
+        ],
+        columns=["run_id", "policy", "variant", "replication", "seconds", "rounds", "resolves", "error"],
+    )
+    errors = [
+        (s.run_id, results[s.run_id].error or "") for s in specs if s.run_id in results and results[s.run_id].error
+    ]
+    errors += [(s.run_id, "no result returned") for s in specs if s.run_id not in results]
+    return Experiment(scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds)
+
+
+def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
+    """Write ``results.parquet`` (tidy data), ``runs.csv``, ``meta.json`` and, if any run failed,
+    ``errors.txt`` into ``out_dir`` (created). Returns the paths by kind."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
+    paths = {"results": out / "results.parquet", "runs": out / "runs.csv", "meta": out / "meta.json"}
+    exp.frame.to_parquet(paths["results"], index=False)
+    exp.runs.to_csv(paths["runs"], index=False)
+    paths["meta"].write_text(json.dumps(exp.meta(), indent=2) + "\n", encoding="utf-8")
+    err = out / "errors.txt"
+    if exp.errors:
+        err.write_text("".join(f"{rid}: {msg}\n" for rid, msg in exp.errors), encoding="utf-8")
+        paths["errors"] = err
+    elif err.exists():
+        err.unlink()
+    return paths
