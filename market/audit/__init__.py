@@ -1,0 +1,82 @@
+"""Incentive audit layer: misreport auditor, property metrics, controls and the claims ledger.
+
+* :mod:`market.audit.target` — the adapter protocol (:class:`AuditTarget`, :class:`Dimension`,
+  :class:`Probe`, :class:`BaseTarget`).
+* :mod:`market.audit.search` — :func:`audit`, :func:`audit_all`, :func:`audit_instances`,
+  :func:`summarize`, :func:`wilson_interval`.
+* :mod:`market.audit.fairshare` — adapters for fair-share allocators (rows and tenants).
+* :mod:`market.audit.controls` — first-price / second-price / posted-price auctions, the
+  max-throughput control and :class:`SealedBidTarget`.
+* :mod:`market.audit.metrics` — IR, budget balance, EF, SI, PE, gain-as-you-contribute.
+* :mod:`market.audit.claims` — the claims ledger (:func:`run_claims`, :func:`to_frame`,
+  :func:`to_markdown`, :func:`to_records`, :func:`recheck_witness`); OEF claims in
+  :mod:`market.audit.oef_claims`.
+"""
+
+from __future__ import annotations
+
+from market.audit.claims import (
+    Claim,
+    ClaimContext,
+    ClaimResult,
+    Measurement,
+    recheck_witness,
+    register_claim,
+    register_witness_checker,
+    run_claims,
+    to_frame,
+    to_markdown,
+    to_records,
+)
+from market.audit.controls import SealedBidTarget, first_price, max_throughput, posted_price, second_price
+from market.audit.fairshare import FairShareTarget, TenantTarget
+from market.audit.metrics import (
+    budget_balance_violation,
+    contribution_violation,
+    envy_violation,
+    fair_share_report,
+    ir_violation,
+    pe_violation,
+    si_violation,
+)
+from market.audit.search import AuditConfig, AuditResult, audit, audit_all, audit_instances, summarize, wilson_interval
+from market.audit.target import AuditTarget, BaseTarget, Dimension, Probe
+
+__all__ = [
+    "AuditConfig",
+    "AuditResult",
+    "AuditTarget",
+    "BaseTarget",
+    "Claim",
+    "ClaimContext",
+    "ClaimResult",
+    "Dimension",
+    "FairShareTarget",
+    "Measurement",
+    "Probe",
+    "SealedBidTarget",
+    "TenantTarget",
+    "audit",
+    "audit_all",
+    "audit_instances",
+    "budget_balance_violation",
+    "contribution_violation",
+    "envy_violation",
+    "fair_share_report",
+    "first_price",
+    "ir_violation",
+    "max_throughput",
+    "pe_violation",
+    "posted_price",
+    "recheck_witness",
+    "register_claim",
+    "register_witness_checker",
+    "run_claims",
+    "second_price",
+    "si_violation",
+    "summarize",
+    "to_frame",
+    "to_markdown",
+    "to_records",
+    "wilson_interval",
+]

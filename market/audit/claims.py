@@ -1,0 +1,348 @@
+"""The claims ledger: each paper's claims as registered measurements with verdicts.
+
+A claim is registered with :func:`register_claim` (paper key, claim id, statement as the paper
+states it, how it is tested, kind) on a function ``fn(ctx: ClaimContext) -> Measurement``. The
+verdict is derived from the measurement, never written by hand:
+
+* ``kind="universal"`` ("for all instances ..."): ``violated`` if ``violations > 0``, ``holds`` if
+  instances were measured without a violation, else ``inconclusive``;
+* ``kind="existential"`` (impossibility theorems: "some instance admits a profitable lie"):
+  ``holds`` if a witness instance was found (``found > 0``), otherwise ``inconclusive``;
+* a measurement may set ``verdict="inconclusive"`` with a ``reason`` when it could not measure.
+
+:func:`run_claims` runs them with per-claim seeds derived from ``(seed, paper, claim id)``, so a
+claim's numbers do not depend on which other claims run. Witnesses are JSON-ready dicts that
+:func:`recheck_witness` re-evaluates from scratch. Other papers add claims by registering
+functions in their own module and listing it in :data:`CLAIM_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market.audit.search import jsonable
+from market.errors import InputError, check_choice, check_int
+
+__all__ = [
+    "VERDICTS",
+    "SIZES",
+    "ClaimContext",
+    "Measurement",
+    "ClaimSpec",
+    "Claim",
+    "ClaimResult",
+    "register_claim",
+    "claims",
+    "papers",
+    "run_claims",
+    "to_frame",
+    "to_markdown",
+    "to_records",
+    "register_witness_checker",
+    "recheck_witness",
+    "CLAIM_MODULES",
+]
+
+VERDICTS = ("holds", "violated", "inconclusive")
+SIZES = ("small", "large")
+
+# Modules whose import registers claims (fixed list; never derived from user input).
+CLAIM_MODULES: tuple[str, ...] = ("market.audit.oef_claims",)
+
+_CLAIMS: dict[tuple[str, str], ClaimSpec] = {}
+_CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {}
+_loaded = False
+
+
+@dataclass
+class ClaimContext:
+    """What a claim function gets: ``size`` (``"small"``/``"large"``), the run ``seed``, its own
+    seeded ``rng`` / ``seq`` and a ``memo`` shared by the claims of one :func:`run_claims` call (so
+    e.g. C1 and C1-ext reuse one set of audits, which then use a seed derived from the memo key)."""
+
+    size: str
+    seed: int
+    rng: np.random.Generator
+    seq: np.random.SeedSequence
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    def pick(self, small: Any, large: Any) -> Any:
+        """``small`` or ``large`` by the run size."""
+        return small if self.size == "small" else large
+
+    def shared(self, key: str, compute: Callable[[np.random.Generator], Any]) -> Any:
+        """Memoised ``compute(rng)`` with ``rng`` seeded by ``(seed, key)`` only."""
+        if key not in self.memo:
+            self.memo[key] = compute(np.random.default_rng(_seq(self.seed, "memo", key)))
+        return self.memo[key]
+
+
+@dataclass
+class Measurement:
+    """What a claim function returns. ``effect_size`` is described by ``effect`` (e.g. "max
+    relative gain"). ``found`` counts witness instances of existential claims. ``details`` is
+    JSON-ready extra data (per-family tables, rates)."""
+
+    n_instances: int
+    violations: int = 0
+    effect_size: float = 0.0
+    effect: str = ""
+    witness: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    found: int = 0
+    verdict: str | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A registered claim."""
+
+    paper: str
+    claim_id: str
+    statement: str
+    how_tested: str
+    kind: str
+    fn: Callable[[ClaimContext], Measurement]
+
+
+@dataclass
+class Claim:
+    """One ledger entry: the claim, how it was tested, the verdict and its evidence."""
+
+    paper: str
+    claim_id: str
+    statement: str
+    how_tested: str
+    verdict: str
+    effect_size: float
+    effect: str
+    witness: dict[str, Any] | None
+    n_instances: int
+    violations: int
+    seed: int
+    size: str
+    seconds: float
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "paper": self.paper,
+            "claim_id": self.claim_id,
+            "statement": self.statement,
+            "how_tested": self.how_tested,
+            "verdict": self.verdict,
+            "effect_size": _num(self.effect_size),
+            "effect": self.effect,
+            "witness": jsonable(self.witness),
+            "n_instances": self.n_instances,
+            "violations": self.violations,
+            "seed": self.seed,
+            "size": self.size,
+            "seconds": self.seconds,
+            "reason": self.reason,
+            "details": jsonable(self.details),
+        }
+
+
+ClaimResult = Claim
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+def register_claim(
+    paper: str, claim_id: str, statement: str, how_tested: str, *, kind: str = "universal"
+) -> Callable[[Callable[[ClaimContext], Measurement]], Callable[[ClaimContext], Measurement]]:
+    """Decorator registering ``fn(ctx) -> Measurement`` as claim ``claim_id`` of ``paper``."""
+    check_choice("kind", kind, ("universal", "existential"))
+
+    def deco(fn: Callable[[ClaimContext], Measurement]) -> Callable[[ClaimContext], Measurement]:
+        key = (paper, claim_id)
+        if key in _CLAIMS and _CLAIMS[key].fn is not fn:
+            raise InputError("claim", key, "is already registered")
+        _CLAIMS[key] = ClaimSpec(paper, claim_id, statement, how_tested, kind, fn)
+        return fn
+
+    return deco
+
+
+def register_witness_checker(
+    kind: str,
+) -> Callable[[Callable[[dict[str, Any]], bool]], Callable[[dict[str, Any]], bool]]:
+    """Decorator registering ``check(witness) -> bool`` (True = the witness reproduces) for
+    witnesses whose ``"kind"`` is ``kind``."""
+
+    def deco(fn: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
+        _CHECKERS[kind] = fn
+        return fn
+
+    return deco
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for mod in CLAIM_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+
+
+def papers() -> list[str]:
+    """Paper keys with registered claims."""
+    _load()
+    return sorted({p for p, _ in _CLAIMS})
+
+
+def claims(paper: str | None = None) -> list[ClaimSpec]:
+    """Registered claims (of one paper), in registration order."""
+    _load()
+    if paper is not None and paper not in papers():
+        raise InputError("paper", paper, f"has no registered claims; known: {papers()}")
+    return [c for (p, _), c in _CLAIMS.items() if paper is None or p == paper]
+
+
+def _seq(seed: int, *parts: str) -> np.random.SeedSequence:
+    return np.random.SeedSequence(seed, spawn_key=tuple(zlib.crc32(p.encode()) for p in parts))
+
+
+def _verdict(spec: ClaimSpec, m: Measurement) -> tuple[str, str]:
+    if m.verdict is not None:
+        check_choice("Measurement.verdict", m.verdict, VERDICTS)
+        return m.verdict, m.reason
+    if spec.kind == "existential":
+        if m.found > 0:
+            return "holds", m.reason
+        return "inconclusive", m.reason or f"no witness found on {m.n_instances} instances"
+    if m.violations > 0:
+        return "violated", m.reason
+    if m.n_instances > 0:
+        return "holds", m.reason
+    return "inconclusive", m.reason or "no instance measured"
+
+
+def run_claims(
+    paper: str | None = None,
+    *,
+    size: str = "small",
+    seed: int = 0,
+    ids: Iterable[str] | None = None,
+) -> list[Claim]:
+    """Measure the registered claims (of ``paper``; only ``ids`` when given) and return ledger
+    entries. ``size="small"`` keeps each paper's ledger fast (default test run);
+    ``size="large"`` uses the spec's instance ranges and more instances."""
+    check_choice("size", size, SIZES)
+    seed = check_int("seed", seed, minimum=0)
+    specs = claims(paper)
+    if ids is not None:
+        wanted = list(ids)
+        known = {c.claim_id for c in specs}
+        for i in wanted:
+            if i not in known:
+                raise InputError("claim id", i, f"is not registered; known: {sorted(known)}")
+        specs = [c for c in specs if c.claim_id in wanted]
+    memo: dict[str, Any] = {}
+    out = []
+    for spec in specs:
+        seq = _seq(seed, spec.paper, spec.claim_id)
+        ctx = ClaimContext(size, seed, np.random.default_rng(seq), seq, memo)
+        t0 = time.perf_counter()
+        m = spec.fn(ctx)
+        verdict, reason = _verdict(spec, m)
+        out.append(
+            Claim(
+                paper=spec.paper,
+                claim_id=spec.claim_id,
+                statement=spec.statement,
+                how_tested=spec.how_tested,
+                verdict=verdict,
+                effect_size=float(m.effect_size),
+                effect=m.effect,
+                witness=m.witness,
+                n_instances=m.n_instances,
+                violations=m.violations,
+                seed=seed,
+                size=size,
+                seconds=time.perf_counter() - t0,
+                reason=reason,
+                details={**m.details, **({"found": m.found} if spec.kind == "existential" else {})},
+            )
+        )
+    return out
+
+
+def to_records(results: Iterable[Claim]) -> list[dict[str, Any]]:
+    """JSON-ready dicts (``json.dumps`` works on them)."""
+    recs = [r.to_dict() for r in results]
+    json.dumps(recs)  # fail here, not in the caller, if something is not serialisable
+    return recs
+
+
+def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
+    """Tidy table: one row per claim (witness and details as JSON strings)."""
+    rows = []
+    for r in results:
+        d = r.to_dict()
+        d["witness"] = json.dumps(d["witness"]) if d["witness"] is not None else None
+        d["details"] = json.dumps(d["details"])
+        rows.append(d)
+    cols = [
+        "paper",
+        "claim_id",
+        "verdict",
+        "effect_size",
+        "effect",
+        "n_instances",
+        "violations",
+        "seed",
+        "size",
+        "seconds",
+        "reason",
+        "statement",
+        "how_tested",
+        "witness",
+        "details",
+    ]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def to_markdown(results: Iterable[Claim]) -> str:
+    """A Markdown table: claim, verdict, effect, instances, violations, statement."""
+    lines = [
+        "| paper | claim | verdict | effect | n | violations | statement |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        eff = f"{r.effect_size:.4g} ({r.effect})" if r.effect else f"{r.effect_size:.4g}"
+        stmt = r.statement.replace("|", "\\|")
+        if r.reason:
+            stmt += f" — *{r.reason}*".replace("|", "\\|")
+        lines.append(
+            f"| {r.paper} | {r.claim_id} | **{r.verdict}** | {eff} | {r.n_instances} | {r.violations} | {stmt} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def recheck_witness(witness: dict[str, Any]) -> bool:
+    """Re-evaluate a witness from scratch; True when it reproduces (the violation, or the existence
+    of a profitable lie for existential claims). Unknown kinds raise :class:`InputError`."""
+    _load()
+    if not isinstance(witness, dict) or "kind" not in witness:
+        raise InputError("witness", witness, "must be a dict with a 'kind'")
+    fn = _CHECKERS.get(witness["kind"])
+    if fn is None:
+        raise InputError("witness kind", witness["kind"], f"has no checker; known: {sorted(_CHECKERS)}")
+    return bool(fn(witness))

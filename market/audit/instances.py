@@ -1,0 +1,76 @@
+"""Synthetic fair-share instances for property audits (OEF spec §5.2).
+
+* ``"unrestricted"``: ``w^0 = 1``, ``w^{j+1} = w^j * U(1, 1.6)`` per row.
+* ``"ordered"``: the log step ratios ``log(w_l^{j+1} / w_l^j)`` are sorted ascending over users
+  in every step column, so each step ratio is non-decreasing in the user index (the structure
+  assumed by the proof of Theorem 5.2).
+* ``"slowest"``: the ordered generator; row 0 is then element-wise minimal with strictly
+  increasing speedups (Lemma 3.1).
+
+Capacities ``m_j`` are integers in ``{1..m_max}``. All randomness comes from the given generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from market.errors import InputError, check_choice, check_int
+
+__all__ = ["FairShareInstance", "random_instance", "SIZES"]
+
+SIZES: dict[str, dict[str, tuple[int, int] | int]] = {
+    "small": {"n": (2, 4), "k": (2, 3), "m_max": 4},
+    "large": {"n": (2, 8), "k": (2, 5), "m_max": 8},
+}
+"""Instance-size presets: ``n`` and ``k`` ranges (inclusive) and the largest ``m_j``."""
+
+
+@dataclass(frozen=True)
+class FairShareInstance:
+    """TRUE speedups ``W`` (n, k), ``w[:, 0] = 1``; ``m`` (k,) GPUs per type; generator ``kind``."""
+
+    W: np.ndarray
+    m: np.ndarray
+    kind: str
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {"W": self.W.tolist(), "m": self.m.tolist(), "kind": self.kind}
+
+
+def random_instance(
+    rng: np.random.Generator,
+    kind: str = "unrestricted",
+    *,
+    n: int | tuple[int, int] = (2, 8),
+    k: int | tuple[int, int] = (2, 5),
+    m_max: int = 8,
+    step: tuple[float, float] = (1.0, 1.6),
+) -> FairShareInstance:
+    """Draw one instance; ``n``/``k`` are fixed ints or inclusive ``(lo, hi)`` ranges."""
+    check_choice("kind", kind, ("unrestricted", "ordered", "slowest"))
+    check_int("m_max", m_max, minimum=1)
+
+    def draw(name: str, v: int | tuple[int, int], minimum: int) -> int:
+        if isinstance(v, tuple):
+            lo, hi = (check_int(f"{name}[0]", v[0], minimum=minimum), check_int(f"{name}[1]", v[1], minimum=minimum))
+            if hi < lo:
+                raise InputError(name, v, "must be an increasing (lo, hi) range")
+            return int(rng.integers(lo, hi + 1))
+        return check_int(name, v, minimum=minimum)
+
+    nn = draw("n", n, 1)
+    kk = draw("k", k, 1)
+    lo, hi = step
+    if not 0 < lo <= hi:
+        raise InputError("step", step, "must satisfy 0 < lo <= hi")
+    if kind == "unrestricted":
+        steps = rng.uniform(lo, hi, (nn, kk - 1))
+    else:
+        # strictly increasing rows for the slowest-user generator: steps > 1 almost surely
+        steps = np.exp(np.sort(np.log(rng.uniform(lo, hi, (nn, kk - 1))), axis=0))
+    W = np.cumprod(np.c_[np.ones(nn), steps], axis=1)
+    m = rng.integers(1, m_max + 1, kk)
+    return FairShareInstance(W, m, kind)

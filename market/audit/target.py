@@ -1,0 +1,264 @@
+"""The adapter protocol between the incentive auditor and a mechanism.
+
+The auditor never knows what a mechanism does. It talks to an :class:`AuditTarget`, which says
+
+* who can deviate (:meth:`AuditTarget.agents`),
+* what each agent can misreport (:meth:`AuditTarget.dimensions`: named real parameters, each a
+  multiplicative *factor* on the truth or an absolute *value*, with bounds and the direction that
+  counts as over-reporting),
+* how a parameter setting becomes a report (:meth:`AuditTarget.report`; the all-truthful setting
+  must give the truthful report),
+* what the mechanism does with the profile "this report for the deviator, truthful reports for
+  everyone else" (:meth:`AuditTarget.outcome`), and
+* the deviator's TRUE utility of an outcome (:meth:`AuditTarget.utility`: true value of what it
+  got minus what it paid; for fair-share allocators true throughput ``W_true_l . x_l``).
+
+Structural misreports that are not a point in a box (declaring a fake job type, dropping a real
+one, copying another agent's report, arbitrary vectors) are offered as discrete
+:class:`Probe` objects by :meth:`AuditTarget.probes`; each carries its own family label.
+
+Writing an adapter for an online auction (OASiS, PD-ORS, Astraea, Eris)
+-----------------------------------------------------------------------
+Subclass :class:`BaseTarget` and implement five methods:
+
+``agents()``
+    ids of the bidders / tenants whose reports may change (usually all jobs of the instance).
+``dimensions(agent)``
+    e.g. ``Dimension("value_scale")`` (factor on the utility function's scale, grid 0.25..4),
+    ``Dimension("gamma2")`` (shape parameter, factor), ``Dimension("epochs", kind="value",
+    lower=E-10, upper=E+10, truth=E, integer=True)``, ``Dimension("arrival_delay", kind="value",
+    lower=0, upper=5, truth=0, integer=True)`` (only over-reporting is possible: ``lower == truth``),
+    ``Dimension("workers", ...)``, ``Dimension("quota", ...)`` for quota claims.
+``report(agent, params)``
+    build the misreported job description / bid from the true one and ``params``
+    (a ``{dimension name: value}`` dict; missing names mean "truthful").
+``outcome(agent, report)``
+    replay the mechanism with the others' reports fixed (and, for online mechanisms, the arrival
+    order, price constants and seeds fixed): return the decision for the deviator (admitted?,
+    schedule, completion time, payment) plus whatever the metrics need.
+``utility(agent, outcome)``
+    the deviator's TRUE surplus: true utility function evaluated at the realised true completion
+    time (0 if not completed under the paper's consequence model) minus the payment.
+
+Everything else (grids, joint sampling, refinement, caching, families, tidy results) is done by
+:mod:`market.audit.search`. Reports must be hashable through :meth:`BaseTarget.report_key` for
+the cache; the default handles numbers, tuples, numpy arrays and frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from market.errors import InputError, check_finite
+
+__all__ = ["Dimension", "Probe", "AuditTarget", "BaseTarget", "check_params"]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One reportable real parameter of an agent.
+
+    ``kind="factor"``: the report is ``truth_value * param``; ``truth`` is 1 and the search runs in
+    log space between ``lower`` and ``upper`` (> 0). ``kind="value"``: ``param`` is the reported
+    value itself; ``truth`` is the true value and the search runs in linear space. ``over`` is +1
+    when a parameter above ``truth`` is over-reporting (inflation), -1 when below is. ``integer``
+    rounds the parameter (epochs, worker counts, arrival slots).
+    """
+
+    name: str
+    kind: str = "factor"
+    lower: float = 0.25
+    upper: float = 4.0
+    truth: float = 1.0
+    over: int = 1
+    integer: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError("Dimension.name", self.name, "must be a non-empty string")
+        if self.kind not in ("factor", "value"):
+            raise InputError(f"Dimension[{self.name}].kind", self.kind, "must be 'factor' or 'value'")
+        lo = check_finite(f"Dimension[{self.name}].lower", self.lower)
+        hi = check_finite(f"Dimension[{self.name}].upper", self.upper)
+        tr = check_finite(f"Dimension[{self.name}].truth", self.truth)
+        if not lo <= tr <= hi:
+            raise InputError(f"Dimension[{self.name}].truth", tr, f"must lie in [lower, upper] = [{lo}, {hi}]")
+        if self.kind == "factor" and lo <= 0:
+            raise InputError(f"Dimension[{self.name}].lower", lo, "must be > 0 for a factor dimension")
+        if self.over not in (1, -1):
+            raise InputError(f"Dimension[{self.name}].over", self.over, "must be +1 or -1")
+
+    def to_z(self, value: float | np.ndarray) -> float | np.ndarray:
+        """Search coordinate: log for factors, identity for values."""
+        return np.log(value) if self.kind == "factor" else value
+
+    def from_z(self, z: float | np.ndarray) -> float | np.ndarray:
+        """Inverse of :meth:`to_z`, clipped to the bounds (and rounded if ``integer``)."""
+        v = np.exp(z) if self.kind == "factor" else z
+        v = np.clip(v, self.lower, self.upper)
+        return np.round(v) if self.integer else v
+
+    def side(self, value: float, tol: float = 1e-12) -> int:
+        """+1 if ``value`` over-reports, -1 if it under-reports, 0 if truthful."""
+        d = value - self.truth
+        if abs(d) <= tol * max(1.0, abs(self.truth)):
+            return 0
+        return self.over if d > 0 else -self.over
+
+    def grid(self, n_side: int) -> np.ndarray:
+        """``n_side`` points strictly on each side of the truth (geometric for factors), truth excluded."""
+        pts: list[np.ndarray] = []
+        for a, b in ((self.lower, self.truth), (self.truth, self.upper)):
+            if b - a <= 0:
+                continue
+            if self.kind == "factor":
+                p = np.geomspace(a, b, n_side + 1)
+            else:
+                p = np.linspace(a, b, n_side + 1)
+            pts.append(p[:-1] if b == self.truth else p[1:])
+        if not pts:
+            return np.empty(0)
+        g = np.concatenate(pts)
+        if self.integer:
+            g = np.unique(np.round(g))
+            g = g[g != self.truth]
+        return g
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A discrete (structural) misreport: ``family`` (e.g. ``"TYPES"``), a short ``label`` and the
+    ``report`` object passed to :meth:`AuditTarget.outcome`."""
+
+    family: str
+    label: str
+    report: Any
+
+
+@runtime_checkable
+class AuditTarget(Protocol):
+    """What the auditor needs from a mechanism (see the module docstring)."""
+
+    name: str
+
+    def agents(self) -> Sequence[Hashable]: ...
+
+    def dimensions(self, agent: Hashable) -> Sequence[Dimension]: ...
+
+    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any: ...
+
+    def outcome(self, agent: Hashable, report: Any) -> Any: ...
+
+    def utility(self, agent: Hashable, outcome: Any) -> float: ...
+
+    def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]: ...
+
+    def in_scope(self, family: str) -> bool: ...
+
+    def evaluate(self, agent: Hashable, report: Any) -> float: ...
+
+
+def _freeze(x: Any) -> Hashable:
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (list, tuple)):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, Mapping):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in x.items()))
+    if isinstance(x, float) and math.isnan(x):
+        return ("nan",)
+    return x
+
+
+@dataclass
+class BaseTarget:
+    """Convenience base: report cache, default (no) probes, default scope (``UP_*`` families).
+
+    Subclasses implement ``agents``, ``dimensions``, ``report``, ``outcome`` and ``utility``.
+    ``evaluations`` counts mechanism runs (cache misses); ``cache_hits`` the reuses.
+    """
+
+    name: str = field(default="target", kw_only=True)
+    cache_size: int = field(default=200_000, kw_only=True)
+    evaluations: int = field(default=0, init=False)
+    cache_hits: int = field(default=0, init=False)
+    _cache: dict[Hashable, float] = field(default_factory=dict, init=False, repr=False)
+
+    # -- to override -------------------------------------------------------------------------
+    def agents(self) -> Sequence[Hashable]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def dimensions(self, agent: Hashable) -> Sequence[Dimension]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def outcome(self, agent: Hashable, report: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def utility(self, agent: Hashable, outcome: Any) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
+        """Structural misreports; none by default."""
+        return ()
+
+    def in_scope(self, family: str) -> bool:
+        """Whether ``family`` is inside the paper's stated scope (default: inflation, ``UP_*``)."""
+        return family.startswith("UP_")
+
+    # -- provided ----------------------------------------------------------------------------
+    def report_key(self, agent: Hashable, report: Any) -> Hashable:
+        """Hashable cache key of a report (override for exotic report objects)."""
+        return (agent, _freeze(report))
+
+    def evaluate(self, agent: Hashable, report: Any) -> float:
+        """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful (cached)."""
+        key = self.report_key(agent, report)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        val = float(self.utility(agent, self.outcome(agent, report)))
+        self.evaluations += 1
+        if len(self._cache) < self.cache_size:
+            self._cache[key] = val
+        return val
+
+    def dimension_map(self, agent: Hashable) -> dict[str, Dimension]:
+        """``{name: Dimension}`` of ``agent``."""
+        return {d.name: d for d in self.dimensions(agent)}
+
+    def truthful_params(self, agent: Hashable) -> dict[str, float]:
+        """The parameter setting that reproduces the truthful report."""
+        return {d.name: d.truth for d in self.dimensions(agent)}
+
+
+def check_params(target: AuditTarget, agent: Hashable, params: Mapping[str, float]) -> dict[str, float]:
+    """Validate a misreport parameter dict against ``target``'s dimensions of ``agent``.
+
+    Raises :class:`InputError` naming the field for an unknown agent, an unknown dimension name,
+    a non-finite value or a value outside the dimension's bounds. Returns the full parameter dict
+    (missing dimensions filled with their truthful values).
+    """
+    if agent not in list(target.agents()):
+        raise InputError("agent", agent, f"is not an agent of {target.name}; known: {list(target.agents())}")
+    dims = {d.name: d for d in target.dimensions(agent)}
+    out = {name: d.truth for name, d in dims.items()}
+    for name, value in params.items():
+        if name not in dims:
+            raise InputError(
+                "dimension", name, f"is not a reportable dimension of agent {agent!r}; known: {list(dims)}"
+            )
+        v = check_finite(f"params[{name}]", value)
+        d = dims[name]
+        if not d.lower - 1e-12 <= v <= d.upper + 1e-12:
+            raise InputError(f"params[{name}]", value, f"must lie in [{d.lower}, {d.upper}]")
+        out[name] = v
+    return out
