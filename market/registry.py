@@ -29,6 +29,7 @@ _MECHANISM_MODULES: tuple[str, ...] = (
     "market.oef.mechanisms",
     "market.oef.baselines",
     "market.astraea.mechanisms",
+    "market.eris",
 )
 
 _REGISTRY: dict[str, MechanismInfo] = {}

@@ -1,7 +1,9 @@
 """Eris (Pang et al., IEEE TMC 2024): online posted-price auction for unbiased distributed
 learning over edge networks, in the paper's global-budget mode and a topology (per-link) mode.
-See ``shared/spec/eris.md``. Import :mod:`market.eris.mechanism` to register ``eris``."""
+See ``shared/spec/eris.md``. Importing this package registers ``eris``, ``tiresias``, ``antman``
+and ``liquid``."""
 
+from market.eris.baselines import BaselineOutcome, antman, liquid, tiresias
 from market.eris.mechanism import ErisAuction, ErisDecision, ErisOutcome, realised_utility, realised_value, run_eris
 from market.eris.prices import CR_CONSTANT, ErisState, competitive_constant, price
 from market.eris.types import (
@@ -18,6 +20,10 @@ from market.eris.types import (
 )
 
 __all__ = [
+    "BaselineOutcome",
+    "antman",
+    "liquid",
+    "tiresias",
     "CR_CONSTANT",
     "RESOURCES",
     "ErisAuction",
