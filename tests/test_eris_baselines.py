@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from market import registry
-from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, run_eris
+from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, run_eris
 from market.eris.baselines import antman, liquid, tiresias, worker_count
 from market.eris.diagnostics import check_feasibility
-from market.eris.workload import generate_jobs, eris_simulator, eris_testbed, eris_topology
+from market.eris.workload import eris_simulator, eris_testbed, eris_topology, generate_jobs
 from market.utility import SigmoidUtility
 
 F = SigmoidUtility(3000.0, 1 / 3, 0.0)

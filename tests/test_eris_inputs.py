@@ -8,9 +8,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from market.errors import InputError
 from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec
 from market.eris.workload import generate_jobs
+from market.errors import InputError
 from market.utility import SigmoidUtility, TabularUtility
 
 F = SigmoidUtility(3000.0, 1 / 3, 0.0)
