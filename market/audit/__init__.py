@@ -39,7 +39,16 @@ from market.audit.metrics import (
     pe_violation,
     si_violation,
 )
-from market.audit.search import AuditConfig, AuditResult, audit, audit_all, audit_instances, summarize, wilson_interval
+from market.audit.search import (
+    AuditConfig,
+    AuditResult,
+    audit,
+    audit_all,
+    audit_instances,
+    evaluate_misreport,
+    summarize,
+    wilson_interval,
+)
 from market.audit.target import AuditTarget, BaseTarget, Dimension, Probe
 
 __all__ = [
@@ -62,6 +71,7 @@ __all__ = [
     "budget_balance_violation",
     "contribution_violation",
     "envy_violation",
+    "evaluate_misreport",
     "fair_share_report",
     "first_price",
     "ir_violation",

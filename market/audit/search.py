@@ -38,6 +38,7 @@ __all__ = [
     "AuditResult",
     "audit",
     "audit_all",
+    "evaluate_misreport",
     "audit_instances",
     "summarize",
     "wilson_interval",
@@ -406,6 +407,16 @@ def audit(
         seconds=time.perf_counter() - t_start,
         families=s.families,
     )
+
+
+def evaluate_misreport(target: AuditTarget, agent: Hashable, params: Mapping[str, float]) -> tuple[float, float]:
+    """``(gain, true utility)`` of one misreport ``params`` (``{dimension: value}``, missing =
+    truthful) against the truthful report. Validates ``params`` (unknown dimension, NaN, out of
+    bounds raise :class:`InputError`). Cheap entry point for external sweeps."""
+    full = check_params(target, agent, params)
+    u0 = float(target.evaluate(agent, target.report(agent, {d.name: d.truth for d in target.dimensions(agent)})))
+    u = float(target.evaluate(agent, target.report(agent, full)))
+    return u - u0, u
 
 
 def audit_all(
