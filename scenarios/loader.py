@@ -316,7 +316,7 @@ class Scenario:
             return None
         for v in self.variants:
             if v.name == variant:
-                return self._tenant_id(v.tenant, f"variant {v.name}.tenant")
+                return self._tenant_id(v.tenant, f"scenario {self.name}: variant {v.name}.tenant")
         raise InputError("variant", variant, f"is not one of {list(self.variant_names)}")
 
     def _tenant_id(self, ref: int | str, key: str) -> str:

@@ -1,0 +1,141 @@
+"""Monte Carlo runner: seeding with common random numbers, executor equivalence, error isolation,
+Parquet output, paired statistics and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from agents.model import MarketModel
+from analysis.plots import plot_lying_gain, plot_throughput
+from analysis.report import render_report
+from analysis.runner import COLUMNS, LocalExecutor, make_executor, plan_runs, run_experiment, write_experiment
+from analysis.stats import gain_summary, paired_gains, t_interval
+from market.errors import InputError
+from scenarios.loader import Scenario, parse_scenario
+
+SMALL = """
+name = "small"
+policies = ["oef-noncoop", "gavel", "max-throughput"]
+rounds = 5
+replications = 3
+seed = 5
+[cluster]
+gpu_types = ["RTX3070", "RTX3080", "RTX3090"]
+gpus = [4, 4, 4]
+[workload]
+tenants = 4
+job_type_choice = "cycle"
+jobs_per_tenant = 3
+backlogged = true
+[[tenant]]
+index = 0
+job_types = ["LSTM"]
+[[variant]]
+name = "lying"
+tenant = 0
+strategy = "fast"
+factor = 1.5
+"""
+
+
+@pytest.fixture(scope="module")
+def small() -> Scenario:
+    import tomllib
+
+    return parse_scenario(tomllib.loads(SMALL), "small")
+
+
+def test_plan_reuses_one_child_per_replication(small: Scenario) -> None:
+    specs = plan_runs(small)
+    assert len(specs) == 3 * 3 * 2
+    assert specs[0].run_id == "small/oef-noncoop/truthful/r0"
+    keys = {}
+    for s in specs:
+        keys.setdefault(s.replication, set()).add((s.entropy, s.spawn_key))
+    assert all(len(v) == 1 for v in keys.values())  # same seed for every policy and variant
+    assert len({next(iter(v)) for v in keys.values()}) == 3  # different across replications
+    # rebuilding the seed never mutates shared state
+    s0 = specs[0]
+    a = np.random.default_rng(s0.seed_sequence()).random(3)
+    b = np.random.default_rng(s0.seed_sequence()).random(3)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(InputError, match="policy"):
+        plan_runs(small, policies=["maxmin"])
+
+
+def test_local_and_process_executors_give_identical_results(small: Scenario) -> None:
+    local = run_experiment(small, replications=2, executor="local", progress=False)
+    proc = run_experiment(small, replications=2, executor="process", workers=2, progress=False)
+    assert not local.errors and not proc.errors
+    assert list(local.frame.columns) == COLUMNS
+    pd.testing.assert_frame_equal(local.frame, proc.frame)
+    assert set(local.frame["run_id"]) == {s.run_id for s in plan_runs(small, 2)}
+
+
+def test_seeds_change_results_and_same_seed_repeats(small: Scenario) -> None:
+    a = run_experiment(small, replications=1, seed=1, policies=["gavel"], progress=False).frame
+    b = run_experiment(small, replications=1, seed=1, policies=["gavel"], progress=False).frame
+    c = run_experiment(small, replications=1, seed=2, policies=["gavel"], progress=False).frame
+    pd.testing.assert_frame_equal(a, b)
+    assert not a["value"].equals(c["value"])
+
+
+def test_a_failing_run_does_not_lose_the_others(small: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = MarketModel.run
+
+    def flaky(self: MarketModel, rounds: int | None = None) -> MarketModel:
+        if self.config.policy == "gavel":
+            raise RuntimeError("solver exploded")
+        return original(self, rounds)
+
+    monkeypatch.setattr(MarketModel, "run", flaky)
+    exp = run_experiment(small, replications=1, executor=LocalExecutor(), progress=False)
+    assert sorted(rid for rid, _ in exp.errors) == ["small/gavel/lying/r0", "small/gavel/truthful/r0"]
+    assert all("RuntimeError: solver exploded" in msg for _, msg in exp.errors)
+    assert set(exp.frame["policy"]) == {"oef-noncoop", "max-throughput"}
+    assert (exp.runs.set_index("run_id").loc["small/gavel/lying/r0", "error"]).startswith("RuntimeError")
+
+
+def test_write_experiment_and_parquet_roundtrip(small: Scenario, tmp_path: Path) -> None:
+    exp = run_experiment(small, replications=1, policies=["oef-noncoop"], progress=False)
+    paths = write_experiment(exp, tmp_path / "out")
+    back = pd.read_parquet(paths["results"])
+    assert list(back.columns) == COLUMNS
+    assert len(back) == len(exp.frame)
+    np.testing.assert_array_equal(back["value"].to_numpy(), exp.frame["value"].to_numpy())
+    assert "errors" not in paths
+    with pytest.raises(InputError, match="executor"):
+        make_executor("dask")
+
+
+def test_paired_gain_statistics(small: Scenario, tmp_path: Path) -> None:
+    exp = run_experiment(small, progress=False)
+    pairs = paired_gains(exp.frame, exp.deviators, "est")
+    assert len(pairs) == 3 * 3  # policies x replications
+    # max-throughput hands every GPU type to its top reporter: inflating pays off every time
+    mt = pairs[pairs.policy == "max-throughput"]
+    assert (mt["diff"] > 0).all()
+    # OEF non-cooperative: inflating never pays (claim C1); the lie lowers the liar's throughput
+    oef = pairs[pairs.policy == "oef-noncoop"]
+    assert (oef["diff"] < 0).all()
+    summ = gain_summary(pairs).set_index("policy")
+    assert summ.loc["max-throughput", "diff_low"] > 0
+    assert summ.loc["oef-noncoop", "diff_high"] < 0
+    assert summ.loc["oef-noncoop", "p_gain"] == 0.0
+    # the report and plots are produced from the same frame
+    text = render_report(exp.meta(), exp.frame, exp.deviators)
+    assert "Gain from lying" in text and "oef-noncoop" in text
+    p1 = plot_throughput(exp.frame, tmp_path / "thr.png", round_seconds=300)
+    p2 = plot_lying_gain(exp.frame, exp.deviators, tmp_path / "gain.png")
+    assert p1.stat().st_size > 10_000 and p2.stat().st_size > 10_000
+
+
+def test_t_interval() -> None:
+    m, lo, hi = t_interval(np.array([1.0, 2.0, 3.0]))
+    assert m == pytest.approx(2.0)
+    assert hi - m == pytest.approx(4.302652729911275 * 1.0 / np.sqrt(3))  # t_{0.975, 2} · s / sqrt(n)
+    assert np.isnan(t_interval(np.array([1.0]))[1])
