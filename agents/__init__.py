@@ -1,0 +1,31 @@
+"""The Mesa 3.5 layer: tenants, GPU servers and the auctioneer wired into :class:`MarketModel`.
+
+Build a model from a :class:`ModelConfig` (or from a scenario with
+:meth:`scenarios.loader.Scenario.build_model`), run it, and read :meth:`MarketModel.tidy`.
+"""
+
+from agents.auctioneer import Auctioneer, RoundStats
+from agents.config import JobConfig, ModelConfig, TenantConfig
+from agents.model import CLUSTER_MEASURES, TENANT_MEASURES, MarketModel
+from agents.server import GPUServerAgent
+from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
+from agents.tenant import JobState, TenantAgent
+
+__all__ = [
+    "Auctioneer",
+    "RoundStats",
+    "JobConfig",
+    "ModelConfig",
+    "TenantConfig",
+    "MarketModel",
+    "TENANT_MEASURES",
+    "CLUSTER_MEASURES",
+    "GPUServerAgent",
+    "TenantAgent",
+    "JobState",
+    "Strategy",
+    "Truthful",
+    "ScaleDims",
+    "ReportVector",
+    "MultiplicativeNoise",
+]

@@ -124,20 +124,17 @@ class Auctioneer(mesa.Agent):
 
     # -- the round ----------------------------------------------------------------------------------
     def step(self) -> None:
-        """Run one scheduling round (spec A9 steps 2-4) and record its measures."""
+        """Run one scheduling round (spec A9 steps 2-4) and record its measures. The model has
+        already applied arrivals/exits and reset the tenants' and servers' per-round state."""
         model = self.model
         now = model.now
         dt = model.round_seconds
         tenants = model.tenant_list()
         by_id = {t.tenant_id: t for t in tenants}
-        for ten in tenants:
-            ten.begin_round()
         self.stats = RoundStats()
         st = self.stats
         m = model.m_avail()
         servers = model.healthy_servers()
-        for srv in model.server_agents():
-            srv.clear()
         st.available_gpus = int(m.sum())
         st.busy_by_type = tuple(0 for _ in range(model.k))
 

@@ -162,6 +162,12 @@ class MarketModel(mesa.Model):
         self.round = self.steps - 1
         self.now = self.round * self.round_seconds
         self._arrivals_and_exits()
+        tenants = self.agents_by_type.get(TenantAgent)
+        if tenants is not None:
+            tenants.do("begin_round")  # reset per-round measures (insertion = arrival order)
+        servers = self.agents_by_type.get(GPUServerAgent)
+        if servers is not None:
+            servers.do("clear")
         self.auctioneer.step()
         self.datacollector.collect(self)
         idle = not self._pending and all(t.finished() for t in self._tenants.values())

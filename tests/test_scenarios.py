@@ -162,3 +162,19 @@ def test_workload_distributions_and_overrides() -> None:
     for t in cfg.tenants:
         for w in t.speedups.values():
             assert w[0] == 1.0 and np.all(np.diff(w) >= 0)
+
+
+def test_explore_lying_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scenarios.explore_lying import main as sweep
+
+    text = TINY.replace('policies = ["oef-noncoop", "maxmin"]', 'policies = ["oef-noncoop", "max-throughput"]')
+    text = text.replace('["a", "b", "c"]', '["RTX3070", "RTX3080", "RTX3090"]').replace("c = 1.5", "RTX3090 = 1.5")
+    (tmp_path / "s.toml").write_text(text.replace("rounds = 4", "rounds = 3"), encoding="utf-8")
+    args = ["--scenario", str(tmp_path / "s.toml"), "--factors", "1.5,2", "--reps", "2", "--out", str(tmp_path / "o")]
+    assert sweep(args) == 0
+    out = capsys.readouterr().out
+    assert "lambda=1.5" in out and "lambda=2" in out and "max-throughput" in out
+    summary = __import__("pandas").read_csv(tmp_path / "o" / "lie_sweep.csv")
+    assert set(summary["variant"]) == {"lambda=1.5", "lambda=2"} and (summary["n"] == 2).all()
+    assert (tmp_path / "o" / "lie_sweep.png").is_file()
+    assert sweep(["--scenario", str(tmp_path / "s.toml"), "--factors", "-1"]) == 2
