@@ -92,8 +92,9 @@ def plot_lying_gain(
     scale = 100.0 if relative else 1.0
     summary = summary.sort_values(["variant", col], kind="mergesort").reset_index(drop=True)
     variants = list(dict.fromkeys(summary["variant"]))
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(summary["policy"].unique()) * len(variants), 3.6))
     policies = list(dict.fromkeys(summary["policy"]))
+    width_in = min(16.0, 2.0 + 1.2 * len(policies) * (1.0 + 0.3 * (len(variants) - 1)))
+    fig, ax = plt.subplots(figsize=(width_in, 3.8))
     width = 0.8 / len(variants)
     palette = sns.color_palette("deep", len(variants))
     for vi, v in enumerate(variants):
@@ -104,7 +105,7 @@ def plot_lying_gain(
         ax.bar(x, y, width=width * 0.9, color=palette[vi], label=f"{v} ({deviators[v]})")
         ax.errorbar(x, y, yerr=np.nan_to_num(err), fmt="none", ecolor="black", capsize=3, linewidth=1)
         for xi, yi in zip(x, y, strict=True):
-            if np.isfinite(yi):
+            if np.isfinite(yi) and len(variants) <= 2:  # labels would collide with more bars
                 ax.annotate(
                     f"{yi:+.1f}",
                     (xi, yi),

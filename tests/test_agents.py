@@ -51,6 +51,10 @@ def test_two_types_one_job_each_and_cross_host_penalty() -> None:
     cluster = single_rack([("slow", 4), ("fast", 4)])
     t = _tenant("a", (1.0, 2.5), [4, 4])
     model = MarketModel(ModelConfig(cluster, (t,), policy="oef-noncoop", rounds=3), rng=0).run()
+    # servers sit on their topology nodes of the Mesa Network space
+    for srv in model.agents_by_type[GPUServerAgent]:
+        assert srv.cell.coordinate == srv.server.node and srv in srv.cell.agents
+    assert set(model.space.G.nodes) == {"switch", "h0", "h1"}
     df = model.tidy()
     for m in ("act", "est"):
         np.testing.assert_allclose(df[(df.tenant == "a") & (df.measure == m)]["value"], 14.0)

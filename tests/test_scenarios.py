@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from agents.strategies import ScaleDims, Truthful
@@ -174,7 +175,7 @@ def test_explore_lying_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert sweep(args) == 0
     out = capsys.readouterr().out
     assert "lambda=1.5" in out and "lambda=2" in out and "max-throughput" in out
-    summary = __import__("pandas").read_csv(tmp_path / "o" / "lie_sweep.csv")
+    summary = pd.read_csv(tmp_path / "o" / "lie_sweep.csv")
     assert set(summary["variant"]) == {"lambda=1.5", "lambda=2"} and (summary["n"] == 2).all()
     assert (tmp_path / "o" / "lie_sweep.png").is_file()
     assert sweep(["--scenario", str(tmp_path / "s.toml"), "--factors", "-1"]) == 2
