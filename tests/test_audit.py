@@ -311,3 +311,28 @@ def test_bad_input_names_field_and_value() -> None:
     with pytest.raises(InputError) as e:
         AuditConfig(n_grid=-1)
     assert e.value.field == "AuditConfig.n_grid"
+
+
+def test_fast_screen_agrees_with_registered_mechanism() -> None:
+    rng = np.random.default_rng(21)
+    for _ in range(3):
+        inst = random_instance(rng, n=(3, 6), k=(2, 4), m_max=6)
+        slow = FairShareTarget("oef-noncoop", W=inst.W, m=inst.m)
+        fast = FairShareTarget("oef-noncoop", W=inst.W, m=inst.m, fast=True)
+        assert fast.screening and not slow.screening
+        # the screen solves the same LP: equal utilities at generic (non-degenerate) reports
+        for _ in range(15):
+            p = {d.name: float(np.exp(rng.uniform(np.log(0.25), np.log(4)))) for d in slow.dimensions(0)}
+            assert fast.evaluate(0, fast.report(0, p)) == pytest.approx(slow.evaluate(0, slow.report(0, p)), abs=1e-7)
+        cfg = AuditConfig(n_grid=4, n_joint=8, refine_starts=1, refine_maxfev=10)
+        a, b = audit(slow, 0, config=cfg, rng=1), audit(fast, 0, config=cfg, rng=1)
+        assert b.truthful_utility == pytest.approx(a.truthful_utility, abs=1e-9)
+        # every number the fast audit reports was confirmed by the registered mechanism
+        for fb in b.families.values():
+            if fb.report is not None:
+                assert fb.gain == pytest.approx(slow.evaluate(0, fb.report) - a.truthful_utility, abs=1e-9)
+        # probes are never screened: identical probe family results
+        assert b.families["ARBITRARY"].gain == pytest.approx(a.families["ARBITRARY"].gain, abs=1e-9)
+    # weighted / coop calls are not screened
+    assert not FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3]], m=[1, 1], weights=[1, 2], fast=True).screening
+    assert not FairShareTarget("oef-coop", W=[[1, 2], [1, 3]], m=[1, 1], fast=True).screening

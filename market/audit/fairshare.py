@@ -76,6 +76,7 @@ class FairShareTarget(BaseTarget):
     copy_others: bool = True
     max_speedup: float = 1e4
     dimension_bounds: Mapping[str, tuple[float, float]] | None = None
+    fast: bool = False
 
     def __post_init__(self) -> None:
         self.name, self._fn = resolve_fair_share(self.mechanism)
@@ -95,6 +96,45 @@ class FairShareTarget(BaseTarget):
             self._dims[idx[0]] = Dimension(name, "factor", blo, bhi)
         if self.weight_claims:
             self._dims.append(Dimension("weight", "factor", lo, hi))
+        self._resolver = None
+        if self.fast and self.name == "oef-noncoop" and not self.weight_claims:
+            from market.audit.fast import NoncoopResolver, noncoop_fast_eligible
+
+            if noncoop_fast_eligible(self.ma, self.wt, self.ca, self.options):
+                self._resolver = NoncoopResolver(self.Wt, self.ma)
+        self._confirmed: dict[Any, float] = {}
+        self.confirmations = 0
+
+    @property
+    def screening(self) -> bool:
+        """True when searches run on the fast warm-started screen (``fast=True`` on eligible
+        ``oef-noncoop`` instances) and family bests are confirmed with the registered mechanism."""
+        return self._resolver is not None
+
+    def evaluate(self, agent: Hashable, report: Any) -> float:
+        """TRUE utility of ``report`` (cached): from the screen when :attr:`screening`, else from
+        the registered mechanism."""
+        if self._resolver is None:
+            return super().evaluate(agent, report)
+        key = self.report_key(agent, report)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        X = self._resolver.allocation(int(agent), np.asarray(report[0], dtype=float))
+        val = float(self.Wt[int(agent)] @ X[int(agent)])
+        self.evaluations += 1
+        if len(self._cache) < self.cache_size:
+            self._cache[key] = val
+        return val
+
+    def confirm(self, agent: Hashable, report: Any) -> float:
+        """TRUE utility of ``report`` under the registered mechanism (never the screen; cached)."""
+        key = self.report_key(agent, report)
+        if key not in self._confirmed:
+            self._confirmed[key] = self.utility(agent, self.outcome(agent, report))
+            self.confirmations += 1
+        return self._confirmed[key]
 
     @property
     def n(self) -> int:

@@ -345,7 +345,7 @@ def _audits(
         cfg = audit_config(ctx.size)
         for inst in _instances(ctx, rng, ctx.pick(6, 40)):
             weights = rng.integers(1, 4, inst.W.shape[0]).astype(float) if weighted else None
-            t = FairShareTarget(mechanism, W=inst.W, m=inst.m, weights=weights, n_arbitrary=2)
+            t = FairShareTarget(mechanism, W=inst.W, m=inst.m, weights=weights, n_arbitrary=2, fast=True)
             devs = [int(rng.integers(t.n))] if ctx.size == "small" else list(range(t.n))
             for d in devs:
                 c = AuditConfig(**{**cfg.__dict__, "probes": True})
@@ -1129,7 +1129,7 @@ def c15(ctx: ClaimContext) -> Measurement:
                         bad = True
                         if witness is None:
                             witness, worst = _prop_witness(p, mech, inst, v, tol), v
-            t = FairShareTarget(mech, W=inst.W, m=inst.m)
+            t = FairShareTarget(mech, W=inst.W, m=inst.m, fast=True)
             dev = int(ctx.rng.integers(t.n))
             r = audit(t, dev, config=AuditConfig(**{**cfg.__dict__, "families": ("UP_*",)}), rng=ctx.rng)
             g, fb = r.family_gain(lambda f: f.in_scope)

@@ -251,7 +251,9 @@ class _Search:
         return gain
 
     def eval_probe(self, family: str, label: str, report: Any) -> None:
-        gain = float(self.target.evaluate(self.agent, report)) - self.u0
+        # structural probes are few and often degenerate (copied rows): never screen them
+        ev = self.target.confirm if getattr(self.target, "screening", False) else self.target.evaluate
+        gain = float(ev(self.agent, report)) - self.u0
         self.points += 1
         fb = self._family(family)
         fb.n_points += 1
@@ -385,6 +387,16 @@ def audit(
                         "fatol": 1e-12 * max(1.0, abs(s.u0)),
                     },
                 )
+
+    if getattr(target, "screening", False):
+        # the search ran on a fast screen: re-measure the truth and every family's best report
+        # with the mechanism itself, so every reported number is the mechanism's
+        truth_report = target.report(agent, {d.name: d.truth for d in all_dims})
+        s.u0 = float(target.confirm(agent, truth_report))
+        s.tol = max(cfg.abs_tol, cfg.rel_tol * max(1.0, abs(s.u0)))
+        for fb in s.families.values():
+            if fb.report is not None:
+                fb.gain = float(target.confirm(agent, fb.report)) - s.u0
 
     best = max(s.families.values(), key=lambda fb: fb.gain, default=None)
     if best is None or best.gain <= 0:

@@ -40,6 +40,10 @@ Subclass :class:`BaseTarget` and implement five methods:
     the deviator's TRUE surplus: true utility function evaluated at the realised true completion
     time (0 if not completed under the paper's consequence model) minus the payment.
 
+Optional: a target may search on a cheap *screen* and set ``screening = True``; it must then
+provide ``confirm(agent, report)`` (the mechanism's own TRUE utility), and the auditor re-measures
+the truthful report and every family's best report with it before reporting any number.
+
 Everything else (grids, joint sampling, refinement, caching, families, tidy results) is done by
 :mod:`market.audit.search`. Reports must be hashable through :meth:`BaseTarget.report_key` for
 the cache; the default handles numbers, tuples, numpy arrays and frozen dataclasses.

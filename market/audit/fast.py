@@ -1,0 +1,117 @@
+"""Fast screening solver for misreport searches against non-cooperative OEF.
+
+A misreport changes only the deviator's row of the compact non-cooperative LP (spec A2:
+``max R t`` s.t. ``sum_l x_l^j <= m_j``, ``W_l . x_l - t = 0``, ``x >= 0``). :class:`NoncoopResolver`
+keeps one HiGHS model alive, rewrites the ``k`` coefficients of the deviator's equality row and
+re-solves from the previous basis (dual simplex warm start): a fraction of a millisecond per
+misreport instead of building and solving a fresh LP.
+
+It is a *screen*: :class:`market.audit.fairshare.FairShareTarget` with ``fast=True`` searches with
+it and then re-evaluates the truthful report and every family's best report with the registered
+mechanism itself (``confirm``), so every reported gain is the registered mechanism's number. Where
+the LP optimum is unique (generic instances) both solvers return the same allocation; at
+degenerate reports they may pick different optimal vertices, which only affects which points the
+search visits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from market.errors import InputError, SolveError
+
+__all__ = ["NoncoopResolver", "noncoop_fast_eligible", "throughput_benchmark"]
+
+_ZERO_TOL = 1e-9
+
+
+def noncoop_fast_eligible(m: np.ndarray, weights: object, caps: object, options: object) -> bool:
+    """Whether the screen reproduces the registered ``oef-noncoop`` call: every ``m_j > 0`` and
+    within a factor 100 of each other (no column scaling), no weights, no options."""
+    m = np.asarray(m, dtype=float)
+    return bool(m.size and (m > 0).all() and m.max() / m.min() <= 100.0 and weights is None and not options)
+
+
+class NoncoopResolver:
+    """Warm-started HiGHS model of the compact non-cooperative LP for a fixed truthful ``W`` (n, k)
+    (rows normalised, ``w^0 = 1``) and capacities ``m`` (k,) in devices."""
+
+    def __init__(self, W: np.ndarray, m: np.ndarray) -> None:
+        import highspy
+
+        self.W = np.asarray(W, dtype=float).copy()
+        self.m = np.asarray(m, dtype=float)
+        n, k = self.W.shape
+        if n == 0 or self.m.shape != (k,):
+            raise InputError("W", self.W.shape, "must be (n >= 1, k) with m of length k")
+        self.n, self.k = n, k
+        N = n * k + 1
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("solver", "simplex")
+        inf = highspy.kHighsInf
+        cost = np.zeros(N)
+        cost[-1] = -float(n)
+        h.addVars(N, np.zeros(N), np.full(N, inf))
+        h.changeColsCost(N, np.arange(N, dtype=np.int32), cost)
+        # capacity rows j: sum_l x_{l,j} <= m_j
+        idx = (np.arange(n)[None, :] * k + np.arange(k)[:, None]).astype(np.int32)
+        h.addRows(k, np.full(k, -inf), self.m, n * k, (np.arange(k) * n).astype(np.int32), idx.ravel(), np.ones(n * k))
+        # value rows l: W_l . x_l - t = 0
+        cols = np.concatenate([np.arange(l * k, (l + 1) * k).tolist() + [N - 1] for l in range(n)]).astype(np.int32)
+        vals = np.concatenate([np.r_[self.W[l], -1.0] for l in range(n)])
+        h.addRows(n, np.zeros(n), np.zeros(n), n * (k + 1), (np.arange(n) * (k + 1)).astype(np.int32), cols, vals)
+        self._h = h
+        self._modified: dict[int, np.ndarray] = {}
+        self.solves = 0
+
+    def _set_row(self, l: int, row: np.ndarray) -> None:
+        for j in range(self.k):
+            self._h.changeCoeff(self.k + l, l * self.k + j, float(row[j]))
+
+    def allocation(self, l: int, row: np.ndarray) -> np.ndarray:
+        """X (n, k) when row ``l`` reports ``row`` (normalised, ``row[0] = 1``) and others are truthful."""
+        import highspy
+
+        for other in list(self._modified):
+            if other != l:
+                self._set_row(other, self.W[other])
+                del self._modified[other]
+        row = np.asarray(row, dtype=float)
+        self._set_row(l, row)
+        self._modified[l] = row
+        self._h.run()
+        self.solves += 1
+        if self._h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            raise SolveError("oef-noncoop (screen)", str(self._h.getModelStatus()), "non-optimal")
+        x = np.asarray(self._h.getSolution().col_value[: self.n * self.k], dtype=float)
+        x[x < _ZERO_TOL] = 0.0
+        return x.reshape(self.n, self.k)
+
+
+def throughput_benchmark(n: int = 20, k: int = 4, agents: int = 2, seed: int = 0) -> dict[str, float]:
+    """Audit ``agents`` deviators of one random ``oef-noncoop`` instance (n rows, k types) with the
+    registered mechanism and with the screen; return misreports scored per second for both, their
+    ratio, and the largest difference between the two runs' best gains (should be ~0). Timings are
+    wall-clock of this one run (for reports, not for pass/fail)."""
+    import time
+
+    from market.audit.fairshare import FairShareTarget
+    from market.audit.instances import random_instance
+    from market.audit.search import audit
+
+    inst = random_instance(np.random.default_rng(seed), n=n, k=k, m_max=8)
+    out: dict[str, float] = {}
+    gains: dict[bool, list[float]] = {}
+    for fast in (False, True):
+        t = FairShareTarget("oef-noncoop", W=inst.W, m=inst.m, fast=fast)
+        t0 = time.perf_counter()
+        res = [audit(t, a, rng=seed) for a in range(min(agents, t.n))]
+        dt = time.perf_counter() - t0
+        key = "fast" if fast else "registered"
+        out[f"{key}_misreports_per_s"] = sum(r.points for r in res) / dt
+        out[f"{key}_lp_solves_per_s"] = sum(r.evaluations for r in res) / dt
+        gains[fast] = [r.best_gain for r in res]
+    out["speedup"] = out["fast_misreports_per_s"] / out["registered_misreports_per_s"]
+    out["max_gain_difference"] = float(np.max(np.abs(np.subtract(gains[True], gains[False]))))
+    return out
