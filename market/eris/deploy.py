@@ -150,68 +150,96 @@ def deploy_batch(
     npairs = len(sp.pairs)
     moves = np.zeros((n, npairs), dtype=np.int64)
     chunkcap = sp.chunkcap
+    is_global = links.mode == "global"
+    res0 = float(view.res_link[0])
+    has_src = M.any(axis=0)  # sites that hold chunks in some row (only they can later lose load)
+    live = has_src.copy()  # sources with chunks still at home in some row
     for p in range(npairs):
         r, q = int(sp.pairs[p, 0]), int(sp.pairs[p, 1])
-        fr = full[:, q]
-        room = chunkcap[q] - A[:, q]
-        nowfull = ~fr & (room <= 0)
-        full[:, q] |= nowfull
-        active = ~fr & ~nowfull
+        Aq = A[:, q]
+        if not live[r]:
+            # no chunk can move: only the 'full' bookkeeping of line 9 remains, which matters only for a
+            # destination that may later lose load (a site holding data)
+            if has_src[q]:
+                full[:, q] |= Aq >= chunkcap[q]
+            continue
+        blocked = full[:, q] | (Aq >= chunkcap[q])
+        full[:, q] = blocked
+        if blocked.all():
+            continue
         src = M[:, r] - out[:, r]
-        path = links.paths[r][q]
-        bud = np.floor((view.res_link[list(path)][None, :] - used[:, list(path)]) / theta + _EPS).min(axis=1)
+        room = chunkcap[q] - Aq
+        if is_global:
+            bud = np.floor((res0 - used[:, 0]) / theta + _EPS)
+        else:
+            path = list(links.paths[r][q])
+            bud = np.floor((view.res_link[path][None, :] - used[:, path]) / theta + _EPS).min(axis=1)
         m = np.minimum(np.minimum(src, room), bud).astype(np.int64)
-        m = np.where(active & (m > 0), m, 0)
+        m[blocked | (m < 0)] = 0
         if not m.any():
             continue
         moves[:, p] = m
         out[:, r] += m
         A[:, r] -= m
         A[:, q] += m
-        for e in path:
-            used[:, e] += theta * m
+        if is_global:
+            used[:, 0] += theta * m
+        else:
+            for e in links.paths[r][q]:
+                used[:, e] += theta * m
+        live[r] = bool((M[:, r] - out[:, r]).any())
     feas = (A <= chunkcap[None, :]).all(axis=1)
     g = -(-job.E * A // job.P)
-    tol_cap = _EPS * np.maximum(1.0, view.res_cap)
-    need = job.w[None, None, :] * g[:, :, None] + job.s[None, None, :]
-    ps_ok = (need <= view.res_cap[None, :, :] + tol_cap[None, :, :]).all(axis=2)
-    if not links.admissible.all():
-        bad = (~links.admissible).astype(np.int64)
-        np.fill_diagonal(bad, 0)
-        ps_ok &= ((g > 0).astype(np.int64) @ bad) == 0
-    tol_link = _EPS * np.maximum(1.0, links.cap)
-    if links.mode == "global":
-        remote = g.sum(axis=1)[:, None] - g  # (n, R^) workers not at the PS site
-        psi = used[:, 0][:, None] + job.lam * remote  # (n, R^)
-        ps_ok &= psi <= view.res_link[0] + tol_link[0]
-        link_cost = view.alpha[0] * psi
-    else:
-        remote = np.einsum("nr,rqe->nqe", g, links.inc.astype(np.int64))
-        psi = used[:, None, :] + job.lam * remote  # (n, R^, L)
-        ps_ok &= (psi <= view.res_link[None, None, :] + tol_link[None, None, :]).all(axis=2)
-        link_cost = _seqsum(psi * view.alpha[None, None, :], axis=2)
-    worker_cost = _seqsum(g * sp.u[None, :], axis=1)
-    cost_mat = link_cost + worker_cost[:, None] + sp.psb[None, :]
-    ps_ok &= feas[:, None]
-    ridx = np.broadcast_to(np.arange(R), (n, R))
-    if ps_rule == "max_workers":
-        order = np.lexsort((ridx, np.broadcast_to(sp.psb, (n, R)), -g), axis=-1)
-    else:
-        key = job.lam * _seqsum(g[:, :, None] * sp.pi[None, :, :], axis=1) + sp.psb[None, :]
-        order = np.lexsort((ridx, key), axis=-1)
-    ok_sorted = np.take_along_axis(ps_ok, order, axis=1)
-    has = ok_sorted.any(axis=1)
-    first = np.argmax(ok_sorted, axis=1)
-    ps = np.where(has, order[np.arange(n), first], -1)
-    psc = np.where(has, ps, 0)
-    cost = np.where(has, cost_mat[np.arange(n), psc], np.inf)
-    if links.mode == "global":
-        psi_sel = psi[np.arange(n), psc][:, None]
-    else:
-        psi_sel = psi[np.arange(n), psc, :]
-    zero = M.sum(axis=1) == 0  # idle slot: no PS, no cost (D4)
-    cost = np.where(zero, 0.0, cost)
-    ps = np.where(zero, -1, ps)
+    cost = np.full(n, np.inf)
+    ps = np.full(n, -1, dtype=np.int64)
+    psi_sel = np.zeros((n, L))
+    fi = np.flatnonzero(feas & (M.sum(axis=1) > 0))  # PS search only for load-feasible, non-idle rows
+    if len(fi):
+        gf, usedf, m_ = g[fi], used[fi], len(fi)
+        # PS capacity (line 18): the float test w^k g + s^k <= res + tol, tabulated once per worker count
+        lim = view.res_cap + _EPS * np.maximum(1.0, view.res_cap)
+        gv = np.arange(int(gf.max()) + 1, dtype=np.int64)
+        table = (job.w[None, None, :] * gv[None, :, None] + job.s[None, None, :] <= lim[:, None, :]).all(axis=2)
+        ok = table[np.arange(R)[None, :], gf]
+        if not links.admissible.all():
+            bad = (~links.admissible).astype(np.int64)
+            np.fill_diagonal(bad, 0)
+            ok &= ((gf > 0).astype(np.int64) @ bad) == 0
+        tol_link = _EPS * np.maximum(1.0, links.cap)
+        if is_global:
+            remote = gf.sum(axis=1)[:, None] - gf  # (m, R^) workers not at the PS site
+            psi = usedf[:, 0][:, None] + job.lam * remote
+            ok &= psi <= view.res_link[0] + tol_link[0]
+        else:
+            remote = np.einsum("nr,rqe->nqe", gf, links.inc.astype(np.int64))
+            psi = usedf[:, None, :] + job.lam * remote  # (m, R^, L)
+            ok &= (psi <= view.res_link[None, None, :] + tol_link[None, None, :]).all(axis=2)
+        # first valid candidate in the order (-g, psb, r) [max_workers] or (key, r) [min_cost], without sorting
+        cand = ok
+        if ps_rule == "max_workers":
+            gm = np.where(cand, gf, -1)
+            cand = cand & (gf == gm.max(axis=1, keepdims=True))
+            key = np.broadcast_to(sp.psb, (m_, R))
+        else:
+            key = job.lam * _seqsum(gf[:, :, None] * sp.pi[None, :, :], axis=1) + sp.psb[None, :]
+        km = np.where(cand, key, np.inf)
+        cand = cand & (key == km.min(axis=1, keepdims=True))
+        has = cand.any(axis=1)
+        hi = np.flatnonzero(has)
+        if len(hi):
+            rh = np.argmax(cand[hi], axis=1)
+            rows = fi[hi]
+            sel = psi[hi, rh]  # (k,) global or (k, L)
+            if is_global:
+                link_cost = view.alpha[0] * sel
+                psi_sel[rows, 0] = sel
+            else:
+                link_cost = _seqsum(sel * view.alpha[None, :], axis=1)
+                psi_sel[rows] = sel
+            worker_cost = _seqsum(gf[hi] * sp.u[None, :], axis=1)
+            cost[rows] = link_cost + worker_cost + sp.psb[rh]
+            ps[rows] = rh
+    cost[M.sum(axis=1) == 0] = 0.0  # idle slot: no PS, no cost (D4)
     return DeployBatch(M, cost, ps, A, g, moves, sp.pairs, psi_sel)
 
 

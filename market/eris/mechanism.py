@@ -95,6 +95,7 @@ class ErisAuction(OnlineMechanism):
         self.primal_history: list[float] = []
         self._primal = 0.0
         self._mu_sum = 0.0
+        self._duals = np.zeros(config.horizon + 1)  # per-slot price part of Lambda (0 at zero usage)
 
     # --- public audit helpers (same code path as step) ---
     def validate(self, bid: ErisJob) -> None:
@@ -118,13 +119,13 @@ class ErisAuction(OnlineMechanism):
 
         return copy.deepcopy(self)
 
+    def _slot_dual(self, t: int) -> float:
+        v = self.state.view(t)
+        return float(np.dot(self.links.cap, v.alpha)) + float((self.sites.capacity * v.beta).sum())
+
     def dual_value(self) -> float:
         """Lambda of eq. (4): sum mu + sum_t sum_e B_e alpha_e(t) + sum_t sum_{r,k} C beta (t = 1..T)."""
-        tot = self._mu_sum
-        for t in range(1, self.cfg.horizon + 1):
-            v = self.state.view(t)
-            tot += float(np.dot(self.links.cap, v.alpha)) + float((self.sites.capacity * v.beta).sum())
-        return tot
+        return self._mu_sum + float(self._duals.sum())
 
     # --- the mechanism ---
     def step(self, now: int, new_reports: Sequence[ErisJob]) -> list[ErisDecision]:
@@ -158,6 +159,7 @@ class ErisAuction(OnlineMechanism):
             plan = entry.schedule
             for p in plan.slots:
                 self.state.commit(p.t, p.link_volume, p.usage)
+                self._duals[p.t] = self._slot_dual(p.t)
             dur = plan.completion - int(bid.arrival) + self.cfg.duration_offset
             value = float(bid.utility(dur))
             dec = ErisDecision(

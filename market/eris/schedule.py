@@ -31,9 +31,12 @@ class MenuStats:
     distinct_slots: int = 0
 
 
-def dp_table(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def dp_table(c: np.ndarray, stop_at_zero: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(min,+) DP over slots: ``c`` (S, D+1) slot rows -> ``F`` (S+1, D+1) with ``F[0] = (0, inf, ...)``
-    and ``arg`` (S, D+1) the smallest minimising d' (D17). Row s+1 is slot a+s."""
+    and ``arg`` (S, D+1) the smallest minimising d' (D17). Row s+1 is slot a+s.
+
+    ``stop_at_zero``: costs are >= 0, so once ``F[s+1, D] == 0`` every later slot has ``F = 0`` and
+    ``arg = 0`` in column D (d' = 0 is the smallest minimiser); only column D is filled from there on."""
     S, D1 = c.shape
     F = np.full((S + 1, D1), np.inf)
     F[0, 0] = 0.0
@@ -44,10 +47,30 @@ def dp_table(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx = np.where(valid, diff, 0)
     for s in range(S):
         prev = F[s]
-        tot = np.where(valid, c[s][None, :] + prev[idx], np.inf)
+        row = c[s]
+        fin = np.flatnonzero(np.isfinite(row))
+        top = int(fin[-1])
+        head = row[: top + 1]
+        if not head.any():
+            # zero-cost slot (e.g. untouched): F[d] = min of prev over the window [d - top, d]; the smallest
+            # minimising d' is the first minimum of the reversed window (bit-identical to the general path)
+            pad = np.concatenate((np.full(top, np.inf), prev))
+            win = np.lib.stride_tricks.sliding_window_view(pad, top + 1)[:, ::-1]
+            a = np.argmin(win, axis=1)
+            arg[s] = a
+            F[s + 1] = win[d, a]
+            if stop_at_zero and F[s + 1, D1 - 1] == 0.0:
+                F[s + 2 :, D1 - 1] = 0.0
+                break
+            continue
+        sub = valid[:, : top + 1]
+        tot = np.where(sub, head[None, :] + prev[idx[:, : top + 1]], np.inf)
         a = np.argmin(tot, axis=1)
         arg[s] = a
         F[s + 1] = tot[d, a]
+        if stop_at_zero and F[s + 1, D1 - 1] == 0.0:
+            F[s + 2 :, D1 - 1] = 0.0
+            break
     return F, arg
 
 
@@ -97,16 +120,39 @@ def build_menu(
             c[s, 1 : top + 1] = b.cost
     if int(np.minimum(dmax, D).sum()) < D:
         return []
-    F, arg = dp_table(c)
-    menu: list[MenuEntry] = []
-    memo: dict[tuple, ErisSchedule | None] = {}
-    repair_memo: dict[tuple[int, int, int], tuple[float, SlotPlan | None]] = {}
+    F, arg = dp_table(c, stop_at_zero=True)
+    sigs: list[tuple[int, tuple[int, ...]]] = []
+    prev_sig: tuple[int, ...] | None = None
     for s in range(S):
         if not math.isfinite(F[s + 1, D]):
+            prev_sig = None
             continue
-        ds = backtrack(arg, s + 1, D)
-        sig = tuple(ds)
-        sig = sig[: max(i for i, v in enumerate(ds) if v > 0) + 1]
+        if prev_sig is not None and arg[s, D] == 0 and F[s + 1, D] == F[s, D]:
+            sig = prev_sig  # no work in slot a+s: same schedule as the previous deadline
+        else:
+            ds = backtrack(arg, s + 1, D)
+            sig = tuple(ds[: max(i for i, v in enumerate(ds) if v > 0) + 1])
+        sigs.append((a + s, sig))
+        prev_sig = sig
+    plans_at: dict[tuple[int, int, int], SlotPlan | None] = {}
+    if cfg.repair_sources:  # exact per-site sources, one batched DPC_T call per slot (D5)
+        need: dict[int, list[tuple[int, int]]] = {}
+        for _, sig in dict.fromkeys(sigs):
+            done = 0
+            for i, dt in enumerate(sig):
+                if dt:
+                    need.setdefault(a + i, []).append((done, dt))
+                    done += dt
+        for t, rows in need.items():
+            rows = list(dict.fromkeys(rows))
+            Mt = np.stack([slot_sources(cum, done, dt) for done, dt in rows])
+            rb = deploy_batch(job, preps[t], links, Mt, cfg.ps_rule)
+            stats.repair_calls += len(rows)
+            for i, (done, dt) in enumerate(rows):
+                plans_at[(t, done, dt)] = plan_from_batch(rb, i, t, job) if math.isfinite(rb.cost[i]) else None
+    menu: list[MenuEntry] = []
+    memo: dict[tuple[int, ...], ErisSchedule | None] = {}
+    for deadline, sig in sigs:
         if sig not in memo:
             plans: list[SlotPlan] = []
             ok = True
@@ -116,17 +162,7 @@ def build_menu(
                     continue
                 t = a + i
                 if cfg.repair_sources:
-                    rk = (t, done, dt)
-                    if rk not in repair_memo:
-                        Mt = slot_sources(cum, done, dt)
-                        rb = deploy_batch(job, preps[t], links, Mt[None, :], cfg.ps_rule)
-                        stats.repair_calls += 1
-                        repair_memo[rk] = (
-                            (float(rb.cost[0]), plan_from_batch(rb, 0, t, job))
-                            if math.isfinite(rb.cost[0])
-                            else (math.inf, None)
-                        )
-                    _, plan = repair_memo[rk]
+                    plan = plans_at[(t, done, dt)]
                 else:
                     b = batches[t]
                     plan = plan_from_batch(b, dt - 1, t, job) if math.isfinite(b.cost[dt - 1]) else None
@@ -138,7 +174,7 @@ def build_menu(
             memo[sig] = _schedule(plans) if ok else None
         sched = memo[sig]
         if sched is not None:
-            menu.append(MenuEntry(a + s, sched))
+            menu.append(MenuEntry(deadline, sched))
     return menu
 
 

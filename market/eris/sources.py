@@ -12,16 +12,20 @@ __all__ = ["source_sequence", "cumulative_sources", "slot_sources"]
 def source_sequence(data: Sequence[int] | np.ndarray) -> np.ndarray:
     """SOURCE_SEQUENCE: 0-based site rows, one per chunk; site r maximises ``n D^r - D A^r``
     among sites with chunks left (ties: smallest r). Integer arithmetic only."""
-    Dr = np.asarray(data, dtype=np.int64)
-    D = int(Dr.sum())
-    A = np.zeros_like(Dr)
+    Dr = [int(x) for x in np.asarray(data, dtype=np.int64)]
+    D = sum(Dr)
+    live = [r for r, x in enumerate(Dr) if x > 0]  # sites without data never enter the sequence
+    A = dict.fromkeys(live, 0)
     seq = np.empty(D, dtype=np.int64)
     for n in range(1, D + 1):
-        key = n * Dr - D * A
-        key = np.where(A < Dr, key, np.iinfo(np.int64).min)
-        r = int(np.argmax(key))
-        seq[n - 1] = r
-        A[r] += 1
+        best, bkey = -1, None
+        for r in live:
+            if A[r] < Dr[r]:
+                key = n * Dr[r] - D * A[r]
+                if bkey is None or key > bkey:
+                    best, bkey = r, key
+        seq[n - 1] = best
+        A[best] += 1
     return seq
 
 
