@@ -227,7 +227,11 @@ def split_candidate(
             X_all.append(Xb)
             feas_all.append(ok)
             draws += b
-            if (first_ok is not None and draws >= config.S) or draws >= config.max_attempts:
+            if (
+                config.repair == "always"
+                or (first_ok is not None and draws >= config.S)
+                or draws >= config.max_attempts
+            ):
                 break
         X = np.concatenate(X_all)
         ok = np.concatenate(feas_all)

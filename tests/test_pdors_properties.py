@@ -1,0 +1,93 @@
+"""PD-ORS invariants on small random instances (hypothesis) and the grid-discretisation finding."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market.auction.offline import competitive_ratio
+from market.pdors import Pdors, PdorsConfig, pdors_realised
+from market.pdors.generators import pdors_tiny_instance
+from market.pdors.offline import pdors_offline_optimum
+
+instances = st.tuples(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 3),
+    st.sampled_from([3.0, 4.0, 8.0]),
+    st.sampled_from(["on_failure", "never", "always"]),
+    st.sampled_from(["fixed", "thm3", "thm4"]),
+)
+
+
+def _run(seed, H, cap, repair, G_mode, search="vectorised"):
+    cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(seed), I=5, T=5, H=H, cap=cap)
+    m = Pdors(cl, consts, PdorsConfig(repair=repair, G_mode=G_mode, seed=seed % 1000, dp_units=40), search=search)
+    snaps, decs = [], []
+    for t in range(cl.T):
+        decs.extend(m.step(t, [j for j in jobs if j.arrival == t]))
+        snaps.append(m.ledger.prices().copy())
+    return cl, jobs, consts, m, decs, snaps
+
+
+@settings(max_examples=25, deadline=None)
+@given(instances)
+def test_feasibility_payments_ir(inst):
+    cl, jobs, consts, m, decs, snaps = _run(*inst)
+    byid = {j.job_id: j for j in jobs}
+    use = np.zeros((cl.T, cl.H, 1))
+    for d in decs:
+        j = byid[d.job_id]
+        assert d.payment >= 0
+        if not d.admitted:
+            assert d.payment == 0 and d.schedule is None
+            continue
+        s = d.schedule
+        assert s.completion == max(s.slots) <= cl.T - 1 and min(s.slots) >= j.arrival
+        for t in s.slots:
+            nw, ns = s.total_workers(t), s.total_ps(t)
+            assert 1 <= nw <= j.global_batch and j.ratio * ns >= nw
+            use[t] += np.outer(s.workers[t], j.worker_demand) + np.outer(s.ps[t], j.ps_demand)
+        done, t_done, util = pdors_realised(j, s)
+        assert done and t_done <= s.completion  # the whole workload completes by the completion slot
+        assert util - d.payment >= -1e-9  # truthful winner: utility - payment >= 0
+    assert (use <= cl.capacity[None] + 1e-9).all()
+    np.testing.assert_allclose(use, m.ledger.usage, atol=1e-9)
+    for p0, p1 in zip(snaps, snaps[1:], strict=False):
+        assert (p1 >= p0 - 1e-12).all()  # prices never decrease (usage only grows)
+    assert (snaps[-1] >= np.exp(consts.log_L) * (1 - 1e-12)).all()
+    assert (snaps[-1] <= np.exp(consts.log_U) * (1 + 1e-12)).all()
+
+
+@settings(max_examples=8, deadline=None)
+@given(instances)
+def test_vectorised_equals_reference(inst):
+    *_, d1, _ = _run(*inst)
+    *_, d2, _ = _run(*inst, search="reference")
+    assert [d.to_json() for d in d1] == [d.to_json() for d in d2]
+
+
+@settings(max_examples=8, deadline=None)
+@given(instances)
+def test_competitive_ratio_small(inst):
+    cl, jobs, consts, m, decs, _ = _run(*inst)
+    alg = sum(d.utility for d in decs)
+    opt = pdors_offline_optimum(cl, jobs, time_limit=30)
+    assert opt.optimal
+    assert opt.bound >= alg * (1 - 1e-6) - 1e-9  # the online plan is feasible for the offline problem
+    if alg > 0:
+        r = competitive_ratio(opt.bound, alg)
+        assert 1 - 1e-6 <= r < np.inf
+
+
+def test_finding_dp_grid_rejects_tight_feasible_job():
+    """Finding (spec §3.3 grid): with Q = 200 units, a job needing exactly its full-speed d_i = T - a_i
+    slots is infeasible on the grid (u_max·3 = 198 < 200), so an empty system rejects it although the
+    exact optimum runs it (C-P9 "empty system admits every feasible job" fails because of the grid)."""
+    cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(4), I=5, T=5, H=2, cap=4.0)
+    j = jobs[3]
+    assert (j.arrival, j.V, j.global_batch, j.c_int(), j.min_duration()) == (2, 6, 1, 0.5, 3)
+    m = Pdors(cl, consts)
+    assert not m.decide(j).admitted
+    opt = pdors_offline_optimum(cl, [j], time_limit=30)
+    assert opt.welfare > 0
