@@ -188,3 +188,17 @@ def test_paper_claim_thm5_ratio_bound():
     sites, net, cfg, j = _ratio_witness()
     r = competitive_ratio([j], sites, net, cfg)
     assert r.ratio <= r.bound
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(instances(max_R=2, max_K=1, max_T=2, max_I=3, max_D=2))
+def test_opt_milp_matches_enumeration(inst):
+    from market.eris.exact import opt_enumerate, opt_milp
+
+    sites, net, cfg, jobs = inst
+    milp = opt_milp(jobs, sites, net, cfg)
+    enum = opt_enumerate(jobs, sites, net, cfg)
+    assert milp.optimal
+    assert milp.objective == pytest.approx(enum, rel=1e-6, abs=1e-6)
+    lp = opt_milp(jobs, sites, net, cfg, relax=True)
+    assert lp.objective >= milp.objective - 1e-6

@@ -8,6 +8,7 @@ the empirical competitive ratio (C5).
 * :func:`subroutine_check` — compares DPC_T, the DP and SA's mu against the oracles (audit C4).
 * :func:`opt_milp` — OPT_MILP / OPT_LP of §2.4 with HiGHS (``scipy.optimize.milp``).
 * :func:`competitive_ratio` — OPT / W_Eris on one instance.
+* :func:`opt_enumerate` — OPT by enumerating joint schedules (micro cross-check of the MILP).
 
 All for tiny instances (R <= 3, D <= 6, T <= 4 for the brute force).
 """
@@ -42,6 +43,7 @@ __all__ = [
     "opt_milp",
     "RatioResult",
     "competitive_ratio",
+    "opt_enumerate",
 ]
 
 _EPS = 1e-9
@@ -455,3 +457,90 @@ def competitive_ratio(
     return RatioResult(
         opt.objective, W, ratio, competitive_constant(cfg.gamma_d, cfg.gamma_k), opt.status, opt.optimal, out.accepted
     )
+
+
+def _slot_options(job: ErisJob, sites: ErisSites, links: Links, cfg: ErisConfig, M: tuple[int, ...]):
+    """Every (usage (R,K), link volume (L,)) of one active slot with sources M (moves x PS site)."""
+    R = sites.R
+    dests = [[q for q in range(R) if q != r and links.admissible[r, q]] for r in range(R)]
+    per_src = [list(_splits(M[r], len(dests[r]))) for r in range(R)]
+    w, s = np.asarray(job.worker_demand), np.asarray(job.ps_demand)
+    out = set()
+    for combo in itertools.product(*per_src):
+        A = np.array(M, dtype=np.int64)
+        vol = np.zeros(links.L)
+        for r in range(R):
+            for q, m in zip(dests[r], combo[r], strict=True):
+                if m:
+                    A[r] -= m
+                    A[q] += m
+                    for e in links.paths[r][q]:
+                        vol[e] += cfg.theta_mb * m
+        g = -(-job.epochs * A // job.proc_capacity)
+        for rh in range(R):
+            if any(g[r] > 0 and r != rh and not links.admissible[r, rh] for r in range(R)):
+                continue
+            v = vol.copy()
+            for r in range(R):
+                if r != rh and g[r] > 0:
+                    for e in links.paths[r][rh]:
+                        v[e] += job.param_mb * g[r]
+            use = w[None, :] * g[:, None]
+            use[rh] += s
+            out.add((tuple(use.ravel().tolist()), tuple(v.tolist())))
+    return out
+
+
+def opt_enumerate(
+    jobs: Sequence[ErisJob], sites: ErisSites | np.ndarray, network: NetworkSpec | None, cfg: ErisConfig
+) -> float:
+    """OPT of §2.4 by enumerating every joint schedule (micro instances only: R <= 2, I <= 3, T <= 3,
+    D <= 2); the cross-check of :func:`opt_milp`."""
+    sites = as_sites(sites)
+    network = network if network is not None else NetworkSpec()
+    links = build_links(network, sites, cfg)
+    R, K, T, L = sites.R, sites.K, cfg.horizon, links.L
+    menus = []
+    for job in jobs:
+        job.check_against(sites, cfg)
+        a = int(job.arrival)
+        S = T - a + 1
+        Dr = job.data_vector(sites)
+        per_site = [list(_compositions(int(Dr[r]), S)) if Dr[r] > 0 else [(0,) * S] for r in range(R)]
+        scheds: dict[tuple, float] = {}
+        for combo in itertools.product(*per_site):
+            slots = [tuple(int(combo[r][s]) for r in range(R)) for s in range(S)]
+            active = [s for s in range(S) if sum(slots[s])]
+            opts = [sorted(_slot_options(job, sites, links, cfg, slots[s])) for s in active]
+            value = float(job.utility(a + active[-1] - a + cfg.duration_offset))
+            for pick in itertools.product(*opts):
+                use = np.zeros((T + 1, R * K))
+                vol = np.zeros((T + 1, L))
+                for s, (u, v) in zip(active, pick, strict=True):
+                    use[a + s] = u
+                    vol[a + s] = v
+                key = (use.tobytes(), vol.tobytes())
+                scheds[key] = max(scheds.get(key, -1.0), value)
+        menus.append(
+            [
+                (v, np.frombuffer(k[0]).reshape(T + 1, R * K), np.frombuffer(k[1]).reshape(T + 1, L))
+                for k, v in scheds.items()
+            ]
+        )
+    cap = np.tile(sites.capacity.ravel(), (T + 1, 1)) + 1e-9
+    lcap = np.tile(links.cap, (T + 1, 1)) + 1e-9
+    best = 0.0
+
+    def dfs(i: int, use: np.ndarray, vol: np.ndarray, val: float) -> None:
+        nonlocal best
+        if i == len(menus):
+            best = max(best, val)
+            return
+        dfs(i + 1, use, vol, val)
+        for v, u, b in menus[i]:
+            nu, nv = use + u, vol + b
+            if (nu <= cap).all() and (nv <= lcap).all():
+                dfs(i + 1, nu, nv, val + v)
+
+    dfs(0, np.zeros((T + 1, R * K)), np.zeros((T + 1, L)), 0.0)
+    return best
