@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -34,7 +35,7 @@ from market.audit import (
     wilson_interval,
 )
 from market.audit.instances import random_instance
-from market.audit.target import Dimension, check_params
+from market.audit.target import BaseTarget, Dimension, check_params
 from market.errors import InputError
 from market.registry import get
 
@@ -336,3 +337,49 @@ def test_fast_screen_agrees_with_registered_mechanism() -> None:
     # weighted / coop calls are not screened
     assert not FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3]], m=[1, 1], weights=[1, 2], fast=True).screening
     assert not FairShareTarget("oef-coop", W=[[1, 2], [1, 3]], m=[1, 1], fast=True).screening
+
+
+@dataclass
+class _SlotPostedPrice(BaseTarget):
+    """Toy online posted-price market with the adapter shape of OASiS / PD-ORS / Eris: slot prices
+    are fixed before the bidder arrives (independent of its report). The bidder (true value
+    ``value`` at arrival slot 0, decaying by 0.8 per slot of delay, one slot of work) reports a
+    value scale (factor) and an arrival delay (integer slots, only delaying is possible). Admitted
+    iff the reported value covers the price of its reported arrival slot; pays that price."""
+
+    prices: tuple[float, ...] = (5.0, 2.0, 2.0, 2.0)
+    value: float = 10.0
+
+    def agents(self) -> list[int]:
+        return [0]
+
+    def dimensions(self, agent: object) -> list[Dimension]:
+        return [
+            Dimension("scale"),
+            Dimension("delay", kind="value", lower=0.0, upper=3.0, truth=0.0, integer=True),
+        ]
+
+    def report(self, agent: object, params: dict) -> tuple[float, int]:
+        return self.value * params.get("scale", 1.0), int(params.get("delay", 0))
+
+    def outcome(self, agent: object, report: tuple[float, int]) -> tuple[bool, float, int]:
+        bid, slot = report
+        price = self.prices[slot]
+        return (bid >= price, price if bid >= price else 0.0, slot)
+
+    def utility(self, agent: object, outcome: tuple[bool, float, int]) -> float:
+        admitted, pay, slot = outcome
+        return (self.value * 0.8**slot if admitted else 0.0) - pay
+
+
+def test_online_style_adapter_with_integer_arrival_dimension() -> None:
+    t = _SlotPostedPrice(name="toy-online")
+    r = audit(t, 0)
+    # truthful: 10 - 5 = 5; delaying one slot: 10 * 0.8 - 2 = 6 (gain 1); two: 6.4 - 2; three: 5.12 - 2
+    assert r.truthful_utility == pytest.approx(5.0)
+    assert r.families["UP_delay"].gain == pytest.approx(1.0)
+    assert r.families["UP_delay"].params["delay"] == 1.0
+    assert "DOWN_delay" not in r.families  # an arrival cannot be reported early
+    assert r.best_gain == pytest.approx(1.0)
+    # the value-scale dimension alone cannot help against a posted price
+    assert r.families["UP_scale"].gain <= 1e-12 and r.families["DOWN_scale"].gain <= 1e-12

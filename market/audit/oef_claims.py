@@ -789,7 +789,7 @@ def c12(ctx: ClaimContext) -> Measurement:
     n_inst = ctx.pick(6, 40)
     viol, worst, witness = 0, 0.0, None
     parts = {"equal_share": 0, "types_gain": 0}
-    cfg = AuditConfig(n_grid=0, n_joint=0, refine_starts=0, probes=True, families=("TYPES",))
+    by_probe: dict[str, dict[str, float]] = {}
     for _ in range(n_inst):
         tenants, m, weights = _tenant_instance(ctx, ctx.rng)
         gap_t, gap_c = _tenant_equal_gap(tenants, m, weights)
@@ -809,30 +809,41 @@ def c12(ctx: ClaimContext) -> Measurement:
                     "tol": tol,
                 }
         dev = list(tenants)[int(ctx.rng.integers(len(tenants)))]
-        r = audit(t, dev, config=cfg, rng=ctx.rng)
-        fb = r.families.get("TYPES")
-        if fb is not None and fb.gain > r.tol:
+        u0 = t.evaluate(dev, t.report(dev, {}))
+        r_tol = _eps(u0)
+        inst_gain = False
+        for probe in t.probes(dev, ctx.rng):
+            kind = probe.label.split(" ")[0]  # duplicate / fake / drop
+            cell = by_probe.setdefault(kind, {"probed": 0, "gains": 0, "max_rel_gain": 0.0})
+            cell["probed"] += 1
+            gain = t.evaluate(dev, probe.report) - u0
+            rel = gain / max(abs(u0), 1e-12)
+            cell["max_rel_gain"] = max(cell["max_rel_gain"], rel)
+            if gain > r_tol:
+                cell["gains"] += 1
+                inst_gain = True
+                if rel > worst:
+                    worst = rel
+                    witness = {
+                        "kind": "tenant_misreport",
+                        "policy": "oef-noncoop",
+                        "tenants": tenants,
+                        "m": m.tolist(),
+                        "weights": weights,
+                        "deviator": dev,
+                        "probe": probe.label,
+                        "report": [[tau, list(v)] for tau, v in probe.report],
+                        "truthful_utility": u0,
+                        "gain": gain,
+                        "relative_gain": rel,
+                        "tol": r_tol,
+                    }
+        if inst_gain:
             parts["types_gain"] += 1
             bad = True
-            rel = fb.gain / max(abs(r.truthful_utility), 1e-12)
-            if rel > worst:
-                worst = rel
-                witness = {
-                    "kind": "tenant_misreport",
-                    "policy": "oef-noncoop",
-                    "tenants": tenants,
-                    "m": m.tolist(),
-                    "weights": weights,
-                    "deviator": dev,
-                    "probe": fb.label,
-                    "report": [[tau, list(v)] for tau, v in fb.report],
-                    "truthful_utility": r.truthful_utility,
-                    "gain": fb.gain,
-                    "relative_gain": rel,
-                    "tol": r.tol,
-                }
         viol += bad
-    return Measurement(n_inst, viol, worst, "max relative gain of a TYPES lie", witness, {"violations_by_part": parts})
+    details = {"violations_by_part": parts, "by_probe": by_probe}
+    return Measurement(n_inst, viol, worst, "max relative gain of a TYPES lie", witness, details)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -865,7 +876,9 @@ def _placer_run(ideal: dict, min_demand: dict, cap: dict, m: np.ndarray, rounds:
     return {"invariant": inv, "err": err, "starve": starve, "max_abs_dev": pl.max_abs_dev_seen}
 
 
-def _placer_instance(rng: np.random.Generator, size: str) -> tuple[dict, dict, dict, np.ndarray]:
+def _placer_instance(
+    rng: np.random.Generator, size: str, unit_demand: bool = False
+) -> tuple[dict, dict, dict, np.ndarray]:
     n = int(rng.integers(2, 6 if size == "small" else 11))
     k = int(rng.integers(1, 4 if size == "small" else 5))
     m = rng.integers(1, 9, k)
@@ -874,7 +887,7 @@ def _placer_instance(rng: np.random.Generator, size: str) -> tuple[dict, dict, d
     X = _alloc("oef-noncoop", W, m).X
     keys = [(f"u{i}", "a") for i in range(n)]
     ideal = {c: X[i] for i, c in enumerate(keys)}
-    opts = [d for d in (1, 2, 4, 8) if d <= G]
+    opts = [1] if unit_demand else [d for d in (1, 2, 4, 8) if d <= G]
     md = {c: int(rng.choice(opts)) for c in keys}
     cap = {c: int(md[c] * rng.integers(1, 4)) for c in keys}
     return ideal, md, cap, m
@@ -901,21 +914,31 @@ def _check_placer(w: dict[str, Any]) -> bool:
     "C13",
     "Rounding placer (§4.3): the real share gradually approximates the assigned value; a starving "
     "tenant is assured a real share >= its min demand and will run at least one job",
-    "Static X from oef-noncoop on random classes (min demand in {1,2,4,8} <= G, random caps), both "
-    "backfill settings: (a) hard invariants every round; (b) |avg_t r_c - eff_c| <= 0.05 GPU after T "
-    "rounds; (c) longest zero-GPU run of a class with eff_c > 0 <= ceil(min_demand_c / eff_c).",
+    "Static X from oef-noncoop on random classes (half single-GPU jobs, half gangs with min demand in "
+    "{1,2,4,8} <= G; random caps), both backfill settings, reported per category: (a) hard invariants "
+    "every round; (b) |avg_t r_c - eff_c| <= 0.05 GPU after T rounds; (c) longest zero-GPU run of a "
+    "class with eff_c > 0 <= ceil(min_demand_c / eff_c).",
 )
 def c13(ctx: ClaimContext) -> Measurement:
     rounds = ctx.pick(200, 400)
     n_inst = ctx.pick(10, 60)
-    parts = {"a": 0, "b": 0, "c": 0}
-    worst = {"a": 0.0, "b": 0.0, "c": 0.0}
+    worst = {"b": 0.0, "c": 0.0}
     viol, witness = 0, None
     tol_b = 0.05
-    for _ in range(n_inst):
-        ideal, md, cap, m = _placer_instance(ctx.rng, ctx.size)
+    # half the instances with single-GPU jobs (every eff is a time average of integral counts),
+    # half with gangs of 1..8 workers (eff may not be realisable by any integral schedule)
+    table = {
+        f"{cat}/backfill={bf}": {"instances": 0, "a": 0, "b": 0, "c": 0, "max_err": 0.0}
+        for cat in ("unit", "gang")
+        for bf in (True, False)
+    }
+    for i in range(n_inst):
+        cat = "unit" if i % 2 == 0 else "gang"
+        ideal, md, cap, m = _placer_instance(ctx.rng, ctx.size, unit_demand=cat == "unit")
         bad = False
         for backfill in (True, False):
+            cell = table[f"{cat}/backfill={backfill}"]
+            cell["instances"] += 1
             res = _placer_run(ideal, md, cap, m, rounds, backfill)
             base = {
                 "kind": "placer",
@@ -928,19 +951,20 @@ def c13(ctx: ClaimContext) -> Measurement:
                 "backfill": backfill,
             }
             if res["invariant"] > 1e-9:
-                parts["a"] += 1
+                cell["a"] += 1
                 bad = True
                 witness = witness or {**base, "part": "a", "class": None, "value": res["invariant"], "tol": 1e-9}
             c_err, e = max(res["err"].items(), key=lambda kv: kv[1])
             worst["b"] = max(worst["b"], e)
+            cell["max_err"] = max(cell["max_err"], e)
             if e > tol_b:
-                parts["b"] += 1
+                cell["b"] += 1
                 bad = True
                 witness = witness or {**base, "part": "b", "class": list(c_err), "value": e, "tol": tol_b}
             for c, (run, bound) in res["starve"].items():
                 worst["c"] = max(worst["c"], run - bound)
                 if run > bound:
-                    parts["c"] += 1
+                    cell["c"] += 1
                     bad = True
                     witness = witness or {**base, "part": "c", "class": list(c), "value": run, "tol": bound}
                     break
@@ -951,7 +975,7 @@ def c13(ctx: ClaimContext) -> Measurement:
         worst["b"],
         "max |avg real share - eff| (GPUs)",
         witness,
-        {"violations_by_part": parts, "max_excess_zero_run_rounds": worst["c"], "rounds": rounds},
+        {"by_category": table, "max_excess_zero_run_rounds": worst["c"], "rounds": rounds},
     )
 
 
