@@ -19,6 +19,7 @@ from market.audit import (
     FairShareTarget,
     SealedBidTarget,
     TenantTarget,
+    agent_table,
     audit,
     audit_all,
     audit_instances,
@@ -110,6 +111,9 @@ def test_detector_power_over_random_instances() -> None:
     assert s.loc["ANY", "violations"] >= 1
     assert 0 <= s.loc["ANY", "ci_low"] <= s.loc["ANY", "fraction"] <= s.loc["ANY", "ci_high"] <= 1
     assert set(df.columns) >= {"family", "instance", "deviator", "witness", "gain", "violated"}
+    per_agent = agent_table(df)
+    assert len(per_agent) == len(df.groupby(["instance", "deviator"]))
+    assert per_agent["violated"].any() and (per_agent["gain"] >= 0).all()
 
 
 # ---------------------------------------------------------------------------------------------

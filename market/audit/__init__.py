@@ -42,6 +42,7 @@ from market.audit.metrics import (
 from market.audit.search import (
     AuditConfig,
     AuditResult,
+    agent_table,
     audit,
     audit_all,
     audit_instances,
@@ -65,6 +66,7 @@ __all__ = [
     "Probe",
     "SealedBidTarget",
     "TenantTarget",
+    "agent_table",
     "audit",
     "audit_all",
     "audit_instances",

@@ -41,6 +41,7 @@ __all__ = [
     "evaluate_misreport",
     "audit_instances",
     "summarize",
+    "agent_table",
     "wilson_interval",
     "classify",
     "jsonable",
@@ -601,3 +602,18 @@ def summarize(frame: pd.DataFrame, *, n_instances: int | None = None) -> pd.Data
             }
         )
     return pd.DataFrame(out)
+
+
+def agent_table(frame: pd.DataFrame, *, in_scope: bool | None = None) -> pd.DataFrame:
+    """Per (instance, deviator): the best gain and relative gain over the families (only in-scope
+    or only out-of-scope families when ``in_scope`` is given), whether it is a violation, and the
+    family of the best lie."""
+    cols = ["instance", "deviator", "gain", "relative_gain", "violated", "family"]
+    f = frame if in_scope is None else frame[frame["in_scope"] == in_scope]
+    if f.empty:
+        return pd.DataFrame(columns=cols)
+    idx = f.groupby(["instance", "deviator"], sort=True)["gain"].idxmax()
+    best = f.loc[idx, ["instance", "deviator", "gain", "relative_gain", "family"]]
+    viol = f.groupby(["instance", "deviator"], sort=True)["violated"].any().to_numpy()
+    best = best.assign(violated=viol)
+    return best[cols].reset_index(drop=True)
