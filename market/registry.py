@@ -28,6 +28,7 @@ FAMILIES = ("fair-share", "auction")
 _MECHANISM_MODULES: tuple[str, ...] = (
     "market.oef.mechanisms",
     "market.oef.baselines",
+    "market.auction.mechanisms",
     "market.astraea.mechanisms",
     "market.eris",
 )

@@ -1,0 +1,73 @@
+"""Registers the online posted-price auctions and their baselines (family ``"auction"``).
+
+Every registered ``fn`` is a factory returning an :class:`~market.auction.base.OnlineMechanism`;
+run it with ``mech.run(reports)`` (or ``mech.step(now, reports)`` slot by slot):
+
+* ``oasis(cluster: OasisCluster, constants: OasisConstants, **options)``
+* ``pdors(cluster: PdorsCluster, constants: PdorsConstants, config: PdorsConfig | None = None)``
+* ``oasis-pdors(cluster: PdorsCluster, calib=jobs | constants=OasisConstants)``: OASiS as PD-ORS' baseline
+* ``fifo`` / ``drf`` / ``dorm`` / ``rrh``: ``(cluster, rng: np.random.Generator | None = None, seed=0, **options)``
+  on an ``OasisCluster`` (OASiS' two pools) or a ``PdorsCluster`` (one pool).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from market.auction.slotsim import SlotSimulator
+from market.errors import InputError
+from market.oasis.baselines import make_oasis_baseline
+from market.oasis.mechanism import Oasis
+from market.oasis.model import OasisCluster
+from market.pdors.baselines import OasisForPdors, make_pdors_baseline
+from market.pdors.mechanism import Pdors
+from market.pdors.model import PdorsCluster
+from market.registry import register
+
+__all__ = ["make_baseline"]
+
+register(
+    "oasis",
+    "auction",
+    "OASiS posted-price online admission/scheduling of PS jobs (payment = posted cost)",
+    paper="oasis",
+)(Oasis)
+register(
+    "pdors", "auction", "PD-ORS locality-aware posted-price online scheduling (LP + randomized rounding)", paper="pdors"
+)(Pdors)
+register(
+    "oasis-pdors",
+    "auction",
+    "OASiS on PD-ORS instances via the spec's half/half adapter (PD-ORS baseline)",
+    paper="pdors",
+)(OasisForPdors)
+
+
+def make_baseline(
+    name: str, cluster, rng: np.random.Generator | None = None, seed: int = 0, **options
+) -> SlotSimulator:
+    """A slot-simulated baseline on either paper's cluster; randomness from ``rng`` (or ``seed``)."""
+    rng = np.random.default_rng(seed) if rng is None else rng
+    if isinstance(cluster, OasisCluster):
+        return make_oasis_baseline(name, cluster, rng, **options)
+    if isinstance(cluster, PdorsCluster):
+        return make_pdors_baseline(name, cluster, rng, **options)
+    raise InputError("cluster", cluster, "must be an OasisCluster or a PdorsCluster")
+
+
+def _factory(name: str):
+    def make(cluster, rng: np.random.Generator | None = None, seed: int = 0, **options) -> SlotSimulator:
+        return make_baseline(name, cluster, rng, seed, **options)
+
+    make.__name__ = f"make_{name}"
+    make.__doc__ = f"The ``{name}`` baseline (see :func:`make_baseline`)."
+    return make
+
+
+for _name, _summary in (
+    ("fifo", "FIFO with fixed worker/PS bundles, head-of-line blocking, round-robin placement"),
+    ("drf", "DRF progressive filling of workers/PSs at every arrival/completion, round-robin placement"),
+    ("dorm", "Dorm: utilisation-maximising MILP with fairness and adjustment-overhead constraints"),
+    ("rrh", "Risk-Reward Heuristic: admission by utility minus delay cost, run/pause by reward"),
+):
+    register(_name, "auction", _summary, paper="oasis" if _name == "rrh" else "oasis,pdors")(_factory(_name))
