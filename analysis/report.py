@@ -51,6 +51,9 @@ def render_report(
         "",
         "## Per-policy summary (means over replications)",
         "",
+        "total_* per round; jobs_completed, straggler_worker_rounds (workers of cross-type jobs, summed over "
+        "rounds) and resolves per run; mean_jct_s over the jobs that finished within the horizon.",
+        "",
     ]
     summ = policy_summary(frame)
     out += [_table(summ) if not summ.empty else "(no results)", ""]
