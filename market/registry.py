@@ -80,7 +80,8 @@ def get(name: str, family: str | None = None) -> MechanismInfo:
     _load()
     info = _REGISTRY.get(name)
     if info is None or (family is not None and info.family != family):
-        raise InputError("mechanism", name, f"is not a registered {family or ''} mechanism; known: {names(family)}")
+        kind = f"{family} " if family else ""
+        raise InputError("mechanism", name, f"must be a registered {kind}mechanism (known: {', '.join(names(family))})")
     return info
 
 
