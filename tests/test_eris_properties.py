@@ -69,6 +69,7 @@ def instances(draw, max_R=3, max_K=2, max_T=4, max_I=4, max_D=6, topology=None):
         gamma_k=gamma,
         ps_rule=draw(st.sampled_from(["max_workers", "min_cost"])),
         repair_sources=draw(st.booleans()),
+        overflow_moves=draw(st.booleans()),
     )
     return sites, net, cfg, jobs
 
@@ -160,7 +161,9 @@ def test_paper_claim_thm4_subroutine_optimal():
 @given(instances(max_R=2, max_K=1, max_T=3, max_I=3, max_D=4, topology=False))
 def test_competitive_ratio_vs_milp(inst):
     sites, net, cfg, jobs = inst
-    cfg = ErisConfig(horizon=cfg.horizon, gamma_d=cfg.gamma_d, gamma_k=cfg.gamma_k)  # repair on (per-site OPT)
+    cfg = ErisConfig(  # repair on (per-site conservation, as OPT)
+        horizon=cfg.horizon, gamma_d=cfg.gamma_d, gamma_k=cfg.gamma_k, overflow_moves=cfg.overflow_moves
+    )
     r = competitive_ratio(jobs, sites, net, cfg, time_limit=60)
     assert r.opt_optimal
     assert r.ratio >= 1 - 1e-6  # finiteness fails in general: see the finding below
@@ -202,3 +205,15 @@ def test_opt_milp_matches_enumeration(inst):
     assert milp.objective == pytest.approx(enum, rel=1e-6, abs=1e-6)
     lp = opt_milp(jobs, sites, net, cfg, relax=True)
     assert lp.objective >= milp.objective - 1e-6
+
+
+def test_overflow_moves_extension_fixes_the_witnesses():
+    """D21 (extension, off by default): moving excess chunks even at Omega >= 0 schedules both witnesses."""
+    auc, j = _witness()
+    auc2 = ErisAuction(auc.sites, auc.network, ErisConfig(horizon=1, overflow_moves=True))
+    d = auc2.step(1, [j])[0]
+    assert d.admitted and d.plan.slots[0].moves == {(0, 1): 1} and d.mu == pytest.approx(1500.0)
+    sites, net, cfg, j = _ratio_witness()
+    cfg2 = ErisConfig(horizon=1, gamma_d=10.0, gamma_k=10.0, overflow_moves=True)
+    r = competitive_ratio([j], sites, net, cfg2)
+    assert r.ratio == pytest.approx(1.0)

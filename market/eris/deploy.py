@@ -78,6 +78,7 @@ class SlotPrep:
     pi: np.ndarray
     pairs: np.ndarray
     omega: np.ndarray
+    omega_full: np.ndarray | None = None
 
     @property
     def dmax(self) -> int:
@@ -116,7 +117,7 @@ def prepare_slot(job: JobArrays, view: SlotView, links: Links, prune: bool = Tru
     om = omega[rr, qq]
     order = np.lexsort((qq, rr, om))
     pairs = np.stack([rr[order], qq[order]], axis=1) if len(order) else np.zeros((0, 2), dtype=np.int64)
-    return SlotPrep(view, cap, chunkcap, u, psb, pi, pairs, om[order])
+    return SlotPrep(view, cap, chunkcap, u, psb, pi, pairs, om[order], omega)
 
 
 @dataclass(frozen=True)
@@ -132,10 +133,38 @@ class DeployBatch:
     moves: np.ndarray
     pairs: np.ndarray
     psi: np.ndarray
+    extra: dict[int, dict[tuple[int, int], int]] | None = None
+
+
+def _overflow(
+    A: list[int], out: list[int], M: list[int], used: list[float], chunkcap, omega, links: Links, res_link, theta: float
+) -> dict[tuple[int, int], int]:
+    """OVERFLOW (D21): move excess chunks out of over-capacity sites even when Omega >= 0; sources by
+    (-excess, r), destinations by (Omega(r, r'), r'); only chunks originally at r move (no relay)."""
+    R = len(A)
+    moved: dict[tuple[int, int], int] = {}
+    over = sorted((-(A[r] - int(chunkcap[r])), r) for r in range(R) if A[r] > chunkcap[r])
+    for _, r in over:
+        for q in sorted((q for q in range(R) if q != r and links.admissible[r, q]), key=lambda q: (omega[r][q], q)):
+            bud = min(math.floor((float(res_link[e]) - used[e]) / theta + _EPS) for e in links.paths[r][q])
+            m = min(A[r] - int(chunkcap[r]), int(chunkcap[q]) - A[q], bud, M[r] - out[r])
+            if m > 0:
+                moved[(r, q)] = moved.get((r, q), 0) + m
+                out[r] += m
+                A[r] -= m
+                A[q] += m
+                for e in links.paths[r][q]:
+                    used[e] += theta * m
+    return moved
 
 
 def deploy_batch(
-    job: JobArrays, sp: SlotPrep, links: Links, M: np.ndarray, ps_rule: str = "max_workers"
+    job: JobArrays,
+    sp: SlotPrep,
+    links: Links,
+    M: np.ndarray,
+    ps_rule: str = "max_workers",
+    overflow_moves: bool = False,
 ) -> DeployBatch:
     """DPC_T for every row of ``M`` (n, R) at the frozen slot ``sp``."""
     M = np.asarray(M, dtype=np.int64)
@@ -188,6 +217,15 @@ def deploy_batch(
             for e in links.paths[r][q]:
                 used[:, e] += theta * m
         live[r] = bool((M[:, r] - out[:, r]).any())
+    extra: dict[int, dict[tuple[int, int], int]] = {}
+    if overflow_moves:  # D21, row by row (an extension for sensitivity studies)
+        om_list = sp.omega_full.tolist()
+        for i in np.flatnonzero((A > chunkcap[None, :]).any(axis=1)):
+            Ai, oi, ui = A[i].tolist(), out[i].tolist(), used[i].tolist()
+            mv = _overflow(Ai, oi, M[i].tolist(), ui, chunkcap, om_list, links, view.res_link, theta)
+            if mv:
+                extra[int(i)] = mv
+                A[i], out[i], used[i] = Ai, oi, ui
     feas = (A <= chunkcap[None, :]).all(axis=1)
     g = -(-job.E * A // job.P)
     cost = np.full(n, np.inf)
@@ -240,13 +278,16 @@ def deploy_batch(
             cost[rows] = link_cost + worker_cost + sp.psb[rh]
             ps[rows] = rh
     cost[M.sum(axis=1) == 0] = 0.0  # idle slot: no PS, no cost (D4)
-    return DeployBatch(M, cost, ps, A, g, moves, sp.pairs, psi_sel)
+    return DeployBatch(M, cost, ps, A, g, moves, sp.pairs, psi_sel, extra)
 
 
 def plan_from_batch(b: DeployBatch, i: int, t: int, job: JobArrays) -> SlotPlan:
     """The SlotPlan of row ``i`` of a feasible batch result."""
     R = b.M.shape[1]
     moves = {(int(b.pairs[p, 0]), int(b.pairs[p, 1])): int(b.moves[i, p]) for p in np.nonzero(b.moves[i])[0]}
+    for k, m in (b.extra or {}).get(i, {}).items():
+        moves[k] = moves.get(k, 0) + m
+    moves = dict(sorted(moves.items()))
     usage = job.w[None, :] * b.workers[i][:, None]
     ps = int(b.ps[i])
     if ps >= 0:
@@ -262,7 +303,7 @@ def deploy_reference(
     links: Links,
     M: list[int],
     ps_rule: str = "max_workers",
-    sites: ErisSites | None = None,
+    overflow_moves: bool = False,
 ) -> tuple[float, SlotPlan | None]:
     """DPC_T for one source vector, transcribed literally with Python loops (no pruning)."""
     R = len(M)
@@ -311,10 +352,12 @@ def deploy_reference(
                 pi[r][q] = acc
     ratio = job.E / job.P
     pairs = []
+    omega = [[0.0] * R for _ in range(R)]
     for r in range(R):
         for q in range(R):
+            omega[r][q] = job.theta * pi[r][q] - ratio * (u[r] - u[q])
             if r != q and links.admissible[r, q]:
-                om = job.theta * pi[r][q] - ratio * (u[r] - u[q])
+                om = omega[r][q]
                 if om < 0:
                     pairs.append((om, r, q))
     pairs.sort()
@@ -341,6 +384,9 @@ def deploy_reference(
         A[q] += m
         for e in links.paths[r][q]:
             used[e] += job.theta * m
+    if overflow_moves:
+        for k, m in _overflow(A, out, list(M), used, chunkcap, omega, links, view.res_link, job.theta).items():
+            h[k] = h.get(k, 0) + m
     for r in range(R):
         if A[r] > chunkcap[r]:
             return math.inf, None

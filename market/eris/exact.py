@@ -212,7 +212,7 @@ def subroutine_check(auction: ErisAuction, bid: ErisJob) -> SubroutineReport:
         t = a + s
         view = state.view(t)
         sp = prepare_slot(job, view, links)
-        b = deploy_batch(job, sp, links, cum[1:], cfg.ps_rule)
+        b = deploy_batch(job, sp, links, cum[1:], cfg.ps_rule, cfg.overflow_moves)
         for d in range(1, D + 1):
             mine = float(b.cost[d - 1]) if d <= sp.dmax else math.inf
             c[s, d] = mine

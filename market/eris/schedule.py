@@ -108,7 +108,7 @@ def build_menu(
         if key not in cache:
             sp = prepare_slot(job, state.view(t), links)
             top = min(D, sp.dmax)
-            b = deploy_batch(job, sp, links, cum[1 : top + 1], cfg.ps_rule) if top > 0 else None
+            b = deploy_batch(job, sp, links, cum[1 : top + 1], cfg.ps_rule, cfg.overflow_moves) if top > 0 else None
             cache[key] = (sp, top, b)
             stats.dpc_calls += top
             stats.distinct_slots += 1
@@ -146,7 +146,7 @@ def build_menu(
         for t, rows in need.items():
             rows = list(dict.fromkeys(rows))
             Mt = np.stack([slot_sources(cum, done, dt) for done, dt in rows])
-            rb = deploy_batch(job, preps[t], links, Mt, cfg.ps_rule)
+            rb = deploy_batch(job, preps[t], links, Mt, cfg.ps_rule, cfg.overflow_moves)
             stats.repair_calls += len(rows)
             for i, (done, dt) in enumerate(rows):
                 plans_at[(t, done, dt)] = plan_from_batch(rb, i, t, job) if math.isfinite(rb.cost[i]) else None
@@ -216,7 +216,7 @@ def build_menu_reference(job: JobArrays, arrival: int, state: ErisState, cfg: Er
         row = [0.0] + [math.inf] * D
         for d in range(1, D + 1):
             if d <= dmax:
-                row[d], plans0[(t, d)] = deploy_reference(job, v, links, A(d), cfg.ps_rule)
+                row[d], plans0[(t, d)] = deploy_reference(job, v, links, A(d), cfg.ps_rule, cfg.overflow_moves)
         c[t] = row
         total += min(dmax, D)
     if total < D:
@@ -252,7 +252,7 @@ def build_menu_reference(job: JobArrays, arrival: int, state: ErisState, cfg: Er
                 continue
             if cfg.repair_sources:
                 Mt = [x - y for x, y in zip(A(done + ds[t]), A(done), strict=True)]
-                _, plan = deploy_reference(job, views[t], links, Mt, cfg.ps_rule)
+                _, plan = deploy_reference(job, views[t], links, Mt, cfg.ps_rule, cfg.overflow_moves)
             else:
                 plan = plans0[(t, ds[t])]
             done += ds[t]

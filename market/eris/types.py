@@ -133,13 +133,14 @@ class NetworkSpec:
 @dataclass(frozen=True)
 class ErisConfig:
     """Mechanism parameters: horizon ``T`` (slots), price bases ``gamma_d`` (transmission) and
-    ``gamma_k`` (per resource type, scalar or tuple), chunk size ``theta_mb`` (MB), options D5/D23/D10/D17."""
+    ``gamma_k`` (per resource type, scalar or tuple), chunk size ``theta_mb`` (MB), options D5/D21/D23/D10/D17."""
 
     horizon: int
     gamma_d: float = 1000.0
     gamma_k: float | tuple[float, ...] = 1000.0
     theta_mb: float = 2.0
     repair_sources: bool = True
+    overflow_moves: bool = False
     ps_rule: Literal["max_workers", "min_cost"] = "max_workers"
     duration_offset: int = 0
     accept_tol: float = 1e-9
