@@ -103,3 +103,14 @@ def test_generator_is_seeded_and_shaped():
     inst = eris_simulator(np.random.default_rng(0))
     assert inst.sites.R == 50 and len(inst.jobs) == 100 and inst.config.horizon == 150
     assert inst.network.mode == "global" and inst.network.budget_mb == 20480.0
+
+
+def test_sweeps_cover_the_resolved_ranges():
+    from market.eris.workload import SWEEP_GAMMA, SWEEP_I, SWEEP_R, sweep
+
+    rng = np.random.default_rng(0)
+    assert [(x, i.sites.R) for x, i in sweep("R", rng)] == [(R, R) for R in SWEEP_R]
+    assert [(x, len(i.jobs)) for x, i in sweep("I", rng)] == [(I, I) for I in SWEEP_I]
+    assert [(x, i.config.gamma_d, i.config.gamma_k) for x, i in sweep("gamma", rng)] == [(g, g, g) for g in SWEEP_GAMMA]
+    with pytest.raises(ValueError, match="sweep kind"):
+        sweep("T", rng)
