@@ -144,11 +144,23 @@ def build_menu(
                     need.setdefault(a + i, []).append((done, dt))
                     done += dt
         for t, rows in need.items():
-            rows = list(dict.fromkeys(rows))
-            Mt = np.stack([slot_sources(cum, done, dt) for done, dt in rows])
-            rb = deploy_batch(job, preps[t], links, Mt, cfg.ps_rule, cfg.overflow_moves)
-            stats.repair_calls += len(rows)
-            for i, (done, dt) in enumerate(rows):
+            todo, Ms = [], []
+            b = batches[t]
+            for done, dt in dict.fromkeys(rows):
+                Mt = slot_sources(cum, done, dt)
+                if b is not None and dt <= len(b.cost) and np.array_equal(Mt, cum[dt]):
+                    # same sources as the DP row d = dt (rows are computed independently): reuse it
+                    plans_at[(t, done, dt)] = (
+                        plan_from_batch(b, dt - 1, t, job) if math.isfinite(b.cost[dt - 1]) else None
+                    )
+                else:
+                    todo.append((done, dt))
+                    Ms.append(Mt)
+            if not todo:
+                continue
+            rb = deploy_batch(job, preps[t], links, np.stack(Ms), cfg.ps_rule, cfg.overflow_moves)
+            stats.repair_calls += len(todo)
+            for i, (done, dt) in enumerate(todo):
                 plans_at[(t, done, dt)] = plan_from_batch(rb, i, t, job) if math.isfinite(rb.cost[i]) else None
     menu: list[MenuEntry] = []
     memo: dict[tuple[int, ...], ErisSchedule | None] = {}
