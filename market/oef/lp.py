@@ -32,6 +32,7 @@ __all__ = [
     "clip_solution",
     "column_scale",
     "ef_rows",
+    "all_pairs",
     "solve_rows",
     "AllocationCache",
     "CACHE",
@@ -109,11 +110,18 @@ def build_noncoop(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None)
     return LinearProgram(c, A_ub, np.asarray(m, dtype=float), A_eq, np.zeros(R))
 
 
-def ef_rows(W: np.ndarray, omega: np.ndarray | None = None) -> sp.coo_array:
-    """EF rows of LP (10c), one per ordered pair ``(l, i)``, ``l != i``:
+def all_pairs(R: int) -> tuple[np.ndarray, np.ndarray]:
+    """All ordered pairs ``(l, i)``, ``l != i``, in row-major order."""
+    return np.nonzero(~np.eye(R, dtype=bool))
+
+
+def ef_rows(
+    W: np.ndarray, omega: np.ndarray | None = None, pairs: tuple[np.ndarray, np.ndarray] | None = None
+) -> sp.coo_array:
+    """EF rows of LP (10c), one per ordered pair ``(l, i)``, ``l != i`` (all pairs by default):
     ``omega_l W_l.x_i - omega_i W_l.x_l <= 0`` (``omega=None``: ``W_l.x_i - W_l.x_l <= 0``)."""
     R, k = W.shape
-    L, I = np.nonzero(~np.eye(R, dtype=bool))
+    L, I = all_pairs(R) if pairs is None else pairs
     P = L.size
     jj = np.arange(k)
     rows = np.repeat(np.arange(P), k)
@@ -133,13 +141,20 @@ def ef_rows(W: np.ndarray, omega: np.ndarray | None = None) -> sp.coo_array:
     )
 
 
-def build_coop(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> LinearProgram:
+def build_coop(
+    W: np.ndarray,
+    m: np.ndarray,
+    omega: np.ndarray | None = None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> LinearProgram:
     """A3: LP (10) with the (10c) typo corrected; ``max sum W_l.x_l`` s.t. capacity and EF rows
-    (weighted A3' when ``omega`` is given). ``R*k`` variables, ``k + R(R-1)`` rows."""
+    (weighted A3' when ``omega`` is given). ``R*k`` variables, ``k + R(R-1)`` rows; with
+    ``pairs`` only the EF rows of those ordered pairs (a relaxation, for constraint generation)."""
     R, k = W.shape
     cap = capacity_rows(R, k)
-    A_ub = sp.vstack([cap, ef_rows(W, omega)], format="csr")
-    b_ub = np.concatenate([np.asarray(m, dtype=float), np.zeros(R * (R - 1))])
+    ef = ef_rows(W, omega, pairs)
+    A_ub = sp.vstack([cap, ef], format="csr")
+    b_ub = np.concatenate([np.asarray(m, dtype=float), np.zeros(ef.shape[0])])
     return LinearProgram(-W.ravel().astype(float), A_ub, b_ub)
 
 

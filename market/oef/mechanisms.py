@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from market.allocation import Allocation
-from market.errors import InputError, SolveError
+from market.errors import InputError, SolveError, check_choice, check_int
 from market.oef import lp
 from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
 from market.oef.virtual import replication_copies, weight_fractions
@@ -117,31 +117,90 @@ def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     return _finish(policy, v, X, dt, info, float(per_copy.mean()))
 
 
+def _envy(Wr: np.ndarray, X_rows: np.ndarray, omega: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """Envy matrix ``E[l,i] - E[l,l]`` (weighted form with ``omega``) and ``U``."""
+    E = Wr @ X_rows.T
+    own = np.diag(E).copy()
+    if omega is None:
+        return E - own[:, None], float(own.sum())
+    return E / omega[None, :] - (own / omega)[:, None], float(own.sum())
+
+
+def _coop_lazy(
+    policy: str, rows: _Rows, m: np.ndarray, solver: str, per_row: int
+) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """LP (10) by constraint generation: solve with a subset of EF rows, add the most violated
+    pairs (up to ``per_row`` per envious row), repeat until no EF row is violated. The final
+    point is feasible, hence optimal, for the full LP (10), and is a vertex of it."""
+    R = rows.W.shape[0]
+    active = np.zeros((R, R), dtype=bool)
+    total = 0.0
+    it = 0
+    while True:
+        it += 1
+        L, I = np.nonzero(active)
+        X_rows, _, dt, sizes, _ = lp.solve_rows(
+            policy, lambda W_, m_, P=(L, I): lp.build_coop(W_, m_, rows.omega, P), rows.W, m, solver
+        )
+        total += dt
+        envy, U = _envy(rows.W, lp.clip_solution(policy, X_rows), rows.omega)
+        tol = 1e-9 * max(1.0, U)
+        envy[active] = -np.inf
+        np.fill_diagonal(envy, -np.inf)
+        viol = envy > tol
+        if not viol.any():
+            break
+        if it > 4 * R + 10:
+            raise SolveError(policy, "constraint-generation", f"no convergence after {it} rounds")
+        order = np.argsort(-envy, axis=1, kind="stable")[:, :per_row]
+        lrows = np.repeat(np.arange(R), order.shape[1])
+        cand = order.ravel()
+        keep = viol[lrows, cand]
+        active[lrows[keep], cand[keep]] = True
+    info = {"ef_rows": "lazy", "cg_rounds": it, "ef_rows_generated": int(active.sum()), "lp_sizes_final": sizes}
+    return X_rows, total, info
+
+
 def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     policy = "oef-coop"
     rows = _Rows(v, opts)
-    X_rows, _, dt, sizes, _ = lp.solve_rows(
-        policy, lambda W_, m_: lp.build_coop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
-    )
-    X_rows = lp.clip_solution(policy, X_rows)
-    E = rows.W @ X_rows.T
-    own = np.diag(E)
-    if rows.omega is None:
-        envy = E - own[:, None]
+    R, k = rows.W.shape
+    mode = opts["ef_rows"]
+    if mode == "auto":
+        mode = "lazy" if R > int(opts["lazy_min_rows"]) else "full"
+    full_sizes = {
+        "variables": R * k,
+        "ineq_rows": k + R * (R - 1),
+        "eq_rows": 0,
+        "nonzeros": R * k + 2 * k * R * (R - 1),
+    }
+    if mode == "full":
+        X_rows, _, dt, sizes, _ = lp.solve_rows(
+            policy, lambda W_, m_: lp.build_coop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
+        )
+        extra: dict[str, Any] = {"ef_rows": "full"}
     else:
-        envy = E / rows.omega[None, :] - (own / rows.omega)[:, None]
-    U = float(own.sum())
+        X_rows, dt, extra = _coop_lazy(policy, rows, v.m, opts["solver"], int(opts["lazy_per_row"]))
+    X_rows = lp.clip_solution(policy, X_rows)
+    envy, U = _envy(rows.W, X_rows, rows.omega)
     resid = float(max(envy.max(), 0.0)) if envy.size else 0.0
     _check_residual(policy, "envy-freeness", resid, U)
     cap_resid = _check_capacity(policy, X_rows, v.m)
     X = rows.aggregate(X_rows)
-    info = {**rows.info(), "lp_sizes": sizes, "residual": resid, "capacity_residual": cap_resid}
+    info = {**rows.info(), **extra, "lp_sizes": full_sizes, "residual": resid, "capacity_residual": cap_resid}
     info["residual_ok"] = resid <= _RESID_OK * max(1.0, U)
     return _finish(policy, v, X, dt, info)
 
 
+_COOP_OPTIONS: dict[str, Any] = {**_OEF_OPTIONS, "ef_rows": "full", "lazy_min_rows": 40, "lazy_per_row": 5}
+
+
 def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any]) -> Allocation:
-    opts, v = prepare(policy, W, m, weights, caps, options, _OEF_OPTIONS)
+    opts, v = prepare(policy, W, m, weights, caps, options, _COOP_OPTIONS if policy == "oef-coop" else _OEF_OPTIONS)
+    if policy == "oef-coop":
+        check_choice("ef_rows", opts["ef_rows"], ("auto", "full", "lazy"))
+        check_int("lazy_min_rows", opts["lazy_min_rows"], minimum=0)
+        check_int("lazy_per_row", opts["lazy_per_row"], minimum=1)
     triv = trivial_allocation(policy, v)
     if triv is not None:
         return triv
