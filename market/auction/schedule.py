@@ -42,34 +42,44 @@ def greedy_placement(order: np.ndarray, cap: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def dp_forward(costs: np.ndarray, W: int) -> tuple[np.ndarray, np.ndarray]:
+def dp_forward(costs: np.ndarray, W: int, block: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
     """``Θ`` (nT, W+1) and ``arg`` (nT, W+1) for per-slot cost vectors ``costs`` (nT, N+1).
 
     ``Θ[j, x]`` is the cheapest cost of ``x`` work units within the first ``j+1`` slots; a slot
-    using ``n`` units serves ``n`` work units (capped at what is still needed).
+    using ``n`` units serves ``n`` work units (capped at what is still needed). Per slot, the whole
+    (N+1) x (W+1) candidate matrix ``c[n] + Θ_prev[max(0, x-n)]`` is minimised at once (``argmin``
+    keeps the first, i.e. smallest, ``n`` on ties); rows are processed in blocks of ``block`` cells.
     """
     nT, N1 = costs.shape
     theta = np.empty((nT, W + 1))
     arg = np.zeros((nT, W + 1), dtype=np.int32)
     prev = np.full(W + 1, INF)
     prev[0] = 0.0
+    xs = np.arange(W + 1)
+    rows_per_block = max(1, block // (W + 1))
+    idx_cache: dict[tuple[int, int], np.ndarray] = {}
     for j in range(nT):
         c = costs[j]
-        cur = prev.copy()  # n = 0
-        a = arg[j]
-        for n in range(1, N1):
-            cn = c[n]
-            if not np.isfinite(cn):
-                continue
-            cand = np.empty(W + 1)
-            k = min(n, W + 1)
-            cand[:k] = cn  # x <= n: finished from scratch (prev[0] = 0)
-            cand[k:] = cn + prev[: W + 1 - k]
-            better = cand < cur
-            cur = np.where(better, cand, cur)
-            a[better] = n
-        theta[j] = cur
-        prev = cur
+        feasible = np.flatnonzero(np.isfinite(c))
+        best = np.full(W + 1, INF)
+        best_n = np.zeros(W + 1, dtype=np.int32)
+        for b0 in range(0, feasible.size, rows_per_block):
+            ns = feasible[b0 : b0 + rows_per_block]
+            key = (int(ns[0]), int(ns[-1]))
+            idx = idx_cache.get(key) if ns.size == ns[-1] - ns[0] + 1 else None
+            if idx is None:
+                idx = np.maximum(xs[None, :] - ns[:, None], 0)
+                if ns.size == ns[-1] - ns[0] + 1:
+                    idx_cache[key] = idx
+            cand = c[ns][:, None] + prev[idx]
+            k = np.argmin(cand, axis=0)
+            val = cand[k, xs]
+            better = val < best
+            best = np.where(better, val, best)
+            best_n = np.where(better, ns[k], best_n)
+        theta[j] = best
+        arg[j] = best_n
+        prev = best
     return theta, arg
 
 

@@ -70,7 +70,8 @@ def repair(
     w = np.array(w, dtype=np.int64)
     s = np.array(s, dtype=np.int64)
     H = w.size
-    for h in range(H):
+    over = ((np.outer(w, alpha) + np.outer(s, beta)) > resid + EPS).any(axis=1)
+    for h in np.flatnonzero(over):  # ascending; machines within capacity need no change
         while True:
             exc = alpha * w[h] + beta * s[h] - resid[h]
             if not (exc > EPS).any():

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from market.pdors.rounding import G_thm3, G_thm4, repair, round_draws
+from market.pdors.rounding import G_thm3, G_thm4, repair
 
 __all__ = ["SplitLP", "SlotProblem", "Candidate", "DiscardJob", "colocated_costs", "feasible_rows", "split_candidate"]
 
@@ -200,28 +200,46 @@ def split_candidate(
     xp = G * xbar
     xr = np.rint(xp)
     xp = np.where(np.abs(xp - xr) < 1e-9, xr, xp)
+    # Entries with x' = 0 always round to 0: work on the machines in the support only. Uniforms are
+    # drawn for the fractional entries of x' only (workers then PSs, machines ascending).
+    M = np.flatnonzero((xp[:H] > 0) | (xp[H:] > 0))
+    sub = SlotProblem(sp.pw[M], sp.ps[M], sp.resid[M], sp.prices[M], sp.alpha, sp.beta, sp.F, sp.gamma)
+    xs = np.concatenate([xp[M], xp[H + M]])
+    m = M.size
+    base = np.floor(xs)
+    frac_idx = np.flatnonzero(xs > base)
+    fr = (xs - base)[frac_idx]
+
+    def full(row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        w = np.zeros(H, dtype=np.int64)
+        s_ = np.zeros(H, dtype=np.int64)
+        w[M], s_[M] = row[:m], row[m:]
+        return w, s_
 
     def cost_of(X: np.ndarray) -> np.ndarray:
-        return X[:, :H] @ sp.pw + X[:, H:] @ sp.ps
+        return X[:, :m] @ sub.pw + X[:, m:] @ sub.ps
 
     def repaired(X: np.ndarray) -> list[Candidate]:
         out = []
         for row in X:
-            rep = repair(row[:H], row[H:], sp.alpha, sp.beta, sp.resid, sp.pw, sp.ps, sp.F, W1, sp.gamma)
+            w0, s0 = full(row)
+            rep = repair(w0, s0, sp.alpha, sp.beta, sp.resid, sp.pw, sp.ps, sp.F, W1, sp.gamma)
             if rep is not None:
                 stats["repairs"] = stats.get("repairs", 0) + 1
                 out.append(Candidate(float(rep[0] @ sp.pw + rep[1] @ sp.ps), "split-repaired", rep[0], rep[1]))
         return out
 
-    if (xp == np.floor(xp)).all():  # deterministic rounding: no draws
-        X = xp[None].astype(np.int64)
+    if frac_idx.size == 0:  # deterministic rounding: no draws
+        X = base[None].astype(np.int64)
     else:
         draws, X_all, feas_all = 0, [], []
         first_ok = None
+        base_i = base.astype(np.int64)
         while True:
             b = min(config.S if draws == 0 else 256, config.max_attempts - draws)
-            Xb = round_draws(xp, rng.random((b, 2 * H)))
-            ok = feasible_rows(sp, Xb[:, :H], Xb[:, H:], W1)
+            Xb = np.broadcast_to(base_i, (b, base_i.size)).copy()
+            Xb[:, frac_idx] += rng.random((b, frac_idx.size)) < fr
+            ok = feasible_rows(sub, Xb[:, :m], Xb[:, m:], W1)
             if first_ok is None and ok.any():
                 first_ok = draws + int(np.argmax(ok))
             X_all.append(Xb)
@@ -248,10 +266,12 @@ def split_candidate(
         X = X[ok]
         costs = cost_of(X)
         i = int(np.argmin(costs))
-        return Candidate(float(costs[i]), "split", X[i, :H], X[i, H:])
-    ok = feasible_rows(sp, X[:, :H], X[:, H:], W1)
+        w, s_ = full(X[i])
+        return Candidate(float(costs[i]), "split", w, s_)
+    ok = feasible_rows(sub, X[:, :m], X[:, m:], W1)
     if ok[0]:
-        return Candidate(float(cost_of(X)[0]), "split", X[0, :H], X[0, H:])
+        w, s_ = full(X[0])
+        return Candidate(float(cost_of(X)[0]), "split", w, s_)
     if config.repair != "never":
         cands = repaired(X)
         return cands[0] if cands else _fail(config)
