@@ -229,6 +229,25 @@ def split_candidate(
                 out.append(Candidate(float(rep[0] @ sp.pw + rep[1] @ sp.ps), "split-repaired", rep[0], rep[1]))
         return out
 
+    # Capacity row per machine depends only on (round-up of w_h?, round-up of s_h?): a 2x2 table.
+    tol = EPS * np.maximum(1.0, sub.resid)
+    bw, bs = base[:m], base[m:]
+    table = np.empty((m, 2, 2), dtype=bool)
+    for dw in (0, 1):
+        for ds in (0, 1):
+            use = np.outer(bw + dw, sub.alpha) + np.outer(bs + ds, sub.beta)
+            table[:, dw, ds] = (use <= sub.resid + tol).all(axis=1)
+    rows_m = np.arange(m)
+
+    def feasible_fast(Xb: np.ndarray) -> np.ndarray:
+        dW = Xb[:, :m] - bw.astype(np.int64)
+        dS = Xb[:, m:] - bs.astype(np.int64)
+        ok = table[rows_m, dW, dS].all(axis=1)
+        nw = Xb[:, :m].sum(axis=1)
+        ok &= (nw <= sub.F) & (nw >= W1 - EPS * max(1.0, W1)) & (nw >= 1)
+        ok &= Xb[:, m:].sum(axis=1) >= nw / sub.gamma - EPS
+        return ok
+
     if frac_idx.size == 0:  # deterministic rounding: no draws
         X = base[None].astype(np.int64)
     else:
@@ -239,7 +258,7 @@ def split_candidate(
             b = min(config.S if draws == 0 else 256, config.max_attempts - draws)
             Xb = np.broadcast_to(base_i, (b, base_i.size)).copy()
             Xb[:, frac_idx] += rng.random((b, frac_idx.size)) < fr
-            ok = feasible_rows(sub, Xb[:, :m], Xb[:, m:], W1)
+            ok = feasible_fast(Xb)
             if first_ok is None and ok.any():
                 first_ok = draws + int(np.argmax(ok))
             X_all.append(Xb)
