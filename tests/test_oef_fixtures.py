@@ -390,3 +390,17 @@ def test_cache_returns_copy():
     a.X[0, 0] = 99.0
     b = oef_coop(W3, M)
     assert b.X[0, 0] == pytest.approx(1.0)
+
+
+def test_gavel_all_rows_capped_at_zero():
+    a = gavel_maxmin(W3, M, caps=[0, 0, 0])
+    np.testing.assert_array_equal(a.X, np.zeros((3, 2)))
+
+
+def test_gandiva_exact_with_weights_and_tenant_level():
+    a = gandiva_fair(W3_FR, [1, 1], weights=[Fr(1), Fr(1), Fr(2)])
+    assert sum(row[1] for row in a.info["X_exact"]) == 1 and sum(row[0] for row in a.info["X_exact"]) == 1
+    reports = [SpeedupReport(f"u{i + 1}", "a", (1, 2 + i)) for i in range(3)]
+    ta = allocate_tenants("gandiva-fair", reports, [1, 1])
+    np.testing.assert_allclose(ta.X_tenant["u1"], [1, 4 / 45], atol=EXACT_TOL)
+    assert ta.allocation.info["exact"] is False

@@ -218,3 +218,15 @@ def test_tenant_level_noncoop_with_fake_type_probe():
     thr = fake.tenant_throughput()
     assert thr["u1"] == pytest.approx(thr["u2"], rel=1e-7)
     assert u_lie >= 0.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(inst=instances(max_n=6, max_k=3), wl=st.lists(weights_st, min_size=1, max_size=6))
+def test_coop_constraint_generation_matches_full_lp(inst, wl):
+    W, m = inst
+    w = _weights(wl, W.shape[0])
+    full = oef_coop(W, m, weights=w, ef_rows="full", cache=False)
+    lazy = oef_coop(W, m, weights=w, ef_rows="lazy", lazy_per_row=1, cache=False)
+    assert lazy.info["ef_rows"] == "lazy" and full.info["ef_rows"] == "full"
+    assert lazy.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+    assert P.max_envy(W, lazy.X, w) <= TOL * max(1.0, lazy.objective)

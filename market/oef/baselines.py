@@ -44,6 +44,8 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     policy = "gavel"
     P, N = _gavel_targets(v)
     targets = v.weights * N
+    if not (targets > 0).any():  # every row capped at 0 GPUs: nothing to share, s is unbounded
+        return _finish(policy, v, np.zeros((v.n, v.k)), 0.0, {"s_star": None, "normalisers": N.tolist()})
     X, extra, dt, sizes, _ = lp.solve_rows(
         policy, lambda W_, m_: lp.build_gavel(W_, m_, v.caps, targets), v.W, v.m, opts["solver"]
     )
@@ -171,7 +173,7 @@ def _gandiva(v: ValidatedInput, opts: dict[str, Any], W_in: Any, m_in: Any) -> A
     t0 = time.perf_counter()
     exact = opts["exact"]
     if exact is None:
-        exact = _is_exact(W_in, m_in, v.weight_objs if v.has_weights else None)
+        exact = _is_exact(W_in, m_in)
     if exact:
         Wr = [[Fraction(x) if not isinstance(x, Fraction) else x for x in row] for row in _rows(W_in)]
         if opts["normalise"]:
@@ -220,7 +222,8 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     largest speedup ratio on the pair of types with the greatest ratio gap buys fast share from the
     lowest-ratio holder at the second price (two-party fallback ``two_party_price``).
 
-    Exact with ``fractions.Fraction`` inputs (``info["X_exact"]``); floats use ``tol=1e-12``.
+    Exact when ``W`` or ``m`` holds ``fractions.Fraction`` entries (``info["X_exact"]``; weights
+    are then used exactly too); floats use ``tol=1e-12``.
     ``info["trades"]`` is the trade log, ``info["stop_reason"]`` why trading stopped. Options:
     ``two_party_price`` in ``{"midpoint", "seller", "buyer"}``, ``max_trades`` (default
     ``100 n k^2``), ``exact`` (``None`` = auto-detect Fractions).
@@ -235,7 +238,7 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     triv = trivial_allocation("gandiva-fair", v)
     if triv is not None:
         return triv
-    if opts["exact"] or (opts["exact"] is None and _is_exact(W, m, weights)):
+    if opts["exact"] or (opts["exact"] is None and _is_exact(W, m)):
         return _gandiva(v, opts, W, m)  # exact results are cheap to recompute; not cached
     return lp.CACHE.get_or_compute(
         cache_key("gandiva-fair", v, opts), lambda: _gandiva(v, opts, W, m), bool(opts["cache"])

@@ -228,7 +228,14 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
 )
 def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """OEF cooperative mode (spec A3/A3'): maximal total throughput among envy-free allocations
-    (weighted EF ``W_l.x_l/pi_l >= W_l.x_i/pi_i`` when weighted)."""
+    (weighted EF ``W_l.x_l/pi_l >= W_l.x_i/pi_i`` when weighted).
+
+    Extra options: ``ef_rows`` = ``"full"`` (default: all ``R(R-1)`` sparse EF rows, as the spec
+    builds them), ``"lazy"`` (constraint generation: add the most violated EF rows, up to
+    ``lazy_per_row`` per row per round, until none is violated; same optimum, a vertex of LP 10;
+    measured slower than ``"full"`` on the ordered generator, kept for experiments) or ``"auto"``
+    (lazy above ``lazy_min_rows`` LP rows). ``info["lp_sizes"]`` always reports the full LP's size.
+    """
     return _run("oef-coop", _coop, W, m, weights, caps, options)
 
 
