@@ -1,5 +1,6 @@
 """Importing this module registers Astraea and its baselines in ``market.registry``."""
 
+from market.astraea import baselines as _baselines  # noqa: F401  (registers the baselines)
 from market.astraea import online as _online  # noqa: F401  (registers "astraea")
 
 __all__: list[str] = []

@@ -195,14 +195,11 @@ class AstraeaEngine:
 
     def _admissible(self, info: JobInfo) -> bool:
         """False if the job can never be admitted in any remaining batch (pure speed-up)."""
-        dmin = int(min(info.d_cent.min(), info.d_dist.min()))
-        if dmin > 2**self.L_max:
+        d = np.concatenate([info.d_cent[info.cent_ok], info.d_dist[info.dist_ok]])
+        d = d[d <= 2**self.L_max]  # the longest round of the remaining batches
+        if d.size == 0:
             return False
-        best = max(
-            float(np.max(info.job.utility(info.d_cent.astype(float)))),
-            float(np.max(info.job.utility(info.d_dist.astype(float)))),
-        )
-        return best > self.params.tol_admit
+        return float(np.max(info.job.utility(d.astype(float)))) > self.params.tol_admit
 
     def _order(self, infos: list[JobInfo]) -> list[JobInfo]:
         if self.params.job_order == "random":

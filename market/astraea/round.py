@@ -39,6 +39,8 @@ class JobInfo:
     d_dist: np.ndarray
     n_cent: float
     n_dist: float
+    cent_ok: np.ndarray  # structurally possible on some server (ignores load): D_w ≤ C_sw, C_sp ≥ 1
+    dist_ok: np.ndarray  # some PS server can host need(remote) PSs and D_w ≤ C_W
 
     @property
     def jid(self) -> str:
@@ -101,7 +103,12 @@ class RunContext:
         self.needs(int(ws[-1]))
         dc = np.array([duration(job.work, n_c, int(w)) for w in ws], dtype=np.int64)
         dd = np.array([duration(job.work, n_d, int(w)) for w in ws], dtype=np.int64)
-        return JobInfo(job, self.cluster.tenant_index(job.owner), ws, dc, dd, n_c, n_d)
+        need = self.needs(int(ws[-1]))
+        cent_ok = np.array([bool(((self.cap_w >= w) & (self.cap_p >= 1)).any()) for w in ws])
+        dist_ok = np.array(
+            [w <= self.CW and bool((need[w - np.minimum(w - 1, self.cap_w)] <= self.cap_p).any()) for w in ws]
+        )
+        return JobInfo(job, self.cluster.tenant_index(job.owner), ws, dc, dd, n_c, n_d, cent_ok, dist_ok)
 
 
 class _SparseMin:
@@ -342,18 +349,40 @@ def best_schedule_reference(info: JobInfo, st: RoundState, pass_: int) -> Candid
 # vectorised search
 
 
-def _tables(st: RoundState, pass_: int, uidx: int) -> tuple[_SparseMin, _SparseMin, _SparseMin, _SparseMin]:
-    def build_servers() -> tuple[_SparseMin, _SparseMin]:
+@dataclass
+class _ServerGroups:
+    """Servers with identical free-worker and free-PS rows over the window, merged: every quantity of
+    the search depends on a server only through its rows (and its sid for the no-retry tie-break)."""
+
+    sw: _SparseMin  # (G, τ) free workers
+    sp: _SparseMin  # (G, τ) free PS slots
+    mult: np.ndarray  # (G,) servers per group
+    minsid: np.ndarray  # (G,) smallest sid in the group
+
+
+def _tables(st: RoundState, pass_: int, uidx: int) -> tuple[_ServerGroups, _SparseMin, _SparseMin]:
+    def build_servers() -> _ServerGroups:
         fw, fp = st.free()
-        return _SparseMin(fw), _SparseMin(fp)
+        both = np.concatenate([fw, fp], axis=1)
+        S = fw.shape[0]
+        first: dict[bytes, int] = {}
+        inv = np.empty(S, dtype=np.int64)
+        for k in range(S):  # group identical rows, groups numbered by their smallest sid
+            inv[k] = first.setdefault(both[k].tobytes(), len(first))
+        reps = np.array(list({g: k for k, g in reversed(list(enumerate(inv)))}.values()))
+        order = np.argsort([inv[r] for r in reps])
+        minsid = reps[order].astype(np.int64)
+        uniq = both[minsid]
+        mult = np.bincount(inv, minlength=len(first)).astype(np.int64)
+        return _ServerGroups(_SparseMin(uniq[:, : st.tau]), _SparseMin(uniq[:, st.tau :]), mult, minsid)
 
     def build_avail() -> tuple[_SparseMin, _SparseMin]:
         wav, pav = st.avail(pass_, uidx)
         return _SparseMin(wav), _SparseMin(pav)
 
-    sw, sp = st._cached("servers", build_servers)
+    groups = st._cached("servers", build_servers)
     aw, ap = st._cached(("avail", pass_, uidx if pass_ == 1 else -1), build_avail)
-    return sw, sp, aw, ap
+    return groups, aw, ap
 
 
 def best_schedule_fast(info: JobInfo, st: RoundState, pass_: int) -> Candidate | None:
@@ -363,17 +392,18 @@ def best_schedule_fast(info: JobInfo, st: RoundState, pass_: int) -> Candidate |
     nW = len(info.workers)
     f = info.job.utility
     # prune: the best value of (D_w, placement) is at most f(d) (x >= d under both clocks)
-    fmax_c = np.asarray(f(info.d_cent.astype(float)), dtype=float)
-    fmax_d = np.asarray(f(info.d_dist.astype(float)), dtype=float)
+    fmax_c = np.where(info.cent_ok, np.asarray(f(info.d_cent.astype(float)), dtype=float), -np.inf)
+    fmax_d = np.where(info.dist_ok, np.asarray(f(info.d_dist.astype(float)), dtype=float), -np.inf)
     tol = params.tol_admit
     if max(fmax_c.max(), fmax_d.max()) <= tol or min(info.d_cent.min(), info.d_dist.min()) > tau:
         return None
-    sw, sp, aw, ap = _tables(st, pass_, info.uidx)
+    groups, aw, ap = _tables(st, pass_, info.uidx)
+    sw, sp, mult = groups.sw, groups.sp, groups.mult[:, None]
     pw, pp, eta_w, eta_p = _prices(st, pass_)
     origin = _origin(info, st)
     start_slot = params.mincostc_pricing == "start_slot"
     S = st.ctx.S
-    sid = np.arange(S)[:, None]
+    sid = groups.minsid[:, None]
     V = np.full((nW, tau), -np.inf)
     Z = np.zeros((nW, tau), dtype=bool)  # True = centralized
     best = -np.inf
@@ -387,7 +417,9 @@ def best_schedule_fast(info: JobInfo, st: RoundState, pass_: int) -> Candidate |
             fcache[d] = v
         return v
 
-    for wi in range(nW):
+    # visit worker counts by decreasing upper bound f(d), so the pruning bites early
+    for wi in np.argsort(-np.maximum(fmax_c, fmax_d), kind="stable"):
+        wi = int(wi)
         dw = int(info.workers[wi])
         dc, dd = int(info.d_cent[wi]), int(info.d_dist[wi])
         if wi > 0 and dc == info.d_cent[wi - 1] and dd == info.d_dist[wi - 1]:
@@ -417,7 +449,7 @@ def best_schedule_fast(info: JobInfo, st: RoundState, pass_: int) -> Candidate |
                 dsw = np.minimum(dw - 1, FW)
                 need = st.ctx.needs(dw)[dw - dsw]
                 Q = (need <= FP) & (need <= PA[None, :])
-                fill = FW.sum(axis=0)[None, :] - FW + dsw >= dw
+                fill = (mult * FW).sum(axis=0)[None, :] - FW + dsw >= dw
                 if params.mincostd_retry:
                     P = np.where(Q & fill, need, np.iinfo(np.int64).max).min(axis=0)
                     okd = ok & (P < np.iinfo(np.int64).max)
