@@ -14,6 +14,7 @@ Common options: ``normalise=True``, ``max_speedup=1e4``, ``require_monotone=Fals
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -32,13 +33,22 @@ _RESID_OK = 1e-7
 _RESID_FAIL = 1e-5
 
 
+def _any_fraction(objs: tuple[Any, ...]) -> bool:
+    return any(isinstance(o, Fraction) for o in objs)
+
+
 class _Rows:
     """LP rows for the input rows: replicas (``omega=None``) or one row each with weights."""
 
     def __init__(self, v: ValidatedInput, opts: dict[str, Any]) -> None:
         limit = opts["weight_denominator_limit"]
-        self.omegas = weight_fractions(v.weight_objs, limit)
-        self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
+        if not v.has_weights or (np.all(v.weights == v.weights[0]) and not _any_fraction(v.weight_objs)):
+            # equal weights: one row each, omega = 1 (only weight ratios matter)
+            self.omegas = [Fraction(1)] * v.n
+            self.copies = np.ones(v.n, dtype=np.int64)
+        else:
+            self.omegas = weight_fractions(v.weight_objs, limit)
+            self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
         replicate = opts["replicate"]
         if replicate is None:
             replicate = int(self.copies.sum()) <= int(opts["max_rows"])
