@@ -50,7 +50,7 @@ def colocated_costs(sp: SlotProblem, D: np.ndarray, Sps: np.ndarray) -> tuple[np
     """For worker counts ``D`` (U,) and PS counts ``Sps`` (U,): the cheapest machine that holds the
     whole bundle (ties: lowest id) and its cost; ``(-1, inf)`` when none fits or ``D > F``."""
     use = D[:, None] * sp.alpha[None, :] + Sps[:, None] * sp.beta[None, :]  # (U, R)
-    cost = use @ sp.prices.T  # (U, H)
+    cost = (use[:, None, :] * sp.prices[None, :, :]).sum(axis=2)  # (U, H); sequential sum over r
     fits = (use[:, None, :] <= sp.resid[None, :, :] + EPS * np.maximum(1.0, sp.resid[None, :, :])).all(axis=2)
     fits &= (D <= sp.F)[:, None]
     masked = np.where(fits, cost, INF)
