@@ -338,8 +338,13 @@ def test_fast_screen_agrees_with_registered_mechanism() -> None:
                 assert fb.gain == pytest.approx(slow.evaluate(0, fb.report) - a.truthful_utility, abs=1e-9)
         # probes are never screened: identical probe family results
         assert b.families["ARBITRARY"].gain == pytest.approx(a.families["ARBITRARY"].gain, abs=1e-9)
-    # weighted / coop calls are not screened
-    assert not FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3]], m=[1, 1], weights=[1, 2], fast=True).screening
+    # weighted calls are screened in the direct weighted form; coop and weight claims are not
+    wt = FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3], [1, 5]], m=[2, 1], weights=[1, 2, 1.5], fast=True)
+    ws = FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3], [1, 5]], m=[2, 1], weights=[1, 2, 1.5])
+    assert wt.screening
+    for f in (0.5, 1.7, 3.0):
+        assert wt.evaluate(1, wt.report(1, {"1": f})) == pytest.approx(ws.evaluate(1, ws.report(1, {"1": f})), abs=1e-7)
+    assert not FairShareTarget("oef-noncoop", W=[[1, 2], [1, 3]], m=[1, 1], weight_claims=True, fast=True).screening
     assert not FairShareTarget("oef-coop", W=[[1, 2], [1, 3]], m=[1, 1], fast=True).screening
 
 

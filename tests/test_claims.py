@@ -122,4 +122,4 @@ def test_oef_ledger_large() -> None:
         assert r.verdict in VERDICTS
         if r.verdict == "violated":
             assert recheck_witness(r.witness)
-    assert np.isfinite([r.effect_size for r in res]).all()
+    assert not np.isnan([r.effect_size for r in res]).any()

@@ -101,7 +101,7 @@ class FairShareTarget(BaseTarget):
             from market.audit.fast import NoncoopResolver, noncoop_fast_eligible
 
             if noncoop_fast_eligible(self.ma, self.wt, self.ca, self.options):
-                self._resolver = NoncoopResolver(self.Wt, self.ma)
+                self._resolver = NoncoopResolver(self.Wt, self.ma, self.wt)
         self._confirmed: dict[Any, float] = {}
         self.confirmations = 0
 

@@ -26,17 +26,19 @@ _ZERO_TOL = 1e-9
 
 
 def noncoop_fast_eligible(m: np.ndarray, weights: object, caps: object, options: object) -> bool:
-    """Whether the screen reproduces the registered ``oef-noncoop`` call: every ``m_j > 0`` and
-    within a factor 100 of each other (no column scaling), no weights, no options."""
+    """Whether the screen models the registered ``oef-noncoop`` call: every ``m_j > 0`` and within
+    a factor 100 of each other (no column scaling) and no options. Weights are modelled in the
+    direct weighted form (A2'), whose class sums equal the replicated form's at a unique optimum."""
     m = np.asarray(m, dtype=float)
-    return bool(m.size and (m > 0).all() and m.max() / m.min() <= 100.0 and weights is None and not options)
+    return bool(m.size and (m > 0).all() and m.max() / m.min() <= 100.0 and not options)
 
 
 class NoncoopResolver:
     """Warm-started HiGHS model of the compact non-cooperative LP for a fixed truthful ``W`` (n, k)
-    (rows normalised, ``w^0 = 1``) and capacities ``m`` (k,) in devices."""
+    (rows normalised, ``w^0 = 1``), capacities ``m`` (k,) in devices and optional weights
+    ``omega`` (n,) (direct weighted form ``W_l . x_l - omega_l t = 0``, objective ``sum omega t``)."""
 
-    def __init__(self, W: np.ndarray, m: np.ndarray) -> None:
+    def __init__(self, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> None:
         import highspy
 
         self.W = np.asarray(W, dtype=float).copy()
@@ -45,13 +47,16 @@ class NoncoopResolver:
         if n == 0 or self.m.shape != (k,):
             raise InputError("W", self.W.shape, "must be (n >= 1, k) with m of length k")
         self.n, self.k = n, k
+        om = np.ones(n) if omega is None else np.asarray(omega, dtype=float)
+        if om.shape != (n,) or not np.all(np.isfinite(om)) or (om <= 0).any():
+            raise InputError("omega", omega, f"must be {n} finite weights > 0")
         N = n * k + 1
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("solver", "simplex")
         inf = highspy.kHighsInf
         cost = np.zeros(N)
-        cost[-1] = -float(n)
+        cost[-1] = -float(om.sum())
         h.addVars(N, np.zeros(N), np.full(N, inf))
         h.changeColsCost(N, np.arange(N, dtype=np.int32), cost)
         # capacity rows j: sum_l x_{l,j} <= m_j
@@ -59,7 +64,7 @@ class NoncoopResolver:
         h.addRows(k, np.full(k, -inf), self.m, n * k, (np.arange(k) * n).astype(np.int32), idx.ravel(), np.ones(n * k))
         # value rows l: W_l . x_l - t = 0
         cols = np.concatenate([np.arange(l * k, (l + 1) * k).tolist() + [N - 1] for l in range(n)]).astype(np.int32)
-        vals = np.concatenate([np.r_[self.W[l], -1.0] for l in range(n)])
+        vals = np.concatenate([np.r_[self.W[l], -om[l]] for l in range(n)])
         h.addRows(n, np.zeros(n), np.zeros(n), n * (k + 1), (np.arange(n) * (k + 1)).astype(np.int32), cols, vals)
         self._h = h
         self._modified: dict[int, np.ndarray] = {}

@@ -20,7 +20,7 @@ from market.audit.claims import ClaimContext, Measurement, register_claim, regis
 from market.audit.fairshare import FairShareTarget, TenantTarget
 from market.audit.instances import SIZES, FairShareInstance, random_instance
 from market.audit.metrics import envy_violation, pe_violation, si_violation
-from market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable
+from market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
 from market.errors import InputError
 
 __all__ = ["measure", "PROPERTIES", "audit_config"]
@@ -37,7 +37,7 @@ def audit_config(size: str) -> AuditConfig:
     """Search budget of the OEF claims per run size."""
     if size == "small":
         return AuditConfig(n_grid=5, n_joint=10, refine_starts=1, refine_maxfev=16, probes=False)
-    return AuditConfig(n_grid=12, n_joint=48, refine_starts=2, refine_maxfev=60, probes=False)
+    return AuditConfig(n_grid=12, n_joint=32, refine_starts=1, refine_maxfev=40, probes=False)
 
 
 def _instances(
@@ -321,7 +321,7 @@ def _mis_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dict[str
         "truthful_utility": r.truthful_utility,
         "lie_utility": r.truthful_utility + fb.gain,
         "gain": fb.gain,
-        "relative_gain": fb.gain / max(abs(r.truthful_utility), 1e-12),
+        "relative_gain": relative(fb.gain, r.truthful_utility),
         "tol": r.tol,
     }
 
@@ -366,7 +366,7 @@ def _sp_measure(pairs: list[tuple[FairShareTarget, AuditResult]], scope: bool) -
         for f, fb in r.families.items():
             cell = fam.setdefault(f, {"probed": 0, "violations": 0, "max_rel_gain": 0.0})
             cell["probed"] += 1
-            rel = max(fb.gain, 0.0) / max(abs(r.truthful_utility), 1e-12)
+            rel = relative(max(fb.gain, 0.0), r.truthful_utility)
             cell["max_rel_gain"] = max(cell["max_rel_gain"], rel)
             if fb.in_scope:
                 up_fams += 1
@@ -620,7 +620,7 @@ def _existential_inflation(
         _, fb = r.family_gain(lambda f: f.in_scope)
         if fb is not None and fb.gain > r.tol:
             found += 1
-            rel = fb.gain / max(abs(r.truthful_utility), 1e-12)
+            rel = relative(fb.gain, r.truthful_utility)
             if rel > best:
                 best, witness = rel, _mis_witness(t, r, fb)
     return Measurement(len(insts), 0, best, "max relative gain of user 0's inflation", witness, {}, found=found)
@@ -817,7 +817,7 @@ def c12(ctx: ClaimContext) -> Measurement:
             cell = by_probe.setdefault(kind, {"probed": 0, "gains": 0, "max_rel_gain": 0.0})
             cell["probed"] += 1
             gain = t.evaluate(dev, probe.report) - u0
-            rel = gain / max(abs(u0), 1e-12)
+            rel = relative(gain, u0)
             cell["max_rel_gain"] = max(cell["max_rel_gain"], rel)
             if gain > r_tol:
                 cell["gains"] += 1
@@ -996,7 +996,7 @@ def _sp_audit(
     _, fb = r.family_gain(lambda f: f.family.startswith(("UP_", "DOWN_")) or f.family == "MIXED")
     if fb is None or fb.gain <= r.tol:
         return 0.0, None
-    return fb.gain / max(abs(r.truthful_utility), 1e-12), _mis_witness(t, r, fb)
+    return relative(fb.gain, r.truthful_utility), _mis_witness(t, r, fb)
 
 
 @register_claim(
@@ -1162,7 +1162,7 @@ def c15(ctx: ClaimContext) -> Measurement:
                 if (mech, "sp") in claimed:
                     bad = True
                     if witness is None:
-                        witness, worst = _mis_witness(t, r, fb), g / max(abs(r.truthful_utility), 1e-12)
+                        witness, worst = _mis_witness(t, r, fb), relative(g, r.truthful_utility)
         viol_inst += bad
     n = len(insts)
     table = {mech: {p: c / n for p, c in cells.items()} for mech, cells in rates.items()}

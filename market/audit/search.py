@@ -45,6 +45,7 @@ __all__ = [
     "wilson_interval",
     "classify",
     "jsonable",
+    "relative",
 ]
 
 
@@ -104,7 +105,7 @@ class AuditResult:
     """Outcome of :func:`audit` for one deviating agent.
 
     ``best_gain`` = best true utility found minus ``truthful_utility`` (absolute, >= 0 because the
-    truthful report is evaluated); ``relative_gain`` = ``best_gain / max(|truthful_utility|, 1e-12)``.
+    truthful report is evaluated); ``relative_gain`` = ``best_gain / |truthful_utility|`` (``inf`` when that is 0).
     ``witness`` is the parameter dict (or probe label) of the best lie, ``witness_report`` the report
     itself. ``families`` holds the best per family; ``in_scope_gain`` is the best over the paper's
     stated scope. ``evaluations`` counts mechanism runs, ``points`` all misreports scored (incl.
@@ -188,6 +189,14 @@ def jsonable(x: Any) -> Any:
     if hasattr(x, "__dataclass_fields__"):
         return {k: jsonable(getattr(x, k)) for k in x.__dataclass_fields__}
     return x
+
+
+def relative(gain: float, base: float) -> float:
+    """``gain / |base|``; ``inf`` for a positive gain over a zero baseline (from nothing to
+    something), 0 for a non-positive one."""
+    if abs(base) > 1e-12:
+        return gain / abs(base)
+    return math.inf if gain > 0 else 0.0
 
 
 def classify(dims: Sequence[Dimension], values: Sequence[float]) -> str:
@@ -410,7 +419,7 @@ def audit(
         agent=agent,
         truthful_utility=s.u0,
         best_gain=gain,
-        relative_gain=gain / max(abs(s.u0), 1e-12),
+        relative_gain=relative(gain, s.u0),
         witness=witness,
         witness_report=wrep,
         witness_family=wfam,
@@ -468,7 +477,7 @@ def _rows(result: AuditResult, instance: int, seed: Any) -> list[dict[str, Any]]
                 "in_scope": fb.in_scope,
                 "truthful_utility": result.truthful_utility,
                 "gain": g,
-                "relative_gain": g / max(abs(result.truthful_utility), 1e-12),
+                "relative_gain": relative(g, result.truthful_utility),
                 "violated": g > result.tol,
                 "witness": jsonable(fb.params if fb.params is not None else fb.label),
                 "evaluations": result.evaluations,
