@@ -9,7 +9,7 @@ exposes the same engine through the shared ``step(now, new_reports) -> list[Deci
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,8 +173,16 @@ def _validate_jobs(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaPar
 class AstraeaEngine:
     """Stateful batch engine shared by :func:`run_astraea` and :class:`AstraeaOnline`."""
 
-    def __init__(self, cluster: Cluster, params: AstraeaParams, theta_w: float, theta_p: float) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        params: AstraeaParams,
+        theta_w: float,
+        theta_p: float,
+        search: Callable[[JobInfo, RoundState, int], Candidate | None] | None = None,
+    ) -> None:
         self.ctx = RunContext(cluster, params, theta_w, theta_p)
+        self.search = search or best_schedule
         self.params = params
         lam, T = params.lam, params.horizon_T
         self.L_max = 0
@@ -226,7 +234,7 @@ class AstraeaEngine:
 
     def _search(self, info: JobInfo, st: RoundState, pass_: int) -> Candidate | None:
         t0 = time.perf_counter()
-        c = best_schedule(info, st, pass_)
+        c = self.search(info, st, pass_)
         self.search_seconds += time.perf_counter() - t0
         self.search_calls += 1
         return c
@@ -355,14 +363,22 @@ def resolve_theta(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaPara
     return theta_rule(cluster, jobs, params)
 
 
-def run_astraea(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams | None = None) -> AstraeaResult:
-    """Run Astraea on a whole workload (Alg. 1). Jobs are reports; θ is given or from the A9 rule."""
+def run_astraea(
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    params: AstraeaParams | None = None,
+    *,
+    search: Callable[[JobInfo, RoundState, int], Candidate | None] | None = None,
+) -> AstraeaResult:
+    """Run Astraea on a whole workload (Alg. 1). Jobs are reports; θ is given or from the A9 rule.
+
+    ``search`` replaces BEST_SCHEDULE (instrumentation, e.g. the benchmark's cross-check)."""
     params = params or AstraeaParams()
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", cluster, "must be a market.astraea.Cluster")
     jobs = _validate_jobs(cluster, jobs, params)
     theta_w, theta_p = resolve_theta(cluster, jobs, params)
-    eng = AstraeaEngine(cluster, params, theta_w, theta_p)
+    eng = AstraeaEngine(cluster, params, theta_w, theta_p, search)
     by_batch: dict[int, list[JobSpec]] = {}
     for j in jobs:
         by_batch.setdefault(batch_index(j.arrival), []).append(j)
