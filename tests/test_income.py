@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_astraea_fixtures import toy_cluster, toy_jobs, toy_params
+from test_astraea_invariants import micro_instance, micro_params
 
+from market.astraea import run_astraea
+from market.astraea.accounting import divide_incomes
 from market.errors import InputError
 from market.income import (
     balance,
@@ -156,3 +160,25 @@ def test_income_bad_inputs() -> None:
         shapley_sharing([[1], [1]], [5], [1])
     with pytest.raises(InputError, match="method"):
         shapley_sharing([[1], [1]], [1], [1], method="magic")
+
+
+# division of an Astraea run's payments -----------------------------------------------------------
+def test_divide_incomes_on_toy() -> None:
+    r = run_astraea(toy_cluster(), toy_jobs(), toy_params("fixed"))
+    # symmetric snapshots: worker games (2,4)/(4,2) with demand 3 give (1,2)/(2,1) per slot; PS games 1/2 each
+    for rule in ("eq2", "equal", "shapley"):
+        assert divide_incomes(r, rule).tolist() == [pytest.approx(8), pytest.approx(8)]
+    with pytest.raises(InputError, match="rule"):
+        divide_incomes(r, "nash")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_divide_incomes_budget_balance_random_runs(seed: int) -> None:
+    cl, jobs = micro_instance(seed)
+    r = run_astraea(cl, jobs, micro_params(seed, pass2_charge="full_eq2"))
+    pay = math.fsum(r.payments().tolist())
+    for rule in ("eq2", "equal", "shapley"):
+        inc = divide_incomes(r, rule)
+        assert abs(math.fsum(inc.tolist()) - pay) <= _tol(pay)
+        assert (inc >= -_tol(pay)).all()

@@ -310,3 +310,46 @@ def check_feasible(result: object) -> list[Violation]:
     if (pass1_w > q_w).any() or (pass1_p > q_p).any():
         V.append(Violation("3a/3b", "", "pass-1 use exceeds the owner's quota"))
     return V
+
+
+def divide_incomes(
+    result: object,
+    rule: str = "eq2",
+    *,
+    rng: np.random.Generator | None = None,
+    n_samples: int = 2000,
+) -> np.ndarray:
+    """(U,) incomes of every tenant from the run's pass-2 payments, re-divided by ``rule``:
+
+    ``"eq2"`` gain-as-you-contribute (what the mechanism paid out), ``"equal"`` each payment split
+    equally among all tenants, ``"shapley"`` the Shapley value of each purchase's sharing-coalition
+    game (per resource type, demand D_w or P per slot at the posted unit price, frozen unused quota;
+    exact for ≤ 12 tenants, else sampled with ``rng``). Only the ``full_eq2`` charge is supported for
+    the alternative rules. Every rule is budget balanced: the incomes sum to the payments."""
+    from market.income import balance, equal_split, shapley_sharing
+
+    if rule not in ("eq2", "equal", "shapley"):
+        raise InputError("rule", rule, "must be one of ['eq2', 'equal', 'shapley']")
+    params: AstraeaParams = result.params  # type: ignore[attr-defined]
+    U = len(result.cluster.tenants)  # type: ignore[attr-defined]
+    out = np.zeros(U)
+    for o in result.outcomes.values():  # type: ignore[attr-defined]
+        if o.pass_ != 2:
+            continue
+        if rule == "eq2":
+            out += o.income
+            continue
+        if params.pass2_charge != "full_eq2":
+            raise InputError("pass2_charge", params.pass2_charge, f"must be 'full_eq2' for rule {rule!r}")
+        if rule == "equal":
+            out += equal_split(o.payment, U)
+            continue
+        inc = np.zeros(U)
+        for unused, cost, units in (
+            (o.unused_w, o.slot_cost_w, o.sched.n_workers),
+            (o.unused_p, o.slot_cost_p, o.sched.n_ps),
+        ):
+            demand = np.full(cost.shape, float(units))
+            inc += shapley_sharing(unused, demand, cost / units, n_samples=n_samples, rng=rng)
+        out += balance(inc, o.payment)
+    return out
