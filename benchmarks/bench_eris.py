@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -41,6 +42,7 @@ def _same(m1, m2) -> bool:
 
 
 def run(quick: bool, seed: int = 2024) -> dict:
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     inst = eris_simulator(np.random.default_rng(seed))
     cfg = inst.config
     auc = ErisAuction(inst.sites, inst.network, cfg)
@@ -103,7 +105,13 @@ def run(quick: bool, seed: int = 2024) -> dict:
         "ratio_per_job_min": float((ref_s / vec_s).min()),
         "identical_decisions": bool(all(r["identical"] for r in ref_rows)),
         "targets": {"ratio_ge": 20, "ms_per_job_le": 10},
-        "platform": {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()},
+        "platform": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "load_average_1min_start_end": [load0, os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")],
+        },
     }
 
 
@@ -143,7 +151,10 @@ def to_markdown(res: dict) -> str:
         f"Mean decision time {a['decision_ms_mean']:.2f} ms / job (target <= 10 ms: {'met' if ok_ms else 'NOT met'}).",
         f"Identical decisions: {res['identical_decisions']}.",
         "",
-        "Platform: Python {python}, numpy {numpy}, {machine}.".format(**res["platform"]),
+        "Platform: Python {python}, numpy {numpy}, {machine}, {cpus} CPUs; 1-min load average at start/end "
+        "{load_average_1min_start_end[0]:.1f}/{load_average_1min_start_end[1]:.1f} (shared machine).".format(
+            **res["platform"]
+        ),
     ]
     return "\n".join(lines) + "\n"
 
