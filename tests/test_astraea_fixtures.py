@@ -345,3 +345,25 @@ def test_registered_and_overrides() -> None:
     assert info.paper == "astraea" and info.claims_truthful
     r = info.fn(toy_cluster(), toy_jobs(), toy_params("fixed"), revenue_time_origin="round_start")
     assert collective_revenue(r) == approx(280)
+
+
+# F14 --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("mode", "T", "opt"), [("elastic", 16, 286), ("fixed", 16, 284)])
+def test_f14_offline_optimum_and_ratio(mode: str, T: int, opt: float) -> None:
+    from market.astraea.offline import opt_exact
+
+    o = opt_exact(toy_cluster(), toy_jobs(), toy_params(mode), T)
+    assert o.value == approx(opt)
+    assert set(o.chosen) == {"j11", "j12", "j21"} and all(c[0] == 4 for c in o.chosen.values())
+    if mode == "fixed":
+        assert o.chosen["j12"] == (4, 7, 3, False)  # distributed, d = 4, worth 92
+    alg = collective_revenue(run_astraea(toy_cluster(), toy_jobs(), toy_params(mode, T=T)))
+    assert alg / o.value == pytest.approx({"fixed": 0.8802817, "elastic": 0.8741259}[mode], abs=1e-7)
+
+
+@pytest.mark.slow
+def test_f14_offline_optimum_long_horizon() -> None:
+    from market.astraea.offline import opt_exact
+
+    o = opt_exact(toy_cluster(), toy_jobs(), toy_params("elastic"), 33)
+    assert o.value == approx(326) and o.chosen["j22"][:2] == (4, 33)
