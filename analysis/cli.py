@@ -4,6 +4,8 @@ Commands::
 
     marketsim run [SCENARIO] [--reps N] [--workers N] [--seed S] [--out DIR]
     marketsim allocate --policy NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights "1,2"] [--json]
+    marketsim sweep CONFIG [--executor local|process|dask] [--address tcp://HOST:PORT] [--workers N]
+                   [--resume] [--out DIR]
     marketsim list
 
 User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
@@ -145,14 +147,21 @@ def cmd_list(args: argparse.Namespace) -> int:
             info = get(name)
             flag = " [claims truthful]" if info.claims_truthful else ""
             print(f"  {name:16s} {info.summary}{flag}")
-    print("scenarios (marketsim run NAME):")
-    for name in scenario_names():
-        try:
-            data = tomllib.loads(resources.files("scenarios").joinpath(f"{name}.toml").read_text(encoding="utf-8"))
-            desc = " ".join(str(data.get("description", "")).split())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            desc = f"(unreadable: {exc})"
-        print(f"  {name:16s} {desc[:150]}{'...' if len(desc) > 150 else ''}")
+    sweeps = [n for n in scenario_names() if n.startswith("sweep_")]
+    for title, found in (
+        ("scenarios (marketsim run NAME):", [n for n in scenario_names() if n not in sweeps]),
+        ("sweeps (marketsim sweep NAME):", sweeps),
+    ):
+        if not found:
+            continue
+        print(title)
+        for name in found:
+            try:
+                text = resources.files("scenarios").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+                desc = " ".join(str(tomllib.loads(text).get("description", "")).split())
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                desc = f"(unreadable: {exc})"
+            print(f"  {name:16s} {desc[:150]}{'...' if len(desc) > 150 else ''}")
     return 0
 
 
@@ -212,6 +221,52 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run or resume a parameter sweep; print the paired lying-gain summary."""
+    from analysis.sweep import load_sweep, run_sweep
+
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers", args.workers, "must be >= 1")
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise InputError("--chunk-size", args.chunk_size, "must be >= 1")
+    config = load_sweep(args.config)
+    out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
+    res = run_sweep(
+        config,
+        out,
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        chunk_size=args.chunk_size,
+        progress=not args.quiet,
+    )
+    n_ok = int((res.runs["status"] == "ok").sum())
+    print(
+        f"{config.name}: {n_ok}/{len(res.runs)} runs ok; this session ran {res.ran}, skipped {res.skipped} "
+        f"already done ({res.executor} executor, {res.seconds:.1f} s)"
+    )
+    if not res.summary.empty:
+        s = res.summary
+        cells = [
+            f"{100 * g:+.1f}% [{100 * lo / b:+.1f}, {100 * hi / b:+.1f}]" if b > 0 else "n/a"
+            for g, lo, hi, b in zip(s["liar_rel_gain"], s["liar_low"], s["liar_high"], s["liar_truthful"], strict=True)
+        ]
+        table = s.assign(gain=cells).pivot_table(
+            index=["scenario", "cell", "variant"], columns="policy", values="gain", aggfunc="first"
+        )
+        print("deviator's true-throughput gain from lying (paired by seed, mean and 95% CI):")
+        print(table.to_string())
+    print(f"results in {res.out.resolve()}/")
+    for p in res.paths.values():
+        print(f"  {p.name}")
+    if not res.failures.empty:
+        print(f"{PROG} sweep: {len(res.failures)} run(s) failed (see failures.parquet)", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -251,6 +306,25 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--weights", default=None, help="tenant priority weights, e.g. '1,2' (default: equal)")
     alloc.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     alloc.set_defaults(func=cmd_allocate)
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a resumable parameter sweep",
+        description="Run scenarios x parameter grid x lying strategies x replications (common random numbers) "
+        "from a sweep TOML (or an embedded sweep_* name). Completed chunks stream to OUT/parts/*.parquet; "
+        "--resume skips the runs already there; OUT/results.parquet, runs.parquet, paired.parquet and "
+        "summary.csv are rewritten at the end.",
+    )
+    sw.add_argument("config", help="sweep TOML file or embedded sweep name (e.g. sweep_lie_factor)")
+    sw.add_argument("--executor", choices=["local", "process", "dask"], default="local", help="where runs execute")
+    sw.add_argument("--address", default=None, help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster)")
+    sw.add_argument("--workers", type=int, default=None, help="processes / Dask LocalCluster workers")
+    sw.add_argument("--resume", action="store_true", help="continue the sweep in --out, skipping finished runs")
+    sw.add_argument("--retry-failed", action="store_true", help="with --resume: run failed runs again")
+    sw.add_argument("--chunk-size", type=int, default=None, help="runs per task and part file")
+    sw.add_argument("--out", default=None, help="output directory (default: ./results/sweep-<name>)")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
 
     lst = sub.add_parser(
         "list",

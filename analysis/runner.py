@@ -47,6 +47,7 @@ __all__ = [
     "ProcessExecutor",
     "EXECUTORS",
     "make_executor",
+    "crash_result",
     "plan_runs",
     "execute_run",
     "run_experiment",
@@ -153,6 +154,16 @@ def execute_run(spec: RunSpec) -> RunResult:
         return RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}{where}", time.perf_counter() - t0)
 
 
+def crash_result(item: Any, exc: BaseException) -> Any:
+    """What an executor yields for an item whose task crashed: ``item.failure(message)`` if the item
+    defines it (e.g. a sweep chunk), else an error :class:`RunResult` for a :class:`RunSpec`."""
+    message = f"{type(exc).__name__}: {exc}"
+    failure = getattr(item, "failure", None)
+    if callable(failure):
+        return failure(message)
+    return RunResult(item.run_id, None, message)
+
+
 class Executor(Protocol):
     """Maps ``fn`` over ``specs``, yielding results in completion order."""
 
@@ -198,7 +209,7 @@ class ProcessExecutor:
                 try:
                     yield fut.result()
                 except Exception as exc:  # e.g. BrokenProcessPool
-                    yield RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}")
+                    yield crash_result(spec, exc)
 
 
 #: Executor factories by name (``--executor`` / ``executor=`` values).

@@ -1,0 +1,957 @@
+"""Parameter sweeps: scenarios × parameter grid × lying strategies × replications, resumable.
+
+Config (TOML)::
+
+    name = "lie_factor"                 # default: the file's stem
+    description = "..."
+    scenarios = ["oef_lying"]           # embedded scenario names or TOML paths (relative to this file)
+    policies = ["oef-noncoop", "gavel"] # optional: replaces every scenario's policy list
+    replications = 4                    # default 3
+    seed = 2024                         # the experiment seed (default 0)
+    chunk_size = 4                      # optional: runs per task and per part file
+
+    [grid]                              # optional: cartesian product of scenario overrides
+    "workload.tenants" = [4, 6]         # dotted keys into the scenario TOML, each a list of values
+    rounds = [8]
+
+    [[strategy]]                        # lying strategies; without any, the scenarios' own variants
+    name = "inflate"                    # unique label
+    kind = "fast"                       # fast | scale | noise | report
+    tenant = 0                          # deviating tenant (index or id), or a list of them
+    factor = [1.1, 1.3, 1.5]            # fast/scale: lie factor λ (number or list); scale also needs
+                                        # dims = ["RTX3090"]; noise: e = [...]; report: vector = [...]
+    job_types = ["LSTM"]                # optional: lie only about these job types
+
+Every (scenario, grid cell, policy, replication) runs the ``truthful`` variant plus one lying
+variant per (strategy, tenant, value), named e.g. ``inflate[factor=1.3]``.
+
+Seeds (DESIGN "Randomness and reproducibility"): ONE ``SeedSequence(seed)`` per sweep, spawned
+into ``replications`` children; child ``r`` seeds every run of replication ``r`` — every scenario,
+grid cell, policy and variant, truthful and lying alike (common random numbers) — through
+:meth:`scenarios.loader.Scenario.build_model` (workload stream and model stream split off it).
+A run id is the first 16 hex digits of the SHA-256 of the run's canonical JSON description
+(scenario TOML data after overrides, policy, variant definition, replication, seed entropy and
+spawn key), so it is stable across processes, machines and restarts.
+
+Execution: runs are grouped into chunks (plan order); an executor (``local``, ``process`` or
+``dask``) runs chunks and yields them as they complete; each completed chunk is written at once
+to ``OUT/parts/part-sSSS-NNNNNN.parquet`` (temp file, fsync, atomic rename) holding its
+measurement rows, with the chunk's run records (status, error, timestamps) in the file's
+metadata. ``resume`` reads the run ids in the parts and skips them, so a sweep killed at any
+moment loses no completed chunk and recomputes none. A run that raises becomes a failure record
+(``status = "failed"``, ``error_type``, ``error_message``) and the sweep goes on.
+:func:`consolidate` then writes, deterministically sorted:
+
+* ``results.parquet`` — measurements (:data:`RESULT_COLUMNS`), identical with every executor;
+* ``runs.parquet`` — one row per run: spec, status, error; plus :data:`EXECUTION_COLUMNS`
+  (session, part, worker, timestamps, seconds) that depend on scheduling and wall clock and are
+  excluded from reproducibility comparisons;
+* ``failures.parquet``, ``paired.parquet`` (:func:`paired_differences`), ``summary.csv``
+  (:func:`paired_summary`) and ``sweep.json`` (manifest: plan hash, sessions).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+import hashlib
+import itertools
+import json
+import math
+import os
+import socket
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
+from analysis.runner import Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
+from analysis.stats import t_interval
+from market.errors import InputError, check_choice, check_int
+from scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
+
+__all__ = [
+    "StrategyDef",
+    "SweepConfig",
+    "SweepRun",
+    "Chunk",
+    "ChunkResult",
+    "SweepResult",
+    "SWEEP_EXECUTORS",
+    "RESULT_COLUMNS",
+    "RUN_COLUMNS",
+    "EXECUTION_COLUMNS",
+    "load_sweep",
+    "sweep_names",
+    "parse_sweep",
+    "plan_sweep",
+    "execute_chunk",
+    "make_sweep_executor",
+    "run_sweep",
+    "consolidate",
+    "completed_run_ids",
+    "paired_differences",
+    "paired_summary",
+]
+
+RESULT_COLUMNS = [
+    "run_id",
+    "scenario",
+    "cell",
+    "policy",
+    "variant",
+    "replication",
+    "round",
+    "tenant",
+    "measure",
+    "value",
+]
+RESULT_SORT = ["scenario", "cell", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
+RESULT_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("scenario", pa.string()),
+        ("cell", pa.string()),
+        ("policy", pa.string()),
+        ("variant", pa.string()),
+        ("replication", pa.int64()),
+        ("round", pa.int64()),
+        ("tenant", pa.string()),
+        ("measure", pa.string()),
+        ("value", pa.float64()),
+    ]
+)
+#: Deterministic columns of ``runs.parquet`` (same with every executor).
+RUN_COLUMNS = [
+    "run_id",
+    "scenario",
+    "cell",
+    "params",
+    "policy",
+    "variant",
+    "strategy",
+    "kind",
+    "param",
+    "param_value",
+    "deviator",
+    "replication",
+    "seed_entropy",
+    "spawn_key",
+    "status",
+    "error_type",
+    "error_message",
+    "rounds",
+    "resolves",
+]
+#: Scheduling / wall-clock columns of ``runs.parquet``: exclude them when comparing sweeps.
+EXECUTION_COLUMNS = ["session", "part", "worker", "started_at", "finished_at", "seconds"]
+RUN_SORT = ["scenario", "cell", "policy", "variant", "replication"]
+PART_META_KEY = b"marketsim.sweep.runs"
+KINDS = ("fast", "scale", "noise", "report")
+_PARAM_OF = {"fast": "factor", "scale": "factor", "noise": "e", "report": "vector"}
+_RESERVED_GRID_KEYS = {"name", "description", "replications", "seed", "variant", "policies", "source"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True)
+class StrategyDef:
+    """A lying strategy of the sweep: ``kind`` applied by each of ``tenants`` for each of ``values``
+    (λ for fast/scale, e for noise; ``report`` has the single ``vector``)."""
+
+    name: str
+    kind: str
+    tenants: tuple[int | str, ...]
+    values: tuple[float, ...] = ()
+    dims: tuple[str, ...] = ()
+    vector: tuple[float, ...] = ()
+    job_types: tuple[str, ...] | None = None
+
+    @property
+    def param(self) -> str:
+        """Name of the swept parameter (``factor``, ``e`` or ``vector``)."""
+        return _PARAM_OF[self.kind]
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A validated sweep configuration (see the module docstring)."""
+
+    name: str
+    scenarios: tuple[str, ...]
+    replications: int = 3
+    seed: int = 0
+    policies: tuple[str, ...] | None = None
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    strategies: tuple[StrategyDef, ...] = ()
+    chunk_size: int | None = None
+    description: str = ""
+    base_dir: str = "."
+    source: str = ""
+
+    def cells(self) -> list[tuple[tuple[str, Any], ...]]:
+        """Grid cells in order: tuples of ``(dotted key, value)`` (one empty cell without a grid)."""
+        keys = [k for k, _ in self.grid]
+        return [tuple(zip(keys, combo, strict=True)) for combo in itertools.product(*(v for _, v in self.grid))]
+
+
+def _where(source: str) -> str:
+    return f"sweep {source}" if source else "sweep"
+
+
+def _number_list(key: str, raw: Any, positive: bool = True) -> tuple[float, ...]:
+    vals = raw if isinstance(raw, list) else [raw]
+    if not vals:
+        raise InputError(key, raw, "must be a number or a non-empty list of numbers")
+    out = []
+    for i, v in enumerate(vals):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+            raise InputError(f"{key}[{i}]" if isinstance(raw, list) else key, v, "must be a finite number")
+        if positive and v <= 0:
+            raise InputError(f"{key}[{i}]" if isinstance(raw, list) else key, v, "must be > 0")
+        out.append(float(v))
+    return tuple(out)
+
+
+def _strategy_def(raw: Any, where: str) -> StrategyDef:
+    if not isinstance(raw, dict):
+        raise InputError(where, raw, "must be a table")
+    known = {"name", "kind", "tenant", "factor", "dims", "e", "vector", "job_types"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}", raw[unknown[0]], f"is not a known key; known: {sorted(known)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or name == TRUTHFUL or any(c in name for c in "[],="):
+        raise InputError(f"{where}.name", name, f"must be a non-empty name other than '{TRUTHFUL}' without [],=")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise InputError(f"{where}.kind", kind, f"must be one of {list(KINDS)}")
+    tenant = raw.get("tenant")
+    tenants = tenant if isinstance(tenant, list) else [tenant]
+    if not tenants or any(isinstance(t, bool) or not isinstance(t, (int, str)) for t in tenants):
+        raise InputError(f"{where}.tenant", tenant, "must be a tenant index or id, or a list of them")
+    jt = raw.get("job_types")
+    if jt is not None and (not isinstance(jt, list) or not all(isinstance(x, str) and x for x in jt)):
+        raise InputError(f"{where}.job_types", jt, "must be a list of job type names")
+    job_types = tuple(jt) if jt is not None else None
+    needs = {"fast": "factor", "scale": "factor", "noise": "e", "report": "vector"}[kind]
+    if needs not in raw:
+        raise InputError(f"{where}.{needs}", None, f"is required by kind '{kind}'")
+    extra = sorted({"factor", "e", "vector", "dims"} & set(raw) - {needs} - ({"dims"} if kind == "scale" else set()))
+    if extra:
+        raise InputError(f"{where}.{extra[0]}", raw[extra[0]], f"does not apply to kind '{kind}'")
+    if kind == "report":
+        vec = raw["vector"]
+        if not isinstance(vec, list):
+            raise InputError(f"{where}.vector", vec, "must be a list of numbers (one per GPU type)")
+        return StrategyDef(name, kind, tuple(tenants), vector=_number_list(f"{where}.vector", vec), job_types=job_types)
+    values = _number_list(f"{where}.{needs}", raw[needs], positive=kind != "noise")
+    if kind == "noise" and any(not 0 <= e < 1 for e in values):
+        raise InputError(f"{where}.e", raw["e"], "must be in [0, 1)")
+    dims: tuple[str, ...] = ()
+    if kind == "scale":
+        d = raw.get("dims")
+        if not isinstance(d, list) or not d or not all(isinstance(x, str) and x for x in d):
+            raise InputError(f"{where}.dims", d, "must list the GPU type names to scale, e.g. ['RTX3090']")
+        dims = tuple(d)
+    return StrategyDef(name, kind, tuple(tenants), values=values, dims=dims, job_types=job_types)
+
+
+def parse_sweep(data: Mapping[str, Any], name: str, base_dir: Path | None = None, source: str = "") -> SweepConfig:
+    """Validate a parsed sweep TOML document (``base_dir`` resolves relative scenario paths)."""
+    where = _where(source or name)
+    known = {"name", "description", "scenarios", "policies", "replications", "seed", "chunk_size", "grid", "strategy"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"{where}: {unknown[0]}", data[unknown[0]], f"is not a known key; known: {sorted(known)}")
+    name = data.get("name", name)
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: name", name, "must be a non-empty string")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise InputError(f"{where}: description", description, "must be a string")
+    scen = data.get("scenarios")
+    if isinstance(scen, str):
+        scen = [scen]
+    if not isinstance(scen, list) or not scen or not all(isinstance(s, str) and s for s in scen):
+        raise InputError(f"{where}: scenarios", scen, "must be a non-empty list of scenario names or TOML paths")
+    if len(set(scen)) != len(scen):
+        raise InputError(f"{where}: scenarios", scen, "must not repeat a scenario")
+    pol = data.get("policies")
+    if pol is not None and (not isinstance(pol, list) or not pol or not all(isinstance(p, str) for p in pol)):
+        raise InputError(f"{where}: policies", pol, "must be a non-empty list of mechanism names")
+    reps = check_int(f"{where}: replications", data.get("replications", 3), minimum=1)
+    seed = check_int(f"{where}: seed", data.get("seed", 0), minimum=0)
+    chunk = data.get("chunk_size")
+    chunk = None if chunk is None else check_int(f"{where}: chunk_size", chunk, minimum=1)
+    grid_raw = data.get("grid", {})
+    if not isinstance(grid_raw, dict):
+        raise InputError(f"{where}: grid", grid_raw, "must be a table of dotted keys -> lists of values")
+    grid: list[tuple[str, tuple[Any, ...]]] = []
+    for key, vals in grid_raw.items():
+        if key.split(".")[0] in _RESERVED_GRID_KEYS:
+            raise InputError(f"{where}: grid.{key}", vals, "cannot be swept (set it at the sweep's top level)")
+        vals = vals if isinstance(vals, list) else [vals]
+        if not vals:
+            raise InputError(f"{where}: grid.{key}", vals, "must list at least one value")
+        grid.append((key, tuple(vals)))
+    strategies = tuple(_strategy_def(s, f"{where}: strategy[{i}]") for i, s in enumerate(data.get("strategy", [])))
+    if len({s.name for s in strategies}) != len(strategies):
+        raise InputError(f"{where}: strategy", [s.name for s in strategies], "must have distinct names")
+    return SweepConfig(
+        name=name,
+        scenarios=tuple(scen),
+        replications=reps,
+        seed=seed,
+        policies=tuple(pol) if pol is not None else None,
+        grid=tuple(grid),
+        strategies=strategies,
+        chunk_size=chunk,
+        description=" ".join(description.split()),
+        base_dir=str((base_dir or Path.cwd()).resolve()),
+        source=source,
+    )
+
+
+def sweep_names() -> list[str]:
+    """Sweep configs shipped with the package (``scenarios/sweep_*.toml``)."""
+    return sorted(p.name[:-5] for p in resources.files("scenarios").iterdir() if _is_sweep_file(p.name))
+
+
+def _is_sweep_file(name: str) -> bool:
+    return name.startswith("sweep_") and name.endswith(".toml")
+
+
+def load_sweep(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep TOML file, or an embedded sweep by name (see :func:`sweep_names`)."""
+    text = str(path)
+    embedded = resources.files("scenarios").joinpath(f"{text}.toml")
+    if "/" not in text and _is_sweep_file(f"{text}.toml") and embedded.is_file():
+        with resources.as_file(embedded) as real:
+            path = Path(real)
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError("sweep config", text, f"is neither a file nor an embedded sweep {sweep_names()}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"sweep config {p}", "", f"is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"sweep config {p}", "", "is not UTF-8 text") from None
+    return parse_sweep(data, p.stem, base_dir=p.parent, source=str(p))
+
+
+# ---------------------------------------------------------------------------------------------------
+# planning
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One simulation of a sweep; :meth:`runspec` is what :func:`analysis.runner.execute_run` runs."""
+
+    run_id: str
+    scenario: Scenario
+    cell: str
+    params: str
+    policy: str
+    variant: str
+    strategy: str
+    kind: str
+    param: str
+    param_value: float
+    deviator: str
+    replication: int
+    entropy: int
+    spawn_key: tuple[int, ...]
+
+    def runspec(self) -> RunSpec:
+        """The runner's spec (same seed child for every variant of the replication)."""
+        return RunSpec(
+            self.run_id, self.scenario, self.policy, self.variant, self.replication, self.entropy, self.spawn_key
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The deterministic description columns of ``runs.parquet``."""
+        return {
+            "run_id": self.run_id,
+            "scenario": self.scenario.name,
+            "cell": self.cell,
+            "params": self.params,
+            "policy": self.policy,
+            "variant": self.variant,
+            "strategy": self.strategy,
+            "kind": self.kind,
+            "param": self.param,
+            "param_value": self.param_value,
+            "deviator": self.deviator,
+            "replication": self.replication,
+            "seed_entropy": str(self.entropy),
+            "spawn_key": ",".join(str(x) for x in self.spawn_key),
+        }
+
+
+def _scenario_data(ref: str, base_dir: Path) -> tuple[str, dict[str, Any], Path, str]:
+    """``(default name, raw TOML data, base dir, source)`` of an embedded scenario or a TOML path."""
+    embedded = resources.files("scenarios").joinpath(f"{ref}.toml")
+    if "/" not in ref and not ref.endswith(".toml") and embedded.is_file():
+        with resources.as_file(embedded) as real:
+            path = Path(real)
+    else:
+        path = Path(ref).expanduser()
+        if not path.is_absolute():
+            path = base_dir / path
+        if not path.is_file():
+            raise InputError("scenarios", ref, "is neither an embedded scenario nor an existing TOML file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"scenario file {path}", "", f"is not valid TOML: {exc}") from None
+    return path.stem, data, path.parent, str(path)
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for p in parts[:-1]:
+        nxt = node.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise InputError(f"grid.{key}", value, f"goes through '{p}', which is not a table")
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _cell_label(cell: Sequence[tuple[str, Any]]) -> str:
+    return ",".join(f"{k}={_fmt(v)}" for k, v in cell) if cell else "base"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, list):
+        return "[" + ";".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def _build_strategy(s: StrategyDef, value: float, gpu_types: Sequence[str], where: str) -> Strategy:
+    k = len(gpu_types)
+    if s.kind == "fast":
+        return ScaleDims.fast(value, k, job_types=s.job_types)
+    if s.kind == "scale":
+        idx = {}
+        for d in s.dims:
+            if d not in gpu_types:
+                raise InputError(f"{where}.dims", d, f"names no GPU type of the cluster {list(gpu_types)}")
+            idx[gpu_types.index(d)] = value
+        return ScaleDims(idx, job_types=s.job_types)
+    if s.kind == "noise":
+        return MultiplicativeNoise(value, job_types=s.job_types)
+    if len(s.vector) != k:
+        raise InputError(f"{where}.vector", list(s.vector), f"must have one entry per GPU type ({k})")
+    return ReportVector(s.vector, job_types=s.job_types)
+
+
+def _variants(config: SweepConfig, scen: Scenario) -> list[tuple[VariantSpec, dict[str, Any]]]:
+    """Lying variants of one materialised scenario with their descriptive columns."""
+    if not config.strategies:
+        return [
+            (v, {"strategy": v.name, "kind": "scenario", "param": "", "param_value": float("nan")})
+            for v in scen.variants
+        ]
+    out = []
+    for i, s in enumerate(config.strategies):
+        where = f"{_where(config.source)}: strategy[{i}]"
+        values: Iterable[float] = s.values if s.kind != "report" else (float("nan"),)
+        for tenant, value in itertools.product(s.tenants, values):
+            label = [f"tenant={tenant}"] if len(s.tenants) > 1 else []
+            if s.kind != "report":
+                label.append(f"{s.param}={value:g}")
+            name = f"{s.name}[{','.join(label)}]" if label else s.name
+            strat = _build_strategy(s, value, scen.cluster.gpu_types, where)
+            desc = {"strategy": s.name, "kind": s.kind, "param": s.param, "param_value": float(value)}
+            out.append((VariantSpec(name, tenant, strat), desc))
+    return out
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def plan_sweep(config: SweepConfig) -> list[SweepRun]:
+    """All runs of the sweep in plan order: scenario, grid cell, replication, policy, variant."""
+    base = Path(config.base_dir)
+    children = np.random.SeedSequence(config.seed).spawn(config.replications)
+    runs: list[SweepRun] = []
+    for ref in config.scenarios:
+        default_name, raw, scen_dir, source = _scenario_data(ref, base)
+        for cell in config.cells():
+            data = copy.deepcopy(raw)
+            if config.strategies:  # the sweep's strategies replace the scenario's own variants
+                data.pop("variant", None)
+            if config.policies is not None:
+                data["policies"] = list(config.policies)
+            for key, value in cell:
+                _set_dotted(data, key, value)
+            label = _cell_label(cell)
+            try:
+                scen = parse_scenario(data, default_name, base_dir=scen_dir, source=source)
+            except InputError as exc:
+                raise InputError(f"{_where(config.source)}: scenario {ref} cell {label}", "", str(exc)) from None
+            variants = _variants(config, scen)
+            if config.strategies:
+                scen = dataclasses.replace(scen, variants=tuple(v for v, _ in variants))
+            if len(set(scen.variant_names)) != len(scen.variant_names):
+                raise InputError(f"{_where(config.source)}: strategy", list(scen.variant_names), "repeat a variant")
+            desc = {v.name: (d, scen.deviator(v.name) or "") for v, d in variants}
+            params = json.dumps({k: v for k, v in cell}, sort_keys=True)
+            scen_key = {k: v for k, v in data.items() if k != "variant"}
+            for r, child in enumerate(children):
+                entropy = int(child.entropy)  # type: ignore[arg-type]
+                spawn_key = tuple(int(x) for x in child.spawn_key)
+                for policy in scen.policies:
+                    for variant in scen.variant_names:
+                        d, dev = desc.get(variant, ({"strategy": TRUTHFUL, "kind": TRUTHFUL, "param": ""}, ""))
+                        strat_def = next((v.strategy for v, _ in variants if v.name == variant), None)
+                        key = {
+                            "scenario": scen.name,
+                            "data": scen_key,
+                            "policy": policy,
+                            "variant": variant,
+                            "strategy": repr(strat_def),
+                            "deviator": dev,
+                            "replication": r,
+                            "seed": [str(entropy), list(spawn_key)],
+                        }
+                        runs.append(
+                            SweepRun(
+                                run_id=_digest(key)[:16],
+                                scenario=scen,
+                                cell=label,
+                                params=params,
+                                policy=policy,
+                                variant=variant,
+                                strategy=d["strategy"],
+                                kind=d["kind"],
+                                param=d["param"],
+                                param_value=float(d.get("param_value", float("nan"))),
+                                deviator=dev,
+                                replication=r,
+                                entropy=entropy,
+                                spawn_key=spawn_key,
+                            )
+                        )
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise InputError(_where(config.source), config.name, "plans the same run twice (duplicate grid values?)")
+    return runs
+
+
+def plan_hash(runs: Sequence[SweepRun]) -> str:
+    """Fingerprint of a plan (its sorted run ids)."""
+    return _digest(sorted(r.run_id for r in runs))[:16]
+
+
+# ---------------------------------------------------------------------------------------------------
+# execution
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def _split_error(text: str) -> tuple[str, str]:
+    kind, sep, rest = text.partition(": ")
+    return (kind, rest) if sep and kind.isidentifier() else ("Error", text)
+
+
+@dataclass
+class ChunkResult:
+    """Measurement rows (:data:`RESULT_COLUMNS`) and one record per run of a chunk."""
+
+    frame: pd.DataFrame
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Runs executed together as one task and written as one part file."""
+
+    runs: tuple[SweepRun, ...]
+
+    def failure(self, message: str) -> ChunkResult:
+        """The chunk as failed runs (its task crashed, e.g. a killed worker)."""
+        kind, msg = _split_error(message)
+        now = _now()
+        records = [
+            {
+                **r.record(),
+                "status": "failed",
+                "error_type": kind,
+                "error_message": msg,
+                "rounds": 0,
+                "resolves": 0,
+                "worker": "",
+                "started_at": now,
+                "finished_at": now,
+                "seconds": 0.0,
+            }
+            for r in self.runs
+        ]
+        return ChunkResult(_empty_results(), records)
+
+
+def _empty_results() -> pd.DataFrame:
+    return RESULT_SCHEMA.empty_table().to_pandas()
+
+
+def execute_chunk(chunk: Chunk) -> ChunkResult:
+    """Run every run of ``chunk`` (never raises: a failing run becomes a failure record)."""
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    frames: list[pd.DataFrame] = []
+    records: list[dict[str, Any]] = []
+    for run in chunk.runs:
+        started = _now()
+        res = execute_run(run.runspec())
+        rec = {**run.record(), "rounds": res.rounds, "resolves": res.resolves, "worker": worker}
+        rec.update({"started_at": started, "finished_at": _now(), "seconds": res.seconds})
+        if res.error is None and res.frame is not None:
+            f = res.frame.copy()
+            f.insert(2, "cell", run.cell)
+            frames.append(f[RESULT_COLUMNS])
+            rec.update({"status": "ok", "error_type": "", "error_message": ""})
+        else:
+            kind, msg = _split_error(res.error or "no result")
+            rec.update({"status": "failed", "error_type": kind, "error_message": msg})
+        records.append(rec)
+    frame = pd.concat(frames, ignore_index=True) if frames else _empty_results()
+    return ChunkResult(frame, records)
+
+
+#: Sweep executor factories by name: ``(workers, address) -> Executor``.
+SWEEP_EXECUTORS: dict[str, Callable[[int | None, str | None], Executor]] = {
+    "local": lambda workers, address: LocalExecutor(),
+    "process": lambda workers, address: ProcessExecutor(workers),
+    "dask": lambda workers, address: _dask(workers, address),
+}
+
+
+def _dask(workers: int | None, address: str | None) -> Executor:
+    from analysis.executors_dask import DaskExecutor
+
+    return DaskExecutor(address=address, workers=workers)
+
+
+def make_sweep_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
+    """The executor ``name`` ("local", "process" or "dask"); ``address`` only with "dask"."""
+    check_choice("--executor", name, list(SWEEP_EXECUTORS))
+    if address is not None and name != "dask":
+        raise InputError("--address", address, "is only used with --executor dask")
+    if workers is not None:
+        check_int("--workers", workers, minimum=1)
+    return SWEEP_EXECUTORS[name](workers, address)
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _write_part(parts: Path, name: str, res: ChunkResult) -> Path:
+    table = pa.Table.from_pandas(res.frame[RESULT_COLUMNS], schema=RESULT_SCHEMA, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[PART_META_KEY] = json.dumps(res.records).encode()
+    table = table.replace_schema_metadata(meta)
+    path = parts / name
+    _atomic_write(path, lambda p: pq.write_table(table, p))
+    return path
+
+
+def _part_files(out: Path) -> list[Path]:
+    parts = out / "parts"
+    return sorted(parts.glob("part-*.parquet")) if parts.is_dir() else []
+
+
+def _part_records(path: Path) -> list[dict[str, Any]]:
+    meta = pq.read_schema(path).metadata or {}
+    if PART_META_KEY not in meta:
+        raise InputError("part file", str(path), "has no sweep run records (not written by marketsim sweep)")
+    return [{**r, "session": _session_of(path), "part": path.name} for r in json.loads(meta[PART_META_KEY])]
+
+
+def _session_of(path: Path) -> int:
+    return int(path.name.split("-")[1][1:])
+
+
+def completed_run_ids(out: str | Path, include_failed: bool = True) -> set[str]:
+    """Run ids recorded in ``OUT/parts`` (reads only the part files' footers)."""
+    ids = set()
+    for p in _part_files(Path(out)):
+        ids.update(r["run_id"] for r in _part_records(p) if include_failed or r["status"] == "ok")
+    return ids
+
+
+@dataclass
+class SweepResult:
+    """A consolidated sweep: ``results`` (measurements), ``runs`` (one row per run),
+    ``failures``, ``pairs`` (paired differences) and ``summary``, plus this session's counts."""
+
+    out: Path
+    results: pd.DataFrame
+    runs: pd.DataFrame
+    failures: pd.DataFrame
+    pairs: pd.DataFrame
+    summary: pd.DataFrame
+    ran: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    executor: str = "local"
+    paths: dict[str, Path] = dataclasses.field(default_factory=dict)
+
+
+def _read_manifest(out: Path) -> dict[str, Any] | None:
+    p = out / "sweep.json"
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError("sweep manifest", str(p), f"is not valid JSON ({exc})") from None
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    _atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8"))
+
+
+def _default_chunk(n: int, workers: int) -> int:
+    return max(1, min(16, n // (8 * max(1, workers))))
+
+
+def run_sweep(
+    config: SweepConfig,
+    out: str | Path,
+    *,
+    executor: str | Executor = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    resume: bool = False,
+    retry_failed: bool = False,
+    chunk_size: int | None = None,
+    progress: bool = True,
+) -> SweepResult:
+    """Run (or, with ``resume``, continue) a sweep into ``out`` and consolidate it.
+
+    Without ``resume`` ``out`` must not hold parts yet; with it, run ids already in the parts are
+    skipped (failed ones too, unless ``retry_failed``), and the plan must be the one that wrote them.
+    """
+    plan = plan_sweep(config)
+    ex = make_sweep_executor(executor, workers, address) if isinstance(executor, str) else executor
+    if chunk_size is not None:
+        check_int("--chunk-size", chunk_size, minimum=1)
+    out = Path(out)
+    try:
+        (out / "parts").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
+    for stale in (out / "parts").glob(".*.tmp"):  # a chunk being written when the sweep was killed
+        stale.unlink()
+    existing = _part_files(out)
+    manifest = _read_manifest(out)
+    phash = plan_hash(plan)
+    if existing and not resume:
+        raise InputError("--out", str(out), "already holds sweep parts; pass --resume to continue or pick a new --out")
+    if resume and manifest is not None and manifest.get("plan_hash") != phash:
+        raise InputError(
+            "--resume", str(out), f"holds a different sweep ({manifest.get('name')}, plan {manifest.get('plan_hash')})"
+        )
+    records = [r for p in existing for r in _part_records(p)]
+    planned = {r.run_id for r in plan}
+    strangers = sorted({r["run_id"] for r in records} - planned)
+    if strangers:
+        raise InputError("--resume", str(out), f"holds runs not in this sweep's plan (e.g. {strangers[0]})")
+    latest: dict[str, dict[str, Any]] = {}
+    for r in records:
+        latest[r["run_id"]] = (
+            r if r["run_id"] not in latest or r["session"] >= latest[r["run_id"]]["session"] else latest[r["run_id"]]
+        )
+    done = {rid for rid, r in latest.items() if r["status"] == "ok" or not retry_failed}
+    todo = [r for r in plan if r.run_id not in done]
+    ex_name = getattr(ex, "name", "custom")
+    n_workers = workers or (1 if ex_name == "local" else 2 if ex_name == "dask" else os.cpu_count() or 1)
+    size = chunk_size or config.chunk_size or _default_chunk(len(todo), n_workers)
+    chunks = [Chunk(tuple(todo[i : i + size])) for i in range(0, len(todo), size)]
+    sessions = list((manifest or {}).get("sessions", []))
+    session = max([s["session"] for s in sessions] + [_session_of(p) for p in existing] + [0]) + 1
+    sessions.append(
+        {
+            "session": session,
+            "started_at": _now(),
+            "executor": ex_name,
+            "workers": n_workers,
+            "chunk_size": size,
+            "skipped": len(plan) - len(todo),
+            "to_run": len(todo),
+        }
+    )
+    _write_json(
+        out / "sweep.json",
+        {"name": config.name, "config": config.source, "plan_hash": phash, "runs": len(plan), "sessions": sessions},
+    )
+    t0 = time.perf_counter()
+    with tqdm(total=len(todo), desc=config.name, unit="run", disable=not progress, file=sys.stderr) as bar:
+        for seq, res in enumerate(ex.map(execute_chunk, chunks)):
+            _write_part(out / "parts", f"part-s{session:03d}-{seq:06d}.parquet", res)
+            bar.update(len(res.records))
+            for rec in res.records:
+                if rec["status"] != "ok":
+                    msg = f"run {rec['run_id']} ({rec['variant']}) failed: {rec['error_type']}: {rec['error_message']}"
+                    bar.write(msg, file=sys.stderr)
+    seconds = time.perf_counter() - t0
+    result = consolidate(out)
+    result.ran, result.skipped, result.seconds, result.executor = len(todo), len(plan) - len(todo), seconds, ex_name
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------
+# consolidation and paired analysis
+
+
+def consolidate(out: str | Path, measure: str = "act") -> SweepResult:
+    """Merge ``OUT/parts`` into sorted ``results.parquet``, ``runs.parquet``, ``failures.parquet``,
+    ``paired.parquet`` and ``summary.csv`` (each written atomically). When a run appears in several
+    parts (a retried failure), the record of its latest session wins."""
+    out = Path(out)
+    files = _part_files(out)
+    latest: dict[str, dict[str, Any]] = {}
+    for p in files:
+        for r in _part_records(p):
+            prev = latest.get(r["run_id"])
+            if prev is None or (r["session"], r["part"]) >= (prev["session"], prev["part"]):
+                latest[r["run_id"]] = r
+    frames = []
+    for p in files:
+        keep = {rid for rid, r in latest.items() if r["part"] == p.name}
+        f = pq.read_table(p).to_pandas()
+        frames.append(f[f["run_id"].isin(keep)])
+    results = pd.concat(frames, ignore_index=True) if frames else _empty_results()
+    results = results.sort_values(RESULT_SORT, kind="mergesort").reset_index(drop=True)
+    runs = pd.DataFrame(list(latest.values()), columns=RUN_COLUMNS + EXECUTION_COLUMNS)
+    runs = runs.sort_values(RUN_SORT, kind="mergesort").reset_index(drop=True)
+    runs = runs.astype({"replication": "int64", "rounds": "int64", "resolves": "int64", "param_value": "float64"})
+    failures = runs.loc[runs["status"] != "ok", RUN_COLUMNS].reset_index(drop=True)
+    pairs = paired_differences(results, runs, measure)
+    summary = paired_summary(pairs)
+    paths = {
+        "results": out / "results.parquet",
+        "runs": out / "runs.parquet",
+        "failures": out / "failures.parquet",
+        "paired": out / "paired.parquet",
+        "summary": out / "summary.csv",
+    }
+    table = pa.Table.from_pandas(results[RESULT_COLUMNS], schema=RESULT_SCHEMA, preserve_index=False)
+    _atomic_write(paths["results"], lambda p: pq.write_table(table, p))
+    _atomic_write(paths["runs"], lambda p: runs.to_parquet(p, index=False))
+    _atomic_write(paths["failures"], lambda p: failures.to_parquet(p, index=False))
+    _atomic_write(paths["paired"], lambda p: pairs.to_parquet(p, index=False))
+    _atomic_write(paths["summary"], lambda p: summary.to_csv(p, index=False))
+    return SweepResult(out, results, runs, failures, pairs, summary, paths=paths)
+
+
+PAIR_KEYS = ["scenario", "cell", "policy", "replication"]
+_PAIR_COLUMNS = [
+    "scenario",
+    "cell",
+    "policy",
+    "variant",
+    "strategy",
+    "param",
+    "param_value",
+    "deviator",
+    "replication",
+    *(f"{g}_{s}" for g in ("liar", "others", "total") for s in ("truthful", "lying", "diff")),
+]
+
+
+def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str = "act") -> pd.DataFrame:
+    """Truthful vs lying on the same seed, per lying run.
+
+    For every successful lying run and the successful truthful run of the same (scenario, cell,
+    policy, replication): the per-round mean of the TRUE ``measure`` (default ``act``: actual
+    throughput, the fair-share tenants' utility) of the deviator (``liar_*``), of all other tenants
+    (``others_*``) and of everyone (``total_*``, welfare), truthful, lying and ``diff`` (lying −
+    truthful). Rounds are counted per run (cluster rows); a tenant absent in a round counts 0.
+    """
+    if results.empty or runs.empty:
+        return pd.DataFrame(columns=_PAIR_COLUMNS)
+    n_rounds = results[(results["tenant"] == "") & (results["measure"] == "available_gpus")].groupby("run_id")["round"]
+    n_rounds = n_rounds.nunique()
+    per = results[(results["tenant"] != "") & (results["measure"] == measure)].groupby(["run_id", "tenant"])["value"]
+    per = per.sum().reset_index()
+    per["value"] = per["value"] / per["run_id"].map(n_rounds)
+    total = per.groupby("run_id")["value"].sum()
+    ok = runs[runs["status"] == "ok"]
+    truthful = ok[ok["variant"] == TRUTHFUL][[*PAIR_KEYS, "run_id"]].rename(columns={"run_id": "truth_id"})
+    lying = ok[ok["variant"] != TRUTHFUL]
+    pairs = lying.merge(truthful, on=PAIR_KEYS, how="inner")
+    if pairs.empty:
+        return pd.DataFrame(columns=_PAIR_COLUMNS)
+    liar = per.set_index(["run_id", "tenant"])["value"]
+
+    def lookup(ids: pd.Series, tenants: pd.Series) -> np.ndarray:
+        idx = pd.MultiIndex.from_arrays([ids, tenants])
+        return liar.reindex(idx).fillna(0.0).to_numpy()
+
+    out = pairs[["scenario", "cell", "policy", "variant", "strategy", "param", "param_value", "deviator"]].copy()
+    out["replication"] = pairs["replication"].astype("int64")
+    out["liar_truthful"] = lookup(pairs["truth_id"], pairs["deviator"])
+    out["liar_lying"] = lookup(pairs["run_id"], pairs["deviator"])
+    out["total_truthful"] = pairs["truth_id"].map(total).fillna(0.0).to_numpy()
+    out["total_lying"] = pairs["run_id"].map(total).fillna(0.0).to_numpy()
+    out["others_truthful"] = out["total_truthful"] - out["liar_truthful"]
+    out["others_lying"] = out["total_lying"] - out["liar_lying"]
+    for g in ("liar", "others", "total"):
+        out[f"{g}_diff"] = out[f"{g}_lying"] - out[f"{g}_truthful"]
+    out = out[_PAIR_COLUMNS]
+    return out.sort_values(["scenario", "cell", "policy", "variant", "replication"], kind="mergesort").reset_index(
+        drop=True
+    )
+
+
+def paired_summary(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Per (scenario, cell, policy, variant): n pairs, the liar's mean truthful throughput and
+    relative gain, and for liar / others / total the mean paired difference with its Student-t
+    ``level`` interval (:func:`analysis.stats.t_interval`); ``p_gain``: share of replications in
+    which lying paid the liar (diff > 1e-9)."""
+    keys = ["scenario", "cell", "policy", "variant"]
+    cols = [*keys, "strategy", "param", "param_value", "deviator", "n", "liar_truthful", "liar_rel_gain"]
+    cols += [f"{g}_{s}" for g in ("liar", "others", "total") for s in ("diff", "low", "high")] + ["p_gain"]
+    rows = []
+    for key, g in pairs.groupby(keys, sort=True):
+        row: dict[str, Any] = dict(zip(keys, key, strict=True))
+        first = g.iloc[0]
+        row.update({c: first[c] for c in ("strategy", "param", "param_value", "deviator")})
+        row["n"] = len(g)
+        base = float(g["liar_truthful"].mean())
+        row["liar_truthful"] = base
+        for grp in ("liar", "others", "total"):
+            m, lo, hi = t_interval(g[f"{grp}_diff"].to_numpy(), level)
+            row.update({f"{grp}_diff": m, f"{grp}_low": lo, f"{grp}_high": hi})
+        row["liar_rel_gain"] = row["liar_diff"] / base if base > 0 else float("nan")
+        row["p_gain"] = float((g["liar_diff"] > 1e-9).mean())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
