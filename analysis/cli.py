@@ -6,6 +6,8 @@ Commands::
     marketsim allocate --policy NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights "1,2"] [--json]
     marketsim sweep CONFIG [--executor local|process|dask] [--address tcp://HOST:PORT] [--workers N]
                    [--resume] [--out DIR]
+    marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
+    marketsim claims [--paper NAME] [--size small|large] [--seed S] [--json] [--report DIR]
     marketsim list
 
 User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
@@ -267,6 +269,85 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_matrix(field: str, text: str) -> np.ndarray:
+    W = parse_matrix(field, text)
+    bad = np.argwhere(W <= 0)
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"{field}[{i}][{j}]", float(W[i, j]), "must be > 0 (a speedup)")
+    return W
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Search every agent's best misreport against a mechanism on one instance."""
+    from analysis.audit_report import AuditRequest, audit_case, build_case
+
+    W = _positive_matrix("--speedups", args.speedups)
+    n, k = W.shape
+    if args.seed < 0:
+        raise InputError("--seed", args.seed, "must be >= 0")
+    if args.capacity is None:
+        m = np.ones(k, dtype=float)
+    else:
+        cap = parse_vector("--capacity", args.capacity)
+        if cap.size != k:
+            raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        m = check_capacity_vector("--capacity", cap, k).astype(float)
+    weights = None
+    if args.weights is not None:
+        weights = parse_vector("--weights", args.weights)
+        if weights.size != n:
+            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
+        for i, w in enumerate(weights):
+            if w <= 0:
+                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
+    out = audit_case(case, seed=args.seed)
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"audit of {out['mechanism']} (seed {args.seed}; {out['points']} misreports scored, others truthful)")
+    head = ["agent", "truthful utility", "best gain", "relative gain", "witness"]
+    rows = []
+    for a in out["agents"]:
+        rel = a["relative_gain"]
+        rel_s = f"{100 * rel:+.2f}%" if isinstance(rel, float) else str(rel)
+        wit = json.dumps(a["witness"], separators=(",", ":")) if a["witness"] is not None else "-"
+        rows.append([str(a["agent"]), f"{a['truthful_utility']:.6g}", f"{a['best_gain']:.6g}", rel_s, wit])
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
+    print("property violations (max over agents/resources; 0 = holds):")
+    for prop, v in out["violations"].items():
+        print(f"  {prop:20s} {v:.6g}")
+    return 0
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    """Run the claims ledger (of one paper) and print it as a table or JSON."""
+    from analysis.audit_report import claims_table, write_audit_report
+    from market.audit.claims import papers, run_claims, to_records
+
+    if args.paper is not None and args.paper not in papers():
+        raise InputError("--paper", args.paper, f"has no registered claims; known: {papers()}")
+    if args.seed < 0:
+        raise InputError("--seed", args.seed, "must be >= 0")
+    results = run_claims(args.paper, size=args.size, seed=args.seed)
+    if args.report:
+        write_audit_report(args.report, results)
+    if args.json:
+        print(json.dumps(to_records(results)))
+        return 0
+    head = ["claim", "statement", "verdict", "effect size", "witness"]
+    rows = claims_table(results, width=args.width)
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)).rstrip())
+    tally = {v: sum(1 for c in results if c.verdict == v) for v in dict.fromkeys(c.verdict for c in results)}
+    print(", ".join(f"{n} {v}" for v, n in tally.items()) + f" ({args.size} size, seed {args.seed})")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -325,6 +406,35 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", default=None, help="output directory (default: ./results/sweep-<name>)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)
+
+    aud = sub.add_parser(
+        "audit",
+        help="search each agent's best misreport on one instance",
+        description="Fix the others' truthful reports and search each agent's misreports (every dimension over "
+        "and under, jointly, plus refinement); print the best gain and witness per agent and the truthful "
+        "outcome's property violations. Rows of --speedups are agents, columns GPU types (slowest first).",
+    )
+    aud.add_argument("--mechanism", required=True, help="registered mechanism (see `marketsim list`)")
+    aud.add_argument("--speedups", required=True, help="true speedup matrix, e.g. '1,2;1,5'")
+    aud.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
+    aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
+    aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
+    aud.add_argument("--json", action="store_true", help="print one JSON object")
+    aud.set_defaults(func=cmd_audit)
+
+    cl = sub.add_parser(
+        "claims",
+        help="run the claims ledger",
+        description="Test each paper's incentive claims on seeded instances: claim id, statement, verdict, "
+        "effect size and witness.",
+    )
+    cl.add_argument("--paper", default=None, help="paper key (e.g. oef); default: all papers")
+    cl.add_argument("--size", choices=["small", "large"], default="small", help="instance sizes / counts")
+    cl.add_argument("--seed", type=int, default=0, help="ledger seed")
+    cl.add_argument("--json", action="store_true", help="print a JSON list of ledger entries")
+    cl.add_argument("--report", default=None, help="also write DIR/report.md with the ledger table")
+    cl.add_argument("--width", type=int, default=60, help="column width of the table's texts")
+    cl.set_defaults(func=cmd_claims)
 
     lst = sub.add_parser(
         "list",

@@ -1,0 +1,351 @@
+"""Incentive-audit front end: instance builders for ``marketsim audit``, regret and gain-curve
+plots, and a Markdown report with the claims ledger.
+
+``marketsim audit`` turns command-line inputs into an audit target through a registry of
+*instance builders* keyed by mechanism family (:data:`INSTANCE_BUILDERS`): the fair-share builder
+wraps the registered allocator in :class:`market.audit.FairShareTarget` and measures envy-freeness,
+sharing incentive, Pareto efficiency and capacity on the truthful allocation. An auction family is
+added by registering a builder returning an :class:`AuditCase` (target + truthful property
+violations) with :func:`register_instance_builder`.
+
+Plots (seaborn, Agg backend): :func:`plot_regret` (distribution of the best gain per mechanism
+over seeded random instances, :func:`regret_frame`) and :func:`plot_gain_curves` (gain vs
+misreport factor per dimension, :func:`gain_curve_frame`). :func:`write_audit_report` writes both
+and the claims ledger (:func:`market.audit.to_markdown`) into ``report.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market.audit import AuditConfig, AuditResult, FairShareTarget, audit_all, evaluate_misreport, fair_share_report
+from market.audit.claims import Claim, to_markdown
+from market.audit.instances import random_instance
+from market.errors import InputError, check_int
+
+__all__ = [
+    "AuditRequest",
+    "AuditCase",
+    "INSTANCE_BUILDERS",
+    "register_instance_builder",
+    "build_case",
+    "audit_case",
+    "regret_frame",
+    "gain_curve_frame",
+    "plot_regret",
+    "plot_gain_curves",
+    "claims_table",
+    "write_audit_report",
+]
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """What the user asked to audit: a registered ``mechanism``, reported-type inputs (``speedups``
+    rows per agent, ``capacity`` per resource, optional ``weights``) and the search ``seed``."""
+
+    mechanism: str
+    speedups: np.ndarray
+    capacity: np.ndarray
+    weights: np.ndarray | None = None
+    seed: int = 0
+
+
+@dataclass
+class AuditCase:
+    """An audit target and the truthful outcome's property violations (property -> max violation)."""
+
+    target: Any
+    violations: dict[str, float] = field(default_factory=dict)
+    instance: dict[str, Any] = field(default_factory=dict)
+
+
+InstanceBuilder = Callable[[AuditRequest], AuditCase]
+#: Instance builders by mechanism family (``market.registry`` family names).
+INSTANCE_BUILDERS: dict[str, InstanceBuilder] = {}
+
+
+def register_instance_builder(family: str) -> Callable[[InstanceBuilder], InstanceBuilder]:
+    """Decorator registering the builder of audit cases for mechanisms of ``family``."""
+
+    def deco(fn: InstanceBuilder) -> InstanceBuilder:
+        INSTANCE_BUILDERS[family] = fn
+        return fn
+
+    return deco
+
+
+@register_instance_builder("fair-share")
+def _fair_share_case(req: AuditRequest) -> AuditCase:
+    target = FairShareTarget(req.mechanism, req.speedups, req.capacity, weights=req.weights)
+    X = np.asarray(target.truthful().X, dtype=float)
+    figs = fair_share_report(target.Wt, X, target.ma, req.weights)
+    violations = {
+        "envy_freeness": figs["envy"],
+        "sharing_incentive": figs["si"],
+        "pareto_efficiency": figs["pe"],
+        "capacity": figs["capacity"],
+    }
+    instance = {
+        "speedups": req.speedups.tolist(),
+        "normalised_speedups": target.Wt.tolist(),
+        "capacity": req.capacity.tolist(),
+        "weights": None if req.weights is None else req.weights.tolist(),
+        "allocation": X.tolist(),
+    }
+    return AuditCase(target, violations, instance)
+
+
+def build_case(req: AuditRequest) -> AuditCase:
+    """The audit case of ``req.mechanism`` via its family's registered builder."""
+    from market.registry import get, names
+
+    known = sorted(set(names("fair-share")) | set(names("auction")))
+    try:
+        info = get(req.mechanism)
+    except InputError:
+        raise InputError("--mechanism", req.mechanism, f"is not a registered mechanism; known: {known}") from None
+    builder = INSTANCE_BUILDERS.get(info.family)
+    if builder is None:
+        supported = sorted(n for fam in INSTANCE_BUILDERS for n in names(fam))
+        raise InputError(
+            "--mechanism", req.mechanism, f"({info.family}) has no audit instance builder yet; auditable: {supported}"
+        )
+    return builder(req)
+
+
+def audit_case(case: AuditCase, seed: int = 0, config: AuditConfig | None = None) -> dict[str, Any]:
+    """Audit every agent of ``case`` (others truthful) and return the JSON-ready summary: per agent
+    ``agent, truthful_utility, best_gain, relative_gain, witness`` (+ family and report of the best
+    lie), and ``violations`` including ``strategyproofness`` (the largest best gain)."""
+    results: list[AuditResult] = audit_all(case.target, config=config, rng=check_int("--seed", seed, minimum=0))
+    agents = [
+        {
+            "agent": _json(r.agent),
+            "truthful_utility": r.truthful_utility,
+            "best_gain": r.best_gain,
+            "relative_gain": _finite_or_str(r.relative_gain),
+            "witness": _json(r.witness),
+            "witness_family": r.witness_family,
+            "witness_report": _json(r.witness_report),
+            "violated": r.violated,
+        }
+        for r in results
+    ]
+    violations = {"strategyproofness": max((r.best_gain for r in results), default=0.0), **case.violations}
+    return {
+        "mechanism": getattr(case.target, "name", ""),
+        "seed": seed,
+        "instance": case.instance,
+        "agents": agents,
+        "violations": violations,
+        "evaluations": int(sum(r.evaluations for r in results)),
+        "points": int(sum(r.points for r in results)),
+    }
+
+
+def _json(x: Any) -> Any:
+    from market.audit.search import jsonable
+
+    return jsonable(x)
+
+
+def _finite_or_str(x: float) -> float | str:
+    return x if np.isfinite(x) else str(x)
+
+
+# ---------------------------------------------------------------------------------------------------
+# data for plots
+
+
+def regret_frame(
+    mechanisms: Sequence[str],
+    n_instances: int = 20,
+    seed: int = 0,
+    *,
+    size: str = "small",
+    config: AuditConfig | None = None,
+) -> pd.DataFrame:
+    """Best gain (regret) of every agent on ``n_instances`` random fair-share instances per
+    mechanism; instance ``i`` is the same for every mechanism (seed ``(seed, i)``). Columns:
+    mechanism, instance, n, k, agent, truthful_utility, best_gain, relative_gain."""
+    from market.audit.instances import SIZES
+
+    check_int("n_instances", n_instances, minimum=1)
+    if size not in SIZES:
+        raise InputError("size", size, f"must be one of {sorted(SIZES)}")
+    preset = SIZES[size]
+    cfg = config or AuditConfig(n_grid=6, n_joint=12, refine_starts=1, refine_maxfev=30, probes=False)
+    rows = []
+    for i in range(n_instances):
+        inst = random_instance(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,))), **preset)  # type: ignore[arg-type]
+        for mech in mechanisms:
+            target = FairShareTarget(mech, inst.W, inst.m)
+            for r in audit_all(
+                target, config=cfg, rng=np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, 1)))
+            ):
+                rows.append(
+                    {
+                        "mechanism": mech,
+                        "instance": i,
+                        "n": inst.W.shape[0],
+                        "k": inst.W.shape[1],
+                        "agent": int(r.agent),
+                        "truthful_utility": r.truthful_utility,
+                        "best_gain": r.best_gain,
+                        "relative_gain": r.relative_gain if np.isfinite(r.relative_gain) else np.nan,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def gain_curve_frame(
+    mechanism: str,
+    speedups: Any,
+    capacity: Any,
+    agent: int = 0,
+    factors: Iterable[float] | None = None,
+    weights: Any = None,
+) -> pd.DataFrame:
+    """Gain of ``agent`` from scaling ONE speedup dimension by each factor (others truthful), per
+    dimension: columns mechanism, agent, dimension, factor, gain, relative_gain, utility."""
+    target = FairShareTarget(mechanism, speedups, capacity, weights=weights)
+    fs = np.geomspace(0.25, 4.0, 25) if factors is None else np.asarray(list(factors), dtype=float)
+    rows = []
+    for d in target.dimensions(agent):
+        for f in fs:
+            gain, u = evaluate_misreport(target, agent, {d.name: float(f)})
+            base = u - gain
+            rows.append(
+                {
+                    "mechanism": target.name,
+                    "agent": agent,
+                    "dimension": d.name,
+                    "factor": float(f),
+                    "gain": gain,
+                    "relative_gain": gain / abs(base) if base != 0 else np.nan,
+                    "utility": u,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------
+# plots and report
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Strip plot of the per-agent relative best gain per mechanism, with the max marked
+    (:func:`regret_frame`)."""
+    import seaborn as sns
+
+    plt = _plt()
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(1.4 * max(3, frame["mechanism"].nunique()) + 2, 4))
+    data = frame.assign(pct=100 * frame["relative_gain"].fillna(0.0))
+    order = list(dict.fromkeys(data["mechanism"]))
+    sns.stripplot(data=data, x="mechanism", y="pct", order=order, ax=ax, size=3, color="#1f4e79", alpha=0.5)
+    worst = data.groupby("mechanism")["pct"].max().reindex(order)
+    ax.scatter(range(len(order)), worst.to_numpy(), marker="_", s=600, color="#c0392b", label="max", zorder=3)
+    ax.legend(loc="upper right", frameon=False)
+    ax.set_ylabel("best gain from lying (% of truthful utility)")
+    ax.set_xlabel("")
+    n = frame["instance"].nunique()
+    ax.set_title(f"Regret over {n} random instances (per agent)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_gain_curves(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Gain (% of truthful utility) vs misreport factor, one line per dimension (log x axis)."""
+    import seaborn as sns
+
+    plt = _plt()
+    path = Path(path)
+    mechs = list(dict.fromkeys(frame["mechanism"]))
+    fig, axes = plt.subplots(1, len(mechs), figsize=(4.2 * len(mechs), 3.6), squeeze=False, sharey=True)
+    for ax, mech in zip(axes[0], mechs, strict=True):
+        sub = frame[frame["mechanism"] == mech].assign(pct=lambda d: 100 * d["relative_gain"])
+        sns.lineplot(data=sub, x="factor", y="pct", hue="dimension", marker="o", ax=ax)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="grey", lw=0.8, ls=":")
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_title(mech)
+        ax.set_xlabel("reported / true speedup")
+        ax.set_ylabel("gain (% of truthful utility)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
+    """Rows ``[claim id, statement, verdict, effect size, witness]`` (texts cut to ``width``)."""
+
+    def cut(s: str) -> str:
+        s = " ".join(s.split())
+        return s if len(s) <= width else s[: width - 3] + "..."
+
+    rows = []
+    for c in results:
+        eff = f"{c.effect_size:.4g}" + (f" ({c.effect})" if c.effect else "")
+        wit = json.dumps(_json(c.witness), separators=(",", ":")) if c.witness is not None else "-"
+        rows.append([c.claim_id, cut(c.statement), c.verdict, cut(eff), cut(wit)])
+    return rows
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    cells = [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row] for row in frame.itertuples(index=False)]
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    sep = "|" + "---|" * len(frame.columns)
+    return "\n".join([head, sep, *("| " + " | ".join(r) + " |" for r in cells)]) + "\n"
+
+
+def write_audit_report(
+    out_dir: str | Path,
+    claims: Sequence[Claim] = (),
+    regret: pd.DataFrame | None = None,
+    curves: pd.DataFrame | None = None,
+) -> Path:
+    """Write ``regret.png`` / ``gain_curves.png`` (when given data), their CSVs and ``report.md``
+    with the claims ledger table into ``out_dir``; returns the report path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["# Incentive audit report", ""]
+    if regret is not None and not regret.empty:
+        regret.to_csv(out / "regret.csv", index=False)
+        plot_regret(regret, out / "regret.png")
+        agg = regret.groupby("mechanism").agg(
+            instances=("instance", "nunique"),
+            max_gain=("best_gain", "max"),
+            max_rel_gain=("relative_gain", "max"),
+            share_violated=("best_gain", lambda g: float((g > 1e-7).mean())),
+        )
+        lines += ["## Regret over random instances", "", "![regret](regret.png)", "", _markdown(agg.reset_index()), ""]
+    if curves is not None and not curves.empty:
+        curves.to_csv(out / "gain_curves.csv", index=False)
+        plot_gain_curves(curves, out / "gain_curves.png")
+        lines += ["## Gain vs misreport factor", "", "![gain curves](gain_curves.png)", ""]
+    if claims:
+        lines += ["## Claims ledger", "", to_markdown(claims)]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

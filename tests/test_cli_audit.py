@@ -1,0 +1,125 @@
+"""``marketsim audit`` and ``marketsim claims``: keys, consistency with the auditor, bad inputs;
+audit plots and report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.audit_report import (
+    INSTANCE_BUILDERS,
+    AuditCase,
+    AuditRequest,
+    build_case,
+    gain_curve_frame,
+    register_instance_builder,
+    regret_frame,
+    write_audit_report,
+)
+from analysis.cli import main
+from market.audit import AuditConfig, FairShareTarget, audit_all
+from market.audit.claims import claims as registered_claims
+from market.errors import InputError
+
+
+def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_audit_json_matches_the_auditor(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, ["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--json"])
+    assert code == 0
+    doc = json.loads(out)
+    assert len(doc["agents"]) == 2
+    for a in doc["agents"]:
+        assert {"agent", "truthful_utility", "best_gain", "relative_gain", "witness"} <= set(a)
+    assert {"strategyproofness", "envy_freeness", "sharing_incentive", "pareto_efficiency"} <= set(doc["violations"])
+    direct = audit_all(FairShareTarget("oef-noncoop", np.array([[1.0, 2.0], [1.0, 5.0]]), np.ones(2)), rng=0)
+    for a, r in zip(doc["agents"], direct, strict=True):
+        assert a["agent"] == r.agent
+        assert a["truthful_utility"] == pytest.approx(r.truthful_utility, rel=1e-12)
+        assert a["best_gain"] == pytest.approx(r.best_gain, rel=1e-12, abs=1e-12)
+        assert a["relative_gain"] == pytest.approx(r.relative_gain, rel=1e-12, abs=1e-12)
+    assert doc["violations"]["strategyproofness"] == pytest.approx(max(r.best_gain for r in direct))
+    # the truthful OEF allocation on this instance: t* from 2 + 5 x... both users' utilities equal
+    assert doc["agents"][0]["truthful_utility"] == pytest.approx(doc["agents"][1]["truthful_utility"])
+
+
+def test_audit_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, ["audit", "--mechanism", "max-throughput", "--speedups", "1,2;1,5", "--capacity", "2,1"]
+    )
+    assert code == 0 and "best gain" in out and "strategyproofness" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["audit", "--mechanism", "nope", "--speedups", "1,2;1,5"], "not a registered mechanism"),
+        (["audit", "--mechanism", "fifo", "--speedups", "1,2;1,5"], "no audit instance builder"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1"], "expected 2"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,-5"], "must be > 0"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1"], "--capacity"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--weights", "1,0"], "--weights[1]"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--seed", "-1"], "--seed"),
+        (["audit", "--speedups", "1,2"], "--mechanism"),
+        (["claims", "--paper", "nope"], "no registered claims"),
+        (["claims", "--size", "huge"], "invalid choice"),
+    ],
+)
+def test_bad_inputs_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
+    code, out, err = _run(capsys, argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert len(lines) == 1 and needle in lines[0], lines
+
+
+def test_claims_json_lists_every_oef_claim(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, ["claims", "--paper", "oef", "--json", "--report", str(tmp_path)])
+    assert code == 0
+    recs = json.loads(out)
+    assert [r["claim_id"] for r in recs] == [c.claim_id for c in registered_claims("oef")]
+    for r in recs:
+        assert r["verdict"] in {"holds", "violated", "inconclusive"}
+        assert {"statement", "effect_size", "witness"} <= set(r)
+    report = (tmp_path / "report.md").read_text()
+    assert "## Claims ledger" in report and all(f"| {r['claim_id']} |" in report for r in recs)
+
+
+def test_instance_builders_are_pluggable() -> None:
+    assert "fair-share" in INSTANCE_BUILDERS
+    calls: list[str] = []
+
+    @register_instance_builder("auction")
+    def _fake(req: AuditRequest) -> AuditCase:
+        calls.append(req.mechanism)
+        return AuditCase(target=None)
+
+    try:
+        build_case(AuditRequest("fifo", np.ones((1, 1)), np.ones(1)))
+        assert calls == ["fifo"]
+    finally:
+        del INSTANCE_BUILDERS["auction"]
+    with pytest.raises(InputError, match="no audit instance builder"):
+        build_case(AuditRequest("fifo", np.ones((1, 1)), np.ones(1)))
+
+
+def test_regret_and_gain_curves_report(tmp_path: Path) -> None:
+    cfg = AuditConfig(n_grid=3, n_joint=4, refine_starts=0, probes=False)
+    regret = regret_frame(["oef-noncoop", "max-throughput"], n_instances=2, seed=1, config=cfg)
+    assert set(regret["mechanism"]) == {"oef-noncoop", "max-throughput"}
+    assert (regret["best_gain"] >= 0).all()
+    again = regret_frame(["oef-noncoop", "max-throughput"], n_instances=2, seed=1, config=cfg)
+    assert regret.equals(again)
+    curves = gain_curve_frame("oef-noncoop", [[1, 2, 3], [1, 1.5, 4]], [1, 1, 1], factors=[0.5, 1.0, 2.0])
+    assert set(curves["dimension"]) == {"1", "2"}
+    assert np.allclose(curves.loc[curves["factor"] == 1.0, "gain"], 0.0)
+    path = write_audit_report(tmp_path, regret=regret, curves=curves)
+    text = path.read_text()
+    assert "regret.png" in text and "gain_curves.png" in text
+    assert (tmp_path / "regret.png").stat().st_size > 0 and (tmp_path / "gain_curves.png").stat().st_size > 0
