@@ -2,6 +2,20 @@
 own-quota pass, a pooled pass at posted prices and gain-as-you-contribute incomes (spec astraea.md).
 
 Import the submodules for the full API; the common names are re-exported here.
+
+Run a workload::
+
+    import numpy as np
+    from market.astraea import AstraeaParams, run_astraea, tenant_revenue, alpha
+    from market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
+    from market.astraea.baselines import run_batchsche, run_exclusive, run_gandiva_fair, run_hived
+
+    cluster, jobs, info = synthetic_workload(300, 100, 14, np.random.default_rng(0))
+    res = run_astraea(cluster, jobs, AstraeaParams(worker_count_mode="elastic"))
+    g = [t.total for t in tenant_revenue(res)]       # per-tenant revenue g_u (§2.10)
+    alphas, var_alpha, ok = alpha(res)               # fairness ratio and its variance
+
+or through the registry: ``market.registry.get("astraea").fn(cluster, jobs, params, **overrides)``.
 """
 
 from market.astraea.accounting import (

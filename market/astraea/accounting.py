@@ -36,6 +36,9 @@ __all__ = [
     "makespan",
     "utilisation_series",
     "check_feasible",
+    "astraea_makespan",
+    "astraea_utilisation",
+    "divide_incomes",
 ]
 
 
