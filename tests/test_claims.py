@@ -46,7 +46,7 @@ def test_violations_come_with_reproducible_witnesses(oef_ledger: list) -> None:
         if r.verdict == "violated":
             assert r.violations > 0 and r.witness is not None, r.claim_id
             assert recheck_witness(r.witness), r.claim_id
-        if r.witness is not None and r.witness["kind"] in ("misreport", "property", "tenant_misreport", "placer"):
+        if r.witness is not None and r.witness["kind"] != "lp_cost":  # timings depend on machine load
             assert recheck_witness(r.witness), r.claim_id
 
 
@@ -120,6 +120,23 @@ def test_oef_ledger_large() -> None:
     assert {r.claim_id for r in res} == OEF_IDS
     for r in res:
         assert r.verdict in VERDICTS
-        if r.verdict == "violated":
+        if r.verdict == "violated" and r.witness["kind"] != "lp_cost":  # timings depend on machine load
             assert recheck_witness(r.witness)
     assert not np.isnan([r.effect_size for r in res]).any()
+
+
+def test_eq1_totals_finding() -> None:
+    # C14's "Gavel's total on eq. (1) is even lower than Gandiva_fair's": the exact fixture values
+    # F5 (U = 48/11) and F1 (E sums to 196/45) say the opposite; the paper compared rounded numbers.
+    w = {
+        "kind": "below_coop",
+        "mechanism": "gandiva-fair",
+        "W": [[1, 2], [1, 3], [1, 4]],
+        "m": [1, 1],
+        "caps": None,
+        "reference": "gavel",
+        "reference_caps": [1, 1, 1],
+        "tol": 0.0,
+    }
+    assert recheck_witness(w)  # U(gandiva) = 196/45 < U(gavel) = 48/11
+    assert 196 / 45 < 48 / 11
