@@ -151,18 +151,21 @@ def bench_pdors(quick: bool, seed: int) -> dict:
     return out
 
 
-def milp_growth(kind: str, limit: float, sizes: list[int], seed: int) -> dict:
+def milp_growth(kind: str, limit: float, sizes: list[tuple[int, int, int]], seed: int) -> dict:
+    """Solve growing (I, T, H) instances of the tiny generators until one is not solved to optimality."""
     rows = []
     largest = None
-    for I in sizes:
+    for I, T, H in sizes:
         if kind == "oasis":
-            cl, reqs, _ = oasis_tiny_instance(np.random.default_rng(seed), I=I, T=8, H=2)
+            cl, reqs, _ = oasis_tiny_instance(
+                np.random.default_rng(seed), I=I, T=T, H=H, arrival_hi=max(1, (3 * T) // 4)
+            )
             res = oasis_offline_optimum(cl, reqs, time_limit=limit)
-            desc = {"I": I, "T": 8, "H": 2, "K": 2}
+            desc = {"I": I, "T": T, "H": H, "K": H}
         else:
-            cl, reqs, _ = pdors_tiny_instance(np.random.default_rng(seed), I=I, T=10, H=3, cap=8.0)
+            cl, reqs, _ = pdors_tiny_instance(np.random.default_rng(seed), I=I, T=T, H=H, cap=8.0)
             res = pdors_offline_optimum(cl, reqs, time_limit=limit)
-            desc = {"I": I, "T": 10, "H": 3}
+            desc = {"I": I, "T": T, "H": H}
         row = {
             **desc,
             "optimal": res.optimal,
@@ -225,10 +228,13 @@ def to_md(res: dict) -> str:
             f"failed at = {m['failed_at']}"
         )
         lines.append("")
-        lines.append("| I | optimal | seconds | variables | rows |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| I | T | H | optimal | seconds | variables | rows |")
+        lines.append("|---|---|---|---|---|---|---|")
         for s in m["steps"]:
-            lines.append(f"| {s['I']} | {s['optimal']} | {s['seconds']:.2f} | {s['n_vars']} | {s['n_rows']} |")
+            lines.append(
+                f"| {s['I']} | {s['T']} | {s['H']} | {s['optimal']} | {s['seconds']:.2f} | {s['n_vars']} | "
+                f"{s['n_rows']} |"
+            )
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -250,10 +256,39 @@ def main(argv: list[str] | None = None) -> int:
     print("PD-ORS ...", flush=True)
     res["pdors"] = bench_pdors(q, args.seed)
     limit = 5.0 if q else 60.0
-    sizes = [4, 8] if q else [4, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+    o_sizes = (
+        [(4, 8, 2), (8, 8, 2)]
+        if q
+        else [
+            (8, 8, 2),
+            (32, 8, 2),
+            (64, 8, 2),
+            (64, 12, 3),
+            (96, 16, 4),
+            (128, 20, 5),
+            (160, 30, 6),
+            (200, 40, 8),
+            (256, 50, 10),
+        ]
+    )
+    p_sizes = (
+        [(3, 10, 3), (5, 10, 3)]
+        if q
+        else [
+            (5, 10, 3),
+            (8, 10, 3),
+            (10, 10, 3),
+            (12, 10, 3),
+            (16, 10, 3),
+            (20, 10, 3),
+            (24, 10, 3),
+            (32, 10, 3),
+            (48, 12, 4),
+        ]
+    )
     print("MILP growth ...", flush=True)
-    res["oasis_milp"] = milp_growth("oasis", limit, sizes, args.seed)
-    res["pdors_milp"] = milp_growth("pdors", limit, [3, 5] if q else [3, 5, 8, 10, 12, 16, 20, 24, 32], args.seed)
+    res["oasis_milp"] = milp_growth("oasis", limit, o_sizes, args.seed)
+    res["pdors_milp"] = milp_growth("pdors", limit, p_sizes, args.seed)
     stem = "online_quick" if q else "online"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(res, indent=2, default=float))

@@ -172,6 +172,7 @@ def test_F_P10_end_to_end():
     assert m.ledger.prices()[1, 0, 0] == pytest.approx(p8, abs=TOL)
     # Q = 200 gives the same result
     m2 = Pdors(cl, PdorsConstants.from_values(8.0, 1.0), PdorsConfig(dp_units=200))
+
     def strip(d):
         out = d.to_dict()
         out["schedule"].pop("work_unit")

@@ -95,9 +95,11 @@ def oasis_tiny_instance(
     gamma1_range=(1.0, 10.0),
     cpu: float = 8.0,
     max_work: int = 12,
+    arrival_hi: int | None = None,
 ) -> tuple[OasisCluster, list[OasisRequest], OasisConstants]:
     """The ratio-experiment generator: R = 1 (cpu), H = K servers of ``cpu``, w U{1..3}, s U{1..2},
-    N U{1..4}, W U{2..max_work}, b/B = 1/2, sigmoid γ3 U[1,4]; oracle constants."""
+    N U{1..4}, W U{2..max_work}, b/B = 1/2, sigmoid γ3 U[1,4]; arrivals U{0..5} (or
+    ``U{0..arrival_hi-1}``); oracle constants."""
     if cpu <= 0:
         raise InputError("cpu", cpu, "must be > 0")
     cl = OasisCluster.build(T, np.full((H, 1), cpu), np.full((H, 1), cpu), ResourceSpace(("cpu",)))
@@ -107,7 +109,7 @@ def oasis_tiny_instance(
         reqs.append(
             OasisRequest(
                 i,
-                int(rng.integers(0, min(6, T))),
+                int(rng.integers(0, min(6, T) if arrival_hi is None else arrival_hi)),
                 int(rng.integers(2, max_work + 1)),
                 int(rng.integers(1, 5)),
                 1.0,
