@@ -1,0 +1,159 @@
+"""Benchmark: sweep executors.
+
+1. Speed-up of the process pool with 2 workers vs 1 on the ``default`` scenario (all six
+   allocators, truthful, ``--reps`` replications; target >= 1.7x).
+2. Dask ``LocalCluster`` (2 worker processes) overhead vs the process pool (2 workers) on runs of
+   about 1 s each (``default`` with 48 rounds; target <= 10 %).
+
+Each configuration is a complete :func:`analysis.sweep.run_sweep` into a fresh directory (pool or
+cluster start-up, runs, part files, consolidation), timed once, wall clock; chunk size 1 so both
+executors schedule the same tasks. The consolidated results are checked to be identical across
+executors. The machine has 2 cores and is shared, so the 1-minute load average is recorded.
+
+    .venv/bin/python benchmarks/bench_sweep.py [--reps 3] [--long-runs 16] [--quick]
+
+Writes benchmarks/results/sweep.json and sweep.md (not with --quick).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis.sweep import RUN_COLUMNS, parse_sweep, plan_sweep, run_sweep  # noqa: E402
+
+SPEEDUP_TARGET = 1.7
+OVERHEAD_TARGET = 0.10
+
+
+def _timed(config, executor: str, workers: int, tmp: Path) -> tuple[float, object]:
+    out = tmp / f"{config.name}-{executor}-{workers}"
+    t0 = time.perf_counter()
+    res = run_sweep(config, out, executor=executor, workers=workers, chunk_size=1, progress=False)
+    return time.perf_counter() - t0, res
+
+
+def run(reps: int, long_runs: int, rounds_long: int) -> dict:
+    """Run both comparisons; return the JSON-ready results."""
+    load0 = os.getloadavg()[0]
+    base = {"scenarios": ["default"], "seed": 2024}
+    speed_cfg = parse_sweep({**base, "name": "speedup", "replications": reps}, "speedup")
+    reps_long = max(1, long_runs // 6)
+    long_cfg = parse_sweep(
+        {**base, "name": "overhead", "replications": reps_long, "grid": {"rounds": [rounds_long]}}, "overhead"
+    )
+    out: dict = {"benchmark": "sweep executors", "machine": {}}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t1, r1 = _timed(speed_cfg, "process", 1, tmp)
+        t2, r2 = _timed(speed_cfg, "process", 2, tmp)
+        pd.testing.assert_frame_equal(r1.results, r2.results)
+        run_s = float(r1.runs["seconds"].sum())
+        out["speedup"] = {
+            "scenario": "default (6 allocators, truthful)",
+            "runs": len(plan_sweep(speed_cfg)),
+            "mean_run_seconds_1_worker": round(run_s / len(r1.runs), 3),
+            "process_1_worker_s": round(t1, 2),
+            "process_2_workers_s": round(t2, 2),
+            "speedup": round(t1 / t2, 3),
+            "target": SPEEDUP_TARGET,
+            "meets_target": bool(t1 / t2 >= SPEEDUP_TARGET),
+            "load_avg_1min": round(os.getloadavg()[0], 2),
+        }
+        tp, rp = _timed(long_cfg, "process", 2, tmp)
+        td, rd = _timed(long_cfg, "dask", 2, tmp)
+        pd.testing.assert_frame_equal(rp.results, rd.results)
+        pd.testing.assert_frame_equal(rp.runs[RUN_COLUMNS], rd.runs[RUN_COLUMNS])
+        overhead = td / tp - 1.0
+        out["dask_overhead"] = {
+            "scenario": f"default, {rounds_long} rounds (6 allocators, truthful)",
+            "runs": len(plan_sweep(long_cfg)),
+            "mean_run_seconds": round(float(rp.runs["seconds"].mean()), 3),
+            "process_2_workers_s": round(tp, 2),
+            "dask_localcluster_2_workers_s": round(td, 2),
+            "overhead": round(overhead, 4),
+            "target": OVERHEAD_TARGET,
+            "meets_target": bool(overhead <= OVERHEAD_TARGET),
+            "identical_results": True,
+            "load_avg_1min": round(os.getloadavg()[0], 2),
+        }
+    out["machine"] = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_avg_1min_start": round(load0, 2),
+        "load_avg_1min_end": round(os.getloadavg()[0], 2),
+    }
+    return out
+
+
+def markdown(res: dict) -> str:
+    """The results as a short Markdown page."""
+    s, o, m = res["speedup"], res["dask_overhead"], res["machine"]
+    return "\n".join(
+        [
+            "# Sweep executors",
+            "",
+            "Each figure is one complete `run_sweep` (executor start-up, runs, Parquet parts, consolidation), "
+            "wall clock, chunk size 1.",
+            "",
+            "## Process pool: 2 workers vs 1",
+            "",
+            f"{s['scenario']}, {s['runs']} runs of {s['mean_run_seconds_1_worker']} s on average.",
+            "",
+            "| workers | seconds |",
+            "|---|---|",
+            f"| 1 | {s['process_1_worker_s']} |",
+            f"| 2 | {s['process_2_workers_s']} |",
+            "",
+            f"Speed-up **{s['speedup']}x** (target >= {s['target']}x: "
+            f"**{'met' if s['meets_target'] else 'NOT met'}**; load average {s['load_avg_1min']}).",
+            "",
+            "## Dask LocalCluster vs process pool (2 workers each)",
+            "",
+            f"{o['scenario']}, {o['runs']} runs of {o['mean_run_seconds']} s on average; identical results.",
+            "",
+            "| executor | seconds |",
+            "|---|---|",
+            f"| process pool | {o['process_2_workers_s']} |",
+            f"| Dask LocalCluster | {o['dask_localcluster_2_workers_s']} |",
+            "",
+            f"Overhead **{100 * o['overhead']:+.1f}%** (target <= {100 * o['target']:.0f}%: "
+            f"**{'met' if o['meets_target'] else 'NOT met'}**; load average {o['load_avg_1min']}).",
+            "",
+            f"Machine: {m['cpus']} CPUs, Python {m['python']}, 1-min load average {m['load_avg_1min_start']} -> "
+            f"{m['load_avg_1min_end']} (shared with other jobs; one run each).",
+            "",
+        ]
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=3, help="replications of the speed-up sweep (6 runs each)")
+    ap.add_argument("--long-runs", type=int, default=24, help="runs of ~1 s for the Dask overhead sweep")
+    ap.add_argument("--rounds-long", type=int, default=48, help="rounds per run in the overhead sweep")
+    ap.add_argument("--quick", action="store_true", help="tiny smoke run; print only")
+    args = ap.parse_args()
+    res = run(1, 6, 8) if args.quick else run(args.reps, args.long_runs, args.rounds_long)
+    print(json.dumps(res, indent=2))
+    if not args.quick:
+        out = ROOT / "benchmarks" / "results"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sweep.json").write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+        (out / "sweep.md").write_text(markdown(res), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
