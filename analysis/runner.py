@@ -7,10 +7,11 @@ A run spec carries the child's ``entropy`` and ``spawn_key`` (plain data), so it
 identical seed in any process.
 
 Executors map a function over run specs and yield results as they finish: ``local`` (in this
-process) and ``process`` (``concurrent.futures.ProcessPoolExecutor``). Results are reassembled in
-plan order and sorted, so the output is identical whatever the executor and completion order. A
-future Dask executor only has to implement :class:`Executor`; a resumable sweep can pass the
-``run_id``s already on disk as ``skip``.
+process) and ``process`` (``concurrent.futures.ProcessPoolExecutor``); the Dask executor
+(:class:`analysis.executors_dask.DaskExecutor`, optional dependency) implements the same
+:class:`Executor` protocol and can be passed as ``executor=``. Results are reassembled in plan
+order and sorted, so the output is identical whatever the executor and completion order.
+Resumable parameter sweeps with Parquet part files live in :mod:`analysis.sweep`.
 
 Output (long format, one row per measurement): ``run_id, scenario, policy, variant,
 replication, round, tenant, measure, value`` (see :meth:`agents.model.MarketModel.tidy` for the

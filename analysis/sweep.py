@@ -795,7 +795,7 @@ def run_sweep(
     n_workers = workers or (1 if ex_name == "local" else 2 if ex_name == "dask" else os.cpu_count() or 1)
     size = chunk_size or config.chunk_size or _default_chunk(len(todo), n_workers)
     chunks = [Chunk(tuple(todo[i : i + size])) for i in range(0, len(todo), size)]
-    sessions = list((manifest or {}).get("sessions", []))
+    sessions = list((manifest or {}).get("sessions", [])) if existing else []  # a fresh start forgets old sessions
     session = max([s["session"] for s in sessions] + [_session_of(p) for p in existing] + [0]) + 1
     sessions.append(
         {
