@@ -40,10 +40,17 @@ __all__ = [
 EXACT_SHAPLEY_MAX_PLAYERS = 12
 
 
-def balance(shares: np.ndarray, total: float) -> np.ndarray:
-    """Return ``shares`` with the float residual ``total − Σ shares`` added to the largest share,
-    so that ``math.fsum(result)`` equals ``total`` up to one rounding of the largest entry."""
+def balance(shares: np.ndarray, total: float, eligible: object | None = None) -> np.ndarray:
+    """Return ``shares`` with the float residual ``total − Σ shares`` added to the largest share among
+    ``eligible`` (boolean mask; default: the non-zero shares, else all), so that ``math.fsum(result)``
+    equals ``total`` up to one rounding of that entry and ineligible tenants keep exactly their share."""
     out = np.array(shares, dtype=float)
+    if eligible is None:
+        elig = out != 0 if np.any(out) else np.ones(out.shape, dtype=bool)
+    else:
+        elig = np.asarray(eligible, dtype=bool)
+        if elig.shape != out.shape or not elig.any():
+            raise InputError("eligible", eligible, f"must be a non-empty mask of length {out.size}")
     if out.size == 0:
         if total != 0:
             raise InputError("shares", shares, f"is empty but the total to divide is {total}")
@@ -52,7 +59,7 @@ def balance(shares: np.ndarray, total: float) -> np.ndarray:
         resid = float(total) - math.fsum(out.tolist())
         if resid == 0.0:
             break
-        i = int(np.argmax(np.abs(out))) if np.any(out) else 0
+        i = int(np.argmax(np.where(elig, np.abs(out), -1.0)))
         out[i] += resid
     return out
 
@@ -86,7 +93,10 @@ def gain_as_you_contribute(unused: object, cost: object, *, exact_balance: bool 
         raise InputError(f"unused[:, {t}]", u[:, t], "sums to 0 (a(t) = 0) but the slot has a payment")
     share = np.divide(u, a[None, :], out=np.zeros_like(u), where=a[None, :] > 0)
     inc = (share * c[None, :]).sum(axis=1)
-    return balance(inc, math.fsum(c.tolist())) if exact_balance else inc
+    if not exact_balance:
+        return inc
+    contrib = u.sum(axis=1) > 0
+    return balance(inc, math.fsum(c.tolist()), contrib if contrib.any() else None)
 
 
 def equal_split(payment: float, n_tenants: int, members: object | None = None) -> np.ndarray:
@@ -101,7 +111,7 @@ def equal_split(payment: float, n_tenants: int, members: object | None = None) -
     if not m.any():
         raise InputError("members", members, "must include at least one tenant")
     out = np.where(m, p / m.sum(), 0.0)
-    return balance(out, p)
+    return balance(out, p, m)
 
 
 def capacity_game_values(masks: np.ndarray, unused: np.ndarray, demand: np.ndarray, price: np.ndarray) -> np.ndarray:
@@ -211,4 +221,4 @@ def shapley_sharing(
         if rng is None:
             raise InputError("rng", rng, "a numpy.random.Generator is required for sampled Shapley")
         phi = shapley_sampled(game, n, n_samples, rng).values
-    return balance(phi, total)
+    return balance(phi, total, u.sum(axis=1) > 0 if u.sum() > 0 else None)

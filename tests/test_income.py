@@ -182,3 +182,11 @@ def test_divide_incomes_budget_balance_random_runs(seed: int) -> None:
         inc = divide_incomes(r, rule)
         assert abs(math.fsum(inc.tolist()) - pay) <= _tol(pay)
         assert (inc >= -_tol(pay)).all()
+
+
+def test_balance_residual_never_goes_to_ineligible_tenants() -> None:
+    out = equal_split(5e-324, 3, [False, True, False])  # the share underflows to 0: residual to the member
+    assert out.tolist() == [0.0, 5e-324, 0.0]
+    assert gain_as_you_contribute([[0], [0]], [0]).tolist() == [0.0, 0.0]
+    with pytest.raises(InputError, match="eligible"):
+        balance(np.ones(2), 3.0, [False, False])

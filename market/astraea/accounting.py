@@ -354,5 +354,5 @@ def divide_incomes(
         ):
             demand = np.full(cost.shape, float(units))
             inc += shapley_sharing(unused, demand, cost / units, n_samples=n_samples, rng=rng)
-        out += balance(inc, o.payment)
+        out += balance(inc, o.payment, (o.unused_w.sum(axis=1) + o.unused_p.sum(axis=1)) > 0)
     return out

@@ -344,7 +344,7 @@ def _charge(
     if rule == "full_eq2":
         payment = c.cost_w + c.cost_p
         inc = gain_as_you_contribute(uw, cw, exact_balance=False) + gain_as_you_contribute(up, cp, exact_balance=False)
-        return payment, balance(inc, payment)
+        return payment, balance(inc, payment, (uw.sum(axis=1) + up.sum(axis=1)) > 0)
     # beyond_quota: pay only for units beyond the payer's own frozen unused quota, to the others
     ex_w = np.maximum(0.0, c.n_workers - uw[uidx]) * (cw / c.n_workers)
     ex_p = np.maximum(0.0, c.n_ps - up[uidx]) * (cp / c.n_ps)
@@ -353,7 +353,8 @@ def _charge(
     op[uidx] = 0.0
     payment = float(ex_w.sum() + ex_p.sum())
     inc = gain_as_you_contribute(ow, ex_w, exact_balance=False) + gain_as_you_contribute(op, ex_p, exact_balance=False)
-    return payment, balance(inc, payment)
+    contributors = (ow.sum(axis=1) + op.sum(axis=1)) > 0
+    return payment, balance(inc, payment, contributors if contributors.any() else None)
 
 
 def resolve_theta(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams) -> tuple[float, float]:
