@@ -73,8 +73,18 @@ def test_bad_utilities_raise_naming_field(make, field) -> None:
 
 def test_ps_job_validation_and_derived() -> None:
     u = SigmoidUtility(10, 1, 3)
-    job = PSJob("j1", "t1", arrival=2, epochs=3, chunks=4, minibatches=10, compute_time=0.5, grad_mb=125.0,
-                utility=u, worker_bw=1.0)
+    job = PSJob(
+        "j1",
+        "t1",
+        arrival=2,
+        epochs=3,
+        chunks=4,
+        minibatches=10,
+        compute_time=0.5,
+        grad_mb=125.0,
+        utility=u,
+        worker_bw=1.0,
+    )
     # push + pull of 125 MB at 1 Gbps = 2 * 1000 Mbit / 1000 Mbit/s = 2 s, plus 0.5 s compute
     assert job.seconds_per_minibatch() == pytest.approx(2.5)
     assert job.total_minibatches() == 120
@@ -111,7 +121,13 @@ def test_single_rack_is_the_oef_testbed() -> None:
     c = single_rack([("RTX3070", 8), ("RTX3080", 8), ("RTX3090", 8)])
     assert c.capacity.tolist() == [8, 8, 8]
     assert [(s.host_id, s.gpu_type, s.count) for s in c.servers] == [
-        ("h0", 0, 4), ("h1", 0, 4), ("h2", 1, 4), ("h3", 1, 4), ("h4", 2, 4), ("h5", 2, 4)]
+        ("h0", 0, 4),
+        ("h1", 0, 4),
+        ("h2", 1, 4),
+        ("h3", 1, 4),
+        ("h4", 2, 4),
+        ("h5", 2, 4),
+    ]
     assert c.graph.degree["switch"] == 6 and c.type_index("RTX3080") == 1
     assert Cluster.from_counts({"k80": 3, "v100": 5}, gpus_per_host=4).capacity.tolist() == [3, 5]
     with pytest.raises(InputError, match="gpu type"):
@@ -142,7 +158,8 @@ def test_random_geometric_edge_is_seeded_and_connected() -> None:
 
 
 def test_registry_lookup_and_errors() -> None:
-    with pytest.raises(InputError, match=r"mechanism must be a registered mechanism \(known: .*oef-noncoop.*\), got 'no-such'"):
+    pattern = r"mechanism must be a registered mechanism \(known: .*oef-noncoop.*\), got 'no-such'"
+    with pytest.raises(InputError, match=pattern):
         get("no-such")
     with pytest.raises(InputError, match="family"):
         register("x", "lottery", "bad family")
