@@ -210,30 +210,32 @@ def gain_curve_frame(
     mechanism: str,
     speedups: Any,
     capacity: Any,
-    agent: int = 0,
+    agent: int | None = 0,
     factors: Iterable[float] | None = None,
     weights: Any = None,
 ) -> pd.DataFrame:
-    """Gain of ``agent`` from scaling ONE speedup dimension by each factor (others truthful), per
-    dimension: columns mechanism, agent, dimension, factor, gain, relative_gain, utility."""
+    """Gain of ``agent`` (``None``: every agent) from scaling ONE speedup dimension by each factor
+    (others truthful), per dimension: columns mechanism, agent, dimension, factor, gain,
+    relative_gain, utility."""
     target = FairShareTarget(mechanism, speedups, capacity, weights=weights)
     fs = np.geomspace(0.25, 4.0, 25) if factors is None else np.asarray(list(factors), dtype=float)
     rows = []
-    for d in target.dimensions(agent):
-        for f in fs:
-            gain, u = evaluate_misreport(target, agent, {d.name: float(f)})
-            base = u - gain
-            rows.append(
-                {
-                    "mechanism": target.name,
-                    "agent": agent,
-                    "dimension": d.name,
-                    "factor": float(f),
-                    "gain": gain,
-                    "relative_gain": gain / abs(base) if base != 0 else np.nan,
-                    "utility": u,
-                }
-            )
+    for a in target.agents() if agent is None else [agent]:
+        for d in target.dimensions(a):
+            for f in fs:
+                gain, u = evaluate_misreport(target, a, {d.name: float(f)})
+                base = u - gain
+                rows.append(
+                    {
+                        "mechanism": target.name,
+                        "agent": int(a),
+                        "dimension": d.name,
+                        "factor": float(f),
+                        "gain": gain,
+                        "relative_gain": gain / abs(base) if base != 0 else np.nan,
+                        "utility": u,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -260,7 +262,10 @@ def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(1.4 * max(3, frame["mechanism"].nunique()) + 2, 4))
     data = frame.assign(pct=100 * frame["relative_gain"].fillna(0.0))
     order = list(dict.fromkeys(data["mechanism"]))
-    sns.stripplot(data=data, x="mechanism", y="pct", order=order, ax=ax, size=3, color="#1f4e79", alpha=0.5)
+    sns.stripplot(
+        data=data, x="mechanism", y="pct", order=order, ax=ax, size=3, jitter=0.25, color="#1f4e79", alpha=0.5
+    )
+    ax.set_xlim(-0.6, len(order) - 0.4)
     worst = data.groupby("mechanism")["pct"].max().reindex(order)
     ax.scatter(range(len(order)), worst.to_numpy(), marker="_", s=600, color="#c0392b", label="max", zorder=3)
     ax.legend(loc="upper right", frameon=False)
@@ -274,23 +279,33 @@ def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def plot_gain_curves(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Gain (% of truthful utility) vs misreport factor, one line per dimension (log x axis)."""
+def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8) -> Path:
+    """Gain (% of truthful utility) vs misreport factor, one panel per (mechanism, agent) (at most
+    ``max_panels``), one line per dimension (log x axis)."""
     import seaborn as sns
+    from matplotlib.ticker import NullFormatter
 
     plt = _plt()
     path = Path(path)
-    mechs = list(dict.fromkeys(frame["mechanism"]))
-    fig, axes = plt.subplots(1, len(mechs), figsize=(4.2 * len(mechs), 3.6), squeeze=False, sharey=True)
-    for ax, mech in zip(axes[0], mechs, strict=True):
-        sub = frame[frame["mechanism"] == mech].assign(pct=lambda d: 100 * d["relative_gain"])
+    panels = list(dict.fromkeys(zip(frame["mechanism"], frame["agent"], strict=True)))[:max_panels]
+    cols = min(4, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
+    for ax, (mech, agent) in zip(axes.flat, panels, strict=False):
+        sub = frame[(frame["mechanism"] == mech) & (frame["agent"] == agent)]
+        sub = sub.assign(pct=100 * sub["relative_gain"])
         sns.lineplot(data=sub, x="factor", y="pct", hue="dimension", marker="o", ax=ax)
         ax.set_xscale("log")
+        ticks = [t for t in (0.25, 0.5, 1.0, 2.0, 4.0) if sub["factor"].min() <= t <= sub["factor"].max()]
+        ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="grey", lw=0.8, ls=":")
         ax.axhline(0.0, color="grey", lw=0.8)
-        ax.set_title(mech)
+        ax.set_title(f"{mech}, agent {agent}")
         ax.set_xlabel("reported / true speedup")
         ax.set_ylabel("gain (% of truthful utility)")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -7,6 +7,7 @@ Commands::
     marketsim sweep CONFIG [--executor local|process|dask] [--address tcp://HOST:PORT] [--workers N]
                    [--resume] [--out DIR]
     marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
+                    [--report DIR [--instances N]]
     marketsim claims [--paper NAME] [--size small|large] [--seed S] [--json] [--report DIR]
     marketsim list
 
@@ -301,8 +302,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for i, w in enumerate(weights):
             if w <= 0:
                 raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    if args.instances < 1:
+        raise InputError("--instances", args.instances, "must be >= 1")
     case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
     out = audit_case(case, seed=args.seed)
+    if args.report:
+        from analysis.audit_report import gain_curve_frame, regret_frame, write_audit_report
+
+        curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
+        regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
+        report = write_audit_report(args.report, regret=regret, curves=curves)
+        print(f"{PROG} audit: wrote {report} with regret.png and gain_curves.png", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
         return 0
@@ -420,6 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
     aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
     aud.add_argument("--json", action="store_true", help="print one JSON object")
+    aud.add_argument(
+        "--report", default=None, help="also write DIR/report.md with gain-vs-factor curves and a regret plot"
+    )
+    aud.add_argument("--instances", type=int, default=20, help="random instances of the --report regret plot")
     aud.set_defaults(func=cmd_audit)
 
     cl = sub.add_parser(

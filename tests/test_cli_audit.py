@@ -123,3 +123,13 @@ def test_regret_and_gain_curves_report(tmp_path: Path) -> None:
     text = path.read_text()
     assert "regret.png" in text and "gain_curves.png" in text
     assert (tmp_path / "regret.png").stat().st_size > 0 and (tmp_path / "gain_curves.png").stat().st_size > 0
+
+
+def test_audit_report_flag_writes_plots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    argv = ["audit", "--mechanism", "maxmin", "--speedups", "1,2;1,5", "--report", str(tmp_path), "--instances", "1"]
+    code, out, err = _run(capsys, argv)
+    assert code == 0 and "report.md" in err
+    assert {"report.md", "regret.png", "gain_curves.png", "regret.csv", "gain_curves.csv"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
+    assert _run(capsys, [*argv[:-1], "0"])[0] == 2
