@@ -181,6 +181,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputError("--workers", args.workers, "must be >= 1")
     if args.seed is not None and args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
+    from analysis.sweep import sweep_names
+
+    if args.scenario in sweep_names():
+        raise InputError("scenario", args.scenario, f"is a sweep config; run it with `{PROG} sweep {args.scenario}`")
     scenario = load_scenario(args.scenario)
     policies = None
     if args.policies:

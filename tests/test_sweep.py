@@ -296,3 +296,8 @@ def test_embedded_sweep_plans() -> None:
     cfg = load_sweep("sweep_lie_factor")
     plan = plan_sweep(cfg)
     assert len(plan) == cfg.replications * 2 * 3 * 6  # reps x tenants cells x policies x (1 + 3 + 2) variants
+
+
+def test_run_points_sweep_configs_to_the_sweep_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "sweep_lie_factor", "--quiet"]) == 2
+    assert "marketsim sweep sweep_lie_factor" in capsys.readouterr().err
