@@ -36,8 +36,17 @@ class Utility(Protocol):
     def scaled(self, factor: float) -> Utility: ...
 
 
+def _arg(x: float | np.ndarray) -> np.ndarray:
+    """``x`` as a float array of at least one dimension.
+
+    Scalars go through numpy's 1-d loops too: a 0-d ``pow``/``exp`` may round differently (by an
+    ulp) from the SIMD 1-d loop, and the vectorised searches must score a schedule exactly as the
+    scalar reference does."""
+    return np.atleast_1d(np.asarray(x, dtype=float))
+
+
 def _out(values: np.ndarray, x: float | np.ndarray) -> float | np.ndarray:
-    return float(values) if np.ndim(x) == 0 else values
+    return float(values[0]) if np.ndim(x) == 0 else values
 
 
 @dataclass(frozen=True)
@@ -59,13 +68,13 @@ class SigmoidUtility:
         check_finite("SigmoidUtility.gamma3", self.gamma3)
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray:
-        z = self.gamma2 * (np.asarray(x, dtype=float) - self.gamma3)
+        z = self.gamma2 * (_arg(x) - self.gamma3)
         # 1/(1+e^z) = exp(-logaddexp(0, z)): never overflows
         return _out(self.gamma1 * np.exp(-np.logaddexp(0.0, z)), x)
 
     def log(self, x: float | np.ndarray) -> float | np.ndarray:
         """``log f(x)`` without underflow."""
-        z = self.gamma2 * (np.asarray(x, dtype=float) - self.gamma3)
+        z = self.gamma2 * (_arg(x) - self.gamma3)
         return _out(np.log(self.gamma1) - np.logaddexp(0.0, z), x)
 
     def scaled(self, factor: float) -> SigmoidUtility:
@@ -90,7 +99,7 @@ class LinearUtility:
         check_positive("LinearUtility.g", self.g)
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray:
-        v = self.k * np.asarray(x, dtype=float) + self.g
+        v = self.k * _arg(x) + self.g
         return _out(np.maximum(v, 0.0) if self.floor_at_zero else v, x)
 
     def scaled(self, factor: float) -> LinearUtility:
@@ -112,7 +121,7 @@ class ConvexUtility:
         check_positive("ConvexUtility.scale", self.scale)
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray:
-        xa = np.asarray(x, dtype=float)
+        xa = _arg(x)
         if (xa <= 0).any():
             raise InputError("elapsed time", x, "must be > 0 for a convex utility")
         return _out(self.scale * (self.e / xa) ** self.kappa, x)
@@ -141,7 +150,7 @@ class TabularUtility:
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray:
         table = np.asarray(self.values)
-        idx = np.clip(np.asarray(x, dtype=float).astype(int), 0, table.size - 1)
+        idx = np.clip(_arg(x).astype(int), 0, table.size - 1)
         return _out(table[idx], x)
 
     def scaled(self, factor: float) -> TabularUtility:
