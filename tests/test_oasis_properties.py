@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,32 @@ def test_finding_weak_duality_fails_with_coarse_demands():
     assert m.dual[-1] < opt.welfare
     alg = sum(d.utility for d in decs)
     assert opt.welfare / alg <= 2 * consts.alpha
+
+
+def test_offline_optimum_not_below_online():
+    """Regression: the HiGHS bundled with scipy 1.18.1 (presolve on) called a 7.981 solution of this
+    instance optimal although the online schedule, feasible for the same MILP, reaches 8.005.
+    ``market.milp`` solves with highspy, which finds 8.005 (the online schedules are optimal here)."""
+    cl, reqs, consts, m, decs, _ = _run(1374, 3, (1.0, 10.0))
+    alg = sum(d.utility for d in decs)
+    opt = oasis_offline_optimum(cl, reqs, time_limit=30)
+    assert opt.optimal
+    assert alg == pytest.approx(8.005027486008151, rel=1e-12)
+    assert opt.welfare >= alg - 1e-9
+
+
+def test_milp_bad_option_and_statuses():
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from market.milp import milp
+
+    with pytest.raises(ValueError, match="not_an_option"):
+        milp(np.array([1.0]), options={"not_an_option": 1})
+    # max x + y s.t. x + y <= 1.5, integer: optimum 1
+    r = milp(
+        -np.ones(2), integrality=1, bounds=Bounds(0, 1), constraints=LinearConstraint(np.ones((1, 2)), -np.inf, 1.5)
+    )
+    assert r.status == 0 and r.fun == pytest.approx(-1.0) and r.x.sum() == pytest.approx(1.0)
+    # infeasible: x >= 2 with x <= 1
+    r = milp(np.ones(1), bounds=Bounds(0, 1), constraints=LinearConstraint(np.ones((1, 1)), 2, np.inf), integrality=1)
+    assert r.status == 2 and r.x is None

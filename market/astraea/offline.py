@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 from scipy.sparse import coo_matrix
 
 from market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, throughput
 from market.errors import InputError, SolveError, check_int, check_positive
+from market.milp import milp
 
 __all__ = ["OptResult", "opt_exact"]
 

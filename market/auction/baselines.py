@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import Bounds, milp
+from scipy.optimize import Bounds
 
 from market.auction.offline import RowBuilder
 from market.auction.slotsim import EPS, Pools, RoundRobin, SimJob, SlotSimulator
+from market.milp import milp
 
 __all__ = ["Fifo", "Drf", "Dorm", "Rrh", "Pools", "drf_fill", "fixed_workers", "BASELINES"]
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 
 from market.auction.base import Schedule
 from market.errors import InputError, SolveError, check_nonneg, check_positive
+from market.milp import milp
 
 __all__ = ["OfflineResult", "RowBuilder", "solve_milp", "competitive_ratio"]
 

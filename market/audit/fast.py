@@ -41,6 +41,8 @@ class NoncoopResolver:
     def __init__(self, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> None:
         import highspy
 
+        from market.milp import new_highs
+
         self.W = np.asarray(W, dtype=float).copy()
         self.m = np.asarray(m, dtype=float)
         n, k = self.W.shape
@@ -51,7 +53,7 @@ class NoncoopResolver:
         if om.shape != (n,) or not np.all(np.isfinite(om)) or (om <= 0).any():
             raise InputError("omega", omega, f"must be {n} finite weights > 0")
         N = n * k + 1
-        h = highspy.Highs()
+        h = new_highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("solver", "simplex")
         inf = highspy.kHighsInf

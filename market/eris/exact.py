@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sps
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 
 from market.eris.deploy import JobArrays, deploy_batch, prepare_job, prepare_slot
 from market.eris.mechanism import ErisAuction, as_sites
@@ -32,6 +32,7 @@ from market.eris.schedule import dp_table
 from market.eris.sources import cumulative_sources, source_sequence
 from market.eris.types import ErisConfig, ErisJob, ErisSites, NetworkSpec
 from market.errors import InputError, SolveError
+from market.milp import milp
 
 __all__ = [
     "one_shot_exact",

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 
+from market.milp import milp, new_highs
 from market.pdors.rounding import G_thm3, G_thm4, repair
 
 __all__ = ["SplitLP", "SlotProblem", "Candidate", "DiscardJob", "colocated_costs", "feasible_rows", "split_candidate"]
@@ -112,7 +113,7 @@ class SplitLP:
         lp.a_matrix_.start_ = A.indptr
         lp.a_matrix_.index_ = A.indices
         lp.a_matrix_.value_ = A.data
-        self.h = highspy.Highs()
+        self.h = new_highs()
         self.h.setOptionValue("output_flag", False)
         self.h.passModel(lp)
         self.H = H
