@@ -19,7 +19,10 @@ Schema (unknown keys are errors naming the key)::
     replications, seed, metrics = [..]
     [base]        keyword parameters of the paper's builder
     [audit]       overrides of [base] for the small instance of ``marketsim audit``
-    [[panel]]     x (required, a key of [base]), values = [..] (required), label, fixed = {..}
+    [[panel]]     x (required, a key of [base]), values = [..] (required), label, fixed = {..},
+                  common_workload = true|false (default false: each x value draws its own workload;
+                  true: replication r uses the same seed at every x, for panels that sweep a
+                  mechanism parameter the builder does not draw the workload from)
     [[reported]]  panel (index, required), metric, text (required): what the paper reports
     [[variant]]   name (required), params = {dimension = value} (required),
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell)
@@ -94,6 +97,7 @@ class Panel:
     values: tuple[Any, ...]
     label: str = ""
     fixed: Mapping[str, Any] = field(default_factory=dict)
+    common_workload: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         raise InputError(_where(name, "panel"), [], "must define at least one [[panel]]")
     for i, t in enumerate(raw_panels):
         key = f"panel[{i}]"
-        _unknown(name, key, t, {"x", "values", "label", "fixed"})
+        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload"})
         x = t.get("x")
         if not isinstance(x, str) or not x:
             raise InputError(_where(name, f"{key}.x"), x, "must name a builder parameter")
@@ -212,9 +216,11 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
             raise InputError(_where(name, f"{key}.values"), values, "must be a non-empty list")
         if len({repr(v) for v in values}) != len(values):
             raise InputError(_where(name, f"{key}.values"), values, "must not repeat a value")
-        panels.append(
-            Panel(x, tuple(values), str(t.get("label", "")), _table(name, f"{key}.fixed", t.get("fixed", {})))
-        )
+        common = t.get("common_workload", False)
+        if not isinstance(common, bool):
+            raise InputError(_where(name, f"{key}.common_workload"), common, "must be true or false")
+        fixed = _table(name, f"{key}.fixed", t.get("fixed", {}))
+        panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common))
     notes = []
     for i, t in enumerate(_tables(name, "reported", data.get("reported", []))):
         key = f"reported[{i}]"
@@ -324,7 +330,8 @@ def build_market(paper: str, params: Mapping[str, Any], rng: np.random.Generator
 @dataclass(frozen=True)
 class CellSpec:
     """One workload: panel ``panel`` at its ``xi``-th value, replication ``rep``; every mechanism and
-    variant of the study runs on it. Seeded by ``SeedSequence(seed, spawn_key=(panel, xi, rep))``."""
+    variant of the study runs on it. Seeded by ``SeedSequence(seed, spawn_key=(panel, xi, rep))``
+    (``xi`` = 0 for every value of a ``common_workload`` panel)."""
 
     run_id: str
     study: Study
@@ -384,7 +391,8 @@ def execute_cell(spec: CellSpec) -> CellResult:
     """Build the cell's instance once and run every mechanism and variant on it."""
     study = spec.study
     try:
-        ss = np.random.SeedSequence(study.seed, spawn_key=(spec.panel, spec.xi, spec.rep))
+        xi = 0 if study.panels[spec.panel].common_workload else spec.xi
+        ss = np.random.SeedSequence(study.seed, spawn_key=(spec.panel, xi, spec.rep))
         market_ss, mech_ss, liar_ss = ss.spawn(3)
         params = study.params(spec.panel, spec.x)
         market = build_market(study.paper, params, np.random.default_rng(market_ss))
@@ -449,7 +457,13 @@ class StudyResult:
             "source": self.study.source,
             "mechanisms": list(self.study.mechanisms),
             "panels": [
-                {"x": p.x, "values": list(p.values), "label": p.label, "fixed": dict(p.fixed)}
+                {
+                    "x": p.x,
+                    "values": list(p.values),
+                    "label": p.label,
+                    "fixed": dict(p.fixed),
+                    "common_workload": p.common_workload,
+                }
                 for p in self.study.panels
             ],
             "base": dict(self.study.base),

@@ -177,3 +177,20 @@ def test_cli_run_study_and_audit_auction(tmp_path, capsys):
     assert code == 2 and "--speedups" in err
     code, _, err = cli("audit", "--mechanism", "fixed-price", "--set", "jobz=3")
     assert code == 2 and "jobz" in err
+
+
+@pytest.mark.parametrize("common", [True, False])
+def test_common_workload_panel_reuses_the_workload_across_x(common):
+    """Prices 1 and 1 + 1e-9 admit the same bids on the same workload: identical welfare per
+    replication iff the panel shares its workload across x."""
+    doc = _study_doc(panel=[{"x": "price", "values": [1.0, 1.0 + 1e-9], "common_workload": common}], variant=[])
+    doc["reported"] = []
+    res = run_study(parse_study(doc, "t"), progress=False, mechanisms=["fixed-price"])
+    w = res.frame.pivot_table(index="replication", columns="x", values="welfare")
+    same = np.allclose(w.iloc[:, 0], w.iloc[:, 1])
+    assert same == common
+
+
+def test_common_workload_must_be_boolean():
+    with pytest.raises(InputError, match=r"panel\[0\].common_workload"):
+        parse_study(_study_doc(panel=[{"x": "price", "values": [1.0], "common_workload": "yes"}]), "t")
