@@ -109,8 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=120.0, help="wall-clock budget per cvxpy solve (s)")
     ap.add_argument("--ours-budget", type=float, default=900.0, help="wall-clock budget per solve of ours (s)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--sizes", type=str, default=None, help="comma-separated n values (default 10,50,200,500)")
+    ap.add_argument("--modes", type=str, default="noncoop,coop", help="comma-separated subset of noncoop,coop")
     args = ap.parse_args(argv)
     sizes = (10, 50) if args.quick else (10, 50, 200, 500)
+    if args.sizes:
+        sizes = tuple(int(v) for v in args.sizes.split(","))
+    modes = tuple(v for v in args.modes.split(",") if v)
     k = 10
     # Warm up in the parent (imports, first-call overheads of scipy/HiGHS and cvxpy/its solver), so
     # that the forked children time only building and solving.
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         W, m = ordered_instance(n, k, seed=20240 + n)
         reps = 1 if args.quick else (3 if n <= 200 else 1)
-        for mode in ("noncoop", "coop"):
+        for mode in modes:
             row: dict[str, Any] = {"n": n, "k": k, "mode": mode, "reps": reps}
             ours_t, cvx_t, ours_obj, cvx_obj, solver, notes = [], [], None, None, None, []
             for _ in range(reps):

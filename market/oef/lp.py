@@ -5,9 +5,9 @@ constraint matrix is assembled sparse and vectorised; no dense ``R(R-1) x Rk`` m
 built. The auxiliary programs are solved by ``scipy.optimize.linprog`` with HiGHS (default dual
 simplex ``"highs-ds"``, so solutions are vertices). The two OEF programs with the default solver
 go straight to a ``highspy`` model built from CSC/CSR arrays (no scipy wrapper):
-:func:`solve_noncoop` starts LP (9)'s dual simplex from the staircase basis of paper Lemma 3.1 /
-Theorem 5.2 (optimal as it stands on ordered speedups; elsewhere a crash basis that HiGHS
-repairs), and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily in one
+:func:`solve_noncoop` builds the staircase vertex of paper Lemma 3.1 / Theorem 5.2 and returns
+it when its dual certificate proves it optimal (always on ordered speedups), else starts HiGHS's
+dual simplex from its basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily in one
 warm-started model. Both return an optimal vertex of the full program.
 """
 
@@ -42,7 +42,8 @@ __all__ = [
     "all_pairs",
     "solve_rows",
     "noncoop_csc",
-    "staircase_basis",
+    "Staircase",
+    "staircase",
     "solve_noncoop",
     "solve_coop",
     "row_envy",
@@ -354,21 +355,52 @@ def _run(policy: str, h: highspy.Highs) -> tuple[np.ndarray, float]:
     return np.asarray(h.getSolution().col_value, dtype=float), float(h.getInfo().objective_function_value)
 
 
-def staircase_basis(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> np.ndarray | None:
-    """Basic ``x`` columns of the staircase vertex of LP (9) (paper Lemma 3.1 / Theorem 5.2).
+@dataclass(frozen=True)
+class Staircase:
+    """The staircase basic solution of LP (9): basic cells ``(rows[c], types[c])`` (input row
+    indices, type indices) with values ``x[c]`` (devices), the common value ``t`` per unit of
+    weight, and ``optimal``: whether the optimality certificate holds (see :func:`staircase`)."""
+
+    rows: np.ndarray
+    types: np.ndarray
+    x: np.ndarray
+    t: float
+    optimal: bool
+
+    def columns(self, k: int) -> np.ndarray:
+        """Basic ``x`` columns, row-major ``l*k + j``."""
+        return self.rows * k + self.types
+
+    def matrix(self, R: int, k: int) -> np.ndarray:
+        """The allocation ``(R, k)`` in devices."""
+        X = np.zeros((R, k))
+        X[self.rows, self.types] = self.x
+        return X
+
+
+def staircase(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, tol: float = 1e-9) -> Staircase | None:
+    """The staircase vertex of LP (9) (paper Lemma 3.1 / Theorem 5.2) and its optimality certificate.
 
     Rows are sorted by their speedups (lexicographically, fastest type first); the devices are
     handed out type by type, slowest first, each row taking ``omega_l t`` of throughput from the
-    next free devices (north-west corner rule), at the largest common ``t`` that fits. Row ``l``
-    of the sorted order occupies ``[P_l, P_{l+1})`` on a throughput axis (``P`` = cumulative
+    next free devices (north-west corner rule), at the largest common ``t`` that fits. Row ``r``
+    of the sorted order occupies ``[P_r, P_{r+1})`` on a throughput axis (``P`` = cumulative
     ``omega``); type ``j`` covers ``[b_j, b_{j+1})`` with ``t (G_j(b_{j+1}) - G_j(b_j)) = m_j``,
-    ``G_j`` the piecewise-linear cumulative of ``1 / w_l^j``. ``b_k`` grows with ``1/t``; ``t`` is
-    found by two vectorised 65-point grid refinements and a final linear interpolation.
+    ``G_j`` the piecewise-linear cumulative of ``1 / w_r^j``. ``b_k`` grows with ``1/t``; ``t`` is
+    bracketed by 65-point grids until no boundary ``b_1..b_{k-1}`` crosses a row boundary inside
+    the bracket, then interpolated (exactly: those boundaries and the last type's unmet need are
+    affine in ``1/t`` there). Cell ``(r, j)`` gets
+    ``x = t |[b_j, b_{j+1}) ∩ [P_r, P_{r+1})| / w_r^j`` devices: a basic feasible solution with
+    the ``R + k - 1`` cells and ``t`` basic.
 
-    On ordered speedups (every step ratio ``w^{j+1}/w^j`` non-decreasing over the sorted rows)
-    this is the optimal basis, so dual simplex stops after zero pivots; on other inputs it is a
-    crash basis that the simplex repairs. Returns the ``R + k - 1`` basic columns (row-major
-    ``l*k + j``), or ``None`` when a row boundary meets a type boundary (degenerate staircase).
+    Certificate: the basis's duals (``p_j`` per capacity row, ``q_r`` per value row) solve
+    ``p_j = q_r w_r^j`` on the basic cells (along the staircase ``q_{r+1} = q_r w_r^j / w_{r+1}^j``
+    for the type ``j`` two neighbouring rows share) and ``sum_r omega_r q_r = sum omega``; the
+    solution is optimal iff ``p_j >= q_r w_r^j`` for every row and type and every capacity row is
+    tight (LP duality, complementary slackness), both checked with relative tolerance ``tol``.
+    On ordered speedups (every step ratio ``w^{j+1}/w^j`` non-decreasing over the sorted rows) it
+    holds; elsewhere the staircase is a crash basis.
+    Returns ``None`` when a row boundary meets a type boundary (a degenerate staircase).
     """
     R, k = W.shape
     om = np.ones(R) if omega is None else np.asarray(omega, dtype=float)
@@ -388,24 +420,47 @@ def staircase_basis(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = Non
         return b
 
     lo, hi = tot / float(m @ Ws.max(axis=0)), tot / float(m @ Ws.min(axis=0))  # bracket of u = 1/t
-    for _ in range(2):
+    cuts = P[1:R]  # interior row boundaries
+    for _ in range(6):
         u = np.linspace(lo, hi, 65)
-        b_grid = bounds(u)
-        i = min(max(int(np.searchsorted(b_grid[k], tot)), 1), 64)
-        lo, hi = u[i - 1], u[i]
-    # every boundary is affine in u between breakpoints of the staircase: interpolate at b_k = tot
-    b_lo, b_hi = b_grid[:, i - 1], b_grid[:, i]
-    frac = (tot - b_lo[k]) / (b_hi[k] - b_lo[k]) if b_hi[k] > b_lo[k] else 1.0
+        grid = bounds(u)
+        i = min(max(int(np.searchsorted(grid[k], tot)), 1), 64)
+        lo, hi, b_lo, b_hi = u[i - 1], u[i], grid[:, i - 1], grid[:, i]
+        # all boundaries grow with u; when none crosses a row boundary inside [lo, hi], each is
+        # affine in u there and the interpolation at b_k = tot is exact
+        if np.array_equal(np.searchsorted(cuts, b_lo[1:k]), np.searchsorted(cuts, b_hi[1:k])):
+            break
+    # the last type's unmet need F(u) = G_{k-1}(tot) - G_{k-1}(b_{k-1}(u)) - m_{k-1} u is affine
+    # in u on the bracket too (b_k itself is not: it leaves the last row at tot); F(u*) = 0
+    f_lo, f_hi = (
+        C[k - 1, R] - np.interp(np.array([b_lo[k - 1], b_hi[k - 1]]), P, C[k - 1]) - m[k - 1] * np.array([lo, hi])
+    )
+    frac = f_lo / (f_lo - f_hi) if f_lo > f_hi else 1.0
     b = b_lo + frac * (b_hi - b_lo)
     b[k] = tot
+    t = 1.0 / (lo + frac * (hi - lo))
     first = np.clip(np.searchsorted(P[: R + 1], b[:-1], "right") - 1, 0, R - 1)
     last = np.maximum(np.clip(np.searchsorted(P[: R + 1], b[1:], "left") - 1, 0, R - 1), first)
     count = last - first + 1
     if int(count.sum()) != R + k - 1:
         return None
-    offsets = np.repeat(np.cumsum(count) - count, count)
-    rows = np.arange(int(count.sum())) - offsets + np.repeat(first, count)
-    return order[rows] * k + np.repeat(np.arange(k), count)
+    types = np.repeat(np.arange(k), count)
+    rows = np.arange(R + k - 1) - np.repeat(np.cumsum(count) - count, count) + np.repeat(first, count)
+    seg = np.minimum(b[types + 1], P[rows + 1]) - np.maximum(b[types], P[rows])
+    x = t * np.maximum(seg, 0.0) / Ws[rows, types]
+    # duals along the staircase: rows r and r+1 share the type whose interval holds P_{r+1}
+    shared = np.searchsorted(b[1:k], P[1:R])
+    r = np.arange(R - 1)
+    log_q = np.concatenate([[0.0], np.cumsum(np.log(Ws[r, shared]) - np.log(Ws[r + 1, shared]))])
+    q = np.exp(log_q - log_q.max())
+    q *= tot / float(oms @ q)
+    p = q[first] * Ws[first, np.arange(k)]
+    slack = p[None, :] - q[:, None] * Ws
+    # optimal: primal feasible with every capacity row tight (complementary slackness, all p_j > 0)
+    # and dual feasible
+    cap_gap = np.abs(np.bincount(types, weights=x, minlength=k) - m).max()
+    optimal = bool(cap_gap <= tol * float(m.max()) and slack.min() >= -tol * float(p.max()))
+    return Staircase(order[rows], types, x, t, optimal)
 
 
 def _set_basis(h: highspy.Highs, basic_cols: np.ndarray, n_col: int, n_cap: int, n_eq: int) -> bool:
@@ -425,20 +480,28 @@ def _set_basis(h: highspy.Highs, basic_cols: np.ndarray, n_col: int, n_cap: int,
 def solve_noncoop(
     policy: str, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, solver: str = "highs-ds"
 ) -> tuple[np.ndarray, float, float, dict[str, int], dict[str, Any]]:
-    """LP (9) (compact A2 / A2') on highspy on the types with ``m_j > 0`` in scaled variables, dual
-    simplex started from :func:`staircase_basis`. Returns ``(X (R, k), t, seconds, sizes, info)``;
-    ``info`` has the simplex iterations and whether the staircase basis was used."""
+    """LP (9) (compact A2 / A2') on the types with ``m_j > 0`` in scaled variables.
+
+    With ``solver="highs-ds"`` the :func:`staircase` vertex is returned when its dual certificate
+    holds (an optimal basic solution, found without a solver); otherwise HiGHS's dual simplex
+    (highspy) starts from the staircase basis. Returns ``(X (R, k), t, seconds, sizes, info)``;
+    ``info["noncoop_path"]`` is ``"staircase"`` or ``"highs"``, with the simplex iterations."""
     t0 = time.perf_counter()
     R, k = W.shape
     active, Wa, ma, s = _reduce(W, m)
     ka = Wa.shape[1]
-    h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver)
-    cols = staircase_basis(Wa, ma, omega) if solver == "highs-ds" else None
-    crash = cols is not None and _set_basis(h, np.append(cols, R * ka), R * ka + 1, ka, R)
-    x, _ = _run(policy, h)
-    dt = time.perf_counter() - t0
     sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
-    info = {"staircase_basis": bool(crash), "simplex_iterations": int(h.getInfo().simplex_iteration_count)}
+    st = staircase(Wa, ma, omega) if solver == "highs-ds" else None
+    if st is not None and st.optimal:
+        x = np.append(st.matrix(R, ka).ravel(), st.t)
+        info: dict[str, Any] = {"noncoop_path": "staircase", "simplex_iterations": 0}
+    else:
+        h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver)
+        crash = st is not None and _set_basis(h, np.append(st.columns(ka), R * ka), R * ka + 1, ka, R)
+        x, _ = _run(policy, h)
+        iterations = int(h.getInfo().simplex_iteration_count)
+        info = {"noncoop_path": "highs", "staircase_crash": bool(crash), "simplex_iterations": iterations}
+    dt = time.perf_counter() - t0
     return _expand(x, R, k, active, s), float(x[-1]), dt, sizes, info
 
 
@@ -464,7 +527,7 @@ def solve_coop(
     """LP (10) (A3 / A3') by lazy generation of its envy-freeness rows in one warm-started HiGHS model.
 
     Starts with the capacity rows and the EF rows between rows at most ``window`` apart in the
-    speedup order of :func:`staircase_basis` (where LP (10)'s binding EF rows sit on ordered
+    speedup order of :func:`staircase` (where LP (10)'s binding EF rows sit on ordered
     speedups); after every solve finds the violated EF rows of all ``R(R-1)`` pairs from ``W X^T``
     (violation > ``1e-9 max(1, U)``), adds up to ``per_row`` most violated per envious row and
     re-solves from the previous basis (dual simplex). Each round adds a new pair, so it ends; the
