@@ -7,8 +7,8 @@ simplex ``"highs-ds"``, so solutions are vertices). The two OEF programs with th
 go straight to a ``highspy`` model built from CSC/CSR arrays (no scipy wrapper):
 :func:`solve_noncoop` builds the staircase vertex of paper Lemma 3.1 / Theorem 5.2 and returns
 it when its dual certificate proves it optimal (always on ordered speedups), else starts HiGHS's
-dual simplex from its basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily in one
-warm-started model. Both return an optimal vertex of the full program.
+dual simplex from its basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily
+in one warm-started model. Both return an optimal vertex of the full program.
 """
 
 from __future__ import annotations
@@ -180,7 +180,9 @@ def ef_rows(
     L, I = all_pairs(R) if pairs is None else pairs
     om = None if omega is None else np.asarray(omega, dtype=float)
     start, index, value = _ef_csr(W, om, np.asarray(L), np.asarray(I))
-    return sp.csr_array((value, index, start), shape=(np.asarray(L).size, R * k))
+    A = sp.csr_array((value, index, start), shape=(np.asarray(L).size, R * k))
+    A.sort_indices()
+    return A
 
 
 def build_coop(
@@ -567,8 +569,7 @@ def solve_coop(
         rounds += 1
         x, _ = _run(policy, h)
         iterations += int(h.getInfo().simplex_iteration_count)
-        x[x < ZERO_TOL] = 0.0
-        envy, U = row_envy(Wa, x.reshape(R, ka), om)
+        envy, U = row_envy(Wa, np.where(x < ZERO_TOL, 0.0, x).reshape(R, ka), om)
         envy[have] = -np.inf
         np.fill_diagonal(envy, -np.inf)
         viol = envy > 1e-9 * max(1.0, U)
