@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "# OEF LP solve time: ours (market.oef) vs the same LPs in cvxpy (default solver)",
         "",
         f"k = {k}; m_j = max(1, n//2). Times include validation and building the program (ours: the staircase "
-        "vertex with its LP-duality certificate for LP (9), else HiGHS dual simplex via highspy from its basis; "
+        "vertex with its LP-duality certificate for LP (9), else HiGHS primal simplex via highspy from its basis; "
         "LP (10) by lazy envy-freeness rows in one warm-started highspy model; cvxpy: problem construction, "
         "canonicalisation of the full LP with all n(n-1) EF rows, and solve). Each solve runs in a forked child "
         "after a warm-up in the parent and an untimed solve of a different small instance (n <= 20) of the same "

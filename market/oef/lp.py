@@ -7,7 +7,7 @@ simplex ``"highs-ds"``, so solutions are vertices). The two OEF programs with th
 go straight to a ``highspy`` model built from CSC/CSR arrays (no scipy wrapper):
 :func:`solve_noncoop` builds the staircase vertex of paper Lemma 3.1 / Theorem 5.2 and returns
 it when its dual certificate proves it optimal (always on ordered speedups), else starts HiGHS's
-dual simplex from its basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily
+primal simplex from its (feasible) basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily
 in one warm-started model. Both return an optimal vertex of the full program.
 """
 
@@ -485,9 +485,10 @@ def solve_noncoop(
     """LP (9) (compact A2 / A2') on the types with ``m_j > 0`` in scaled variables.
 
     With ``solver="highs-ds"`` the :func:`staircase` vertex is returned when its dual certificate
-    holds (an optimal basic solution, found without a solver); otherwise HiGHS's dual simplex
-    (highspy) starts from the staircase basis. Returns ``(X (R, k), t, seconds, sizes, info)``;
-    ``info["noncoop_path"]`` is ``"staircase"`` or ``"highs"``, with the simplex iterations."""
+    holds (an optimal basic solution, found without a solver); otherwise HiGHS's primal simplex
+    (highspy) starts from the staircase basis, which is primal feasible. Returns
+    ``(X (R, k), t, seconds, sizes, info)``; ``info["noncoop_path"]`` is ``"staircase"`` or
+    ``"highs"``, with the simplex iterations."""
     t0 = time.perf_counter()
     R, k = W.shape
     active, Wa, ma, s = _reduce(W, m)
@@ -500,6 +501,8 @@ def solve_noncoop(
     else:
         h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver)
         crash = st is not None and _set_basis(h, np.append(st.columns(ka), R * ka), R * ka + 1, ka, R)
+        if crash:  # the staircase basis is primal feasible: continue with primal simplex
+            h.setOptionValue("simplex_strategy", 4)
         x, _ = _run(policy, h)
         iterations = int(h.getInfo().simplex_iteration_count)
         info = {"noncoop_path": "highs", "staircase_crash": bool(crash), "simplex_iterations": iterations}
