@@ -195,7 +195,12 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
 )
 def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput
-    ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight)."""
+    ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight).
+
+    With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
+    the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
+    ["noncoop_path"] == "staircase"``; always on ordered speedups), else HiGHS's simplex from that
+    basis (``"highs"``); other solvers go through scipy's ``linprog`` on the compact LP."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
