@@ -163,3 +163,16 @@ def test_several_job_types_lazy_and_fast_match_full(seed, n_tenants, k, tw):
             omega = [float(fast.class_weight[c]) for c in fast.classes]
             U = fast.allocation.objective
             assert P.max_envy(fast.W, fast.allocation.X, omega) <= EF_TOL * max(1.0, U)
+
+
+@pytest.mark.parametrize("replicate", [True, False])
+def test_staircase_with_weights_on_ordered_speedups(replicate):
+    """Weighted rows (replicated copies, or the direct form A2' with omega in the value rows) on
+    ordered speedups: the staircase certificate holds and the optimum equals linprog's."""
+    W, m = _ordered(30, 6, 9)
+    w = [1, 2, 3] * 10
+    fast = oef_noncoop(W, m, weights=w, replicate=replicate, cache=False)
+    ref = oef_noncoop(W, m, weights=w, replicate=replicate, cache=False, solver="highs")
+    assert fast.info["noncoop_path"] == "staircase"
+    assert fast.objective == pytest.approx(ref.objective, rel=REL)
+    np.testing.assert_allclose(fast.throughput(W) / np.asarray(w, dtype=float), fast.common_value, rtol=1e-9)
