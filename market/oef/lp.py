@@ -1,9 +1,14 @@
 """Sparse LP builders and the shared HiGHS solve wrapper (spec A2-A5, §8).
 
 Variables are row-major ``x[l*k + j]`` (plus ``t`` or ``s`` last where a program has one). Every
-constraint matrix is assembled as a ``scipy.sparse`` COO array and converted to CSR; no dense
-``R(R-1) x Rk`` matrix is ever built. All programs are solved by ``scipy.optimize.linprog``
-with HiGHS (default dual simplex ``"highs-ds"``, so solutions are vertices).
+constraint matrix is assembled sparse and vectorised; no dense ``R(R-1) x Rk`` matrix is ever
+built. The auxiliary programs are solved by ``scipy.optimize.linprog`` with HiGHS (default dual
+simplex ``"highs-ds"``, so solutions are vertices). The two OEF programs with the default solver
+go straight to a ``highspy`` model built from CSC/CSR arrays (no scipy wrapper):
+:func:`solve_noncoop` builds the staircase vertex of paper Lemma 3.1 / Theorem 5.2 and returns
+it when its dual certificate proves it optimal (always on ordered speedups), else starts HiGHS's
+primal simplex from its (feasible) basis, and :func:`solve_coop` generates LP (10)'s envy-freeness rows lazily
+in one warm-started model. Both return an optimal vertex of the full program.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import highspy
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from market.errors import SolveError
+from market.milp import new_highs
 
 __all__ = [
     "ZERO_TOL",
@@ -34,6 +41,12 @@ __all__ = [
     "ef_rows",
     "all_pairs",
     "solve_rows",
+    "noncoop_csc",
+    "Staircase",
+    "staircase",
+    "solve_noncoop",
+    "solve_coop",
+    "row_envy",
     "AllocationCache",
     "CACHE",
 ]
@@ -95,6 +108,33 @@ def _row_value_rows(W: np.ndarray, n_extra: int, extra_col_vals: np.ndarray | No
     return sp.coo_array((data, (rows, cols)), shape=(R, R * k + n_extra))
 
 
+def noncoop_csc(
+    W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A2 compact LP (9) as column-wise arrays ``(c, start, index, value, row_lower, row_upper)``:
+    rows ``0..k-1`` capacity (``<= m_j``), rows ``k..k+R-1`` ``W_l . x_l - omega_l t = 0``;
+    columns ``x`` row-major then ``t``; ``c`` is the min-problem cost (``-(sum omega) t``)."""
+    R, k = W.shape
+    om = np.ones(R) if omega is None else np.asarray(omega, dtype=float)
+    nx = R * k
+    c = np.zeros(nx + 1)
+    c[-1] = -float(om.sum())
+    start = np.empty(nx + 2, dtype=np.int32)
+    start[: nx + 1] = np.arange(0, 2 * nx + 1, 2)
+    start[-1] = 2 * nx + R
+    index = np.empty(2 * nx + R, dtype=np.int32)
+    value = np.empty(2 * nx + R)
+    index[0 : 2 * nx : 2] = np.tile(np.arange(k), R)
+    index[1 : 2 * nx : 2] = k + np.repeat(np.arange(R), k)
+    index[2 * nx :] = k + np.arange(R)
+    value[0 : 2 * nx : 2] = 1.0
+    value[1 : 2 * nx : 2] = W.ravel()
+    value[2 * nx :] = -om
+    row_lower = np.concatenate([np.full(k, -np.inf), np.zeros(R)])
+    row_upper = np.concatenate([np.asarray(m, dtype=float), np.zeros(R)])
+    return c, start, index, value, row_lower, row_upper
+
+
 def build_noncoop(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> LinearProgram:
     """A2 compact form of LP (9): ``max (sum omega) t`` s.t. capacity, ``W_l . x_l - omega_l t = 0``.
 
@@ -102,12 +142,9 @@ def build_noncoop(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None)
     direct weighted form A2'. Variables: ``R*k`` x's then ``t``.
     """
     R, k = W.shape
-    om = np.ones(R) if omega is None else np.asarray(omega, dtype=float)
-    c = np.zeros(R * k + 1)
-    c[-1] = -float(om.sum())
-    A_ub = capacity_rows(R, k, 1).tocsr()
-    A_eq = _row_value_rows(W, 1, -om).tocsr()
-    return LinearProgram(c, A_ub, np.asarray(m, dtype=float), A_eq, np.zeros(R))
+    c, start, index, value, _, row_upper = noncoop_csc(W, m, omega)
+    A = sp.csc_array((value, index, start), shape=(k + R, R * k + 1)).tocsr()
+    return LinearProgram(c, A[:k], row_upper[:k], A[k:], np.zeros(R))
 
 
 def all_pairs(R: int) -> tuple[np.ndarray, np.ndarray]:
@@ -115,30 +152,37 @@ def all_pairs(R: int) -> tuple[np.ndarray, np.ndarray]:
     return np.nonzero(~np.eye(R, dtype=bool))
 
 
+def _ef_csr(
+    W: np.ndarray, omega: np.ndarray | None, L: np.ndarray, I: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise arrays ``(start, index, value)`` of the EF rows of the ordered pairs ``(L[p], I[p])``:
+    ``omega_l W_l.x_i - omega_i W_l.x_l`` (``omega=None``: ``W_l.x_i - W_l.x_l``), ``2k`` entries each."""
+    k = W.shape[1]
+    P = L.size
+    jj = np.arange(k)
+    WL = W[L]
+    if omega is None:
+        a, b = WL, -WL
+    else:
+        a = WL * omega[L][:, None]
+        b = -WL * omega[I][:, None]
+    index = np.concatenate([I[:, None] * k + jj, L[:, None] * k + jj], axis=1).astype(np.int32)
+    value = np.concatenate([a, b], axis=1)
+    return np.arange(0, 2 * k * P + 1, 2 * k, dtype=np.int32), index.ravel(), value.ravel()
+
+
 def ef_rows(
     W: np.ndarray, omega: np.ndarray | None = None, pairs: tuple[np.ndarray, np.ndarray] | None = None
-) -> sp.coo_array:
+) -> sp.csr_array:
     """EF rows of LP (10c), one per ordered pair ``(l, i)``, ``l != i`` (all pairs by default):
     ``omega_l W_l.x_i - omega_i W_l.x_l <= 0`` (``omega=None``: ``W_l.x_i - W_l.x_l <= 0``)."""
     R, k = W.shape
     L, I = all_pairs(R) if pairs is None else pairs
-    P = L.size
-    jj = np.arange(k)
-    rows = np.repeat(np.arange(P), k)
-    WL = W[L]  # (P, k)
-    if omega is None:
-        a = WL
-        b = -WL
-    else:
-        om = np.asarray(omega, dtype=float)
-        a = WL * om[L][:, None]
-        b = -WL * om[I][:, None]
-    cols_i = (I[:, None] * k + jj).ravel()
-    cols_l = (L[:, None] * k + jj).ravel()
-    return sp.coo_array(
-        (np.concatenate([a.ravel(), b.ravel()]), (np.concatenate([rows, rows]), np.concatenate([cols_i, cols_l]))),
-        shape=(P, R * k),
-    )
+    om = None if omega is None else np.asarray(omega, dtype=float)
+    start, index, value = _ef_csr(W, om, np.asarray(L), np.asarray(I))
+    A = sp.csr_array((value, index, start), shape=(np.asarray(L).size, R * k))
+    A.sort_indices()
+    return A
 
 
 def build_coop(
@@ -234,6 +278,23 @@ def solve(policy: str, lp: LinearProgram, solver: str = "highs-ds") -> tuple[np.
     return np.asarray(res.x, dtype=float), float(res.fun), dt
 
 
+def _reduce(W: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The types with ``m_j > 0`` (mask), and ``W``, ``m`` restricted to them in scaled variables
+    (``W * s``, ``m / s`` with ``s`` = :func:`column_scale`), and ``s``."""
+    active = np.asarray(m) > 0
+    ma = np.asarray(m, dtype=float)[active]
+    s = column_scale(ma)
+    return active, W[:, active] * s, ma / s, s
+
+
+def _expand(x: np.ndarray, R: int, k: int, active: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``(R, k)`` allocation from the row-major scaled solution ``x`` of the active types."""
+    ka = int(active.sum())
+    X = np.zeros((R, k))
+    X[:, active] = x[: R * ka].reshape(R, ka) * s
+    return X
+
+
 def solve_rows(
     policy: str,
     build: Any,
@@ -246,18 +307,294 @@ def solve_rows(
     min problem)``. ``build(W_active_scaled, m_active_scaled)`` returns a :class:`LinearProgram`.
     Columns of zero-capacity types are exactly 0 in ``X``."""
     R, k = W.shape
-    active = np.asarray(m) > 0
-    Wa = W[:, active]
-    ma = np.asarray(m, dtype=float)[active]
-    s = column_scale(ma)
     t0 = time.perf_counter()
-    lp = build(Wa * s, ma / s)
+    active, Wa, ma, s = _reduce(W, m)
+    lp = build(Wa, ma)
     x, fun, _ = solve(policy, lp, solver)
     dt = time.perf_counter() - t0
     ka = int(active.sum())
-    X = np.zeros((R, k))
-    X[:, active] = x[: R * ka].reshape(R, ka) * s
-    return X, x[R * ka :], dt, lp.sizes, fun
+    return _expand(x, R, k, active, s), x[R * ka :], dt, lp.sizes, fun
+
+
+# ---------------------------------------------------------------------------------------------
+# OEF's two programs on highspy directly (default solver "highs-ds")
+# ---------------------------------------------------------------------------------------------
+_EMPTY_I = np.zeros(0, dtype=np.int32)
+_HIGHS_SOLVER = {"highs-ds": "simplex", "highs-ipm": "ipm", "highs": "choose"}
+
+
+def _highs(
+    c: np.ndarray,
+    start: np.ndarray,
+    index: np.ndarray,
+    value: np.ndarray,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    solver: str = "highs-ds",
+) -> highspy.Highs:
+    """A silent HiGHS model ``min c.x`` s.t. ``row_lower <= A x <= row_upper``, ``x >= 0`` (``A`` in
+    CSC arrays), set up like scipy's ``solver`` (``"highs-ds"``: dual simplex, presolve off so a
+    given basis is kept; single-threaded, fixed seed: deterministic)."""
+    h = new_highs()
+    h.setOptionValue("solver", _HIGHS_SOLVER[solver])
+    if solver == "highs-ds":
+        h.setOptionValue("simplex_strategy", 1)
+        h.setOptionValue("presolve", "off")
+    h.setOptionValue("random_seed", 0)
+    h.setOptionValue("threads", 1)
+    n = c.size
+    h.addRows(row_lower.size, row_lower, row_upper, 0, _EMPTY_I, _EMPTY_I, np.zeros(0))
+    h.addCols(n, c, np.zeros(n), np.full(n, np.inf), value.size, start[:-1], index, value)
+    return h
+
+
+def _run(policy: str, h: highspy.Highs) -> tuple[np.ndarray, float]:
+    """Solve ``h``; its column values and min-problem objective, or :class:`SolveError`."""
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise SolveError(policy, h.modelStatusToString(status), "HiGHS did not report an optimal solution")
+    return np.asarray(h.getSolution().col_value, dtype=float), float(h.getInfo().objective_function_value)
+
+
+@dataclass(frozen=True)
+class Staircase:
+    """The staircase basic solution of LP (9): basic cells ``(rows[c], types[c])`` (input row
+    indices, type indices) with values ``x[c]`` (devices), the common value ``t`` per unit of
+    weight, and ``optimal``: whether the optimality certificate holds (see :func:`staircase`)."""
+
+    rows: np.ndarray
+    types: np.ndarray
+    x: np.ndarray
+    t: float
+    optimal: bool
+
+    def columns(self, k: int) -> np.ndarray:
+        """Basic ``x`` columns, row-major ``l*k + j``."""
+        return self.rows * k + self.types
+
+    def matrix(self, R: int, k: int) -> np.ndarray:
+        """The allocation ``(R, k)`` in devices."""
+        X = np.zeros((R, k))
+        X[self.rows, self.types] = self.x
+        return X
+
+
+def staircase(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, tol: float = 1e-9) -> Staircase | None:
+    """The staircase vertex of LP (9) (paper Lemma 3.1 / Theorem 5.2) and its optimality certificate.
+
+    Rows are sorted by their speedups (lexicographically, fastest type first); the devices are
+    handed out type by type, slowest first, each row taking ``omega_l t`` of throughput from the
+    next free devices (north-west corner rule), at the largest common ``t`` that fits. Row ``r``
+    of the sorted order occupies ``[P_r, P_{r+1})`` on a throughput axis (``P`` = cumulative
+    ``omega``); type ``j`` covers ``[b_j, b_{j+1})`` with ``t (G_j(b_{j+1}) - G_j(b_j)) = m_j``,
+    ``G_j`` the piecewise-linear cumulative of ``1 / w_r^j``. ``b_k`` grows with ``1/t``; ``t`` is
+    bracketed by 65-point grids until no boundary ``b_1..b_{k-1}`` crosses a row boundary inside
+    the bracket, then interpolated (exactly: those boundaries and the last type's unmet need are
+    affine in ``1/t`` there). Cell ``(r, j)`` gets
+    ``x = t |[b_j, b_{j+1}) ∩ [P_r, P_{r+1})| / w_r^j`` devices: a basic feasible solution with
+    the ``R + k - 1`` cells and ``t`` basic.
+
+    Certificate: the basis's duals (``p_j`` per capacity row, ``q_r`` per value row) solve
+    ``p_j = q_r w_r^j`` on the basic cells (along the staircase ``q_{r+1} = q_r w_r^j / w_{r+1}^j``
+    for the type ``j`` two neighbouring rows share) and ``sum_r omega_r q_r = sum omega``; the
+    solution is optimal iff ``p_j >= q_r w_r^j`` for every row and type and every capacity row is
+    tight (LP duality, complementary slackness), both checked with relative tolerance ``tol``.
+    On ordered speedups (every step ratio ``w^{j+1}/w^j`` non-decreasing over the sorted rows) it
+    holds; elsewhere the staircase is a crash basis.
+    Returns ``None`` when a row boundary meets a type boundary (a degenerate staircase).
+    """
+    R, k = W.shape
+    om = np.ones(R) if omega is None else np.asarray(omega, dtype=float)
+    order = np.lexsort(W.T)
+    Ws, oms = W[order], om[order]
+    tot = float(oms.sum())
+    P = np.concatenate([[0.0], np.cumsum(oms), [2.0 * tot]])  # last: a sentinel row (no clipping at tot)
+    C = np.zeros((k, R + 2))
+    C[:, 1 : R + 1] = np.cumsum(oms[:, None] / Ws, axis=0).T
+    C[:, R + 1] = C[:, R] + tot / Ws.min(axis=0)
+    m = np.asarray(m, dtype=float)
+
+    def bounds(u: np.ndarray) -> np.ndarray:
+        b = np.zeros((k + 1, u.size))
+        for j in range(k):
+            b[j + 1] = np.interp(np.interp(b[j], P, C[j]) + m[j] * u, C[j], P)
+        return b
+
+    lo, hi = tot / float(m @ Ws.max(axis=0)), tot / float(m @ Ws.min(axis=0))  # bracket of u = 1/t
+    cuts = P[1:R]  # interior row boundaries
+    for _ in range(6):
+        u = np.linspace(lo, hi, 65)
+        grid = bounds(u)
+        i = min(max(int(np.searchsorted(grid[k], tot)), 1), 64)
+        lo, hi, b_lo, b_hi = u[i - 1], u[i], grid[:, i - 1], grid[:, i]
+        # all boundaries grow with u; when none crosses a row boundary inside [lo, hi], each is
+        # affine in u there and the interpolation at b_k = tot is exact
+        if np.array_equal(np.searchsorted(cuts, b_lo[1:k]), np.searchsorted(cuts, b_hi[1:k])):
+            break
+    # the last type's unmet need F(u) = G_{k-1}(tot) - G_{k-1}(b_{k-1}(u)) - m_{k-1} u is affine
+    # in u on the bracket too (b_k itself is not: it leaves the last row at tot); F(u*) = 0
+    f_lo, f_hi = (
+        C[k - 1, R] - np.interp(np.array([b_lo[k - 1], b_hi[k - 1]]), P, C[k - 1]) - m[k - 1] * np.array([lo, hi])
+    )
+    frac = f_lo / (f_lo - f_hi) if f_lo > f_hi else 1.0
+    b = b_lo + frac * (b_hi - b_lo)
+    b[k] = tot
+    t = 1.0 / (lo + frac * (hi - lo))
+    first = np.clip(np.searchsorted(P[: R + 1], b[:-1], "right") - 1, 0, R - 1)
+    last = np.maximum(np.clip(np.searchsorted(P[: R + 1], b[1:], "left") - 1, 0, R - 1), first)
+    count = last - first + 1
+    if int(count.sum()) != R + k - 1:
+        return None
+    types = np.repeat(np.arange(k), count)
+    rows = np.arange(R + k - 1) - np.repeat(np.cumsum(count) - count, count) + np.repeat(first, count)
+    seg = np.minimum(b[types + 1], P[rows + 1]) - np.maximum(b[types], P[rows])
+    x = t * np.maximum(seg, 0.0) / Ws[rows, types]
+    # duals along the staircase: rows r and r+1 share the type whose interval holds P_{r+1}
+    shared = np.searchsorted(b[1:k], P[1:R])
+    r = np.arange(R - 1)
+    log_q = np.concatenate([[0.0], np.cumsum(np.log(Ws[r, shared]) - np.log(Ws[r + 1, shared]))])
+    q = np.exp(log_q - log_q.max())
+    q *= tot / float(oms @ q)
+    p = q[first] * Ws[first, np.arange(k)]
+    slack = p[None, :] - q[:, None] * Ws
+    # optimal: primal feasible with every capacity row tight (complementary slackness, all p_j > 0)
+    # and dual feasible
+    cap_gap = np.abs(np.bincount(types, weights=x, minlength=k) - m).max()
+    optimal = bool(cap_gap <= tol * float(m.max()) and slack.min() >= -tol * float(p.max()))
+    return Staircase(order[rows], types, x, t, optimal)
+
+
+def _set_basis(h: highspy.Highs, basic_cols: np.ndarray, n_col: int, n_cap: int, n_eq: int) -> bool:
+    """Give ``h`` the basis with ``basic_cols`` basic, the rest at 0, capacity rows at their upper
+    bound and equality rows fixed; whether HiGHS accepted it."""
+    S = highspy.HighsBasisStatus
+    col = [S.kLower] * n_col
+    for c in basic_cols.tolist():
+        col[c] = S.kBasic
+    basis = highspy.HighsBasis()
+    basis.col_status = col
+    basis.row_status = [S.kUpper] * n_cap + [S.kLower] * n_eq
+    basis.valid = True
+    return h.setBasis(basis) == highspy.HighsStatus.kOk
+
+
+def solve_noncoop(
+    policy: str, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, solver: str = "highs-ds"
+) -> tuple[np.ndarray, float, float, dict[str, int], dict[str, Any]]:
+    """LP (9) (compact A2 / A2') on the types with ``m_j > 0`` in scaled variables.
+
+    With ``solver="highs-ds"`` the :func:`staircase` vertex is returned when its dual certificate
+    holds (an optimal basic solution, found without a solver); otherwise HiGHS's primal simplex
+    (highspy) starts from the staircase basis, which is primal feasible. Returns
+    ``(X (R, k), t, seconds, sizes, info)``; ``info["noncoop_path"]`` is ``"staircase"`` or
+    ``"highs"``, with the simplex iterations."""
+    t0 = time.perf_counter()
+    R, k = W.shape
+    active, Wa, ma, s = _reduce(W, m)
+    ka = Wa.shape[1]
+    sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
+    st = staircase(Wa, ma, omega) if solver == "highs-ds" else None
+    if st is not None and st.optimal:
+        x = np.append(st.matrix(R, ka).ravel(), st.t)
+        info: dict[str, Any] = {"noncoop_path": "staircase", "simplex_iterations": 0}
+    else:
+        h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver)
+        crash = st is not None and _set_basis(h, np.append(st.columns(ka), R * ka), R * ka + 1, ka, R)
+        if crash:  # the staircase basis is primal feasible: continue with primal simplex
+            h.setOptionValue("simplex_strategy", 4)
+        x, _ = _run(policy, h)
+        iterations = int(h.getInfo().simplex_iteration_count)
+        info = {"noncoop_path": "highs", "staircase_crash": bool(crash), "simplex_iterations": iterations}
+    dt = time.perf_counter() - t0
+    return _expand(x, R, k, active, s), float(x[-1]), dt, sizes, info
+
+
+def row_envy(W: np.ndarray, X: np.ndarray, omega: np.ndarray | None) -> tuple[np.ndarray, float]:
+    """Envy matrix ``E[l,i] - E[l,l]`` with ``E = W X^T`` (weighted: ``E[l,i]/omega_i -
+    E[l,l]/omega_l``) and ``U = sum_l E[l,l]``."""
+    E = W @ X.T
+    own = np.diag(E).copy()
+    if omega is None:
+        return E - own[:, None], float(own.sum())
+    return E / omega[None, :] - (own / omega)[:, None], float(own.sum())
+
+
+def solve_coop(
+    policy: str,
+    W: np.ndarray,
+    m: np.ndarray,
+    omega: np.ndarray | None = None,
+    solver: str = "highs-ds",
+    per_row: int = 5,
+    window: int = 4,
+) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """LP (10) (A3 / A3') by lazy generation of its envy-freeness rows in one warm-started HiGHS model.
+
+    Starts with the capacity rows and the EF rows between rows at most ``window`` apart in the
+    speedup order of :func:`staircase` (where LP (10)'s binding EF rows sit on ordered
+    speedups); after every solve finds the violated EF rows of all ``R(R-1)`` pairs from ``W X^T``
+    (violation > ``1e-9 max(1, U)``), adds up to ``per_row`` most violated per envious row and
+    re-solves from the previous basis (dual simplex). Each round adds a new pair, so it ends; the
+    final point satisfies every EF row, so it is optimal for the full LP (10) and a vertex of it.
+    Returns ``(X (R, k), seconds, info)``."""
+    t0 = time.perf_counter()
+    R, k = W.shape
+    active, Wa, ma, s = _reduce(W, m)
+    ka = Wa.shape[1]
+    n = R * ka
+    om = None if omega is None else np.asarray(omega, dtype=float)
+    h = _highs(
+        -Wa.ravel(),
+        np.arange(n + 1, dtype=np.int32),
+        np.tile(np.arange(ka, dtype=np.int32), R),
+        np.ones(n),
+        np.full(ka, -np.inf),
+        ma,
+        solver=solver,
+    )
+    have = np.zeros((R, R), dtype=bool)
+
+    def add(L: np.ndarray, I: np.ndarray) -> None:
+        start, index, value = _ef_csr(Wa, om, L, I)
+        h.addRows(L.size, np.full(L.size, -np.inf), np.zeros(L.size), value.size, start[:-1], index, value)
+        have[L, I] = True
+
+    order = np.lexsort(Wa.T)
+    near = [(order[d:], order[:-d]) for d in range(1, min(window, R - 1) + 1)]
+    if near:
+        add(
+            np.concatenate([a for a, b in near] + [b for a, b in near]),
+            np.concatenate([b for a, b in near] + [a for a, b in near]),
+        )
+    rounds = iterations = 0
+    while True:
+        rounds += 1
+        x, _ = _run(policy, h)
+        iterations += int(h.getInfo().simplex_iteration_count)
+        envy, U = row_envy(Wa, np.where(x < ZERO_TOL, 0.0, x).reshape(R, ka), om)
+        envy[have] = -np.inf
+        np.fill_diagonal(envy, -np.inf)
+        viol = envy > 1e-9 * max(1.0, U)
+        if not viol.any():
+            break
+        if per_row >= R - 1:
+            L, I = np.nonzero(viol)
+        else:
+            worst = np.argpartition(-envy, per_row, axis=1)[:, :per_row]
+            L = np.repeat(np.arange(R), per_row)
+            I = worst.ravel()
+            keep = viol[L, I]
+            L, I = L[keep], I[keep]
+        add(L, I)
+    dt = time.perf_counter() - t0
+    info = {
+        "ef_rows": "lazy",
+        "cg_rounds": rounds,
+        "ef_rows_generated": int(have.sum()),
+        "simplex_iterations": iterations,
+    }
+    return _expand(x, R, k, active, s), dt, info
 
 
 def clip_solution(policy: str, X: np.ndarray, zero_tol: float = ZERO_TOL) -> np.ndarray:

@@ -109,10 +109,13 @@ def _finish(
 def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     policy = "oef-noncoop"
     rows = _Rows(v, opts)
-    X_rows, extra, dt, sizes, _ = lp.solve_rows(
-        policy, lambda W_, m_: lp.build_noncoop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
-    )
-    t = float(extra[0])
+    if opts["solver"] == "highs-ds":
+        X_rows, t, dt, sizes, solve_info = lp.solve_noncoop(policy, rows.W, v.m, rows.omega)
+    else:
+        X_rows, extra, dt, sizes, _ = lp.solve_rows(
+            policy, lambda W_, m_: lp.build_noncoop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
+        )
+        t, solve_info = float(extra[0]), {}
     X_rows = lp.clip_solution(policy, X_rows)
     u_rows = np.einsum("lj,lj->l", rows.W, X_rows)
     target = t * (np.ones(len(u_rows)) if rows.omega is None else rows.omega)
@@ -123,52 +126,9 @@ def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     u = np.einsum("lj,lj->l", v.W, X)
     per_copy = u / rows.copies
     info = {**rows.info(), "lp_sizes": sizes, "t_lp": t, "residual": resid, "capacity_residual": cap_resid}
+    info.update(solve_info)
     info["residual_ok"] = resid <= _RESID_OK * max(1.0, t)
     return _finish(policy, v, X, dt, info, float(per_copy.mean()))
-
-
-def _envy(Wr: np.ndarray, X_rows: np.ndarray, omega: np.ndarray | None) -> tuple[np.ndarray, float]:
-    """Envy matrix ``E[l,i] - E[l,l]`` (weighted form with ``omega``) and ``U``."""
-    E = Wr @ X_rows.T
-    own = np.diag(E).copy()
-    if omega is None:
-        return E - own[:, None], float(own.sum())
-    return E / omega[None, :] - (own / omega)[:, None], float(own.sum())
-
-
-def _coop_lazy(
-    policy: str, rows: _Rows, m: np.ndarray, solver: str, per_row: int
-) -> tuple[np.ndarray, float, dict[str, Any]]:
-    """LP (10) by constraint generation: solve with a subset of EF rows, add the most violated
-    pairs (up to ``per_row`` per envious row), repeat until no EF row is violated. The final
-    point is feasible, hence optimal, for the full LP (10), and is a vertex of it."""
-    R = rows.W.shape[0]
-    active = np.zeros((R, R), dtype=bool)
-    total = 0.0
-    it = 0
-    while True:
-        it += 1
-        L, I = np.nonzero(active)
-        X_rows, _, dt, sizes, _ = lp.solve_rows(
-            policy, lambda W_, m_, P=(L, I): lp.build_coop(W_, m_, rows.omega, P), rows.W, m, solver
-        )
-        total += dt
-        envy, U = _envy(rows.W, lp.clip_solution(policy, X_rows), rows.omega)
-        tol = 1e-9 * max(1.0, U)
-        envy[active] = -np.inf
-        np.fill_diagonal(envy, -np.inf)
-        viol = envy > tol
-        if not viol.any():
-            break
-        if it > 4 * R + 10:
-            raise SolveError(policy, "constraint-generation", f"no convergence after {it} rounds")
-        order = np.argsort(-envy, axis=1, kind="stable")[:, :per_row]
-        lrows = np.repeat(np.arange(R), order.shape[1])
-        cand = order.ravel()
-        keep = viol[lrows, cand]
-        active[lrows[keep], cand[keep]] = True
-    info = {"ef_rows": "lazy", "cg_rounds": it, "ef_rows_generated": int(active.sum()), "lp_sizes_final": sizes}
-    return X_rows, total, info
 
 
 def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
@@ -177,7 +137,7 @@ def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     R, k = rows.W.shape
     mode = opts["ef_rows"]
     if mode == "auto":
-        mode = "lazy" if R > int(opts["lazy_min_rows"]) else "full"
+        mode = "lazy" if opts["solver"] == "highs-ds" and R > int(opts["lazy_min_rows"]) else "full"
     full_sizes = {
         "variables": R * k,
         "ineq_rows": k + R * (R - 1),
@@ -190,9 +150,11 @@ def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         )
         extra: dict[str, Any] = {"ef_rows": "full"}
     else:
-        X_rows, dt, extra = _coop_lazy(policy, rows, v.m, opts["solver"], int(opts["lazy_per_row"]))
+        X_rows, dt, extra = lp.solve_coop(
+            policy, rows.W, v.m, rows.omega, opts["solver"], int(opts["lazy_per_row"]), int(opts["lazy_window"])
+        )
     X_rows = lp.clip_solution(policy, X_rows)
-    envy, U = _envy(rows.W, X_rows, rows.omega)
+    envy, U = lp.row_envy(rows.W, X_rows, rows.omega)
     resid = float(max(envy.max(), 0.0)) if envy.size else 0.0
     _check_residual(policy, "envy-freeness", resid, U)
     cap_resid = _check_capacity(policy, X_rows, v.m)
@@ -202,7 +164,13 @@ def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     return _finish(policy, v, X, dt, info)
 
 
-_COOP_OPTIONS: dict[str, Any] = {**_OEF_OPTIONS, "ef_rows": "full", "lazy_min_rows": 40, "lazy_per_row": 5}
+_COOP_OPTIONS: dict[str, Any] = {
+    **_OEF_OPTIONS,
+    "ef_rows": "auto",
+    "lazy_min_rows": 0,
+    "lazy_per_row": 5,
+    "lazy_window": 4,
+}
 
 
 def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any]) -> Allocation:
@@ -211,6 +179,7 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
         check_choice("ef_rows", opts["ef_rows"], ("auto", "full", "lazy"))
         check_int("lazy_min_rows", opts["lazy_min_rows"], minimum=0)
         check_int("lazy_per_row", opts["lazy_per_row"], minimum=1)
+        check_int("lazy_window", opts["lazy_window"], minimum=0)
     triv = trivial_allocation(policy, v)
     if triv is not None:
         return triv
@@ -226,7 +195,12 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
 )
 def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput
-    ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight)."""
+    ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight).
+
+    With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
+    the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
+    ["noncoop_path"] == "staircase"``; always on ordered speedups), else HiGHS's simplex from that
+    basis (``"highs"``); other solvers go through scipy's ``linprog`` on the compact LP."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
@@ -240,11 +214,14 @@ def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options
     """OEF cooperative mode (spec A3/A3'): maximal total throughput among envy-free allocations
     (weighted EF ``W_l.x_l/pi_l >= W_l.x_i/pi_i`` when weighted).
 
-    Extra options: ``ef_rows`` = ``"full"`` (default: all ``R(R-1)`` sparse EF rows, as the spec
-    builds them), ``"lazy"`` (constraint generation: add the most violated EF rows, up to
-    ``lazy_per_row`` per row per round, until none is violated; same optimum, a vertex of LP 10;
-    measured slower than ``"full"`` on the ordered generator, kept for experiments) or ``"auto"``
-    (lazy above ``lazy_min_rows`` LP rows). ``info["lp_sizes"]`` always reports the full LP's size.
+    Extra options: ``ef_rows`` = ``"auto"`` (default: ``"lazy"`` with the default solver
+    ``"highs-ds"`` and more than ``lazy_min_rows`` (default 0) LP rows, else ``"full"``),
+    ``"full"`` (all ``R(R-1)`` sparse EF rows, as the spec builds them, solved by scipy's
+    ``linprog``) or ``"lazy"`` (:func:`market.oef.lp.solve_coop`: constraint generation in one
+    warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 4)
+    apart in speedup order, then up to ``lazy_per_row`` (default 5) most violated rows per envious
+    row per round until none of the ``R(R-1)`` is violated; an optimal vertex of the full LP 10,
+    the same optimum). ``info["lp_sizes"]`` always reports the full LP's size.
     """
     return _run("oef-coop", _coop, W, m, weights, caps, options)
 
