@@ -1,0 +1,200 @@
+"""OASiS behind the AuctionMarket adapter: misreports, true surplus, metrics, validation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from market.auction.market import AuctionMarket, decisions_by_id, run_market
+from market.audit.online import OnlineAuctionTarget
+from market.errors import InputError
+from market.oasis import OasisCluster, OasisConstants, OasisJob
+from market.oasis.market import MECHANISMS, OasisMarket, make_market
+from market.utility import TabularUtility
+
+TOL = 1e-9
+SMALL = dict(
+    jobs=6,
+    T=10,
+    H=2,
+    K=2,
+    epochs_min=10,
+    epochs_max=30,
+    chunks_min=4,
+    chunks_max=8,
+    minibatches_min=50,
+    minibatches_max=100,
+    n_calib=200,
+)
+
+
+def _small(seed: int = 0) -> OasisMarket:
+    return make_market(SMALL, np.random.default_rng(seed))
+
+
+def _job(jid, a, E, N, M, tau, f):
+    """R = 1 (cpu) job with grad_mb = 0, so rho' = tau and W = ceil(E·N·M·tau)."""
+    return OasisJob(jid, a, E, N, M, tau, 0.0, 1.0, 1.0, np.array([1.0]), np.array([1.0]), f)
+
+
+def _fo5_market() -> OasisMarket:
+    """Spec fixture F-O5 as OasisJobs: A (W=3, d=2), B (W=2), C (W=1) on cpu 2 + cpu 2, T = 3."""
+    cl = OasisCluster.build(3, [[2.0]], [[2.0]])
+    jobs = [
+        _job(0, 0, 2, 2, 1, 0.75, TabularUtility((10, 10, 10, 4))),
+        _job(1, 1, 1, 2, 1, 1.0, TabularUtility((9, 9, 6))),
+        _job(2, 2, 1, 1, 1, 1.0, TabularUtility((100.0,))),
+    ]
+    return OasisMarket(cl, jobs, OasisConstants.from_values(16, 1, 16, 1))
+
+
+def test_protocol_and_mechanisms():
+    m = _small()
+    assert isinstance(m, AuctionMarket)
+    assert m.mechanisms() == MECHANISMS == ("oasis", "fifo", "drf", "dorm", "rrh")
+    for name in m.mechanisms():
+        decs = run_market(m, name, seed=3)
+        assert sorted(d.job_id for d in decs) == [b.job_id for b in m.bids()]
+    info = m.agents_info()
+    assert [a["kind"] for a in info] == ["gpu_server"] * 2 + ["ps_host"] * 2
+    assert info[0]["capacity"]["gpu"] in (4.0, 8.0, 16.0) and info[2]["capacity"]["gpu"] == 0.0
+
+
+def test_fo5_metrics_by_hand():
+    m = _fo5_market()
+    decs = run_market(m, "oasis")
+    by = decisions_by_id(decs)
+    assert by[0].payment == pytest.approx(6, abs=TOL) and by[0].completion == 1
+    assert by[1].payment == pytest.approx(4, abs=TOL) and by[1].completion == 2
+    assert not by[2].admitted
+    met = m.metrics(decs, m.bids())
+    # welfare f_A(2) + f_B(2) = 10 + 6; revenue 6 + 4; cpu-slots used: A 2+1 workers and 2+1 PSs, B 2 + 2
+    assert met["welfare"] == pytest.approx(16, abs=TOL)
+    assert met["revenue"] == pytest.approx(10, abs=TOL)
+    assert met["utility"] == pytest.approx(6, abs=TOL)
+    assert met["admission_rate"] == pytest.approx(2 / 3) and met["completion_rate"] == pytest.approx(2 / 3)
+    assert met["utilisation"] == pytest.approx(10 / 12, abs=TOL)
+    assert met["mean_jct"] == pytest.approx(2.0) and met["unfinished"] == 1
+    assert math.isnan(met["lateness_sensitive"])
+    # surplus of the truthful winners: f - payment = the mechanism's payoff
+    assert m.true_surplus(m.bids()[0], m.bids()[0], by[0]) == pytest.approx(4, abs=TOL)
+    assert m.true_surplus(m.bids()[1], m.bids()[1], by[1]) == pytest.approx(2, abs=TOL)
+    assert m.true_surplus(m.bids()[2], m.bids()[2], by[2]) == 0.0
+
+
+def test_under_reported_epochs_do_not_finish():
+    m = _fo5_market()
+    A = m.bids()[0]
+    lie = m.misreport(A, {"epochs": 1})
+    assert lie.epochs == 1 and lie.to_request(m.cluster).work_units == 2
+    t = OnlineAuctionTarget(m, "oasis")
+    rep, dec = t.outcome(0, lie)
+    assert dec.admitted and sum(dec.schedule.total_workers(s) for s in dec.schedule.slots) == 2
+    # two worker-slots cannot finish the true 3: utility 0, the reservation is still paid
+    assert m.true_surplus(A, lie, dec) == pytest.approx(-dec.payment, abs=TOL) and dec.payment > 0
+    assert t.evaluate(0, lie) < t.evaluate(0, A)
+
+
+def test_misreport_identity_and_each_dimension_changes_the_report():
+    m = _small(1)
+    for bid in m.bids():
+        dims = m.dimensions(bid)
+        names = [d.name for d in dims]
+        for want in ("value_scale", "gamma2", "gamma3", "epochs", "worker_demand", "ps_demand", "arrival_delay"):
+            assert want in names
+        assert m.misreport(bid, {d.name: d.truth for d in dims}) is bid
+        assert m.misreport(bid, {}) is bid
+        for d in dims:
+            v = d.upper if d.upper != d.truth else d.lower
+            if v == d.truth:
+                continue  # e.g. no room to delay at the last slot
+            lie = m.misreport(bid, {d.name: v})
+            assert repr(lie) != repr(bid), d.name
+            assert lie.job_id == bid.job_id and lie.arrival >= bid.arrival
+
+
+def test_misreport_fields():
+    m = _small(2)
+    bid = m.bids()[0]
+    lie = m.misreport(bid, {"value_scale": 2.0, "worker_demand": 0.5, "ps_bw": 0.01, "arrival_delay": 0})
+    assert lie.utility.gamma1 == pytest.approx(2 * bid.utility.gamma1)
+    np.testing.assert_allclose(lie.worker_demand[:4], 0.5 * bid.worker_demand[:4])
+    assert lie.worker_demand[4] == bid.worker_bw  # bandwidth entry untouched
+    assert lie.ps_bw == bid.worker_bw == lie.ps_demand[4]  # B clipped up to b
+    assert lie.arrival == bid.arrival
+    with pytest.raises(InputError, match="dimension"):
+        m.misreport(bid, {"priority": 2.0})
+    with pytest.raises(InputError, match="value_scale"):
+        m.misreport(bid, {"value_scale": float("nan")})
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_truthful_winners_surplus_nonnegative(name):
+    for seed in range(2):
+        m = _small(seed)
+        decs = decisions_by_id(run_market(m, name, seed=seed))
+        for bid in m.bids():
+            d = decs[bid.job_id]
+            s = m.true_surplus(bid, bid, d)
+            assert s >= -TOL
+            if not d.admitted:
+                assert d.payment == 0 and s == 0
+            if name == "oasis" and d.admitted:
+                assert s == pytest.approx(d.payoff, abs=1e-9 * max(1, d.utility))
+
+
+def test_prices_fixed_before_the_auction():
+    m = _small(3)
+    c = m.constants
+    t = OnlineAuctionTarget(m, "oasis")
+    for bid in m.bids()[:2]:
+        for params in ({"value_scale": 4.0}, {"epochs": bid.epochs * 4}, {"worker_demand": 0.25}):
+            t.evaluate(bid.job_id, m.misreport(bid, params))
+    assert m.constants is c and c.source == "calibration"
+    mech = m.mechanism("oasis", np.random.default_rng(0))
+    assert mech.constants is c
+
+
+def test_determinism_same_seed():
+    a, b = _small(5), _small(5)
+    assert [repr(x) for x in a.bids()] == [repr(x) for x in b.bids()]
+    for name in ("oasis", "fifo"):
+        da = [d.to_json() for d in run_market(a, name, seed=1)]
+        db = [d.to_json() for d in run_market(b, name, seed=1)]
+        assert da == db
+
+
+def test_oracle_constants_refuse_misreports():
+    m = make_market({**SMALL, "constants": "oracle"}, np.random.default_rng(0))
+    assert m.constants.source == "oracle"
+    run_market(m, "oasis")
+    with pytest.raises(InputError, match="constants"):
+        m.dimensions(m.bids()[0])
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"jobz": 3}, "jobz"),
+        ({"jobs": 0}, "jobs"),
+        ({"T": 2.5}, "T"),
+        ({"epochs_min": 5, "epochs_max": 4}, "epochs_max"),
+        ({"gamma1_min": -1.0}, "gamma1_min"),
+        ({"frac_critical": -0.1}, "frac_critical"),
+        ({"constants": "magic"}, "constants"),
+        ({"demand_scale": "big"}, "demand_scale"),
+        ({"ul_scale": 0.0}, "ul_scale"),
+    ],
+)
+def test_bad_params_name_the_key(params, field):
+    with pytest.raises(InputError, match=field):
+        make_market({**SMALL, **params}, np.random.default_rng(0))
+
+
+def test_bad_rng_and_mechanism():
+    with pytest.raises(InputError, match="rng"):
+        make_market(SMALL, 0)
+    with pytest.raises(InputError, match="mechanism"):
+        _small().mechanism("pdors", np.random.default_rng(0))
