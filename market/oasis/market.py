@@ -36,7 +36,7 @@ from market.oasis.mechanism import realised_outcome
 from market.oasis.model import OasisCluster, OasisJob, OasisRequest
 from market.utility import SigmoidUtility
 
-__all__ = ["DEFAULTS", "MECHANISMS", "OasisMarket", "make_market", "job_class"]
+__all__ = ["AUDIT_PARAMS", "DEFAULTS", "MECHANISMS", "OasisMarket", "make_market", "job_class"]
 
 MECHANISMS = ("oasis", "fifo", "drf", "dorm", "rrh")
 
@@ -66,6 +66,21 @@ DEFAULTS: dict[str, Any] = {
     "u_scale": 1.0,
     "l_scale": 1.0,
     "dorm_time_limit": 10.0,  # seconds per Dorm MILP
+}
+
+#: A small instance (6 jobs, 10 slots, 2 + 2 hosts, light workloads) for audits and claims.
+AUDIT_PARAMS: dict[str, Any] = {
+    "jobs": 6,
+    "T": 10,
+    "H": 2,
+    "K": 2,
+    "epochs_min": 10,
+    "epochs_max": 30,
+    "chunks_min": 4,
+    "chunks_max": 8,
+    "minibatches_min": 50,
+    "minibatches_max": 100,
+    "n_calib": 200,
 }
 
 _INTS = {"jobs": 1, "T": 1, "H": 1, "K": 1, "n_calib": 1}
@@ -283,6 +298,10 @@ class OasisMarket:
                 raise InputError("params[arrival_delay]", delay, f"must keep the arrival <= T-1 = {self.T - 1}")
             fields["arrival"] = bid.arrival + delay
         return replace(bid, **fields)
+
+    def true_request(self, job_id: int) -> OasisRequest:
+        """The request (W, N, demands, utility) of bidder ``job_id``'s TRUE type."""
+        return self._true[int(job_id)]
 
     def _request(self, report: OasisJob) -> OasisRequest:
         jid = int(report.job_id)
