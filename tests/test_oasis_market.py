@@ -63,7 +63,7 @@ def test_fo5_metrics_by_hand():
     assert met["revenue"] == pytest.approx(10, abs=TOL)
     assert met["utility"] == pytest.approx(6, abs=TOL)
     assert met["admission_rate"] == pytest.approx(2 / 3) and met["completion_rate"] == pytest.approx(2 / 3)
-    assert met["utilisation"] == pytest.approx(10 / 12, abs=TOL)
+    assert met["utilisation"] == pytest.approx(10 / 12, abs=TOL) == met["utilisation_max"]
     assert met["mean_jct"] == pytest.approx(2.0) and met["unfinished"] == 1
     assert math.isnan(met["lateness_sensitive"])
     # surplus of the truthful winners: f - payment = the mechanism's payoff
@@ -112,6 +112,7 @@ def test_misreport_fields():
     assert lie.worker_demand[4] == bid.worker_bw  # bandwidth entry untouched
     assert lie.ps_bw == bid.worker_bw == lie.ps_demand[4]  # B clipped up to b
     assert lie.arrival == bid.arrival
+    assert m.misreport(bid, {"arrival_delay": 50}).arrival == m.T - 1
     with pytest.raises(InputError, match="dimension"):
         m.misreport(bid, {"priority": 2.0})
     with pytest.raises(InputError, match="value_scale"):
@@ -246,3 +247,35 @@ def test_subroutine_enumeration_matches_on_fixed_cases():
     from market.audit.oasis_claims import subroutine_error
 
     assert max(subroutine_error(s) for s in range(25)) <= 1e-9
+
+
+# ---------------------------------------------------------------------------------------------------
+# the reproduction study (scenarios/oasis.toml) and the Mesa model
+# ---------------------------------------------------------------------------------------------------
+def test_oasis_study_loads_and_its_audit_instance_is_the_small_one():
+    from analysis.studies import load_study
+
+    s = load_study("oasis")
+    assert s.paper == "oasis" and s.mechanisms == MECHANISMS
+    assert {p.x for p in s.panels} == {"jobs", "ul_scale"} and s.notes
+    assert s.audit_params() == {**s.base, **AUDIT_PARAMS}
+    assert make_market(s.audit_params(), np.random.default_rng(0)).T == AUDIT_PARAMS["T"]
+    for pi, panel in enumerate(s.panels):  # every swept value is a valid instance
+        for x in panel.values:
+            make_market({**s.params(pi, x), "jobs": 2, "n_calib": 5}, np.random.default_rng(0))
+
+
+def test_mesa_model_runs_oasis_like_the_plain_replay():
+    from agents.auction import AuctionModel, BidStrategy
+
+    m = _small(4)
+    model = AuctionModel(m, "oasis", {1: BidStrategy({"arrival_delay": 1}, "late")}, rng=0).run()
+    assert [r.kind for r in model.resources] == ["gpu_server"] * 2 + ["ps_host"] * 2
+    reports = [model.bidders[i].report for i in sorted(model.bidders)]
+    assert reports[1].arrival == min(m.bids()[1].arrival + 1, m.T - 1)
+    plain = decisions_by_id(run_market(m, "oasis", reports))
+    for i, bidder in model.bidders.items():
+        assert bidder.decision.to_dict() == plain[i].to_dict()
+        assert bidder.surplus == m.true_surplus(bidder.bid, bidder.report, plain[i])
+    s = model.summary()
+    assert s["welfare"] == pytest.approx(m.metrics(list(plain.values()), reports)["welfare"])

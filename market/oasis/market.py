@@ -246,7 +246,8 @@ class OasisMarket:
 
     def misreport(self, bid: OasisJob, params: Mapping[str, float]) -> OasisJob:
         """``bid`` reported with ``params`` (``{dimension: value}``; missing = truthful). A truthful
-        parameter leaves its field untouched, so all-truthful params return ``bid`` itself."""
+        parameter leaves its field untouched, so all-truthful params return ``bid`` itself. A delay
+        past the horizon arrives in the last slot."""
         dims = {d.name: d for d in self.dimensions(bid)}
         changed: dict[str, float] = {}
         for name, value in params.items():
@@ -294,9 +295,7 @@ class OasisMarket:
             fields.update(worker_demand=w, ps_demand=s, worker_bw=b, ps_bw=B)
         if "arrival_delay" in changed:
             delay = check_int("params[arrival_delay]", changed["arrival_delay"], minimum=0)
-            if bid.arrival + delay > self.T - 1:
-                raise InputError("params[arrival_delay]", delay, f"must keep the arrival <= T-1 = {self.T - 1}")
-            fields["arrival"] = bid.arrival + delay
+            fields["arrival"] = min(bid.arrival + delay, self.T - 1)  # a bid cannot arrive after the horizon
         return replace(bid, **fields)
 
     def true_request(self, job_id: int) -> OasisRequest:
@@ -324,9 +323,10 @@ class OasisMarket:
         """Run metrics with TRUE types (§5 "Metrics"): ``welfare`` (Σ true utility realised),
         ``revenue`` (Σ payments), ``utility`` (welfare − revenue), ``admission_rate``,
         ``completion_rate``, ``utilisation`` (reserved fraction of capacity-slots, mean over
-        resources), ``mean_jct`` (true elapsed slots of completed jobs), ``lateness_sensitive`` /
-        ``lateness_critical`` (mean true elapsed − γ3 of completed jobs of that class) and their
-        standard deviations ``lateness_sd_*``, ``unfinished`` (jobs not completed)."""
+        resources), ``utilisation_max`` (that of the most used resource), ``mean_jct`` (true
+        elapsed slots of completed jobs), ``lateness_sensitive`` / ``lateness_critical`` (mean
+        true elapsed − γ3 of completed jobs of that class) and their standard deviations
+        ``lateness_sd_*``, ``unfinished`` (jobs not completed)."""
         byid = decisions_by_id(decisions)
         reps = {int(r.job_id): r for r in reports}
         bids = self._byid
@@ -361,14 +361,15 @@ class OasisMarket:
                 if cls in late:
                     late[cls].append(el - bid.utility.gamma3)
         n = len(bids)
-        util = float(np.mean(used[cap > 0] / cap[cap > 0])) if (cap > 0).any() else math.nan
+        frac = used[cap > 0] / cap[cap > 0]
         out = {
             "welfare": welfare,
             "revenue": revenue,
             "utility": welfare - revenue,
             "admission_rate": admitted / n if n else math.nan,
             "completion_rate": len(elapsed) / n if n else math.nan,
-            "utilisation": util,
+            "utilisation": float(np.mean(frac)) if frac.size else math.nan,
+            "utilisation_max": float(np.max(frac)) if frac.size else math.nan,
             "mean_jct": float(np.mean(elapsed)) if elapsed else math.nan,
             "unfinished": float(n - len(elapsed)),
         }
