@@ -252,10 +252,11 @@ def test_subroutine_enumeration_matches_on_fixed_cases():
 # ---------------------------------------------------------------------------------------------------
 # the reproduction study (scenarios/oasis.toml) and the Mesa model
 # ---------------------------------------------------------------------------------------------------
-def test_oasis_study_loads_and_its_audit_instance_is_the_small_one():
+@pytest.mark.parametrize("name", ["oasis", "oasis_paper"])
+def test_oasis_study_loads_and_its_audit_instance_is_the_small_one(name):
     from analysis.studies import load_study
 
-    s = load_study("oasis")
+    s = load_study(name)
     assert s.paper == "oasis" and s.mechanisms == MECHANISMS
     assert {p.x for p in s.panels} == {"jobs", "ul_scale"} and s.notes
     assert s.audit_params() == {**s.base, **AUDIT_PARAMS}
@@ -279,3 +280,19 @@ def test_mesa_model_runs_oasis_like_the_plain_replay():
         assert bidder.surplus == m.true_surplus(bidder.bid, bidder.report, plain[i])
     s = model.summary()
     assert s["welfare"] == pytest.approx(m.metrics(list(plain.values()), reports)["welfare"])
+
+
+def test_audit_has_power_on_the_same_market():
+    """Control for the truthfulness audit: under FIFO (fixed bundles capped at the reported chunk
+    count; a bundle that cannot fit the empty cluster is dropped) bidder 0 of this instance (4 GPUs
+    per worker on 4-GPU hosts, W = 2) gains by reporting 2 chunks instead of 4: its bundle now fits
+    and 2 workers x 1 slot finish the true work; under OASiS the same lie gains nothing."""
+    m = _small(0)
+    bid = m.bids()[0]
+    assert (bid.chunks, m.true_request(0).work_units, bid.worker_demand[0]) == (4, 2, 4.0)
+    lie = m.misreport(bid, {"chunks": 2})
+    fifo = OnlineAuctionTarget(m, "fifo")
+    assert fifo.evaluate(0, bid) == 0.0
+    assert fifo.evaluate(0, lie) == pytest.approx(bid.utility(1), rel=1e-12)  # done in its arrival slot
+    oasis = OnlineAuctionTarget(m, "oasis")
+    assert oasis.evaluate(0, lie) <= oasis.evaluate(0, bid)
