@@ -474,30 +474,24 @@ _HOW_TINY = (
 )
 
 
-@register_claim(
-    PAPER,
-    "C-O2",
-    "Theorem 2 (primal part): OASiS' schedules never exceed a capacity (4)-(5); every admitted job "
-    "satisfies (2), (3), (6), (7), nothing before its arrival, t̂ ≤ T−1; rejected jobs get nothing",
-    _HOW_TINY + "Usage re-accumulated from the returned schedules; violation if any amount exceeds 0.",
-)
-def c_o2(ctx: ClaimContext) -> Measurement:
-    return _measure_runs(_tiny_runs(ctx, False), "primal", "max constraint excess")
-
-
-@register_claim(
-    PAPER,
-    "C-O2-dual",
-    "Theorem 2 (dual part): after the run, (μ, p, q) is feasible for the dual (19)-(20): for every job "
-    "and every schedule l ∈ L_i, μ_i ≥ f_i(elapsed_l) − cost_l(final prices)",
-    _HOW_TINY + "max over L_i (capacities ignored) by the brute-force-tested DP with per-slot cost "
-    "n·min π + n_ps(n)·min σ; violation if it exceeds μ_i by more than 1e-9.",
-)
-def c_o2_dual(ctx: ClaimContext) -> Measurement:
-    return _measure_runs(_tiny_runs(ctx, False), "dual", "max dual-constraint excess (currency)")
-
-
-_STEP_CLAIMS = (
+_TINY_CLAIMS = (
+    (
+        "C-O2",
+        "primal",
+        "Theorem 2 (primal part): OASiS' schedules never exceed a capacity (4)-(5); every admitted job "
+        "satisfies (2), (3), (6), (7), nothing before its arrival, t̂ ≤ T−1; rejected jobs get nothing",
+        "Usage re-accumulated from the returned schedules; violation if any amount exceeds 0.",
+        "max constraint excess",
+    ),
+    (
+        "C-O2-dual",
+        "dual",
+        "Theorem 2 (dual part): after the run, (μ, p, q) is feasible for the dual (19)-(20): for every job "
+        "and every schedule l ∈ L_i, μ_i ≥ f_i(elapsed_l) − cost_l(final prices)",
+        "max over L_i (capacities ignored) by the brute-force-tested DP with per-slot cost "
+        "n·min π + n_ps(n)·min σ; violation if it exceeds μ_i by more than 1e-9.",
+        "max dual-constraint excess (currency)",
+    ),
     (
         "C-O4",
         "ratio",
@@ -537,10 +531,28 @@ _STEP_CLAIMS = (
         "(for the resource attaining α this is e^{αx} − 1 > αx with x = Δg/C: an excess of order αx/2).",
         "max relative excess (C/α)Δp/(p·Δg) − 1",
     ),
+    (
+        "C-O5a",
+        "prices",
+        "Appendix A: prices equal L on an empty (server, r, t), U when full, are non-decreasing in the "
+        "allocation and stay in [L, U]",
+        "Every price/usage state before and after each job; relative excess over U.",
+        "max relative price excess − 1e-12",
+    ),
+    (
+        "C-O5c",
+        "exhaustion",
+        "Appendix A (exhaustion): when type-r resource of a server is full in slot t, every schedule of a "
+        "job with positive type-r demand that uses that server in t has f(elapsed) − cost ≤ 0 at the "
+        "current prices (residual filter off)",
+        "At the state where each cell first became full, for every job with demand on r arriving by t: "
+        "best payoff over L_i forced through that cell (DP, capacities ignored).",
+        "max forced payoff (currency)",
+    ),
 )
 
 
-def _make_step_claim(cid: str, check: str, statement: str, how: str, effect: str) -> None:
+def _register_tiny_claim(cid: str, check: str, statement: str, how: str, effect: str) -> None:
     def fn(ctx: ClaimContext) -> Measurement:
         return _measure_runs(_tiny_runs(ctx, check in _NEEDS_OPT), check, effect)
 
@@ -548,32 +560,8 @@ def _make_step_claim(cid: str, check: str, statement: str, how: str, effect: str
     register_claim(PAPER, cid, statement, _HOW_TINY + how)(fn)
 
 
-for _cid, _check, _st, _how, _eff in _STEP_CLAIMS:
-    _make_step_claim(_cid, _check, _st, _how, _eff)
-
-
-@register_claim(
-    PAPER,
-    "C-O5a",
-    "Appendix A: prices equal L on an empty (server, r, t), U when full, are non-decreasing in the "
-    "allocation and stay in [L, U]",
-    _HOW_TINY + "Every price/usage state before and after each job; relative excess over U.",
-)
-def c_o5a(ctx: ClaimContext) -> Measurement:
-    return _measure_runs(_tiny_runs(ctx, False), "prices", "max relative price excess − 1e-12")
-
-
-@register_claim(
-    PAPER,
-    "C-O5c",
-    "Appendix A (exhaustion): when type-r resource of a server is full in slot t, every schedule of a "
-    "job with positive type-r demand that uses that server in t has f(elapsed) − cost ≤ 0 at the "
-    "current prices (residual filter off)",
-    _HOW_TINY + "At the state where each cell first became full, for every job with demand on r "
-    "arriving by t: best payoff over L_i forced through that cell (DP, capacities ignored).",
-)
-def c_o5c(ctx: ClaimContext) -> Measurement:
-    return _measure_runs(_tiny_runs(ctx, False), "exhaustion", "max forced payoff (currency)")
+for _cid, _check, _st, _how, _eff in _TINY_CLAIMS:
+    _register_tiny_claim(_cid, _check, _st, _how, _eff)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -812,6 +800,10 @@ def c_o6_truthful(ctx: ClaimContext) -> Measurement:
     return Measurement(audited, viol, worst, "max relative gain of a lie", witness, details)
 
 
+def _bidder_witness(kind: str, spec: dict[str, Any], bid: Any, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "market": spec, "job_id": int(bid.job_id), **extra}
+
+
 def _truthful_runs(ctx: ClaimContext) -> list[tuple[dict[str, Any], OasisMarket, dict[int, Decision]]]:
     def compute(rng: np.random.Generator) -> list:
         out = []
@@ -850,7 +842,7 @@ def c_o6_ir(ctx: ClaimContext) -> Measurement:
             bad = (d.admitted and s < -_tol(d.utility)) or (not d.admitted and d.payment != 0)
             if bad:
                 viol += 1
-                witness = {"kind": "oasis_ir", "market": spec, "job_id": int(bid.job_id), "surplus": s}
+                witness = _bidder_witness("oasis_ir", spec, bid, surplus=s)
             worst = max(worst, -s if d.admitted else abs(d.payment))
     return Measurement(n, viol, worst, "max (−surplus) of a truthful winner", witness)
 
@@ -928,12 +920,7 @@ def c_o6_prices(ctx: ClaimContext) -> Measurement:
             checked += c
             if bad:
                 viol += 1
-                witness = witness or {
-                    "kind": "oasis_prices",
-                    "market": spec,
-                    "job_id": int(bid.job_id),
-                    "params": first,
-                }
+                witness = witness or _bidder_witness("oasis_prices", spec, bid, params=first)
     return Measurement(n, viol, float(viol), "bidders facing report-dependent prices", witness, {"reports": checked})
 
 
@@ -965,10 +952,5 @@ def c_o6_monotone(ctx: ClaimContext) -> Measurement:
                 n += 1
                 if not d.admitted:
                     viol += 1
-                    witness = witness or {
-                        "kind": "oasis_monotone",
-                        "market": spec,
-                        "job_id": int(bid.job_id),
-                        "value_scale": k,
-                    }
+                    witness = witness or _bidder_witness("oasis_monotone", spec, bid, value_scale=k)
     return Measurement(n, viol, float(viol), "raises that lost admission", witness)
