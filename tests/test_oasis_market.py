@@ -296,3 +296,17 @@ def test_audit_has_power_on_the_same_market():
     assert fifo.evaluate(0, lie) == pytest.approx(bid.utility(1), rel=1e-12)  # done in its arrival slot
     oasis = OnlineAuctionTarget(m, "oasis")
     assert oasis.evaluate(0, lie) <= oasis.evaluate(0, bid)
+
+
+@pytest.mark.slow
+def test_oasis_ledger_large():
+    """Large size (every demand/capacity level down to 1/100, 12 markets, full audits): minutes."""
+    from market.audit.claims import VERDICTS, recheck_witness, run_claims
+
+    res = {r.claim_id: r for r in run_claims("oasis", size="large", seed=1)}
+    for r in res.values():
+        assert r.verdict in VERDICTS and r.n_instances > 0
+        if r.witness is not None:
+            assert recheck_witness(r.witness), r.claim_id
+    assert res["C-O1"].verdict == res["C-O2"].verdict == res["C-O4"].verdict == "holds"
+    assert res["C-O6-truthful"].verdict == "holds"
