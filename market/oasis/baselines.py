@@ -43,14 +43,21 @@ def oasis_simjob(req: OasisRequest, rng: np.random.Generator) -> SimJob:
 
 
 def make_oasis_baseline(name: str, cluster: OasisCluster, rng: np.random.Generator, **options) -> SlotSimulator:
-    """``fifo`` | ``drf`` | ``rrh`` | ``dorm`` for OASiS clusters; reports are requests or jobs."""
+    """``fifo`` | ``drf`` | ``rrh`` | ``dorm`` for OASiS clusters; reports are requests or jobs.
+
+    Each job's fixed bundle size is drawn from its own stream ``(base, job_id)`` with ``base``
+    drawn once from ``rng``, so one bidder's report (e.g. a later arrival) never changes another
+    job's draw (the audit holds everyone else fixed)."""
     check_choice("baseline", name, list(BASELINES))
     if not isinstance(cluster, OasisCluster):
         raise InputError("cluster", cluster, "must be an OasisCluster")
+    if not isinstance(rng, np.random.Generator):
+        raise InputError("rng", rng, "must be a numpy Generator (explicit seeding)")
+    base = int(rng.integers(2**63))
 
     def to_simjob(rep):
         req = rep.to_request(cluster) if isinstance(rep, OasisJob) else rep
         req.validate_for(cluster.T, cluster.resources.R)
-        return oasis_simjob(req, rng)
+        return oasis_simjob(req, np.random.default_rng([base, int(req.job_id)]))
 
     return BASELINES[name](cluster.T, oasis_pools(cluster), to_simjob, rng, **options)

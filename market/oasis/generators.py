@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from market.auction.base import ResourceSpace
-from market.errors import InputError, check_int
+from market.errors import InputError, check_int, check_positive
 from market.oasis.constants import OasisConstants, estimate_constants
 from market.oasis.model import OasisCluster, OasisJob, OasisRequest
 from market.utility import SigmoidUtility
@@ -46,29 +46,48 @@ def oasis_paper_cluster(rng: np.random.Generator, T: int = 100, H: int = 50, K: 
     return OasisCluster.build(T, wc, pc, RESOURCES)
 
 
-def oasis_paper_jobs(rng: np.random.Generator, n: int, T: int, start_id: int = 0) -> list[OasisJob]:
-    """Jobs with the §5 defaults (E U{50..200}, N U{50..100}, M U{10..100}, τ U[1e-4, 1e-3] slots, ...)."""
+def oasis_paper_jobs(
+    rng: np.random.Generator,
+    n: int,
+    T: int,
+    start_id: int = 0,
+    *,
+    epochs: tuple[int, int] = (50, 200),
+    chunks: tuple[int, int] = (50, 100),
+    minibatches: tuple[int, int] = (10, 100),
+    gamma1: tuple[float, float] = (1.0, 100.0),
+    gamma3: tuple[float, float] = (1.0, 15.0),
+    mix: tuple[float, float, float] = (0.10, 0.55, 0.35),
+    demand_scale: float = 1.0,
+) -> list[OasisJob]:
+    """Jobs with the §5 defaults (E U{50..200}, N U{50..100}, M U{10..100}, τ U[1e-4, 1e-3] slots, ...).
+
+    Integer ranges are inclusive; ``mix`` = (insensitive, sensitive, critical) class weights;
+    ``demand_scale`` multiplies every non-bandwidth entry of the worker and PS demands (GPU,
+    vCPU, GB). The draw order does not depend on the arguments (same seed, same skeleton)."""
+    check_positive("demand_scale", demand_scale)
     arr = arrival_slots(rng, n, T)
+    sc = np.array([demand_scale] * 4 + [1.0])
     jobs = []
     for i in range(n):
         b = float(rng.uniform(0.5, 5.0))
         B = float(max(b, rng.uniform(5.0, 20.0)))
-        w = np.array([rng.integers(0, 5), rng.integers(1, 11), rng.uniform(2, 32), rng.uniform(5, 10), b])
-        s = np.array([0.0, rng.integers(1, 11), rng.uniform(2, 32), rng.uniform(5, 10), B])
+        w = np.array([rng.integers(0, 5), rng.integers(1, 11), rng.uniform(2, 32), rng.uniform(5, 10), b]) * sc
+        s = np.array([0.0, rng.integers(1, 11), rng.uniform(2, 32), rng.uniform(5, 10), B]) * sc
         jobs.append(
             OasisJob(
                 start_id + i,
                 int(arr[i]),
-                int(rng.integers(50, 201)),
-                int(rng.integers(50, 101)),
-                int(rng.integers(10, 101)),
+                int(rng.integers(epochs[0], epochs[1] + 1)),
+                int(rng.integers(chunks[0], chunks[1] + 1)),
+                int(rng.integers(minibatches[0], minibatches[1] + 1)),
                 float(rng.uniform(1e-4, 1e-3)),
                 float(rng.uniform(30, 575)),
                 b,
                 B,
                 w,
                 s,
-                sample_utility(rng),
+                sample_utility(rng, gamma1=gamma1, gamma3=gamma3, mix=mix),
             )
         )
     return jobs

@@ -101,14 +101,35 @@ class RealisedOutcome:
     utility: float
 
 
-def realised_outcome(true: OasisRequest, schedule: Schedule | None) -> RealisedOutcome:
+def _fit_ratio(true_demand: np.ndarray, reported_demand: np.ndarray) -> float:
+    """How many true units fit in one reserved unit: ``min_r rep^r / true^r`` over ``true^r > 0``."""
+    need = true_demand > 0
+    return float(np.min(reported_demand[need] / true_demand[need])) if need.any() else 1.0
+
+
+def realised_outcome(
+    true: OasisRequest, schedule: Schedule | None, reported: OasisRequest | None = None
+) -> RealisedOutcome:
     """REALISED (§3.7): run the reserved schedule with the true type; a PS-bandwidth shortfall
-    slows a slot; no extension beyond the reservation; elapsed time from the true arrival."""
+    slows a slot; no extension beyond the reservation; elapsed time from the true arrival.
+
+    Workers beyond the true chunk count ``N`` idle (constraint (3)). With ``reported`` (the request
+    the schedule was reserved for), reservations are enforced per server (framework decision, the
+    spec is silent on misreported demands): ``y_h`` workers reserved at the reported per-worker
+    demand host ``min(y_h, floor(y_h · min_r w_rep^r / w_true^r))`` true workers; PSs likewise."""
     if schedule is None:
         return RealisedOutcome(False, None, 0.0)
+    wr = 1.0 if reported is None else _fit_ratio(true.worker_demand, reported.worker_demand)
+    pr = 1.0 if reported is None else _fit_ratio(true.ps_demand, reported.ps_demand)
     cum = 0.0
     for t in schedule.slots:
-        n, m = schedule.total_workers(t), schedule.total_ps(t)
+        y = schedule.workers[t]
+        z = schedule.ps.get(t, np.zeros(0, dtype=np.int64))
+        if wr < 1.0:
+            y = np.minimum(y, np.floor(y * wr + EPS))
+        if pr < 1.0:
+            z = np.minimum(z, np.floor(z * pr + EPS))
+        n, m = min(int(y.sum()), true.max_workers), int(z.sum())
         if n == 0:
             continue
         cum += n * min(1.0, true.ps_den * m / (true.ps_num * n))
