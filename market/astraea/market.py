@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.accounting import alpha_from_revenue, elapsed, variance
+from market.astraea.accounting import PooledPurchase, alpha_from_revenue, divide_purchases, elapsed, variance
 from market.astraea.baselines import (
     BaselineResult,
     exclusive_partition,
@@ -222,10 +222,18 @@ class _AstraeaAuction(OnlineMechanism):
                 t_start=o.t_start,
                 d=o.sched.d,
                 n_workers=o.sched.n_workers,
+                n_ps=o.sched.n_ps,
                 centralized=o.sched.centralized,
                 window_start=o.window[0],
                 gpu_slots=o.sched.n_workers * o.sched.d,
             )
+            if o.pass_ == 2:  # what the income-division comparison needs (JSON-ready)
+                extra.update(
+                    unused_w=o.unused_w.tolist(),
+                    unused_p=o.unused_p.tolist(),
+                    cost_w=o.slot_cost_w.tolist(),
+                    cost_p=o.slot_cost_p.tolist(),
+                )
         return _to_decision(d, rep.job_id, extra)
 
 
@@ -467,6 +475,26 @@ class AstraeaMarket:
             self._excl_cache[key] = self.tenant_revenue(mech.run(list(reports)), reports)
         return self._excl_cache[key]
 
+    def income_division(self, decisions: Sequence[Decision], rule: str) -> np.ndarray:
+        """(U,) incomes of the run's pooled purchases divided by ``rule`` ("eq2" as paid, "equal",
+        "shapley"; :func:`market.astraea.accounting.divide_purchases`, sampled Shapley seeded 0)."""
+        purchases = [
+            PooledPurchase(
+                float(d.payment),
+                np.asarray(d.log["income"], dtype=float),
+                np.asarray(d.log["unused_w"], dtype=float),
+                np.asarray(d.log["unused_p"], dtype=float),
+                np.asarray(d.log["cost_w"], dtype=float),
+                np.asarray(d.log["cost_p"], dtype=float),
+                int(d.log["n_workers"]),
+                int(d.log["n_ps"]),
+            )
+            for d in decisions
+            if d.admitted and d.log.get("pass") == 2 and "unused_w" in d.log
+        ]
+        rng = np.random.default_rng(0)
+        return divide_purchases(purchases, len(self.cluster.tenants), rule, rng=rng)
+
     def _shares(self) -> tuple[list[int], list[int]]:
         return [t.quota_workers for t in self.cluster.tenants], [t.quota_ps for t in self.cluster.tenants]
 
@@ -523,7 +551,9 @@ class AstraeaMarket:
 
     def tenant_rows(self, decisions: Sequence[Decision], reports: Sequence[AstraeaBid]) -> list[dict[str, Any]]:
         """One row per tenant: quota ``share``, ``jobs``, ``admitted``, ``value`` (true utilities),
-        ``payments``, ``income``, ``revenue`` g_u, fairness ratio ``alpha`` (NaN when R ≤ 0),
+        ``payments``, ``income`` (Eq. 2 as paid; ``income_equal`` / ``income_shapley``: the same
+        payments divided equally / by the Shapley value of the sharing coalition), ``revenue`` g_u,
+        fairness ratio ``alpha`` (NaN when R ≤ 0),
         ``si_gap`` (g_u − g_u on its exclusive partition) and ``own_quota_utilisation`` (GPU-slots of
         its own-quota jobs — Astraea pass 1, BatchSche/exclusive all — over q_w^u·T; for the slot
         baselines all its GPU-slots, which may exceed its quota)."""
@@ -532,6 +562,7 @@ class AstraeaMarket:
         a, _ = alpha_from_revenue(parts["revenue"], qw, qp)
         share = (np.array(qw) / sum(qw) + np.array(qp) / sum(qp)) / 2
         excl = self.exclusive_revenue(reports)
+        alt = {rule: self.income_division(decisions, rule) for rule in ("equal", "shapley")}
         rows = []
         for i, t in enumerate(self.cluster.tenants):
             rows.append(
@@ -543,6 +574,8 @@ class AstraeaMarket:
                     "value": float(parts["value"][i]),
                     "payments": float(parts["payments"][i]),
                     "income": float(parts["income"][i]),
+                    "income_equal": float(alt["equal"][i]),
+                    "income_shapley": float(alt["shapley"][i]),
                     "revenue": float(parts["revenue"][i]),
                     "alpha": float(a[i]),
                     "si_gap": float(parts["revenue"][i] - excl[t.uid]),
