@@ -91,6 +91,7 @@ DEFAULTS: dict[str, Any] = {
     "worker_cap_source": "data_chunks",  # | "trace_gpus"
     "revenue_time_origin": "arrival",  # | "absolute" ("round_start" is meaningless for slot baselines)
     "horizon": 0,  # slots simulated T (0 = auto: paper 4096, micro/toy 64)
+    "arrival_span": 9.0,  # micro: arrivals uniform in [0, span) h
 }
 
 
@@ -136,11 +137,16 @@ def toy_workload() -> tuple[Cluster, list[JobSpec]]:
 
 
 def micro_workload(
-    n_jobs: int, n_servers: int, n_tenants: int, rng: np.random.Generator, utility: str = "mixed"
+    n_jobs: int,
+    n_servers: int,
+    n_tenants: int,
+    rng: np.random.Generator,
+    utility: str = "mixed",
+    arrival_span: float = 9.0,
 ) -> tuple[Cluster, list[JobSpec]]:
     """A small random instance: ``n_servers`` servers (1–4 GPUs, 1–2 PS slots) dealt to ``n_tenants``
     owners (each owns ≥ 1, contiguous sids; quotas = owned capacity), ``n_jobs`` jobs arriving in
-    [0, 9) h with work E·D·M ≤ 30 mini-batches at 0.5–2 per hour per worker and linear
+    [0, ``arrival_span``) h with work E·D·M ≤ 30 mini-batches at 0.5–2 per hour per worker and linear
     (f = g + kx, k ∈ [−3, −0.1], g ∈ [5, 100]) or convex (e ∈ [5, 50], κ ∈ [1, 2]) utilities."""
     N = check_int("jobs", n_jobs, minimum=1)
     S = check_int("servers", n_servers, minimum=1)
@@ -148,6 +154,7 @@ def micro_workload(
     if S < U:
         raise InputError("servers", S, f"must be >= tenants ({U}) so every tenant owns a server")
     check_choice("utility", utility, ("linear", "convex", "mixed"))
+    span = check_positive("arrival_span", arrival_span)
     extra = np.sort(rng.integers(0, U, size=S - U))
     owners = np.sort(np.concatenate([np.arange(U), extra]))
     servers = tuple(
@@ -167,7 +174,7 @@ def micro_workload(
             JobSpec(
                 f"m{i}",
                 int(rng.integers(1, U + 1)),
-                float(rng.uniform(0, 9)),
+                float(rng.uniform(0, span)),
                 int(rng.integers(1, 4)),
                 int(rng.integers(1, 6)),
                 int(rng.integers(1, 3)),
@@ -631,6 +638,7 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(p["window_start"], str):
         raise InputError("window_start", p["window_start"], "must be a 'YYYY-MM-DD HH:MM:SS' string")
     p["jobs_per_hour"] = check_positive("jobs_per_hour", p["jobs_per_hour"])
+    p["arrival_span"] = check_positive("arrival_span", p["arrival_span"])
     p["theta"] = check_nonneg("theta", p["theta"])
     if 0 < p["theta"] <= 1:
         raise InputError("theta", p["theta"], "must be 0 (rule) or > 1 (given)")
@@ -651,7 +659,7 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> AstraeaM
     if p["workload"] == "toy":
         cluster, jobs = toy_workload()
     elif p["workload"] == "micro":
-        cluster, jobs = micro_workload(p["jobs"], p["servers"], p["tenants"], rng, p["utility"])
+        cluster, jobs = micro_workload(p["jobs"], p["servers"], p["tenants"], rng, p["utility"], p["arrival_span"])
     elif p["trace"]:
         trace = load_philly_csv(p["trace"])
         cluster, jobs, info = philly_workload(
