@@ -182,3 +182,22 @@ def test_make_bid_submission_slot() -> None:
     _, spec = toy().jobs[0], toy().jobs[0]
     assert make_bid(7, spec.with_(arrival=2.0)).arrival == 2
     assert make_bid(7, spec.with_(arrival=2.25)).arrival == 3
+
+
+def test_study_scenario_and_mesa_model_match_plain_replay() -> None:
+    from agents.auction import AuctionModel
+    from analysis.studies import build_market, load_study
+
+    study = load_study("astraea")
+    m0 = make_market({}, np.random.default_rng(0))
+    assert study.paper == "astraea" and set(study.mechanisms) == set(m0.mechanisms())
+    assert all(p.x in study.base for p in study.panels)
+    small = {**study.params(0, 20), "jobs": 12, "servers": 6, "tenants": 2}
+    m = build_market("astraea", small, np.random.default_rng(3))
+    audit_m = build_market("astraea", study.audit_params(), np.random.default_rng(0))
+    assert audit_m.settings["workload"] == "micro"
+    for name in ("astraea", "batchsche", "hived"):
+        model = AuctionModel(m, name, rng=5).run()
+        plain = m.metrics(run_market(m, name), m.bids())
+        got = model.summary()
+        assert all(got[k] == plain[k] or (math.isnan(got[k]) and math.isnan(plain[k])) for k in plain), name
