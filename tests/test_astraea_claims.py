@@ -49,7 +49,7 @@ def test_violation_witnesses_reproduce(ledger: dict) -> None:
         if c.verdict == "violated":
             assert recheck_witness(c.witness), cid
     sp = ledger["SP"].witness
-    assert sp["gain"] > sp["tol"] and set(sp["strategy"]) >= {"value_scale", "size_scale"}
+    assert sp["gain"] > sp["tol"] and set(sp["misreport"]) >= {"value_scale", "size_scale"}
 
 
 def test_pareto_moves_on_the_worked_example() -> None:

@@ -66,6 +66,7 @@ __all__ = [
     "make_market",
     "make_bid",
     "micro_workload",
+    "micro_jobs",
     "toy_workload",
     "DEFAULTS",
     "MECHANISMS",
@@ -161,8 +162,22 @@ def micro_workload(
         Server(i, int(rng.integers(1, 5)), int(rng.integers(1, 3)), owner=int(owners[i]) + 1) for i in range(S)
     )
     cluster = Cluster.from_owners(servers, float(rng.uniform(0.5, 2.0)), float(rng.uniform(0.5, 4.0)))
+    return cluster, micro_jobs(N, U, rng, utility, span)
+
+
+def micro_jobs(
+    n_jobs: int,
+    n_tenants: int,
+    rng: np.random.Generator,
+    utility: str = "mixed",
+    arrival_span: float = 9.0,
+    prefix: str = "m",
+) -> list[JobSpec]:
+    """``n_jobs`` small random jobs of tenants 1..``n_tenants`` (see :func:`micro_workload`); ids
+    ``f"{prefix}{i}"``; utility "mixed" draws linear with probability 0.6."""
+    check_choice("utility", utility, ("linear", "convex", "mixed"))
     jobs = []
-    for i in range(N):
+    for i in range(n_jobs):
         n_c = float(rng.choice([0.5, 1.0, 2.0]))
         lin = utility == "linear" or (utility == "mixed" and rng.random() < 0.6)
         u = (
@@ -172,9 +187,9 @@ def micro_workload(
         )
         jobs.append(
             JobSpec(
-                f"m{i}",
-                int(rng.integers(1, U + 1)),
-                float(rng.uniform(0, span)),
+                f"{prefix}{i}",
+                int(rng.integers(1, n_tenants + 1)),
+                float(rng.uniform(0, arrival_span)),
                 int(rng.integers(1, 4)),
                 int(rng.integers(1, 6)),
                 int(rng.integers(1, 3)),
@@ -186,7 +201,7 @@ def micro_workload(
                 n_distributed_override=n_c * float(rng.choice([0.5, 0.8, 1.0])),
             )
         )
-    return cluster, jobs
+    return jobs
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from market.auction.base import Decision
 from market.auction.market import decisions_by_id, run_market
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, audit, relative
+from market.audit.search import AuditConfig, AuditResult, audit, relative
 from market.income import gain_as_you_contribute
 
 __all__ = ["pareto_moves", "instance_params"]
@@ -140,7 +140,7 @@ def _check_tenant(w: dict[str, Any]) -> bool:
     t = AstraeaTenantTarget(_build(w["params"], w["seed"]))
     u = int(w["tenant"])
     u0 = t.evaluate(u, t.report(u, {}))
-    u1 = t.evaluate(u, tuple(tenant_reports(t.market, u, **_kw(w["strategy"]))))
+    u1 = t.evaluate(u, tuple(tenant_reports(t.market, u, **_kw(w["misreport"]))))
     return u1 - u0 > w["tol"]
 
 
@@ -183,22 +183,26 @@ def claim_sp(ctx: ClaimContext) -> Measurement:
                 bad = True
                 rel = relative(r.best_gain, r.truthful_utility)
                 if witness is None or rel > worst:
-                    worst = rel
-                    witness = {
-                        "kind": "astraea_tenant_misreport",
-                        "params": p,
-                        "seed": seed,
-                        "tenant": u,
-                        "family": r.witness_family,
-                        "strategy": r.witness,
-                        "truthful_g": r.truthful_utility,
-                        "gain": r.best_gain,
-                        "tol": r.tol,
-                        "others_g_change": _others(t, u, r.witness),
-                    }
+                    worst, witness = rel, _lie_witness("astraea_tenant_misreport", p, seed, r, tenant=u)
+                    witness["others_g_change"] = _others(t, u, r.witness)
         viol += bad
     details = {"per_family": fam, "tenants_with_nonnegative_truthful_g": nonneg}
     return Measurement(len(insts), viol, worst, "max relative gain of a lie", witness, details)
+
+
+def _lie_witness(kind: str, params: dict[str, Any], seed: int, r: AuditResult, **who: Any) -> dict[str, Any]:
+    """JSON-ready witness of the best lie of audit ``r`` on the instance ``(params, seed)``."""
+    return {
+        "kind": kind,
+        "params": params,
+        "seed": seed,
+        **who,
+        "family": r.witness_family,
+        "misreport": r.witness,
+        "truthful": r.truthful_utility,
+        "gain": r.best_gain,
+        "tol": r.tol,
+    }
 
 
 def _others(t: AstraeaTenantTarget, u: int, params: Any) -> dict[str, float]:
@@ -242,17 +246,7 @@ def claim_sp_job(ctx: ClaimContext) -> Measurement:
                 bad = True
                 rel = relative(r.best_gain, r.truthful_utility)
                 if witness is None or rel > worst:
-                    worst = rel
-                    witness = {
-                        "kind": "astraea_job_misreport",
-                        "params": p,
-                        "seed": seed,
-                        "job_id": j,
-                        "misreport": r.witness,
-                        "truthful_surplus": r.truthful_utility,
-                        "gain": r.best_gain,
-                        "tol": r.tol,
-                    }
+                    worst, witness = rel, _lie_witness("astraea_job_misreport", p, seed, r, job_id=j)
         viol += bad
     return Measurement(len(insts), viol, worst, "max relative gain of a lie", witness, {"jobs_audited": audited})
 
