@@ -13,7 +13,7 @@ from market.auction.market import run_market
 from market.audit.astraea_claims import pareto_moves
 from market.audit.claims import VERDICTS, papers, recheck_witness, run_claims, to_records
 
-IDS = ["SI", "SP", "SP-job", "PE", "GAYC", "BB", "RATIO", "T1"]
+IDS = ["SI", "SP", "SP-job", "SP-ext", "IR", "NFR", "PE", "GAYC", "BB", "RATIO", "T1"]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_every_claim_has_a_measured_verdict(ledger: dict) -> None:
 
 
 def test_accounting_claims_hold(ledger: dict) -> None:
-    for cid in ("GAYC", "BB"):
+    for cid in ("GAYC", "BB", "IR"):
         assert ledger[cid].verdict == "holds" and ledger[cid].effect_size < 1e-9
     assert ledger["GAYC"].details["pass2_jobs"] > 0
 
@@ -44,7 +44,7 @@ def test_sharing_incentive_witness_is_the_worked_example(ledger: dict) -> None:
 
 
 def test_violation_witnesses_reproduce(ledger: dict) -> None:
-    for cid in ("SP", "SP-job", "PE", "RATIO"):
+    for cid in ("SP", "SP-job", "SP-ext", "NFR", "PE", "RATIO"):
         c = ledger[cid]
         if c.verdict == "violated":
             assert recheck_witness(c.witness), cid

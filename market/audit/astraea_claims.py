@@ -251,6 +251,130 @@ def claim_sp_job(ctx: ClaimContext) -> Measurement:
     return Measurement(len(insts), viol, worst, "max relative gain of a lie", witness, {"jobs_audited": audited})
 
 
+@register_claim(
+    PAPER,
+    "SP-ext",
+    "Framework extension of SP (outside the paper's scope): a tenant gains nothing by withholding jobs or by "
+    "leaving the coalition for its exclusive partition",
+    "Same tenant audit as SP on its own instances, restricted to the 'withhold' dimension (that many of its jobs, "
+    "largest work first, never submitted) plus the LEAVE probe (alone on its partition: the sharing-incentive gap "
+    "seen as a deviation).",
+)
+def claim_sp_ext(ctx: ClaimContext) -> Measurement:
+    insts = _instances(ctx, ctx.pick(3, 25), (TOY_ELASTIC,))
+    cfg = AuditConfig(n_grid=ctx.pick(3, 8), n_joint=0, refine_starts=0, probes=True)
+    viol, worst, witness = 0, 0.0, None
+    fams = {"UP_withhold": 0, "LEAVE": 0}
+    for p, seed, m in insts:
+        t = AstraeaTenantTarget(m)
+        bad = False
+        for u in t.agents():
+            r = audit(t, u, config=cfg, rng=ctx.rng, dimensions=["withhold"])
+            for f in fams:
+                fams[f] += f in r.families and r.families[f].gain > r.tol
+            if r.out_of_scope_gain > r.tol:
+                bad = True
+                rel = relative(r.best_gain, r.truthful_utility)
+                if witness is None or rel > worst:
+                    worst, witness = rel, _lie_witness("astraea_tenant_deviation", p, seed, r, tenant=u)
+        viol += bad
+    return Measurement(len(insts), viol, worst, "max relative gain", witness, {"tenants_gaining_by_family": fams})
+
+
+@register_witness_checker("astraea_tenant_deviation")
+def _check_deviation(w: dict[str, Any]) -> bool:
+    t = AstraeaTenantTarget(_build(w["params"], w["seed"]))
+    u = int(w["tenant"])
+    u0 = t.evaluate(u, t.report(u, {}))
+    lie = "LEAVE" if w["misreport"] == "LEAVE" or w["family"] == "LEAVE" else t.report(u, w["misreport"])
+    return t.evaluate(u, lie) - u0 > w["tol"]
+
+
+# ---------------------------------------------------------------------------------------------
+# claim 16: individual rationality; claim 12: no free-riding
+
+
+@register_claim(
+    PAPER,
+    "IR",
+    "Admission control / individual rationality (Eq. 7, Fig. 12, claim 16): every admitted job's ideal revenue "
+    "exceeds its posted cost (μ_j > 0)",
+    "Every admitted job of truthful runs on micro instances: μ = F_j(ι*) − posted cost (Decision.payoff) > 0. "
+    "Details: share of admitted jobs whose REALISED true utility (arrival clock) minus payment is < 0.",
+)
+def claim_ir(ctx: ClaimContext) -> Measurement:
+    insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED, TOY_ELASTIC))
+    viol, worst, admitted, neg = 0, 0.0, 0, 0
+    witness = None
+    for p, seed, m in insts:
+        bids = {b.job_id: b for b in m.bids()}
+        bad = False
+        for d in run_market(m, "astraea"):
+            if not d.admitted:
+                continue
+            admitted += 1
+            neg += m.true_surplus(bids[d.job_id], bids[d.job_id], d) < 0
+            if d.payoff <= 0:
+                bad = True
+                worst = max(worst, -d.payoff)
+                witness = witness or {"kind": "astraea_ir", "params": p, "seed": seed, "job_id": d.job_id}
+        viol += bad
+    details = {"admitted": admitted, "realised_surplus_negative_fraction": neg / admitted if admitted else math.nan}
+    return Measurement(len(insts), viol, worst, "max −μ of an admitted job", witness, details)
+
+
+@register_witness_checker("astraea_ir")
+def _check_ir(w: dict[str, Any]) -> bool:
+    return decisions_by_id(run_market(_build(w["params"], w["seed"]), "astraea"))[int(w["job_id"])].payoff <= 0
+
+
+def _free_rides(m: AstraeaMarket, d: Decision) -> tuple[int, int, float]:
+    """(slots where pass-2 job ``d`` exceeds its owner's unused quota, of those with no positive net
+    transfer to the others, total net transfer to the others) — spec claim 12."""
+    u = m.cluster.tenant_index(int(d.log["tenant"]))
+    uw, up = np.asarray(d.log["unused_w"], float), np.asarray(d.log["unused_p"], float)
+    cw, cp = np.asarray(d.log["cost_w"], float), np.asarray(d.log["cost_p"], float)
+    aw, ap = uw.sum(axis=0), up.sum(axis=0)
+    own = np.divide(uw[u], aw, out=np.zeros_like(cw), where=aw > 0) * cw
+    own += np.divide(up[u], ap, out=np.zeros_like(cp), where=ap > 0) * cp
+    net = cw + cp - own
+    excess = (int(d.log["n_workers"]) > uw[u]) | (int(d.log["n_ps"]) > up[u])
+    return int(excess.sum()), int((excess & (net <= 1e-12)).sum()), float(net.sum())
+
+
+@register_claim(
+    PAPER,
+    "NFR",
+    "No free-riding (§1 goal): tenants cannot use the idle resources of others for free",
+    "Every pass-2 job of truthful runs (worked example, micro instances): at every slot where its workers or PSs "
+    "exceed its owner's unused quota, the owner's net transfer to the others (payment − own Eq. 2 share) must be "
+    "> 0. Violation = such a slot with no positive transfer (e.g. a zero posted price at an empty slot).",
+)
+def claim_nfr(ctx: ClaimContext) -> Measurement:
+    insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
+    viol, slots, free = 0, 0, 0
+    transfer = 0.0
+    witness = None
+    for p, seed, m in insts:
+        bad = False
+        for d in run_market(m, "astraea"):
+            if d.admitted and d.log.get("pass") == 2:
+                n, f, tr = _free_rides(m, d)
+                slots, free, transfer = slots + n, free + f, transfer + tr
+                if f:
+                    bad = True
+                    witness = witness or {"kind": "astraea_nfr", "params": p, "seed": seed, "job_id": d.job_id}
+        viol += bad
+    details = {"excess_slots": slots, "free_slots": free, "total_net_transfer": transfer}
+    return Measurement(len(insts), viol, free / slots if slots else 0.0, "share of free excess slots", witness, details)
+
+
+@register_witness_checker("astraea_nfr")
+def _check_nfr(w: dict[str, Any]) -> bool:
+    m = _build(w["params"], w["seed"])
+    return _free_rides(m, decisions_by_id(run_market(m, "astraea"))[int(w["job_id"])])[1] > 0
+
+
 # ---------------------------------------------------------------------------------------------
 # claim 15: Pareto efficiency
 
