@@ -160,6 +160,8 @@ def test_bad_parameters_name_the_key() -> None:
         ({"trace": "/nonexistent/philly.csv"}, "trace file"),
         ({"workload": "micro", "servers": 2, "tenants": 3}, "servers"),
         ({"horizon": 2}, "horizon_T"),
+        ({"workload": "micro", "m_scale": 0.5}, "m_scale"),
+        ({"m_scale": 0}, "m_scale"),
     ]:
         with pytest.raises(InputError, match=key):
             make_market(params, rng)
@@ -176,6 +178,13 @@ def test_per_job_audit_with_generic_target() -> None:
     assert r.best_gain >= 0 and r.evaluations > 0
     # value deflation by 4 keeps j12 admitted here? its reported μ = 76 / 4 > 0 (same schedule, same cost)
     assert t.evaluate(j12.job_id, m.misreport(j12, {"value_scale": 0.25})) <= r.truthful_utility + r.best_gain
+
+
+def test_m_scale_shortens_jobs() -> None:
+    a = make_market({"jobs": 10, "servers": 6, "tenants": 2}, np.random.default_rng(2))
+    b = make_market({"jobs": 10, "servers": 6, "tenants": 2, "m_scale": 0.1}, np.random.default_rng(2))
+    assert [j.m_hours * 0.1 for j in a.jobs] == pytest.approx([j.m_hours for j in b.jobs], rel=1e-12)
+    assert [j.work for j in a.jobs] == [j.work for j in b.jobs]
 
 
 def test_make_bid_submission_slot() -> None:

@@ -93,6 +93,7 @@ DEFAULTS: dict[str, Any] = {
     "revenue_time_origin": "arrival",  # | "absolute" ("round_start" is meaningless for slot baselines)
     "horizon": 0,  # slots simulated T (0 = auto: paper 4096, micro/toy 64)
     "arrival_span": 9.0,  # micro: arrivals uniform in [0, span) h
+    "m_scale": 1.0,  # paper: multiplies every job's m_j (h per mini-batch); NOT from the paper (sensitivity)
 }
 
 
@@ -654,6 +655,9 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError("window_start", p["window_start"], "must be a 'YYYY-MM-DD HH:MM:SS' string")
     p["jobs_per_hour"] = check_positive("jobs_per_hour", p["jobs_per_hour"])
     p["arrival_span"] = check_positive("arrival_span", p["arrival_span"])
+    p["m_scale"] = check_positive("m_scale", p["m_scale"])
+    if p["m_scale"] != 1.0 and p["workload"] != "paper":
+        raise InputError("m_scale", p["m_scale"], "is only available for workload='paper'")
     p["theta"] = check_nonneg("theta", p["theta"])
     if 0 < p["theta"] <= 1:
         raise InputError("theta", p["theta"], "must be 0 (rule) or > 1 (given)")
@@ -684,6 +688,8 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> AstraeaM
         cluster, jobs, info = synthetic_workload(
             p["jobs"], p["servers"], p["tenants"], rng, utility=p["utility"], jobs_per_hour=p["jobs_per_hour"]
         )
+    if p["m_scale"] != 1.0:
+        jobs = [j.with_(m_hours=j.m_hours * p["m_scale"]) for j in jobs]
     horizon = p["horizon"] or _AUTO_HORIZON[p["workload"]]
     theta = p["theta"] or (16.0 if p["workload"] == "toy" else 0.0)
     base = AstraeaParams(
