@@ -26,7 +26,7 @@ from market.auction.base import Decision
 from market.auction.market import decisions_by_id, run_market
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, AuditResult, audit, relative
+from market.audit.search import AuditConfig, AuditResult, audit
 from market.income import gain_as_you_contribute
 
 __all__ = ["pareto_moves", "instance_params"]
@@ -39,6 +39,11 @@ TOY_FIXED = {"workload": "toy", "worker_count_mode": "fixed", "horizon": 64}
 
 def _tol(x: float) -> float:
     return _REL * max(1.0, abs(float(x)))
+
+
+def _rel(gain: float, base: float) -> float:
+    """``gain / max(1, |base|)``: relative to the truthful value, finite when that is 0."""
+    return float(gain) / max(1.0, abs(float(base)))
 
 
 def instance_params(ctx: ClaimContext, rng: np.random.Generator, **over: Any) -> dict[str, Any]:
@@ -108,7 +113,7 @@ def claim_si(ctx: ClaimContext) -> Measurement:
             short = ex - g
             if short > _tol(ex):
                 bad = True
-                worst = max(worst, relative(short, ex))
+                worst = max(worst, _rel(short, ex))
                 # the first violation is kept: the worked example's u2 (elastic reading) when it fails
                 witness = witness or {
                     "kind": "astraea_si",
@@ -122,7 +127,7 @@ def claim_si(ctx: ClaimContext) -> Measurement:
                 ok_pairs += 1
         viol += bad
     details = {"tenant_pairs": pairs, "tenant_pairs_pass_fraction": ok_pairs / pairs if pairs else math.nan}
-    return Measurement(len(insts), viol, worst, "max relative shortfall g_excl − g", witness, details)
+    return Measurement(len(insts), viol, worst, "max (g_excl − g) / max(1,|g_excl|)", witness, details)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +177,7 @@ def claim_sp(ctx: ClaimContext) -> Measurement:
             for f, fb in r.families.items():
                 cell = fam.setdefault(f, {"probed": 0, "violations": 0, "max_rel_gain": 0.0})
                 cell["probed"] += 1
-                rel = relative(max(fb.gain, 0.0), r.truthful_utility)
+                rel = _rel(max(fb.gain, 0.0), r.truthful_utility)
                 cell["max_rel_gain"] = max(cell["max_rel_gain"], rel)
                 if fb.gain > r.tol:
                     cell["violations"] += 1
@@ -181,13 +186,13 @@ def claim_sp(ctx: ClaimContext) -> Measurement:
                 nonneg["violated"] += r.in_scope_gain > r.tol
             if r.in_scope_gain > r.tol:
                 bad = True
-                rel = relative(r.best_gain, r.truthful_utility)
+                rel = _rel(r.best_gain, r.truthful_utility)
                 if witness is None or rel > worst:
                     worst, witness = rel, _lie_witness("astraea_tenant_misreport", p, seed, r, tenant=u)
                     witness["others_g_change"] = _others(t, u, r.witness)
         viol += bad
     details = {"per_family": fam, "tenants_with_nonnegative_truthful_g": nonneg}
-    return Measurement(len(insts), viol, worst, "max relative gain of a lie", witness, details)
+    return Measurement(len(insts), viol, worst, "max gain / max(1,|truthful|)", witness, details)
 
 
 def _lie_witness(kind: str, params: dict[str, Any], seed: int, r: AuditResult, **who: Any) -> dict[str, Any]:
@@ -244,11 +249,11 @@ def claim_sp_job(ctx: ClaimContext) -> Measurement:
             audited += 1
             if r.violated:
                 bad = True
-                rel = relative(r.best_gain, r.truthful_utility)
+                rel = _rel(r.best_gain, r.truthful_utility)
                 if witness is None or rel > worst:
                     worst, witness = rel, _lie_witness("astraea_job_misreport", p, seed, r, job_id=j)
         viol += bad
-    return Measurement(len(insts), viol, worst, "max relative gain of a lie", witness, {"jobs_audited": audited})
+    return Measurement(len(insts), viol, worst, "max gain / max(1,|truthful|)", witness, {"jobs_audited": audited})
 
 
 @register_claim(
@@ -274,11 +279,12 @@ def claim_sp_ext(ctx: ClaimContext) -> Measurement:
                 fams[f] += f in r.families and r.families[f].gain > r.tol
             if r.out_of_scope_gain > r.tol:
                 bad = True
-                rel = relative(r.best_gain, r.truthful_utility)
+                rel = _rel(r.best_gain, r.truthful_utility)
                 if witness is None or rel > worst:
                     worst, witness = rel, _lie_witness("astraea_tenant_deviation", p, seed, r, tenant=u)
         viol += bad
-    return Measurement(len(insts), viol, worst, "max relative gain", witness, {"tenants_gaining_by_family": fams})
+    details = {"tenants_gaining_by_family": fams}
+    return Measurement(len(insts), viol, worst, "max gain / max(1,|truthful|)", witness, details)
 
 
 @register_witness_checker("astraea_tenant_deviation")
