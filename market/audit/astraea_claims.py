@@ -334,12 +334,20 @@ def _check_ir(w: dict[str, Any]) -> bool:
     return decisions_by_id(run_market(_build(w["params"], w["seed"]), "astraea"))[int(w["job_id"])].payoff <= 0
 
 
+def _pool_arrays(d: Decision) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(unused_w, unused_p (U, d) frozen snapshot, cost_w, cost_p (d,) per-slot costs) of a pass-2 decision."""
+    return tuple(np.asarray(d.log[k], float) for k in ("unused_w", "unused_p", "cost_w", "cost_p"))  # type: ignore[return-value]
+
+
+def _pooled(d: Decision) -> bool:
+    return d.admitted and d.log.get("pass") == 2
+
+
 def _free_rides(m: AstraeaMarket, d: Decision) -> tuple[int, int, float]:
     """(slots where pass-2 job ``d`` exceeds its owner's unused quota, of those with no positive net
     transfer to the others, total net transfer to the others) — spec claim 12."""
     u = m.cluster.tenant_index(int(d.log["tenant"]))
-    uw, up = np.asarray(d.log["unused_w"], float), np.asarray(d.log["unused_p"], float)
-    cw, cp = np.asarray(d.log["cost_w"], float), np.asarray(d.log["cost_p"], float)
+    uw, up, cw, cp = _pool_arrays(d)
     aw, ap = uw.sum(axis=0), up.sum(axis=0)
     own = np.divide(uw[u], aw, out=np.zeros_like(cw), where=aw > 0) * cw
     own += np.divide(up[u], ap, out=np.zeros_like(cp), where=ap > 0) * cp
@@ -363,13 +371,12 @@ def claim_nfr(ctx: ClaimContext) -> Measurement:
     witness = None
     for p, seed, m in insts:
         bad = False
-        for d in run_market(m, "astraea"):
-            if d.admitted and d.log.get("pass") == 2:
-                n, f, tr = _free_rides(m, d)
-                slots, free, transfer = slots + n, free + f, transfer + tr
-                if f:
-                    bad = True
-                    witness = witness or {"kind": "astraea_nfr", "params": p, "seed": seed, "job_id": d.job_id}
+        for d in filter(_pooled, run_market(m, "astraea")):
+            n, f, tr = _free_rides(m, d)
+            slots, free, transfer = slots + n, free + f, transfer + tr
+            if f:
+                bad = True
+                witness = witness or {"kind": "astraea_nfr", "params": p, "seed": seed, "job_id": d.job_id}
         viol += bad
     details = {"excess_slots": slots, "free_slots": free, "total_net_transfer": transfer}
     return Measurement(len(insts), viol, free / slots if slots else 0.0, "share of free excess slots", witness, details)
@@ -493,8 +500,7 @@ def claim_pe(ctx: ClaimContext) -> Measurement:
 
 def _eq2_error(d: Decision) -> tuple[float, float]:
     """(|logged income − Eq. 2 recomputed slot by slot|, income paid to tenants with no unused quota)."""
-    uw, up = np.asarray(d.log["unused_w"], float), np.asarray(d.log["unused_p"], float)
-    cw, cp = np.asarray(d.log["cost_w"], float), np.asarray(d.log["cost_p"], float)
+    uw, up, cw, cp = _pool_arrays(d)
     inc = np.asarray(d.log["income"], float)
     ref = gain_as_you_contribute(uw, cw, exact_balance=False) + gain_as_you_contribute(up, cp, exact_balance=False)
     zero = (uw.sum(axis=1) + up.sum(axis=1)) == 0
@@ -516,9 +522,7 @@ def claim_gayc(ctx: ClaimContext) -> Measurement:
     witness = None
     for p, seed, m in insts:
         bad = False
-        for d in run_market(m, "astraea"):
-            if not (d.admitted and d.log.get("pass") == 2):
-                continue
+        for d in filter(_pooled, run_market(m, "astraea")):
             jobs += 1
             err, zero = _eq2_error(d)
             worst = max(worst, err, zero)
@@ -540,7 +544,7 @@ def _check_gayc(w: dict[str, Any]) -> bool:
     PAPER,
     "BB",
     "Budget balance (§2.9, claim 11): incomes sum to the payments for every pooled job, and Σ_u g_u = R",
-    "Truthful runs on random micro instances (both charge rules' default full Eq. 2): per pass-2 job |Σ incomes − "
+    "Truthful runs on random micro instances (default full Eq. 2 charge): per pass-2 job |Σ incomes − "
     "payment| and per run |Σ g_u − R| against 1e-9·max(1, value).",
 )
 def claim_bb(ctx: ClaimContext) -> Measurement:
@@ -548,34 +552,26 @@ def claim_bb(ctx: ClaimContext) -> Measurement:
     viol, worst = 0, 0.0
     witness = None
     for p, seed, m in insts:
-        decs = run_market(m, "astraea")
-        bad = False
-        for d in decs:
-            if d.admitted and d.log.get("pass") == 2:
-                e = abs(math.fsum(d.log["income"]) - d.payment)
-                worst = max(worst, e)
-                bad |= e > _tol(d.payment)
-        parts = m.tenant_parts(decs, m.bids())
-        R = math.fsum(parts["value"].tolist())
-        e = abs(math.fsum(parts["revenue"].tolist()) - R)
-        worst = max(worst, e)
-        bad |= e > _tol(R)
-        if bad:
+        errs = _imbalances(m, run_market(m, "astraea"))
+        worst = max([worst] + [e for e, _ in errs])
+        if any(e > _tol(scale) for e, scale in errs):
             viol += 1
             witness = witness or {"kind": "astraea_bb", "params": p, "seed": seed}
     return Measurement(len(insts), viol, worst, "max absolute imbalance", witness)
 
 
+def _imbalances(m: AstraeaMarket, decs: list[Decision]) -> list[tuple[float, float]]:
+    """(|Σ incomes − payment|, payment) per pooled job and (|Σ_u g_u − R|, R) for the run."""
+    out = [(abs(math.fsum(d.log["income"]) - d.payment), d.payment) for d in filter(_pooled, decs)]
+    parts = m.tenant_parts(decs, m.bids())
+    R = math.fsum(parts["value"].tolist())
+    return out + [(abs(math.fsum(parts["revenue"].tolist()) - R), R)]
+
+
 @register_witness_checker("astraea_bb")
 def _check_bb(w: dict[str, Any]) -> bool:
     m = _build(w["params"], w["seed"])
-    decs = run_market(m, "astraea")
-    parts = m.tenant_parts(decs, m.bids())
-    R = math.fsum(parts["value"].tolist())
-    pooled = [d for d in decs if d.admitted and d.log.get("pass") == 2]
-    return abs(math.fsum(parts["revenue"].tolist()) - R) > _tol(R) or any(
-        abs(math.fsum(d.log["income"]) - d.payment) > _tol(d.payment) for d in pooled
-    )
+    return any(e > _tol(scale) for e, scale in _imbalances(m, run_market(m, "astraea")))
 
 
 # ---------------------------------------------------------------------------------------------
