@@ -25,6 +25,7 @@ from market.astraea import (
     tenant_revenue,
 )
 from market.astraea.accounting import true_completion
+from market.astraea.market import micro_jobs
 from market.errors import InputError
 from market.utility import LinearUtility
 
@@ -45,31 +46,7 @@ def micro_instance(seed: int) -> tuple[Cluster, list[JobSpec]]:
     qw, qp = split(cw), split(cp)
     tenants = tuple(Tenant(u + 1, int(qw[u]), int(qp[u])) for u in range(U))
     cl = Cluster(servers, tenants, float(rng.uniform(0.5, 2.0)), float(rng.uniform(0.5, 4.0)))
-    jobs = []
-    for i in range(int(rng.integers(1, 8))):
-        n_c = float(rng.choice([0.5, 1.0, 2.0]))
-        u = (
-            linear_utility(-float(rng.uniform(0.1, 3.0)), float(rng.uniform(5, 100)))
-            if rng.random() < 0.6
-            else convex_utility(float(rng.uniform(5, 50)), float(rng.uniform(1, 2)))
-        )
-        jobs.append(
-            JobSpec(
-                f"j{i}",
-                int(rng.integers(1, U + 1)),
-                float(rng.uniform(0, 9)),
-                int(rng.integers(1, 4)),
-                int(rng.integers(1, 6)),
-                int(rng.integers(1, 3)),
-                1.0,
-                0.0,
-                0.0,
-                u,
-                n_central_override=n_c,
-                n_distributed_override=n_c * float(rng.choice([0.5, 0.8, 1.0])),
-            )
-        )
-    return cl, jobs
+    return cl, micro_jobs(int(rng.integers(1, 8)), U, rng, prefix="j")
 
 
 def micro_params(iseed: int, **kw: object) -> AstraeaParams:

@@ -190,3 +190,49 @@ def test_balance_residual_never_goes_to_ineligible_tenants() -> None:
     assert gain_as_you_contribute([[0], [0]], [0]).tolist() == [0.0, 0.0]
     with pytest.raises(InputError, match="eligible"):
         balance(np.ones(2), 3.0, [False, False])
+
+
+def test_shapley_hand_computed_two_and_three_tenants() -> None:
+    # 2 tenants, unused (4, 1), demand 2 at price 1: v(1) = 2, v(2) = 1, v(12) = 2 -> φ = (1.5, 0.5);
+    # Eq. (2) pays by unused share (1.6, 0.4), equal split (1, 1)
+    assert shapley_sharing([[4], [1]], [2], [1]).tolist() == [pytest.approx(1.5), pytest.approx(0.5)]
+    assert gain_as_you_contribute([[4], [1]], [2]).tolist() == [pytest.approx(1.6), pytest.approx(0.4)]
+    assert equal_split(2.0, 2).tolist() == [1.0, 1.0]
+    # 3 tenants, unused (2, 2, 1), demand 3: every pair covers it -> φ = (7/6, 7/6, 2/3)
+    phi = shapley_sharing([[2], [2], [1]], [3], [1], method="exact")
+    assert phi.tolist() == [pytest.approx(7 / 6), pytest.approx(7 / 6), pytest.approx(2 / 3)]
+    # efficiency: Σφ = v(N) = the payment
+    assert math.fsum(phi.tolist()) == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_shapley_symmetry_of_identical_contributors(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    U, T = 5, 4
+    unused = rng.integers(0, 5, size=(U, T)).astype(float)
+    unused[3] = unused[1]  # tenants 1 and 3 contribute identically in every slot
+    unused[0] += 1
+    demand = np.minimum(unused.sum(axis=0), 4.0)
+    price = rng.uniform(0.5, 2.0, size=T)
+    phi = shapley_sharing(unused, demand, price, method="exact")
+    assert phi[1] == pytest.approx(phi[3], rel=1e-12, abs=1e-12)
+    est = shapley_sharing(unused, demand, price, method="sampled", n_samples=3000, rng=np.random.default_rng(seed))
+    assert math.fsum(est.tolist()) == pytest.approx(math.fsum((price * demand).tolist()), rel=1e-12)
+
+
+def test_market_income_division_comparison() -> None:
+    from market.astraea.market import make_market
+    from market.auction.market import run_market
+
+    m = make_market({"workload": "toy", "horizon": 16, "worker_count_mode": "fixed"}, np.random.default_rng(0))
+    decs = run_market(m, "astraea")
+    for rule in ("eq2", "equal", "shapley"):
+        assert m.income_division(decs, rule).tolist() == [pytest.approx(8), pytest.approx(8)]
+    rows = m.tenant_rows(decs, m.bids())
+    assert [r["income_shapley"] for r in rows] == [pytest.approx(8), pytest.approx(8)]
+    for seed in range(4):
+        mm = make_market({"workload": "micro", "jobs": 7, "servers": 4, "tenants": 3}, np.random.default_rng(seed))
+        d = run_market(mm, "astraea")
+        pay = math.fsum(x.payment for x in d)
+        for rule in ("eq2", "equal", "shapley"):
+            assert math.fsum(mm.income_division(d, rule).tolist()) == pytest.approx(pay, abs=1e-9)

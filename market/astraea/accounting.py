@@ -39,6 +39,8 @@ __all__ = [
     "astraea_makespan",
     "astraea_utilisation",
     "divide_incomes",
+    "divide_purchases",
+    "PooledPurchase",
 ]
 
 
@@ -315,6 +317,54 @@ def check_feasible(result: object) -> list[Violation]:
     return V
 
 
+@dataclass(frozen=True)
+class PooledPurchase:
+    """One pass-2 job's purchase from the pool: ``payment``, the Eq. (2) ``income`` (U,) paid out,
+    frozen unused quota ``unused_w`` / ``unused_p`` (U, d), per-slot costs ``cost_w`` / ``cost_p``
+    (d,) and the units bought per slot (``n_workers``, ``n_ps``)."""
+
+    payment: float
+    income: np.ndarray
+    unused_w: np.ndarray
+    unused_p: np.ndarray
+    cost_w: np.ndarray
+    cost_p: np.ndarray
+    n_workers: int
+    n_ps: int
+
+
+def divide_purchases(
+    purchases: Sequence[PooledPurchase],
+    n_tenants: int,
+    rule: str = "eq2",
+    *,
+    rng: np.random.Generator | None = None,
+    n_samples: int = 2000,
+) -> np.ndarray:
+    """(U,) incomes from pooled purchases re-divided by ``rule``: ``"eq2"`` gain-as-you-contribute
+    (what the mechanism paid out), ``"equal"`` each payment split equally among all tenants,
+    ``"shapley"`` the Shapley value of each purchase's sharing-coalition game (per resource type,
+    demand D_w or P per slot at the posted unit price, frozen unused quota; exact for ≤ 12 tenants,
+    else sampled with ``rng``). Every rule is budget balanced: the incomes sum to the payments."""
+    from market.income import balance, equal_split, shapley_sharing
+
+    if rule not in ("eq2", "equal", "shapley"):
+        raise InputError("rule", rule, "must be one of ['eq2', 'equal', 'shapley']")
+    out = np.zeros(n_tenants)
+    for o in purchases:
+        if rule == "eq2":
+            out += o.income
+        elif rule == "equal":
+            out += equal_split(o.payment, n_tenants)
+        else:
+            inc = np.zeros(n_tenants)
+            for unused, cost, units in ((o.unused_w, o.cost_w, o.n_workers), (o.unused_p, o.cost_p, o.n_ps)):
+                demand = np.full(cost.shape, float(units))
+                inc += shapley_sharing(unused, demand, cost / units, n_samples=n_samples, rng=rng)
+            out += balance(inc, o.payment, (o.unused_w.sum(axis=1) + o.unused_p.sum(axis=1)) > 0)
+    return out
+
+
 def divide_incomes(
     result: object,
     rule: str = "eq2",
@@ -322,37 +372,16 @@ def divide_incomes(
     rng: np.random.Generator | None = None,
     n_samples: int = 2000,
 ) -> np.ndarray:
-    """(U,) incomes of every tenant from the run's pass-2 payments, re-divided by ``rule``:
-
-    ``"eq2"`` gain-as-you-contribute (what the mechanism paid out), ``"equal"`` each payment split
-    equally among all tenants, ``"shapley"`` the Shapley value of each purchase's sharing-coalition
-    game (per resource type, demand D_w or P per slot at the posted unit price, frozen unused quota;
-    exact for ≤ 12 tenants, else sampled with ``rng``). Only the ``full_eq2`` charge is supported for
-    the alternative rules. Every rule is budget balanced: the incomes sum to the payments."""
-    from market.income import balance, equal_split, shapley_sharing
-
-    if rule not in ("eq2", "equal", "shapley"):
-        raise InputError("rule", rule, "must be one of ['eq2', 'equal', 'shapley']")
+    """(U,) incomes of every tenant from an Astraea run's pass-2 payments, re-divided by ``rule``
+    (:func:`divide_purchases`). Only the ``full_eq2`` charge is supported for the alternative rules."""
     params: AstraeaParams = result.params  # type: ignore[attr-defined]
-    U = len(result.cluster.tenants)  # type: ignore[attr-defined]
-    out = np.zeros(U)
-    for o in result.outcomes.values():  # type: ignore[attr-defined]
-        if o.pass_ != 2:
-            continue
-        if rule == "eq2":
-            out += o.income
-            continue
-        if params.pass2_charge != "full_eq2":
-            raise InputError("pass2_charge", params.pass2_charge, f"must be 'full_eq2' for rule {rule!r}")
-        if rule == "equal":
-            out += equal_split(o.payment, U)
-            continue
-        inc = np.zeros(U)
-        for unused, cost, units in (
-            (o.unused_w, o.slot_cost_w, o.sched.n_workers),
-            (o.unused_p, o.slot_cost_p, o.sched.n_ps),
-        ):
-            demand = np.full(cost.shape, float(units))
-            inc += shapley_sharing(unused, demand, cost / units, n_samples=n_samples, rng=rng)
-        out += balance(inc, o.payment, (o.unused_w.sum(axis=1) + o.unused_p.sum(axis=1)) > 0)
-    return out
+    if rule in ("equal", "shapley") and params.pass2_charge != "full_eq2":
+        raise InputError("pass2_charge", params.pass2_charge, f"must be 'full_eq2' for rule {rule!r}")
+    purchases = [
+        PooledPurchase(
+            o.payment, o.income, o.unused_w, o.unused_p, o.slot_cost_w, o.slot_cost_p, o.sched.n_workers, o.sched.n_ps
+        )
+        for o in result.outcomes.values()  # type: ignore[attr-defined]
+        if o.pass_ == 2
+    ]
+    return divide_purchases(purchases, len(result.cluster.tenants), rule, rng=rng, n_samples=n_samples)  # type: ignore[attr-defined]

@@ -34,7 +34,8 @@ __all__ = [
 @dataclass
 class BaselineResult:
     """Outcome of a baseline: completion slot per job (``None`` = not completed), first running slot,
-    realised values, per-tenant revenue g (U,) and GPUs in use per slot (index t−1)."""
+    realised values, per-tenant revenue g (U,) and GPUs in use per slot (index t−1); the slot
+    simulations put each job's GPU-slots used in ``extra["gpu_slots"]`` (jid → int)."""
 
     name: str
     cluster: Cluster
@@ -230,7 +231,8 @@ def _finish(
     start = {s.job.jid: s.started for s in sims}
     values, per = _values(jobs, completion, origin)
     g = np.array([per.get(t.uid, 0.0) for t in cluster.tenants])
-    return BaselineResult(name, cluster, jobs, completion, start, values, g, np.array(usage, dtype=float))
+    extra: dict[str, object] = {"gpu_slots": {s.job.jid: int(s.attained) for s in sims}}
+    return BaselineResult(name, cluster, jobs, completion, start, values, g, np.array(usage, dtype=float), extra=extra)
 
 
 def _advance(sj: _SimJob, t: int, factor: float = 1.0) -> None:

@@ -57,7 +57,11 @@ VERDICTS = ("holds", "violated", "inconclusive")
 SIZES = ("small", "large")
 
 # Modules whose import registers claims (fixed list; never derived from user input).
-CLAIM_MODULES: tuple[str, ...] = ("market.audit.oef_claims", "market.audit.oasis_claims")
+CLAIM_MODULES: tuple[str, ...] = (
+    "market.audit.oef_claims",
+    "market.audit.oasis_claims",
+    "market.audit.astraea_claims",
+)
 
 _CLAIMS: dict[tuple[str, str], ClaimSpec] = {}
 _CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {}
