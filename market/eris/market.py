@@ -160,7 +160,8 @@ class ErisMarket:
         return dims
 
     def misreport(self, bid: ErisJob, params: Mapping[str, float]) -> ErisJob:
-        """``bid`` reported with ``params``; truthful values keep the field's object unchanged."""
+        """``bid`` reported with ``params``; truthful values keep the field's object unchanged. A delayed
+        arrival is capped at the horizon T (no report after the last slot)."""
         known = {d.name: d for d in self.dimensions(bid)}
         for k in params:
             if k not in known:
@@ -182,7 +183,7 @@ class ErisMarket:
             bid,
             utility=u,
             data=data,
-            arrival=int(bid.arrival) + int(round(p.get("arrival_delay", 0))),
+            arrival=min(int(bid.arrival) + int(round(p.get("arrival_delay", 0))), self.config.horizon),
             epochs=int(round(p.get("epochs", bid.epochs))),
             worker_demand=np.asarray(bid.worker_demand) * p.get("worker_scale", 1.0),
             ps_demand=np.asarray(bid.ps_demand) * p.get("ps_scale", 1.0),
@@ -241,9 +242,14 @@ class ErisMarket:
         return out
 
     # --- optional extras ----------------------------------------------------------------------
+    @property
+    def graph(self) -> Any:
+        """The topology (networkx graph on the site ids) in topology mode, else ``None``."""
+        return self.network.graph if self.network.mode == "topology" else None
+
     def agents_info(self) -> list[dict[str, Any]]:
         """The edge sites (kind ``edge_site``) with their graph node (topology mode) and capacities."""
-        topo = self.network.mode == "topology" or self.network.graph is not None
+        topo = self.graph is not None
         return [
             {
                 "id": f"site-{sid}",
