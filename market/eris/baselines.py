@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from market.auction.base import OnlineMechanism
-from market.eris.mechanism import ErisDecision, _auction_schedule, as_sites
-from market.eris.network import Links, build_links
+from market.eris.mechanism import ErisDecision, _auction_schedule, setup_market
+from market.eris.network import Links
 from market.eris.prices import ErisState
 from market.eris.sources import cumulative_sources, slot_sources, source_sequence
 from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, NetworkSpec, SlotPlan
@@ -194,20 +194,11 @@ class BaselineMechanism(OnlineMechanism):
         target_slots: int = 8,
         drop_negative_payoff: bool = True,
     ) -> None:
-        if config is None:
-            if horizon is None:
-                raise InputError("config", None, "ErisConfig (or horizon=T) is required")
-            config = ErisConfig(horizon=horizon)
-        self.cfg = config
-        self.sites = as_sites(sites)
-        self.network = network if network is not None else NetworkSpec()
-        self.links: Links = build_links(self.network, self.sites, config)
-        self.state = ErisState(self.sites, self.links, config)
+        setup_market(self, sites, network, config, horizon)
         self.target_slots = check_int("target_slots", target_slots, minimum=1)
         self.drop_negative = bool(drop_negative_payoff)
         self.jobs: list[_Job] = []
         self._emitted: set[int] = set()
-        super().__init__(config.horizon + 1)  # base slots 0..T; slot 0 unused
 
     def _admit(self, b: ErisJob) -> _Job:
         if not isinstance(b, ErisJob):

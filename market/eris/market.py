@@ -26,7 +26,7 @@ from market.eris.baselines import AntManMechanism, LiquidMechanism, TiresiasMech
 from market.eris.mechanism import ErisAuction, ErisDecision, realised_value
 from market.eris.types import RESOURCES, ErisConfig, ErisJob, ErisSites, NetworkSpec
 from market.eris.workload import generate_jobs, watts_strogatz_sites
-from market.errors import InputError, check_choice, check_finite, check_int
+from market.errors import InputError, check_choice, check_finite, check_int, check_positive
 from market.utility import SigmoidUtility, TabularUtility, Utility
 
 __all__ = ["ErisMarket", "make_market", "PARAMS", "MECHANISMS", "ScaledUtility"]
@@ -278,13 +278,6 @@ def _gamma(key: str, v: Any) -> float:
     return g
 
 
-def _pos(key: str, v: Any) -> float:
-    x = check_finite(key, v)
-    if x <= 0:
-        raise InputError(key, v, "must be > 0")
-    return x
-
-
 def _prob(key: str, v: Any) -> float:
     x = check_finite(key, v)
     if not 0 <= x <= 1:
@@ -338,13 +331,13 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMark
         horizon=T,
         gamma_d=gamma_d,
         gamma_k=gamma_k,
-        theta_mb=_pos("theta_mb", q.get("theta_mb", 2.0)),
+        theta_mb=check_positive("theta_mb", q.get("theta_mb", 2.0)),
         repair_sources=_bool("repair_sources", q.get("repair_sources", True)),
         overflow_moves=_bool("overflow_moves", q.get("overflow_moves", False)),
         ps_rule=check_choice("ps_rule", q.get("ps_rule", "max_workers"), ("max_workers", "min_cost")),
     )
     sites = ErisSites(tuple(range(1, R + 1)), np.tile(np.array(cap, float), (R, 1)), RESOURCES)
-    budget = _pos("budget_mb", q.get("budget_mb", 20480.0))
+    budget = check_positive("budget_mb", q.get("budget_mb", 20480.0))
     jobs_rng, net_rng = rng.spawn(2)
     if mode == "topology":
         bw = q.get("bandwidth_mbps", (10.0, 20.0, 50.0))
@@ -356,7 +349,7 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMark
             k=check_int("ws_k", q.get("ws_k", 4), minimum=2),
             p=_prob("ws_p", q.get("ws_p", 0.1)),
             latency_ms=_pair("latency_ms", q.get("latency_ms", (2.0, 20.0)), float, 0.0),
-            bandwidth_mbps=tuple(_pos("bandwidth_mbps", b) for b in bw),
+            bandwidth_mbps=tuple(check_positive("bandwidth_mbps", b) for b in bw),
         )
         mpl = q.get("max_path_latency_ms")
         gb = q.get("global_budget_mb")
@@ -364,8 +357,8 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMark
             mode="topology",
             budget_mb=budget,
             graph=graph,
-            max_path_latency_ms=None if mpl is None else _pos("max_path_latency_ms", mpl),
-            global_budget_mb=None if gb is None else _pos("global_budget_mb", gb),
+            max_path_latency_ms=None if mpl is None else check_positive("max_path_latency_ms", mpl),
+            global_budget_mb=None if gb is None else check_positive("global_budget_mb", gb),
         )
     else:
         for k in ("ws_k", "ws_p", "latency_ms", "bandwidth_mbps", "max_path_latency_ms", "global_budget_mb"):
