@@ -822,3 +822,68 @@ def c9b(ctx: ClaimContext) -> Measurement:
         verdict="inconclusive",
         reason=reason,
     )
+
+
+_TRENDS = (  # (sweep key, metric, expected sign of the change from the smallest to the largest value, figure)
+    ("R", "welfare", +1, "Fig. 8"),
+    ("I", "welfare", -1, "Fig. 9"),
+    ("R", "revenue", -1, "Fig. 10"),
+    ("I", "revenue", +1, "Fig. 10"),
+    ("gamma", "welfare", -1, "Fig. 11"),
+)
+
+
+@register_witness_checker("eris_trend")
+def _check_trend(w: dict[str, Any]) -> bool:
+    means = []
+    for v in (w["values"][0], w["values"][-1]):
+        vals = []
+        for seed in w["seeds"]:
+            market = make_market({**w["base"], w["x"]: v}, np.random.default_rng(seed))
+            vals.append(market.metrics(run_market(market, "eris"), market.bids())[w["metric"]])
+        means.append(float(np.mean(vals)))
+    return bool(np.sign(means[1] - means[0]) != w["expected_sign"])
+
+
+@register_claim(
+    PAPER,
+    "C9c",
+    "Trends of §VI: welfare increases with R (Fig. 8) and decreases with I (Fig. 9); profit decreases with R and "
+    "increases with I (Fig. 10); welfare decreases with gamma_d = gamma_k (Fig. 11)",
+    "Eris on simulator instances (small: base R = 15, I = 30, T = 40, 2 seeds; large: R = 50, I = 100, T = 150, "
+    "5 seeds), global mode; each trend compares the mean metric at the smallest and largest value of the sweep "
+    "(R in {5, 30} / {10, 200}, I in {10, 60} / {50, 300}, gamma in {10, 10000}); violation = the sign of the "
+    "change disagrees with the paper. Curves for every mechanism: scenarios/eris.toml.",
+)
+def c9c(ctx: ClaimContext) -> Measurement:
+    base = ctx.pick({"R": 15, "I": 30, "T": 40}, {"R": 50, "I": 100, "T": 150})
+    sweeps = {"R": ctx.pick((5, 30), (10, 200)), "I": ctx.pick((10, 60), (50, 300)), "gamma": (10.0, 10000.0)}
+    seeds = [int(s) for s in ctx.rng.integers(2**31, size=ctx.pick(2, 5))]
+    cache: dict[tuple[str, float], dict[str, float]] = {}
+    for x, values in sweeps.items():
+        for v in values:
+            mets = []
+            for seed in seeds:
+                market = make_market({**base, x: v}, np.random.default_rng(seed))
+                mets.append(market.metrics(run_market(market, "eris"), market.bids()))
+            cache[(x, v)] = {k: float(np.mean([m[k] for m in mets])) for k in ("welfare", "revenue")}
+    viol, worst, witness = 0, 0.0, None
+    table = {}
+    for x, metric, sign, fig in _TRENDS:
+        lo, hi = (cache[(x, v)][metric] for v in sweeps[x])
+        rel = (hi - lo) / max(abs(lo), 1e-12)
+        table[f"{fig}: {metric} vs {x}"] = {"low": lo, "high": hi, "relative_change": rel, "expected_sign": sign}
+        if np.sign(hi - lo) != sign:
+            viol += 1
+            if abs(rel) > worst:
+                worst = abs(rel)
+                witness = {
+                    "kind": "eris_trend",
+                    "base": base,
+                    "x": x,
+                    "values": list(sweeps[x]),
+                    "metric": metric,
+                    "seeds": seeds,
+                    "expected_sign": sign,
+                }
+    return Measurement(len(_TRENDS), viol, worst, "max relative change against the paper's direction", witness, table)
