@@ -256,3 +256,15 @@ def test_eris_study_cell_runs_through_the_mesa_model() -> None:
         plain = {d.job_id: d for d in run_market(m, name, seed=model.mechanism_rng)}
         assert {i: b.decision.payment for i, b in model.bidders.items()} == {i: d.payment for i, d in plain.items()}
         assert model.summary()["welfare"] == pytest.approx(m.metrics(list(plain.values()), m.bids())["welfare"])
+
+
+def test_topology_market_places_edge_sites_on_the_graph() -> None:
+    from agents.auction import AuctionModel
+
+    m = make_market({"R": 6, "I": 5, "T": 8, "mode": "topology"}, np.random.default_rng(2))
+    model = AuctionModel(m, "eris", rng=0).run()
+    assert model.space is not None and len(model.resources) == 6
+    for agent, info in zip(model.resources, m.agents_info(), strict=True):
+        assert agent.kind == "edge_site" and agent.node == info["node"] and agent.cell is model.space[info["node"]]
+    plain = {d.job_id: d.payment for d in run_market(m, "eris")}
+    assert {i: b.payment for i, b in model.bidders.items()} == plain
