@@ -61,6 +61,7 @@ CLAIM_MODULES: tuple[str, ...] = (
     "market.audit.oef_claims",
     "market.audit.oasis_claims",
     "market.audit.astraea_claims",
+    "market.audit.eris_claims",
 )
 
 _CLAIMS: dict[tuple[str, str], ClaimSpec] = {}

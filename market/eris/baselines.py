@@ -5,7 +5,8 @@ Each baseline is slot-driven and keeps its own ledger; a job running in slot t p
 cost at the prices just before its own usage is committed. A job that does not finish by T has
 value 0 and pays nothing; with ``drop_negative_payoff`` jobs with value < payment are dropped
 from welfare, counts and profit (their resource use stays). Registered as ``tiresias``,
-``antman`` and ``liquid`` (family ``"auction"``).
+``antman`` and ``liquid`` (family ``"auction"``); each is also an :class:`OnlineMechanism`
+(:class:`TiresiasMechanism`, :class:`AntManMechanism`, :class:`LiquidMechanism`) fed slot by slot.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.eris.mechanism import ErisDecision, _auction_schedule, as_sites
-from market.eris.network import Links, build_links
+from market.auction.base import OnlineMechanism
+from market.eris.mechanism import ErisDecision, _auction_schedule, setup_market
+from market.eris.network import Links
 from market.eris.prices import ErisState
 from market.eris.sources import cumulative_sources, slot_sources, source_sequence
 from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, NetworkSpec, SlotPlan
@@ -26,7 +28,18 @@ from market.registry import register
 from market.types import EdgeSite
 from market.utility import SigmoidUtility
 
-__all__ = ["BaselineOutcome", "execute_slot", "tiresias", "antman", "liquid", "worker_count"]
+__all__ = [
+    "BaselineOutcome",
+    "BaselineMechanism",
+    "TiresiasMechanism",
+    "AntManMechanism",
+    "LiquidMechanism",
+    "execute_slot",
+    "tiresias",
+    "antman",
+    "liquid",
+    "worker_count",
+]
 
 _EPS = 1e-9
 
@@ -161,63 +174,99 @@ def execute_slot(
     return cost, plan
 
 
-def _setup(bids: Sequence[ErisJob], sites, network, config, horizon, target_slots):
-    if config is None:
-        if horizon is None:
-            raise InputError("config", None, "ErisConfig (or horizon=T) is required")
-        config = ErisConfig(horizon=horizon)
-    sites = as_sites(sites)
-    network = network if network is not None else NetworkSpec()
-    links = build_links(network, sites, config)
-    state = ErisState(sites, links, config)
-    check_int("target_slots", target_slots, minimum=1)
-    ids = [b.job_id for b in bids]
-    if len(set(ids)) != len(ids):
-        raise InputError("bids.job_id", ids, "must be unique")
-    jobs = []
-    for b in sorted(bids, key=lambda b: (b.arrival, b.job_id)):
-        b.check_against(sites, config)
-        data = b.data_vector(sites)
-        jobs.append(
-            _Job(
-                b,
-                data,
-                cumulative_sources(source_sequence(data), sites.R),
-                int(data.sum()),
-                worker_count(b, sites, target_slots),
-            )
+class BaselineMechanism(OnlineMechanism):
+    """Slot-by-slot driver shared by the baselines (an :class:`OnlineMechanism`, slots 1..T).
+
+    ``step(now, reports)`` adds the jobs arriving in slot ``now`` and runs the baseline's slot
+    ``now``; a job's decision is final, and returned, in the slot it completes (D13 accounting);
+    :meth:`finish` flushes the jobs that never completed (value 0, payment 0). The baselines use
+    only jobs that have arrived, so the batch functions (:func:`tiresias`, ...) are this run."""
+
+    name = "baseline"
+
+    def __init__(
+        self,
+        sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
+        network: NetworkSpec | None = None,
+        config: ErisConfig | None = None,
+        *,
+        horizon: int | None = None,
+        target_slots: int = 8,
+        drop_negative_payoff: bool = True,
+    ) -> None:
+        setup_market(self, sites, network, config, horizon)
+        self.target_slots = check_int("target_slots", target_slots, minimum=1)
+        self.drop_negative = bool(drop_negative_payoff)
+        self.jobs: list[_Job] = []
+        self._emitted: set[int] = set()
+
+    def _admit(self, b: ErisJob) -> _Job:
+        if not isinstance(b, ErisJob):
+            raise InputError("bid", type(b).__name__, "must be an ErisBid/ErisJob")
+        if any(j.bid.job_id == b.job_id for j in self.jobs):
+            raise InputError("bids.job_id", b.job_id, "must be unique")
+        b.check_against(self.sites, self.cfg)
+        data = b.data_vector(self.sites)
+        j = _Job(
+            b,
+            data,
+            cumulative_sources(source_sequence(data), self.sites.R),
+            int(data.sum()),
+            worker_count(b, self.sites, self.target_slots),
         )
-    return sites, network, config, state, jobs
+        self.jobs.append(j)
+        return j
 
+    def step(self, now: int, new_reports: Sequence[ErisJob]) -> list[ErisDecision]:
+        if int(now) < 1 and len(new_reports):
+            raise InputError("now", now, "must be >= 1 (Eris slots are 1..T)")
+        new = [self._admit(b) for b in self._advance(now, new_reports)]  # type: ignore[arg-type]
+        if now < 1:
+            return []
+        self._slot(int(now), new)
+        done = [j for j in self.jobs if j.completion == now and j.bid.job_id not in self._emitted]
+        return [self._emit(j) for j in sorted(done, key=lambda j: j.bid.job_id)]
 
-def _outcome(name: str, jobs: list[_Job], state: ErisState, cfg: ErisConfig, drop_negative: bool) -> BaselineOutcome:
-    decs = []
-    for j in sorted(jobs, key=lambda j: j.bid.job_id):
-        b = j.bid
-        if j.completion is not None:
-            value = float(b.utility(j.completion - b.arrival + cfg.duration_offset))
-            pay = j.payment
-            acc = not (drop_negative and value - pay < 0)
-            plan = ErisSchedule(tuple(j.plans), j.completion, pay)
-            decs.append(
-                ErisDecision(
-                    b.job_id,
-                    acc,
-                    _auction_schedule(b.job_id, plan, state.sites.R),
-                    pay if acc else 0.0,
-                    j.completion,
-                    value - pay,
-                    value if acc else 0.0,
-                    {"class": j.cls},
-                    mu=value - pay,
-                    deadline=None,
-                    menu_size=0,
-                    plan=plan,
-                )
-            )
-        else:
-            decs.append(ErisDecision(b.job_id, False, None, 0.0, None, 0.0, 0.0, {"class": j.cls}))
-    return BaselineOutcome(name, tuple(decs), state)
+    def finish(self) -> list[ErisDecision]:
+        left = [j for j in self.jobs if j.bid.job_id not in self._emitted]
+        return [self._emit(j) for j in sorted(left, key=lambda j: j.bid.job_id)]
+
+    def _emit(self, j: _Job) -> ErisDecision:
+        self._emitted.add(j.bid.job_id)
+        return self._decision(j)
+
+    def _slot(self, t: int, new: list[_Job]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _decision(self, j: _Job) -> ErisDecision:
+        b, cfg = j.bid, self.cfg
+        log = {"class": j.cls}
+        if j.completion is None:  # never finished: value 0, pays nothing (its partial use stays)
+            part = ErisSchedule(tuple(j.plans), j.plans[-1].t, 0.0) if j.plans else None
+            return ErisDecision(b.job_id, False, None, 0.0, None, 0.0, 0.0, log, plan=part)
+        value = float(b.utility(j.completion - b.arrival + cfg.duration_offset))
+        pay = j.payment
+        acc = not (self.drop_negative and value - pay < 0)
+        plan = ErisSchedule(tuple(j.plans), j.completion, pay)
+        return ErisDecision(
+            b.job_id,
+            acc,
+            _auction_schedule(b.job_id, plan, self.sites.R),
+            pay if acc else 0.0,
+            j.completion,
+            value - pay,
+            value if acc else 0.0,
+            log,
+            mu=value - pay,
+            deadline=None,
+            menu_size=0,
+            plan=plan,
+        )
+
+    def outcome(self) -> BaselineOutcome:
+        """Decisions of every job seen so far (job-id order), welfare and profit."""
+        decs = tuple(self._decision(j) for j in sorted(self.jobs, key=lambda j: j.bid.job_id))
+        return BaselineOutcome(self.name, decs, self.state)
 
 
 def _place(n: int, w: np.ndarray, caps: np.ndarray, unit: np.ndarray) -> np.ndarray:
@@ -238,6 +287,32 @@ def _unit(state: ErisState, t: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return (v.beta * w[None, :]).sum(axis=1), _worker_caps(w, v.res_cap)
 
 
+class TiresiasMechanism(BaselineMechanism):
+    """TIRESIAS of spec §4.1: every slot, active jobs by (key, a, id) get ``min(n_i, needed)`` workers
+    on the cheapest sites (gang: all or none), key = n_i (D - done) or attained worker-slots."""
+
+    name = "tiresias"
+
+    def __init__(self, *args, priority: str = "remaining_service", **kw) -> None:
+        self.priority = check_choice("priority", priority, ("remaining_service", "attained_service"))
+        super().__init__(*args, **kw)
+
+    def _slot(self, t: int, new: list[_Job]) -> None:
+        state, cfg = self.state, self.cfg
+        active = [j for j in self.jobs if j.bid.arrival <= t and not j.finished]
+        key = (lambda j: j.n * (j.D - j.done)) if self.priority == "remaining_service" else (lambda j: j.attained)
+        for j in sorted(active, key=lambda j: (key(j), j.bid.arrival, j.bid.job_id)):
+            b = j.bid
+            n = min(j.n, -(-b.epochs * (j.D - j.done) // b.proc_capacity))
+            unit, caps = _unit(state, t, np.asarray(b.worker_demand))
+            g = _place(n, b.worker_demand, caps, unit)
+            if n <= 0 or g.sum() < n:
+                continue
+            cost, _ = execute_slot(j, g, t, state, cfg)
+            if math.isfinite(cost):
+                j.attained += n
+
+
 @register(
     "tiresias",
     "auction",
@@ -255,24 +330,18 @@ def tiresias(
     target_slots: int = 8,
     drop_negative_payoff: bool = True,
 ) -> BaselineOutcome:
-    """TIRESIAS of spec §4.1: every slot, active jobs by (key, a, id) get ``min(n_i, needed)`` workers
-    on the cheapest sites (gang: all or none), key = n_i (D - done) or attained worker-slots."""
-    check_choice("priority", priority, ("remaining_service", "attained_service"))
-    sites, network, cfg, state, jobs = _setup(bids, sites, network, config, horizon, target_slots)
-    for t in range(1, cfg.horizon + 1):
-        active = [j for j in jobs if j.bid.arrival <= t and not j.finished]
-        key = (lambda j: j.n * (j.D - j.done)) if priority == "remaining_service" else (lambda j: j.attained)
-        for j in sorted(active, key=lambda j: (key(j), j.bid.arrival, j.bid.job_id)):
-            b = j.bid
-            n = min(j.n, -(-b.epochs * (j.D - j.done) // b.proc_capacity))
-            unit, caps = _unit(state, t, np.asarray(b.worker_demand))
-            g = _place(n, b.worker_demand, caps, unit)
-            if n <= 0 or g.sum() < n:
-                continue
-            cost, _ = execute_slot(j, g, t, state, cfg)
-            if math.isfinite(cost):
-                j.attained += n
-    return _outcome("tiresias", jobs, state, cfg, drop_negative_payoff)
+    """Run :class:`TiresiasMechanism` over ``bids`` (slots 1..T)."""
+    m = TiresiasMechanism(
+        sites,
+        network,
+        config,
+        horizon=horizon,
+        priority=priority,
+        target_slots=target_slots,
+        drop_negative_payoff=drop_negative_payoff,
+    )
+    m.run(bids)
+    return m.outcome()
 
 
 def _tau(bid: ErisJob) -> float:
@@ -299,6 +368,61 @@ def _fixed_config(j: _Job, state: ErisState, t: int) -> np.ndarray:
     return g
 
 
+class AntManMechanism(BaselineMechanism):
+    """ANTMAN of spec §4.2: RG jobs (reported tau >= threshold, or Bernoulli with ``rng``) run a fixed
+    configuration chosen at arrival; after ``max_wait`` slots of waiting they become OP; OP jobs
+    use whatever capacity is left each slot."""
+
+    name = "antman"
+
+    def __init__(
+        self,
+        *args,
+        rg_rule: str = "tau_threshold",
+        tau_threshold: float = 1.5,
+        rg_prob: float = 0.5,
+        max_wait: int = 3,
+        rng: np.random.Generator | None = None,
+        **kw,
+    ) -> None:
+        self.rg_rule = check_choice("rg_rule", rg_rule, ("tau_threshold", "bernoulli"))
+        self.tau_threshold = check_finite("tau_threshold", tau_threshold)
+        self.rg_prob = float(rg_prob)
+        self.max_wait = check_int("max_wait", max_wait, minimum=1)
+        if rg_rule == "bernoulli" and rng is None:
+            raise InputError("rng", None, "an explicit np.random.Generator is required for rg_rule='bernoulli'")
+        self.rng = rng
+        super().__init__(*args, **kw)
+
+    def _slot(self, t: int, new: list[_Job]) -> None:
+        state, cfg = self.state, self.cfg
+        for j in new:
+            if self.rg_rule == "tau_threshold":
+                rg = _tau(j.bid) >= self.tau_threshold
+            else:
+                rg = bool(self.rng.random() < self.rg_prob)
+            j.cls = "RG" if rg else "OP"
+            j.config = _fixed_config(j, state, t)
+        arrived = [j for j in self.jobs if j.bid.arrival <= t and not j.finished]
+        for j in [j for j in arrived if j.cls == "RG" and j.started]:
+            execute_slot(j, j.config, t, state, cfg)
+        for j in [j for j in arrived if j.cls == "RG" and not j.started]:
+            if math.isfinite(execute_slot(j, j.config, t, state, cfg)[0]):
+                j.started = True
+            else:
+                j.wait += 1
+                if j.wait >= self.max_wait:
+                    j.cls = "OP"
+        for j in [j for j in arrived if j.cls == "OP" and not j.finished]:
+            b = j.bid
+            n = min(j.n, -(-b.epochs * (j.D - j.done) // b.proc_capacity))
+            unit, caps = _unit(state, t, np.asarray(b.worker_demand))
+            g = _place(n, b.worker_demand, caps, unit)
+            if g.sum() < 1:
+                continue
+            execute_slot(j, g, t, state, cfg)
+
+
 @register(
     "antman", "auction", "AntMan (OSDI'20) adapted for Eris: resource-guarantee and opportunistic classes", paper="eris"
 )
@@ -317,39 +441,22 @@ def antman(
     target_slots: int = 8,
     drop_negative_payoff: bool = True,
 ) -> BaselineOutcome:
-    """ANTMAN of spec §4.2: RG jobs (reported tau >= threshold, or Bernoulli with ``rng``) run a fixed
-    configuration chosen at arrival; after ``max_wait`` slots of waiting they become OP; OP jobs
-    use whatever capacity is left each slot."""
-    check_choice("rg_rule", rg_rule, ("tau_threshold", "bernoulli"))
-    check_finite("tau_threshold", tau_threshold)
-    check_int("max_wait", max_wait, minimum=1)
-    if rg_rule == "bernoulli" and rng is None:
-        raise InputError("rng", None, "an explicit np.random.Generator is required for rg_rule='bernoulli'")
-    sites, network, cfg, state, jobs = _setup(bids, sites, network, config, horizon, target_slots)
-    for t in range(1, cfg.horizon + 1):
-        for j in (j for j in jobs if j.bid.arrival == t):
-            rg = _tau(j.bid) >= tau_threshold if rg_rule == "tau_threshold" else bool(rng.random() < rg_prob)
-            j.cls = "RG" if rg else "OP"
-            j.config = _fixed_config(j, state, t)
-        arrived = [j for j in jobs if j.bid.arrival <= t and not j.finished]
-        for j in [j for j in arrived if j.cls == "RG" and j.started]:
-            execute_slot(j, j.config, t, state, cfg)
-        for j in [j for j in arrived if j.cls == "RG" and not j.started]:
-            if math.isfinite(execute_slot(j, j.config, t, state, cfg)[0]):
-                j.started = True
-            else:
-                j.wait += 1
-                if j.wait >= max_wait:
-                    j.cls = "OP"
-        for j in [j for j in arrived if j.cls == "OP" and not j.finished]:
-            b = j.bid
-            n = min(j.n, -(-b.epochs * (j.D - j.done) // b.proc_capacity))
-            unit, caps = _unit(state, t, np.asarray(b.worker_demand))
-            g = _place(n, b.worker_demand, caps, unit)
-            if g.sum() < 1:
-                continue
-            execute_slot(j, g, t, state, cfg)
-    return _outcome("antman", jobs, state, cfg, drop_negative_payoff)
+    """Run :class:`AntManMechanism` over ``bids`` (slots 1..T)."""
+    m = AntManMechanism(
+        sites,
+        network,
+        config,
+        horizon=horizon,
+        rg_rule=rg_rule,
+        tau_threshold=tau_threshold,
+        rg_prob=rg_prob,
+        max_wait=max_wait,
+        rng=rng,
+        target_slots=target_slots,
+        drop_negative_payoff=drop_negative_payoff,
+    )
+    m.run(bids)
+    return m.outcome()
 
 
 def _even_split(n: int, caps: np.ndarray) -> np.ndarray | None:
@@ -369,30 +476,24 @@ def _even_split(n: int, caps: np.ndarray) -> np.ndarray | None:
     return g
 
 
-@register(
-    "liquid", "auction", "Liquid (TPDS'22) adapted for Eris: network-aware fixed configuration, FIFO", paper="eris"
-)
-def liquid(
-    bids: Sequence[ErisJob],
-    sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
-    network: NetworkSpec | None = None,
-    config: ErisConfig | None = None,
-    *,
-    horizon: int | None = None,
-    lambda_L: float = 0.5,
-    target_slots: int = 8,
-    drop_negative_payoff: bool = True,
-) -> BaselineOutcome:
+class LiquidMechanism(BaselineMechanism):
     """LIQUID of spec §4.3: at arrival pick m (sites used) minimising
     ``lambda_L V(m)/B + (1 - lambda_L) Pi(m)/(n max u)``; then run FIFO, non-preemptively."""
-    lam_L = check_finite("lambda_L", lambda_L)
-    if not 0 <= lam_L <= 1:
-        raise InputError("lambda_L", lambda_L, "must be in [0, 1]")
-    sites, network, cfg, state, jobs = _setup(bids, sites, network, config, horizon, target_slots)
-    links = state.links
-    B = float(network.budget_mb) if links.mode == "global" else float(np.mean(links.cap))
-    for t in range(1, cfg.horizon + 1):
-        for j in (j for j in jobs if j.bid.arrival == t):
+
+    name = "liquid"
+
+    def __init__(self, *args, lambda_L: float = 0.5, **kw) -> None:
+        lam_L = check_finite("lambda_L", lambda_L)
+        if not 0 <= lam_L <= 1:
+            raise InputError("lambda_L", lambda_L, "must be in [0, 1]")
+        self.lambda_L = lam_L
+        super().__init__(*args, **kw)
+        links = self.links
+        self._B = float(self.network.budget_mb) if links.mode == "global" else float(np.mean(links.cap))
+
+    def _slot(self, t: int, new: list[_Job]) -> None:
+        state, cfg, sites, links, lam_L = self.state, self.cfg, self.sites, self.links, self.lambda_L
+        for j in new:
             w = np.asarray(j.bid.worker_demand)
             unit, caps = _unit(state, t, w)
             nominal = _worker_caps(w, sites.capacity)
@@ -409,15 +510,42 @@ def liquid(
                 X = _dry_moves(j, g, links)
                 V = j.bid.param_mb * (j.n - int(g.max())) + cfg.theta_mb * X
                 Pi = float(np.dot(g, unit))
-                score = lam_L * V / B + (1 - lam_L) * Pi / max(1e-12, j.n * float(unit.max()))
+                score = lam_L * V / self._B + (1 - lam_L) * Pi / max(1e-12, j.n * float(unit.max()))
                 if best is None or score < best[0]:
                     best = (score, g)
             j.config = best[1] if best is not None else _fixed_config(j, state, t)
-        queue = [j for j in jobs if j.bid.arrival <= t and not j.finished]
+        queue = [j for j in self.jobs if j.bid.arrival <= t and not j.finished]
         for j in sorted(queue, key=lambda j: (not j.started, j.bid.arrival, j.bid.job_id)):
             if math.isfinite(execute_slot(j, j.config, t, state, cfg)[0]):
                 j.started = True
-    return _outcome("liquid", jobs, state, cfg, drop_negative_payoff)
+
+
+@register(
+    "liquid", "auction", "Liquid (TPDS'22) adapted for Eris: network-aware fixed configuration, FIFO", paper="eris"
+)
+def liquid(
+    bids: Sequence[ErisJob],
+    sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
+    network: NetworkSpec | None = None,
+    config: ErisConfig | None = None,
+    *,
+    horizon: int | None = None,
+    lambda_L: float = 0.5,
+    target_slots: int = 8,
+    drop_negative_payoff: bool = True,
+) -> BaselineOutcome:
+    """Run :class:`LiquidMechanism` over ``bids`` (slots 1..T)."""
+    m = LiquidMechanism(
+        sites,
+        network,
+        config,
+        horizon=horizon,
+        lambda_L=lambda_L,
+        target_slots=target_slots,
+        drop_negative_payoff=drop_negative_payoff,
+    )
+    m.run(bids)
+    return m.outcome()
 
 
 def _dry_moves(j: _Job, g: np.ndarray, links: Links) -> float:

@@ -183,12 +183,22 @@ def deploy_batch(
     res0 = float(view.res_link[0])
     has_src = M.any(axis=0)  # sites that hold chunks in some row (only they can later lose load)
     live = has_src.copy()  # sources with chunks still at home in some row
-    for p in range(npairs):
-        r, q = int(sp.pairs[p, 0]), int(sp.pairs[p, 1])
+    pr, pq = sp.pairs[:, 0], sp.pairs[:, 1]
+    # a pair whose source holds no chunk in any row never moves one; its only effect is the 'full'
+    # bookkeeping of line 9 for a destination holding data. A changes only on moves, so the marks of a
+    # run of such pairs between two candidate pairs are applied at once (trailing marks are never read).
+    cand = np.flatnonzero(has_src[pr]).tolist()
+    mark = has_src[pq]
+    prev = 0
+    for p in cand:
+        if p > prev:
+            Q = np.unique(pq[prev:p][mark[prev:p]])
+            if len(Q):
+                full[:, Q] |= A[:, Q] >= chunkcap[Q]
+        prev = p + 1
+        r, q = int(pr[p]), int(pq[p])
         Aq = A[:, q]
         if not live[r]:
-            # no chunk can move: only the 'full' bookkeeping of line 9 remains, which matters only for a
-            # destination that may later lose load (a site holding data)
             if has_src[q]:
                 full[:, q] |= Aq >= chunkcap[q]
             continue

@@ -66,6 +66,27 @@ def _auction_schedule(job_id: int, plan: ErisSchedule, R: int) -> Schedule:
     return Schedule(job_id, plan.completion, workers, ps)
 
 
+def setup_market(
+    mech: OnlineMechanism,
+    sites: ErisSites | Sequence[EdgeSite] | np.ndarray,
+    network: NetworkSpec | None,
+    config: ErisConfig | None,
+    horizon: int | None,
+) -> None:
+    """Common constructor of Eris and its baselines: ``cfg``, ``sites``, ``network``, ``links`` and
+    a zero ``state`` on ``mech``; base slots ``0..T`` (slot 0 unused)."""
+    if config is None:
+        if horizon is None:
+            raise InputError("config", None, "ErisConfig (or horizon=T) is required")
+        config = ErisConfig(horizon=horizon)
+    mech.cfg = config
+    mech.sites = as_sites(sites)
+    mech.network = network if network is not None else NetworkSpec()
+    mech.links = build_links(mech.network, mech.sites, config)
+    mech.state = ErisState(mech.sites, mech.links, config)
+    OnlineMechanism.__init__(mech, config.horizon + 1)
+
+
 class ErisAuction(OnlineMechanism):
     """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T)."""
 
@@ -79,16 +100,10 @@ class ErisAuction(OnlineMechanism):
         *,
         horizon: int | None = None,
     ) -> None:
-        if config is None:
-            if horizon is None:
-                raise InputError("config", None, "ErisConfig (or horizon=T) is required")
-            config = ErisConfig(horizon=horizon)
-        self.cfg = config
-        self.sites = as_sites(sites)
-        self.network = network if network is not None else NetworkSpec()
-        self.links: Links = build_links(self.network, self.sites, config)
-        self.state = ErisState(self.sites, self.links, config)
-        super().__init__(config.horizon + 1)  # base slots 0..T; slot 0 unused
+        setup_market(self, sites, network, config, horizon)
+        self.cfg: ErisConfig
+        self.links: Links
+        self.state: ErisState
         self.decisions: list[ErisDecision] = []
         self.stats: list[MenuStats] = []
         self.dual_history: list[float] = []

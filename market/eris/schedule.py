@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.eris.deploy import JobArrays, deploy_batch, deploy_reference, plan_from_batch, prepare_slot
+from market.eris.deploy import (
+    DeployBatch,
+    JobArrays,
+    SlotPrep,
+    deploy_batch,
+    deploy_reference,
+    plan_from_batch,
+    prepare_slot,
+)
 from market.eris.network import Links
 from market.eris.prices import ErisState
 from market.eris.sources import cumulative_sources, slot_sources, source_sequence
@@ -98,26 +106,25 @@ def build_menu(
     S = T - a + 1
     c = np.full((S, D + 1), np.inf)
     c[:, 0] = 0.0
-    preps = {}
-    batches = {}
+    preps: dict[int, SlotPrep] = {}
+    batches: dict[int, DeployBatch | None] = {}
     dmax = np.zeros(S, dtype=np.int64)
-    cache: dict[int, tuple] = {}
-    for s in range(S):
-        t = a + s
-        key = -1 if state.version[t] == 0 else t  # untouched slots share one signature
-        if key not in cache:
-            sp = prepare_slot(job, state.view(t), links)
-            top = min(D, sp.dmax)
-            b = deploy_batch(job, sp, links, cum[1 : top + 1], cfg.ps_rule, cfg.overflow_moves) if top > 0 else None
-            cache[key] = (sp, top, b)
-            stats.dpc_calls += top
-            stats.distinct_slots += 1
-        sp, top, b = cache[key]
-        preps[t] = sp
-        batches[t] = b
-        dmax[s] = sp.dmax
+    slots = np.arange(a, T + 1)
+    keys = np.where(state.version[a : T + 1] == 0, -1, slots)  # untouched slots share one signature
+    uniq, first = np.unique(keys, return_index=True)
+    for u, f0 in zip(uniq.tolist(), first.tolist(), strict=True):
+        sp = prepare_slot(job, state.view(a + f0), links)
+        top = min(D, sp.dmax)
+        b = deploy_batch(job, sp, links, cum[1 : top + 1], cfg.ps_rule, cfg.overflow_moves) if top > 0 else None
+        stats.dpc_calls += top
+        stats.distinct_slots += 1
+        rows = np.flatnonzero(keys == u)
+        dmax[rows] = sp.dmax
         if b is not None:
-            c[s, 1 : top + 1] = b.cost
+            c[rows, 1 : top + 1] = b.cost
+        for t in slots[rows] if u == -1 else (u,):
+            preps[int(t)] = sp
+            batches[int(t)] = b
     if int(np.minimum(dmax, D).sum()) < D:
         return []
     F, arg = dp_table(c, stop_at_zero=True)
@@ -281,8 +288,12 @@ def choose(menu: list[MenuEntry], utility: Utility, arrival: int, cfg: ErisConfi
     """CHOOSE: the entry maximising ``f(completion - a + offset) - cost`` if it exceeds 0 (D17)."""
     mu = 0.0
     best = None
-    for entry in menu:
-        val = float(utility(entry.schedule.completion - arrival + cfg.duration_offset)) - entry.schedule.cost
+    if not menu:
+        return mu, best
+    durs = np.array([e.schedule.completion - arrival + cfg.duration_offset for e in menu], dtype=float)
+    vals = np.asarray(utility(durs), dtype=float)  # 1-d evaluation: bit-identical to scalar calls
+    for entry, v in zip(menu, vals.tolist(), strict=True):
+        val = v - entry.schedule.cost
         if val > mu + cfg.accept_tol * max(1.0, abs(mu)):
             mu, best = val, entry
     return mu, best

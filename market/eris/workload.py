@@ -20,6 +20,7 @@ __all__ = [
     "eris_testbed",
     "eris_simulator",
     "eris_topology",
+    "watts_strogatz_sites",
     "SWEEP_R",
     "SWEEP_I",
     "SWEEP_GAMMA",
@@ -130,20 +131,36 @@ def eris_simulator(
     )
 
 
-def eris_topology(
-    rng: np.random.Generator, *, R: int = 50, I: int = 100, T: int = 150, gamma: float = 1000.0
-) -> ErisInstance:
-    """§5.4: connected Watts-Strogatz(R, 4, 0.1) graph, latency U[2, 20] ms, bandwidth U{10, 20, 50} Mbit/s."""
+def watts_strogatz_sites(
+    R: int,
+    rng: np.random.Generator,
+    *,
+    k: int = 4,
+    p: float = 0.1,
+    latency_ms: tuple[float, float] = (2.0, 20.0),
+    bandwidth_mbps: tuple[float, ...] = (10.0, 20.0, 50.0),
+) -> nx.Graph:
+    """§5.4 topology on sites ``1..R``: connected Watts-Strogatz(R, k, p), each edge (sorted order)
+    with ``latency_ms`` ~ U[lo, hi] and ``bandwidth_mbps`` drawn uniformly from the choices."""
     _check_rng(rng)
+    check_int("R", R, minimum=1)
     G0 = (
-        nx.connected_watts_strogatz_graph(R, k=min(4, R - 1) if R > 2 else 1, p=0.1, seed=rng)
+        nx.connected_watts_strogatz_graph(R, k=min(k, R - 1) if R > 2 else 1, p=p, seed=rng)
         if R > 1
         else nx.empty_graph(1)
     )
     G = nx.relabel_nodes(G0, {i: i + 1 for i in range(R)})
     for u, v in sorted(G.edges):
-        G.edges[u, v]["latency_ms"] = float(rng.uniform(2.0, 20.0))
-        G.edges[u, v]["bandwidth_mbps"] = float(rng.choice([10, 20, 50]))
+        G.edges[u, v]["latency_ms"] = float(rng.uniform(*latency_ms))
+        G.edges[u, v]["bandwidth_mbps"] = float(rng.choice(list(bandwidth_mbps)))
+    return G
+
+
+def eris_topology(
+    rng: np.random.Generator, *, R: int = 50, I: int = 100, T: int = 150, gamma: float = 1000.0
+) -> ErisInstance:
+    """§5.4: connected Watts-Strogatz(R, 4, 0.1) graph, latency U[2, 20] ms, bandwidth U{10, 20, 50} Mbit/s."""
+    G = watts_strogatz_sites(R, rng)
     jobs = generate_jobs(I, R, T, rng)
     return ErisInstance(
         _sites(R, (4, 24, 32)),
