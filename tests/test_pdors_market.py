@@ -1,0 +1,121 @@
+"""PD-ORS behind the AuctionMarket adapter: misreports, true surplus, metrics, claims ledger."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import Bounds
+
+from market.auction.market import AuctionMarket, run_market
+from market.errors import InputError
+from market.milp import milp
+from market.oasis.constants import estimate_constants
+from market.pdors import PdorsCluster, PdorsConfig, PdorsConstants, PdorsJob, mb_per_slot_to_gbps
+from market.pdors.baselines import _split_cluster, oasis_request_for
+from market.pdors.market import MECHANISMS, PdorsMarket, make_market
+from market.pdors.theta import SlotProblem, SplitLP
+from market.utility import SigmoidUtility
+
+TINY = {"workload": "tiny", "jobs": 6, "T": 6, "machines": 3, "calib_jobs": 200}
+
+
+def _fields(j: PdorsJob) -> tuple:
+    return tuple(
+        v.tolist() if isinstance(v, np.ndarray) else v for v in (getattr(j, f) for f in j.__dataclass_fields__)
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny() -> PdorsMarket:
+    return make_market(TINY, np.random.default_rng(3))
+
+
+def test_protocol_and_mechanisms(tiny):
+    assert isinstance(tiny, AuctionMarket)
+    assert tiny.mechanisms() == MECHANISMS and tiny.mechanisms()[0] == "pdors"
+    info = tiny.agents_info()
+    assert len(info) == 3 and all(a["kind"] == "gpu_server" and a["node"] in tiny.cluster.topology for a in info)
+    assert info[0]["capacity"] == {"cpu": 8.0}
+
+
+def test_misreport_identity_and_fields(tiny):
+    for bid in tiny.bids():
+        dims = tiny.dimensions(bid)
+        same = tiny.misreport(bid, {d.name: d.truth for d in dims})
+        assert _fields(same) == _fields(bid)
+        lie = tiny.misreport(bid, {"value_scale": 2.0, "epochs": bid.epochs + 1, "worker_demand": 0.5})
+        assert lie.utility(1.0) == pytest.approx(2 * bid.utility(1.0))
+        assert lie.epochs == bid.epochs + 1 and np.allclose(lie.worker_demand, bid.worker_demand / 2)
+        assert lie.samples == bid.samples and lie.job_id == bid.job_id
+    with pytest.raises(InputError, match="nonsense"):
+        tiny.misreport(tiny.bids()[0], {"nonsense": 1.0})
+
+
+def test_truthful_winners_surplus_nonneg_and_rejected_pay_nothing():
+    for seed in range(4):
+        m = make_market(TINY, np.random.default_rng(seed))
+        decs = run_market(m, "pdors", seed=seed)
+        bids = {b.job_id: b for b in m.bids()}
+        assert len(decs) == len(bids)
+        for d in decs:
+            s = m.true_surplus(bids[d.job_id], bids[d.job_id], d)
+            if d.admitted:
+                assert s >= -1e-9
+            else:
+                assert d.payment == 0 and s == 0
+
+
+def test_metrics_hand_checked():
+    """Spec F-P10: three jobs (u ≡ 20, 4 w + 4 s each) on two machines of 10 cpu, T = 2, L = 1, U = 8.
+    A, B run in slot 0 (elapsed 1), C in slot 1 (elapsed 2), each pays 8."""
+    cl = PdorsCluster.build(2, [[10.0], [10.0]])
+    jobs = [
+        PdorsJob(i, 0, 1, 8, 4, 0.0, 1.0, 1, mb_per_slot_to_gbps(1.0), mb_per_slot_to_gbps(0.5), np.ones(1),
+                 np.ones(1), SigmoidUtility(40, 0, 0))
+        for i in range(3)
+    ]  # fmt: skip
+    oc = estimate_constants([oasis_request_for(j) for j in jobs], _split_cluster(cl))
+    m = PdorsMarket(cl, jobs, PdorsConstants.from_values(8.0, 1.0), oc, PdorsConfig(dp_units=8), {})
+    decs = run_market(m, "pdors")
+    assert [d.completion for d in decs] == [0, 0, 1]
+    met = m.metrics(decs, jobs)
+    assert met["welfare"] == pytest.approx(60.0)
+    assert met["revenue"] == pytest.approx(24.0)
+    assert met["utility"] == pytest.approx(36.0)
+    assert met["admission_rate"] == 1.0 and met["completion_rate"] == 1.0
+    assert met["utilisation"] == pytest.approx(24 / 40)  # 3 x 8 cpu of 2 machines x 10 cpu x 2 slots
+    assert met["mean_jct"] == pytest.approx(4 / 3) and met["median_time"] == 1.0
+    assert met["colocated_share"] == 1.0
+    # a job that under-reports its samples is reserved too little: it never completes, still pays
+    lie = m.misreport(jobs[2], {"samples": 0.5})
+    d = run_market(m, "pdors", [jobs[0], jobs[1], lie])[2]
+    assert d.admitted and m.true_surplus(jobs[2], lie, d) == pytest.approx(-d.payment)
+
+
+def test_every_mechanism_runs(tiny):
+    for name in tiny.mechanisms():
+        met = tiny.metrics(run_market(tiny, name, seed=1), tiny.bids())
+        assert met["welfare"] >= 0 and 0 <= met["admission_rate"] <= 1 and 0 <= met["utilisation"] <= 1
+
+
+def test_bad_params():
+    with pytest.raises(InputError, match="colour"):
+        make_market({"colour": 1}, np.random.default_rng(0))
+    with pytest.raises(InputError, match="jobs"):
+        make_market({"jobs": 0}, np.random.default_rng(0))
+    with pytest.raises(InputError, match="machines"):
+        make_market({"machines": 1}, np.random.default_rng(0))
+    with pytest.raises(InputError, match="workload"):
+        make_market({"workload": "trace"}, np.random.default_rng(0))
+    with pytest.raises(InputError, match="racks"):
+        make_market({**TINY, "racks": 4}, np.random.default_rng(0))
+
+
+def test_milp_after_split_lp():
+    """Regression: an LP solved by a default-threaded HiGHS instance used to make every later
+    single-threaded MILP of the process fail with status "Not Set" (Dorm placed nothing)."""
+    p = np.array([[1.0], [2.0]])
+    sp = SlotProblem(p[:, 0], p[:, 0], np.array([[3.0], [10.0]]), p, np.ones(1), np.ones(1), 10, 1)
+    assert SplitLP(sp).solve(3.75)[0] == pytest.approx(12.0)
+    r = milp(np.array([-1.0]), integrality=1, bounds=Bounds(0, 3))
+    assert r.status == 0 and r.x[0] == pytest.approx(3.0)
