@@ -119,3 +119,64 @@ def test_milp_after_split_lp():
     assert SplitLP(sp).solve(3.75)[0] == pytest.approx(12.0)
     r = milp(np.array([-1.0]), integrality=1, bounds=Bounds(0, 3))
     assert r.status == 0 and r.x[0] == pytest.approx(3.0)
+
+
+# ------------------------------------------------------------------ claims ledger (spec §7)
+@pytest.fixture(scope="module")
+def ledger() -> list:
+    from market.audit.claims import run_claims
+
+    return run_claims("pdors", size="small", seed=0)
+
+
+def test_every_pdors_claim_has_a_verdict(ledger):
+    from market.audit.claims import VERDICTS, claims
+
+    ids = [c.claim_id for c in claims("pdors")]
+    assert [r.claim_id for r in ledger] == ids
+    for want in ("C-P1", "C-P2", "C-P3", "C-P4", "C-P5", "C-P6", "C-P7", "C-P8", "C-P9-empty", "C-P10-truthful"):
+        assert want in ids
+    for r in ledger:
+        assert r.verdict in VERDICTS and r.n_instances > 0, r.claim_id
+        assert r.effect, r.claim_id
+    v = {r.claim_id: r.verdict for r in ledger}
+    assert v["C-P1"] == v["C-P2"] == v["C-P6"] == v["C-P9-price"] == "holds"
+    assert v["C-P8"] == "inconclusive"  # Theorem 7 is reported (slopes), not tested
+    # the DP grid of spec §3.3 rejects jobs that only fit at full speed (documented finding)
+    assert v["C-P9-empty"] == "violated"
+
+
+def test_pdors_witnesses_recheck(ledger):
+    from market.audit.claims import recheck_witness
+
+    bad = [r for r in ledger if r.verdict == "violated"]
+    assert bad
+    for r in bad:
+        assert r.witness is not None and recheck_witness(r.witness), r.claim_id
+
+
+def test_cli_claims_json(ledger, monkeypatch, capsys):
+    import json
+
+    import market.audit.claims as claims_mod
+    from analysis.cli import main
+
+    monkeypatch.setattr(claims_mod, "run_claims", lambda *a, **k: ledger)
+    assert main(["claims", "--paper", "pdors", "--json"]) == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert {r["claim_id"] for r in recs} == {r.claim_id for r in ledger}
+
+
+@pytest.mark.slow
+def test_cli_claims_json_subprocess():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "analysis.cli", "claims", "--paper", "pdors", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert {r["paper"] for r in json.loads(out)} == {"pdors"}

@@ -57,7 +57,7 @@ VERDICTS = ("holds", "violated", "inconclusive")
 SIZES = ("small", "large")
 
 # Modules whose import registers claims (fixed list; never derived from user input).
-CLAIM_MODULES: tuple[str, ...] = ("market.audit.oef_claims",)
+CLAIM_MODULES: tuple[str, ...] = ("market.audit.oef_claims", "market.audit.pdors_claims")
 
 _CLAIMS: dict[tuple[str, str], ClaimSpec] = {}
 _CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {}

@@ -194,17 +194,28 @@ class PdorsMarket:
             ch["arrival"] = bid.arrival + int(round(v))
         return replace(bid, **ch) if ch else bid
 
-    def realised(self, bid: PdorsJob, decision: Decision | None) -> tuple[bool, int | None, float]:
+    def realised(
+        self, bid: PdorsJob, decision: Decision | None, report: PdorsJob | None = None
+    ) -> tuple[bool, int | None, float]:
         """TRUE outcome (§3.6) of the slots the decision's schedule gives the job: true speed model,
-        completion at the first slot covering the true workload, true utility at the true arrival."""
+        completion at the first slot covering the true workload, true utility at the true arrival.
+
+        Decision (the spec is silent on misreported demands): units run in containers of the
+        REPORTED per-unit size, so a report below the true per-unit worker or PS demand in any
+        resource leaves the units unable to run and the job makes no progress (it still pays)."""
         if decision is None or not decision.admitted or decision.schedule is None:
+            return False, None, 0.0
+        if report is not None and (
+            (report.worker_demand < bid.worker_demand * (1 - 1e-12)).any()
+            or (report.ps_demand < bid.ps_demand * (1 - 1e-12)).any()
+        ):
             return False, None, 0.0
         return pdors_realised(bid, decision.schedule, self.cluster.slot_hours)
 
     def true_surplus(self, bid: PdorsJob, report: PdorsJob, decision: Decision | None) -> float:
         """True utility at the realised completion (0 if the reserved/realised slots do not cover
-        the true workload) minus the payment."""
-        _, _, util = self.realised(bid, decision)
+        the true workload or the reported per-unit demands are below the true ones) minus the payment."""
+        _, _, util = self.realised(bid, decision, report)
         pay = 0.0 if decision is None else float(decision.payment)
         return util - pay
 
@@ -225,7 +236,7 @@ class PdorsMarket:
         for rep in reports:
             true = self._true.get(int(rep.job_id), rep)
             d = by_id.get(int(rep.job_id))
-            done, t_done, util = self.realised(true, d)
+            done, t_done, util = self.realised(true, d, rep)
             if d is not None:
                 revenue += float(d.payment)
                 admitted += bool(d.admitted)

@@ -15,7 +15,17 @@ from scipy.optimize import Bounds, LinearConstraint
 from market.milp import milp, new_highs
 from market.pdors.rounding import G_thm3, G_thm4, repair
 
-__all__ = ["SplitLP", "SlotProblem", "Candidate", "DiscardJob", "colocated_costs", "feasible_rows", "split_candidate"]
+__all__ = [
+    "SplitLP",
+    "SlotProblem",
+    "Candidate",
+    "DiscardJob",
+    "colocated_costs",
+    "feasible_rows",
+    "rounding_G",
+    "slot_W2",
+    "split_candidate",
+]
 
 EPS = 1e-9
 INF = math.inf
@@ -165,6 +175,28 @@ def _split_exact(sp: SlotProblem, W1: float) -> Candidate | None:
     return Candidate(float(np.dot(sp.pw, x[:H]) + np.dot(sp.ps, x[H:])), "split-exact", x[:H], x[H:])
 
 
+def slot_W2(sp: SlotProblem) -> float:
+    """``W_2 = min{F, Ĉ_h^r/α^r, Ĉ_h^r/β^r : α^r > 0 resp. β^r > 0, Ĉ_h^r > 0}`` (machines with zero
+    residual in a demanded resource are excluded, spec §3.4)."""
+    W2 = float(sp.F)
+    for k in range(sp.alpha.size):
+        for dem in (sp.alpha[k], sp.beta[k]):
+            if dem > 0:
+                pos = sp.resid[:, k][sp.resid[:, k] > 0]
+                if pos.size:
+                    W2 = min(W2, float(pos.min()) / dem)
+    return W2
+
+
+def rounding_G(sp: SlotProblem, W1: float, G_mode: str, G: float, delta: float) -> float:
+    """The rounding scale of one THETA call: ``G`` (fixed), (29) with ``W_2`` (thm3) or (30) with ``W_1`` (thm4)."""
+    if G_mode == "fixed":
+        return G
+    if G_mode == "thm4":
+        return G_thm4(W1, delta)
+    return G_thm3(slot_W2(sp), sp.alpha.size, sp.pw.size, delta)
+
+
 def split_candidate(
     sp: SlotProblem, lp: SplitLP, W1: float, upper: float, config, rng: np.random.Generator, stats: dict
 ) -> Candidate | None:
@@ -185,19 +217,8 @@ def split_candidate(
     if prune and val >= upper:
         return None
     stats["rounding_calls"] = stats.get("rounding_calls", 0) + 1
-    if config.G_mode == "fixed":
-        G = config.G
-    elif config.G_mode == "thm4":
-        G = G_thm4(W1, config.delta)
-    else:
-        W2 = float(sp.F)
-        for k in range(sp.alpha.size):
-            for dem in (sp.alpha[k], sp.beta[k]):
-                if dem > 0:
-                    pos = sp.resid[:, k][sp.resid[:, k] > 0]
-                    if pos.size:
-                        W2 = min(W2, float(pos.min()) / dem)
-        G = G_thm3(W2, sp.alpha.size, H, config.delta)
+    G = rounding_G(sp, W1, config.G_mode, config.G, config.delta)
+    stats["G_max"] = max(stats.get("G_max", 0.0), G)
     xp = G * xbar
     xr = np.rint(xp)
     xp = np.where(np.abs(xp - xr) < 1e-9, xr, xp)
