@@ -150,9 +150,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             info = get(name)
             flag = " [claims truthful]" if info.claims_truthful else ""
             print(f"  {name:16s} {info.summary}{flag}")
+    from analysis.studies import study_names
+
     sweeps = [n for n in scenario_names() if n.startswith("sweep_")]
+    studies = study_names()
     for title, found in (
-        ("scenarios (marketsim run NAME):", [n for n in scenario_names() if n not in sweeps]),
+        ("scenarios (marketsim run NAME):", [n for n in scenario_names() if n not in sweeps and n not in studies]),
+        ("reproduction studies of the auction papers (marketsim run NAME):", studies),
         ("sweeps (marketsim sweep NAME):", sweeps),
     ):
         if not found:
@@ -185,6 +189,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.scenario in sweep_names():
         raise InputError("scenario", args.scenario, f"is a sweep config; run it with `{PROG} sweep {args.scenario}`")
+    from analysis.studies import is_study
+
+    if is_study(args.scenario):
+        return _run_study(args)
     scenario = load_scenario(args.scenario)
     policies = None
     if args.policies:
@@ -225,6 +233,121 @@ def cmd_run(args: argparse.Namespace) -> int:
         for rid, msg in exp.errors:
             print(f"{PROG} run: run {rid} failed: {msg}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _run_study(args: argparse.Namespace) -> int:
+    """``marketsim run STUDY``: a reproduction study of an auction paper (see analysis.studies)."""
+    from analysis.studies import load_study, run_study, write_study
+
+    study = load_study(args.scenario)
+    mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
+    executor = args.executor or ("process" if args.workers > 1 else "local")
+    out = Path(args.out) if args.out else Path("results") / study.name
+    res = run_study(
+        study,
+        replications=args.reps,
+        seed=args.seed,
+        executor=executor,
+        workers=args.workers,
+        progress=not args.quiet,
+        mechanisms=mechanisms,
+    )
+    paths = write_study(res, out)
+    n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
+    print(
+        f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
+        f"({res.replications} replication(s), seed {res.seed}, {executor} executor) in {res.seconds:.1f} s"
+    )
+    print(f"results in {out.resolve()}/")
+    for p in paths.values():
+        print(f"  {p.name}")
+    for rid, msg in res.errors:
+        print(f"{PROG} run: cell {rid} failed: {msg.splitlines()[0]}", file=sys.stderr)
+    return 1 if res.errors else 0
+
+
+def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
+    """``--set key=value`` overrides (values parsed as TOML, else kept as strings)."""
+    out: dict[str, object] = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError("--set", item, "must look like key=value")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw.strip()
+    return out
+
+
+def _audit_auction(args: argparse.Namespace) -> int:
+    """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
+    from analysis.studies import build_market, load_study, study_names
+    from market.audit.online import OnlineAuctionTarget
+    from market.audit.search import audit_all, jsonable
+
+    if args.speedups is not None:
+        raise InputError("--speedups", args.speedups, f"is for fair-share allocators; {args.mechanism} is an auction")
+    if args.scenario:
+        study = load_study(args.scenario)
+    else:
+        found = [n for n in study_names() if args.mechanism in load_study(n).mechanisms]
+        if not found:
+            raise InputError("--mechanism", args.mechanism, "appears in no embedded study; pass --scenario FILE.toml")
+        study = load_study(found[0])
+    if args.mechanism not in study.mechanisms:
+        raise InputError("--mechanism", args.mechanism, f"is not one of study {study.name}'s {list(study.mechanisms)}")
+    params = {**study.audit_params(), **_parse_set(args.set)}
+    market = build_market(study.paper, params, np.random.default_rng(args.seed))
+    bidders = None
+    if args.bidders:
+        bidders = [int(b) for b in parse_vector("--bidders", args.bidders)]
+    target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
+    results = audit_all(target, rng=args.seed)
+    agents = [
+        {
+            "agent": r.agent,
+            "truthful_utility": r.truthful_utility,
+            "best_gain": r.best_gain,
+            "relative_gain": r.relative_gain,
+            "witness": r.witness,
+            "witness_family": r.witness_family,
+            "violated": r.violated,
+        }
+        for r in results
+    ]
+    out = {
+        "mechanism": args.mechanism,
+        "study": study.name,
+        "instance": {k: v for k, v in params.items()},
+        "seed": args.seed,
+        "agents": agents,
+        "violations": {
+            "strategyproofness": max((a["best_gain"] for a in agents), default=0.0),
+            "individual_rationality": max((max(0.0, -a["truthful_utility"]) for a in agents), default=0.0),
+        },
+        "evaluations": target.evaluations,
+    }
+    if args.json:
+        print(json.dumps(jsonable(out)))
+        return 0
+    print(
+        f"audit of {args.mechanism} on study {study.name}'s audit instance {params} (seed {args.seed}; others truthful)"
+    )
+    head = ["bidder", "truthful surplus", "best gain", "relative gain", "witness"]
+    rows = []
+    for a in agents:
+        rel = a["relative_gain"]
+        rel_s = f"{100 * rel:+.2f}%" if isinstance(rel, float) and np.isfinite(rel) else str(rel)
+        wit = json.dumps(jsonable(a["witness"]), separators=(",", ":")) if a["witness"] is not None else "-"
+        rows.append([str(a["agent"]), f"{a['truthful_utility']:.6g}", f"{a['best_gain']:.6g}", rel_s, wit])
+    widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
+    print("property violations (max over bidders; 0 = holds):")
+    for prop, v in out["violations"].items():
+        print(f"  {prop:24s} {v:.6g}")
     return 0
 
 
@@ -286,7 +409,17 @@ def _positive_matrix(field: str, text: str) -> np.ndarray:
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
     from analysis.audit_report import AuditRequest, audit_case, build_case
+    from market.registry import get, names
 
+    try:
+        family = get(args.mechanism).family
+    except InputError:
+        known = sorted(set(names("fair-share")) | set(names("auction")))
+        raise InputError("--mechanism", args.mechanism, f"is not a registered mechanism; known: {known}") from None
+    if family == "auction":
+        return _audit_auction(args)
+    if args.speedups is None:
+        raise InputError("--speedups", None, f"is required to audit the fair-share allocator {args.mechanism}")
     W = _positive_matrix("--speedups", args.speedups)
     n, k = W.shape
     if args.seed < 0:
@@ -426,10 +559,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="search each agent's best misreport on one instance",
         description="Fix the others' truthful reports and search each agent's misreports (every dimension over "
         "and under, jointly, plus refinement); print the best gain and witness per agent and the truthful "
-        "outcome's property violations. Rows of --speedups are agents, columns GPU types (slowest first).",
+        "outcome's property violations. Fair-share allocators: rows of --speedups are agents, columns GPU "
+        "types (slowest first). Auctions: the [audit] instance of a study (--scenario, --set key=value), "
+        "every bidder's valuation, size, demand and arrival misreports.",
     )
     aud.add_argument("--mechanism", required=True, help="registered mechanism (see `marketsim list`)")
-    aud.add_argument("--speedups", required=True, help="true speedup matrix, e.g. '1,2;1,5'")
+    aud.add_argument("--speedups", default=None, help="fair-share: true speedup matrix, e.g. '1,2;1,5'")
     aud.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
     aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
@@ -438,6 +573,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", default=None, help="also write DIR/report.md with gain-vs-factor curves and a regret plot"
     )
     aud.add_argument("--instances", type=int, default=20, help="random instances of the --report regret plot")
+    aud.add_argument("--scenario", default=None, help="auction: study whose [audit] instance to use (default: first)")
+    aud.add_argument("--set", action="append", default=None, metavar="KEY=VALUE", help="auction: instance override")
+    aud.add_argument("--bidders", default=None, help="auction: comma-separated job ids to audit (default: all)")
     aud.set_defaults(func=cmd_audit)
 
     cl = sub.add_parser(

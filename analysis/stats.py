@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from market.errors import InputError
 
@@ -25,6 +24,8 @@ def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float, f
     mean = float(x.mean())
     if x.size < 2:
         return mean, float("nan"), float("nan")
+    from scipy import stats  # lazy: sweep and study workers import this module but never call it
+
     half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
     return mean, mean - half, mean + half
 

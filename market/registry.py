@@ -29,6 +29,7 @@ _MECHANISM_MODULES: tuple[str, ...] = (
     "market.oef.mechanisms",
     "market.oef.baselines",
     "market.auction.mechanisms",
+    "market.auction.controls",
     "market.astraea.mechanisms",
     "market.eris",
 )

@@ -61,7 +61,7 @@ def test_audit_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     ("argv", "needle"),
     [
         (["audit", "--mechanism", "nope", "--speedups", "1,2;1,5"], "not a registered mechanism"),
-        (["audit", "--mechanism", "fifo", "--speedups", "1,2;1,5"], "no audit instance builder"),
+        (["audit", "--mechanism", "fifo", "--speedups", "1,2;1,5"], "is for fair-share allocators"),
         (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1"], "expected 2"),
         (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,-5"], "must be > 0"),
         (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1"], "--capacity"),

@@ -1,0 +1,244 @@
+"""The Mesa model of an online (or batch) auction: bidders arrive slot by slot and report to an
+auctioneer that runs any registered online mechanism of an :class:`~market.auction.market.AuctionMarket`.
+
+One Mesa step = one time slot. In slot ``t`` every :class:`BidderAgent` whose *report* arrives in
+``t`` submits it (its :class:`BidStrategy` maps the true bid to the report through the market's
+own ``misreport``); the :class:`AuctioneerAgent` calls ``mechanism.step(t, reports)`` and routes
+each :class:`~market.auction.base.Decision` back to its bidder, which values it with its TRUE type
+(``market.true_surplus``). After the last slot the auctioneer flushes ``mechanism.finish()``.
+Resources the market lists in ``agents_info()`` (GPU servers, PS hosts, edge sites) become
+:class:`ResourceAgent`s fixed on their topology node when the market has a ``graph``.
+
+A :class:`mesa.DataCollector` records per slot: bids submitted, admitted so far, revenue and true
+welfare so far. :meth:`AuctionModel.summary` gives the market's metrics of the whole run plus the
+surplus of deviating and truthful bidders; :meth:`AuctionModel.bidder_frame` one row per bidder.
+
+Randomness: the model's ``rng`` (Mesa ``rng=``) seeds the mechanism's own generator (randomised
+baselines, PD-ORS rounding), so the same seed replays the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mesa
+import numpy as np
+import pandas as pd
+from mesa.discrete_space import FixedAgent, Network
+
+from market.auction.base import Decision, Report
+from market.auction.market import AuctionMarket
+from market.errors import InputError
+
+__all__ = ["BidStrategy", "BidderAgent", "ResourceAgent", "AuctioneerAgent", "AuctionModel", "TRUTHFUL_BID"]
+
+
+@dataclass(frozen=True)
+class BidStrategy:
+    """A bidder's reporting strategy: ``params`` are the market's misreport parameters
+    (``{dimension name: value}``, e.g. ``{"value_scale": 2.0}`` or ``{"arrival_delay": 3}``);
+    empty means truthful. ``tags`` follow DESIGN "Truth vs report"."""
+
+    params: Mapping[str, float] = field(default_factory=dict)
+    name: str = "truthful"
+
+    @property
+    def truthful(self) -> bool:
+        return not self.params
+
+    @property
+    def tags(self) -> dict[str, Any]:
+        return {"truthful": self.truthful, "misreports": set(self.params)}
+
+    def report(self, market: AuctionMarket, bid: Report) -> Report:
+        """The report this strategy submits for the true ``bid``."""
+        return bid if self.truthful else market.misreport(bid, dict(self.params))
+
+
+TRUTHFUL_BID = BidStrategy()
+
+
+class BidderAgent(mesa.Agent):
+    """One job owner: a true bid, a strategy, and what the mechanism decided for it."""
+
+    def __init__(self, model: AuctionModel, bid: Report, strategy: BidStrategy) -> None:
+        super().__init__(model)
+        self.bid = bid
+        self.job_id = int(bid.job_id)
+        self.strategy = strategy
+        self.report = strategy.report(model.market, bid)
+        if int(self.report.job_id) != self.job_id:
+            raise InputError(f"bidder[{self.job_id}] report.job_id", self.report.job_id, "must keep the bid's job id")
+        if int(self.report.arrival) < int(bid.arrival):
+            raise InputError(
+                f"bidder[{self.job_id}] report.arrival", self.report.arrival, f"must be >= true arrival {bid.arrival}"
+            )
+        self.decision: Decision | None = None
+        self.surplus = 0.0
+
+    @property
+    def admitted(self) -> bool:
+        return self.decision is not None and self.decision.admitted
+
+    @property
+    def payment(self) -> float:
+        return 0.0 if self.decision is None else float(self.decision.payment)
+
+    def receive(self, decision: Decision) -> None:
+        """Take the mechanism's decision and value it with the TRUE type."""
+        self.decision = decision
+        self.surplus = float(self.model.market.true_surplus(self.bid, self.report, decision))
+
+
+class ResourceAgent(FixedAgent):
+    """A GPU server, PS host or edge site of the market (``info`` from ``market.agents_info()``),
+    fixed on its topology node (``cell`` is ``None`` without a topology)."""
+
+    def __init__(self, model: AuctionModel, info: Mapping[str, Any], cell: Any) -> None:
+        super().__init__(model)
+        self.resource_id = str(info["id"])
+        self.kind = str(info.get("kind", "resource"))
+        self.capacity = dict(info.get("capacity", {}))
+        self.node = info.get("node")
+        if cell is not None:
+            self.cell = cell
+
+
+class AuctioneerAgent(mesa.Agent):
+    """Runs ``mechanism`` slot by slot on the bidders' reports."""
+
+    def __init__(self, model: AuctionModel, mechanism: str) -> None:
+        super().__init__(model)
+        self.name = mechanism
+        self.mechanism = model.market.mechanism(mechanism, model.mechanism_rng)
+        self.decisions: list[Decision] = []
+        self.revenue = 0.0
+        self.admitted = 0
+        self.welfare = 0.0  # true utility realised by decided bidders so far
+
+    def _route(self, decisions: list[Decision]) -> None:
+        for d in decisions:
+            bidder = self.model.bidders.get(int(d.job_id))
+            if bidder is None:
+                raise InputError("decision.job_id", d.job_id, f"is not a bidder of this run ({self.name})")
+            if bidder.decision is not None:
+                raise InputError("decision.job_id", d.job_id, f"decided twice by {self.name}")
+            bidder.receive(d)
+            self.decisions.append(d)
+            self.revenue += float(d.payment)
+            self.admitted += int(bidder.admitted)
+            self.welfare += bidder.surplus + bidder.payment
+
+    def run_slot(self, t: int, reports: list[Report]) -> None:
+        """Decide slot ``t``."""
+        self._route(self.mechanism.step(t, reports))
+
+    def close(self) -> None:
+        """Flush what is still pending at the end of the horizon."""
+        self._route(self.mechanism.finish())
+
+
+class AuctionModel(mesa.Model):
+    """``market`` run under ``mechanism`` with per-bidder strategies (default truthful).
+
+    ``strategies``: ``{job_id: BidStrategy}``; ``rng``: anything Mesa accepts (int seed,
+    ``SeedSequence``, ``Generator``). Run with :meth:`run`.
+    """
+
+    def __init__(
+        self,
+        market: AuctionMarket,
+        mechanism: str,
+        strategies: Mapping[int, BidStrategy] | None = None,
+        *,
+        rng: Any = None,
+    ) -> None:
+        if isinstance(rng, np.random.SeedSequence):
+            rng = np.random.default_rng(rng)
+        super().__init__(rng=rng)
+        self.market = market
+        if mechanism not in market.mechanisms():
+            raise InputError("mechanism", mechanism, f"must be one of {list(market.mechanisms())} for {market.paper}")
+        self.T = int(market.T)
+        self.mechanism_rng = np.random.default_rng(self.rng.integers(0, 2**63 - 1))
+        strategies = dict(strategies or {})
+        bids = list(market.bids())
+        ids = {int(b.job_id) for b in bids}
+        unknown = sorted(set(map(int, strategies)) - ids)
+        if unknown:
+            raise InputError("strategies", unknown, f"are not job ids of the instance (first ids {sorted(ids)[:5]})")
+        self.bidders: dict[int, BidderAgent] = {
+            int(b.job_id): BidderAgent(self, b, strategies.get(int(b.job_id), TRUTHFUL_BID)) for b in bids
+        }
+        for b in self.bidders.values():
+            if not 0 <= int(b.report.arrival) < self.T:
+                raise InputError(f"bidder[{b.job_id}] report.arrival", b.report.arrival, f"must be in [0, {self.T})")
+        graph = getattr(market, "graph", None)
+        self.space = Network(graph, random=self.random, layout=None) if graph is not None and len(graph) else None
+        self.resources = [
+            ResourceAgent(self, info, self.space[info["node"]] if self.space is not None and "node" in info else None)
+            for info in (market.agents_info() if hasattr(market, "agents_info") else ())
+        ]
+        self.auctioneer = AuctioneerAgent(self, mechanism)
+        self._by_slot: dict[int, list[BidderAgent]] = {}
+        for b in sorted(self.bidders.values(), key=lambda a: (int(a.report.arrival), a.job_id)):
+            self._by_slot.setdefault(int(b.report.arrival), []).append(b)
+        self.slot = -1
+        self.datacollector = mesa.DataCollector(
+            model_reporters={
+                "slot": "slot",
+                "submitted": lambda m: len(m._by_slot.get(m.slot, ())),
+                "admitted": lambda m: m.auctioneer.admitted,
+                "revenue": lambda m: m.auctioneer.revenue,
+                "welfare": lambda m: m.auctioneer.welfare,
+            }
+        )
+
+    def step(self) -> None:
+        """One slot: arriving bidders report, the auctioneer decides; the last slot also flushes."""
+        self.slot += 1
+        reports = [b.report for b in self._by_slot.get(self.slot, ())]
+        self.auctioneer.run_slot(self.slot, reports)
+        if self.slot == self.T - 1:
+            self.auctioneer.close()
+            self.running = False
+        self.datacollector.collect(self)
+
+    def run(self) -> AuctionModel:
+        """Run every slot of the horizon."""
+        while self.running and self.slot < self.T - 1:
+            self.step()
+        return self
+
+    # -- results ---------------------------------------------------------------------------------
+    def summary(self) -> dict[str, float]:
+        """The market's metrics of the run (TRUE types) plus ``liar_surplus`` / ``truthful_surplus``
+        (sum of true surplus of deviating / truthful bidders) and ``liars``."""
+        if self.slot < self.T - 1:
+            raise InputError("AuctionModel", self.slot, "has not finished its horizon: call run() first")
+        reports = [b.report for b in self.bidders.values()]
+        out = {k: float(v) for k, v in self.market.metrics(self.auctioneer.decisions, reports).items()}
+        liars = [b for b in self.bidders.values() if not b.strategy.truthful]
+        out["liars"] = float(len(liars))
+        out["liar_surplus"] = float(sum(b.surplus for b in liars))
+        out["truthful_surplus"] = float(sum(b.surplus for b in self.bidders.values() if b.strategy.truthful))
+        return out
+
+    def bidder_frame(self) -> pd.DataFrame:
+        """One row per bidder: job id, strategy, admitted, payment, completion, true surplus."""
+        rows = [
+            {
+                "job_id": b.job_id,
+                "strategy": b.strategy.name,
+                "arrival": int(b.bid.arrival),
+                "reported_arrival": int(b.report.arrival),
+                "admitted": b.admitted,
+                "payment": b.payment,
+                "completion": None if b.decision is None else b.decision.completion,
+                "surplus": b.surplus,
+            }
+            for b in sorted(self.bidders.values(), key=lambda a: a.job_id)
+        ]
+        return pd.DataFrame(rows)

@@ -1,0 +1,651 @@
+"""Reproduction studies of the auction papers: ``marketsim run NAME`` on a ``kind = "study"`` TOML.
+
+A study sweeps one parameter per *panel* (e.g. the number of jobs, of sites, the price parameter
+gamma) and, for every value and replication, builds ONE instance with the paper's builder
+(``make_market(params, rng)`` of ``market/<paper>/market.py``) and runs every mechanism on it
+through the Mesa :class:`agents.auction.AuctionModel` (common random numbers: the same workload and
+the same mechanism seed for every mechanism and variant of a cell). Optional lying *variants*
+replay the cell with some bidders misreporting, so paired differences (variant − truthful) come
+from the same workload.
+
+Output (:func:`write_study`): ``results.parquet`` (one row per panel × x × replication × variant ×
+mechanism, one column per metric), ``tenants.parquet`` (per-tenant rows when the market provides
+``tenant_rows``), ``meta.json``, one PNG per panel (every metric vs x, mean and 95% CI per
+mechanism) and ``report.md`` with the paper's reported numbers beside each figure.
+
+Schema (unknown keys are errors naming the key)::
+
+    kind = "study"  (required)   name, paper (required), description, mechanisms = [..] (required),
+    replications, seed, metrics = [..]
+    [base]        keyword parameters of the paper's builder
+    [audit]       overrides of [base] for the small instance of ``marketsim audit``
+    [[panel]]     x (required, a key of [base]), values = [..] (required), label, fixed = {..}
+    [[reported]]  panel (index, required), metric, text (required): what the paper reports
+    [[variant]]   name (required), params = {dimension = value} (required),
+                  bidders = [job ids] | fraction = f (share of bidders, drawn per cell)
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import time
+import tomllib
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from agents.auction import AuctionModel, BidStrategy
+from analysis.runner import make_executor
+from analysis.stats import t_interval
+from market.auction.market import AuctionMarket
+from market.errors import InputError, check_int
+
+__all__ = [
+    "BUILDERS",
+    "DEFAULT_METRICS",
+    "Panel",
+    "PaperNote",
+    "Variant",
+    "Study",
+    "CellSpec",
+    "CellResult",
+    "StudyResult",
+    "parse_study",
+    "load_study",
+    "study_names",
+    "is_study",
+    "build_market",
+    "plan_cells",
+    "execute_cell",
+    "run_study",
+    "write_study",
+    "paired_differences",
+]
+
+#: Paper key -> module with ``make_market(params, rng)`` (fixed; never derived from user input).
+BUILDERS: dict[str, str] = {
+    "control": "market.auction.controls",
+    "oasis": "market.oasis.market",
+    "pdors": "market.pdors.market",
+    "astraea": "market.astraea.market",
+    "eris": "market.eris.market",
+}
+
+DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
+TRUTHFUL = "truthful"
+_TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
+_TABLES = {"base", "audit", "panel", "reported", "variant"}
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One swept parameter ``x`` over ``values``, with ``fixed`` overrides of the base parameters."""
+
+    x: str
+    values: tuple[Any, ...]
+    label: str = ""
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PaperNote:
+    """What the paper reports for panel ``panel`` (optionally about ``metric``)."""
+
+    panel: int
+    text: str
+    metric: str = ""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A lying variant: bidders ``bidders`` (job ids) or a ``fraction`` of them report with ``params``."""
+
+    name: str
+    params: Mapping[str, float]
+    bidders: tuple[int, ...] = ()
+    fraction: float = 0.0
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study (plain data, picklable)."""
+
+    name: str
+    paper: str
+    mechanisms: tuple[str, ...]
+    panels: tuple[Panel, ...]
+    base: Mapping[str, Any] = field(default_factory=dict)
+    audit: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[PaperNote, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    description: str = ""
+    replications: int = 3
+    seed: int = 0
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    source: str = ""
+
+    def params(self, panel: int, x: Any) -> dict[str, Any]:
+        """Builder parameters of panel ``panel`` at ``x``."""
+        p = self.panels[panel]
+        return {**self.base, **p.fixed, p.x: x}
+
+    def audit_params(self) -> dict[str, Any]:
+        """Builder parameters of the small audit instance."""
+        return {**self.base, **self.audit}
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def _where(name: str, key: str) -> str:
+    return f"study {name}: {key}"
+
+
+def _str_list(name: str, key: str, v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
+        raise InputError(_where(name, key), v, "must be a non-empty list of strings")
+    if len(set(v)) != len(v):
+        raise InputError(_where(name, key), v, "must not repeat a name")
+    return tuple(v)
+
+
+def _table(name: str, key: str, v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise InputError(_where(name, key), v, "must be a table")
+    return dict(v)
+
+
+def _tables(name: str, key: str, v: Any) -> list[dict[str, Any]]:
+    if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
+        raise InputError(_where(name, key), v, f"must be an array of tables ([[{key}]])")
+    return v
+
+
+def _unknown(name: str, key: str, t: Mapping[str, Any], allowed: set[str]) -> None:
+    for k in t:
+        if k not in allowed:
+            raise InputError(_where(name, f"{key}.{k}"), t[k], f"is not a known key (allowed: {sorted(allowed)})")
+
+
+def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
+    """Validate a study TOML document (see the module docstring for the schema)."""
+    from market.registry import names as mechanism_names
+
+    _unknown(name, "", {k: v for k, v in data.items() if k not in _TABLES}, _TOP)
+    if data.get("kind") != "study":
+        raise InputError(_where(name, "kind"), data.get("kind"), "must be 'study'")
+    name = str(data.get("name", name))
+    paper = data.get("paper")
+    if paper not in BUILDERS:
+        raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(BUILDERS)}")
+    mechs = _str_list(name, "mechanisms", data.get("mechanisms"))
+    known = set(mechanism_names("auction"))
+    for m in mechs:
+        if m not in known:
+            raise InputError(_where(name, "mechanisms"), m, f"is not a registered auction mechanism {sorted(known)}")
+    reps = check_int(_where(name, "replications"), data.get("replications", 3), minimum=1)
+    seed = check_int(_where(name, "seed"), data.get("seed", 0), minimum=0)
+    metrics = _str_list(name, "metrics", data["metrics"]) if "metrics" in data else DEFAULT_METRICS
+    base = _table(name, "base", data.get("base", {}))
+    audit = _table(name, "audit", data.get("audit", {}))
+    panels = []
+    raw_panels = _tables(name, "panel", data.get("panel", []))
+    if not raw_panels:
+        raise InputError(_where(name, "panel"), [], "must define at least one [[panel]]")
+    for i, t in enumerate(raw_panels):
+        key = f"panel[{i}]"
+        _unknown(name, key, t, {"x", "values", "label", "fixed"})
+        x = t.get("x")
+        if not isinstance(x, str) or not x:
+            raise InputError(_where(name, f"{key}.x"), x, "must name a builder parameter")
+        values = t.get("values")
+        if not isinstance(values, list) or not values:
+            raise InputError(_where(name, f"{key}.values"), values, "must be a non-empty list")
+        if len({repr(v) for v in values}) != len(values):
+            raise InputError(_where(name, f"{key}.values"), values, "must not repeat a value")
+        panels.append(
+            Panel(x, tuple(values), str(t.get("label", "")), _table(name, f"{key}.fixed", t.get("fixed", {})))
+        )
+    notes = []
+    for i, t in enumerate(_tables(name, "reported", data.get("reported", []))):
+        key = f"reported[{i}]"
+        _unknown(name, key, t, {"panel", "metric", "text"})
+        pi = check_int(_where(name, f"{key}.panel"), t.get("panel"), minimum=0)
+        if pi >= len(panels):
+            raise InputError(_where(name, f"{key}.panel"), pi, f"must index one of the {len(panels)} panels")
+        text = t.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(_where(name, f"{key}.text"), text, "must be a non-empty string")
+        notes.append(PaperNote(pi, " ".join(text.split()), str(t.get("metric", ""))))
+    variants = []
+    for i, t in enumerate(_tables(name, "variant", data.get("variant", []))):
+        key = f"variant[{i}]"
+        _unknown(name, key, t, {"name", "params", "bidders", "fraction"})
+        vname = t.get("name")
+        if not isinstance(vname, str) or not vname or vname == TRUTHFUL:
+            raise InputError(_where(name, f"{key}.name"), vname, f"must be a non-empty name other than '{TRUTHFUL}'")
+        params = _table(name, f"{key}.params", t.get("params"))
+        if not params:
+            raise InputError(_where(name, f"{key}.params"), params, "must misreport at least one dimension")
+        for pk, pv in params.items():
+            if isinstance(pv, bool) or not isinstance(pv, (int, float)) or not math.isfinite(pv):
+                raise InputError(_where(name, f"{key}.params.{pk}"), pv, "must be a finite number")
+        bidders = t.get("bidders", [])
+        if not isinstance(bidders, list) or not all(isinstance(b, int) and b >= 0 for b in bidders):
+            raise InputError(_where(name, f"{key}.bidders"), bidders, "must be a list of job ids (ints >= 0)")
+        frac = t.get("fraction", 0.0)
+        if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 <= frac <= 1:
+            raise InputError(_where(name, f"{key}.fraction"), frac, "must be a number in [0, 1]")
+        if bool(bidders) == (frac > 0):
+            raise InputError(_where(name, key), vname, "must give exactly one of bidders = [..] or fraction > 0")
+        variants.append(Variant(vname, {k: float(v) for k, v in params.items()}, tuple(bidders), float(frac)))
+    if len({v.name for v in variants}) != len(variants):
+        raise InputError(_where(name, "variant"), [v.name for v in variants], "names must be unique")
+    desc = " ".join(str(data.get("description", "")).split())
+    return Study(
+        name, paper, mechs, tuple(panels), base, audit, tuple(notes), tuple(variants), desc, reps, seed, metrics, source
+    )
+
+
+def _embedded(name: str) -> Any:
+    return resources.files("scenarios").joinpath(f"{name}.toml")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"study file {path}", "", f"is not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"study file {path}", "", "is not UTF-8 text") from None
+
+
+def study_names() -> list[str]:
+    """Embedded studies (``scenarios/*.toml`` with ``kind = "study"``)."""
+    out = []
+    for p in resources.files("scenarios").iterdir():
+        if p.name.endswith(".toml"):
+            try:
+                if tomllib.loads(p.read_text(encoding="utf-8")).get("kind") == "study":
+                    out.append(p.name[:-5])
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                continue
+    return sorted(out)
+
+
+def is_study(name_or_path: str | Path) -> bool:
+    """Whether ``name_or_path`` names an embedded study or a TOML file with ``kind = "study"``."""
+    text = str(name_or_path)
+    if "/" not in text and not text.endswith(".toml"):
+        return text in study_names()
+    path = Path(text).expanduser()
+    if not path.is_file():
+        return False
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get("kind") == "study"
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+
+
+def load_study(name_or_path: str | Path) -> Study:
+    """An embedded study by name (:func:`study_names`) or a study TOML file by path."""
+    text = str(name_or_path)
+    if "/" not in text and not text.endswith(".toml"):
+        if text not in study_names():
+            raise InputError("study", text, f"is not an embedded study {study_names()}")
+        with resources.as_file(_embedded(text)) as real:
+            return parse_study(_read(Path(real)), text, source=f"scenarios/{text}.toml")
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise InputError("study", text, "does not exist")
+    return parse_study(_read(path), path.stem, source=str(path))
+
+
+def build_market(paper: str, params: Mapping[str, Any], rng: np.random.Generator) -> AuctionMarket:
+    """The paper's instance builder (``BUILDERS``) applied to ``params``."""
+    if paper not in BUILDERS:
+        raise InputError("paper", paper, f"must be one of {sorted(BUILDERS)}")
+    module = importlib.import_module(BUILDERS[paper])
+    return module.make_market(dict(params), rng)
+
+
+# -- running -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One workload: panel ``panel`` at its ``xi``-th value, replication ``rep``; every mechanism and
+    variant of the study runs on it. Seeded by ``SeedSequence(seed, spawn_key=(panel, xi, rep))``."""
+
+    run_id: str
+    study: Study
+    panel: int
+    xi: int
+    rep: int
+    mechanisms: tuple[str, ...]
+
+    @property
+    def x(self) -> Any:
+        return self.study.panels[self.panel].values[self.xi]
+
+    def failure(self, message: str) -> CellResult:
+        """The result of a cell whose task crashed."""
+        return CellResult(self.run_id, [], [], message)
+
+
+@dataclass
+class CellResult:
+    """Metric rows, tenant rows and the error (if the cell failed)."""
+
+    run_id: str
+    rows: list[dict[str, Any]]
+    tenant_rows: list[dict[str, Any]]
+    error: str | None = None
+
+
+def plan_cells(
+    study: Study, replications: int | None = None, mechanisms: Sequence[str] | None = None
+) -> list[CellSpec]:
+    """Every (panel, value, replication) cell, in a fixed order."""
+    reps = study.replications if replications is None else check_int("replications", replications, minimum=1)
+    mechs = tuple(mechanisms) if mechanisms else study.mechanisms
+    for m in mechs:
+        if m not in study.mechanisms:
+            raise InputError("mechanisms", m, f"is not one of the study's mechanisms {list(study.mechanisms)}")
+    return [
+        CellSpec(f"{study.name}-p{pi}-x{xi}-r{rep}", study, pi, xi, rep, mechs)
+        for pi, panel in enumerate(study.panels)
+        for xi in range(len(panel.values))
+        for rep in range(reps)
+    ]
+
+
+def _liars(variant: Variant, market: AuctionMarket, rng: np.random.Generator) -> list[int]:
+    ids = sorted(int(b.job_id) for b in market.bids())
+    if variant.bidders:
+        unknown = sorted(set(variant.bidders) - set(ids))
+        if unknown:
+            raise InputError(f"variant {variant.name}.bidders", unknown, "are not job ids of the instance")
+        return list(variant.bidders)
+    k = max(1, int(round(variant.fraction * len(ids)))) if ids else 0
+    return sorted(int(i) for i in rng.choice(ids, size=k, replace=False))
+
+
+def execute_cell(spec: CellSpec) -> CellResult:
+    """Build the cell's instance once and run every mechanism and variant on it."""
+    study = spec.study
+    try:
+        ss = np.random.SeedSequence(study.seed, spawn_key=(spec.panel, spec.xi, spec.rep))
+        market_ss, mech_ss, liar_ss = ss.spawn(3)
+        params = study.params(spec.panel, spec.x)
+        market = build_market(study.paper, params, np.random.default_rng(market_ss))
+        liar_rng = np.random.default_rng(liar_ss)
+        variants: list[tuple[str, dict[int, BidStrategy]]] = [(TRUTHFUL, {})]
+        for v in study.variants:
+            strat = BidStrategy(v.params, v.name)
+            variants.append((v.name, {i: strat for i in _liars(v, market, liar_rng)}))
+        rows: list[dict[str, Any]] = []
+        trows: list[dict[str, Any]] = []
+        key = {
+            "study": study.name,
+            "panel": spec.panel,
+            "x_name": study.panels[spec.panel].x,
+            "x": float(spec.x) if isinstance(spec.x, (int, float)) else spec.x,
+            "replication": spec.rep,
+        }
+        truthful_surplus: dict[str, dict[int, float]] = {}
+        for vname, strategies in variants:
+            for mech in spec.mechanisms:
+                t0 = time.perf_counter()
+                rng = np.random.SeedSequence(mech_ss.entropy, spawn_key=mech_ss.spawn_key)
+                model = AuctionModel(market, mech, strategies, rng=rng)
+                model.run()
+                summary = model.summary()
+                if vname == TRUTHFUL:
+                    truthful_surplus[mech] = {i: b.surplus for i, b in model.bidders.items()}
+                    summary["liar_gain"] = 0.0
+                else:  # the liars' true surplus minus what the same bidders got truthfully (paired)
+                    summary["liar_gain"] = summary["liar_surplus"] - sum(truthful_surplus[mech][i] for i in strategies)
+                seconds = time.perf_counter() - t0
+                rows.append({**key, "variant": vname, "mechanism": mech, **summary, "seconds": seconds})
+                if hasattr(market, "tenant_rows"):
+                    reports = [b.report for b in model.bidders.values()]
+                    for tr in market.tenant_rows(model.auctioneer.decisions, reports):
+                        trows.append({**key, "variant": vname, "mechanism": mech, **tr})
+        return CellResult(spec.run_id, rows, trows)
+    except InputError as exc:
+        return CellResult(spec.run_id, [], [], f"InputError: {exc}")
+    except Exception as exc:  # a crashing cell becomes a failure row; the study goes on
+        tb = traceback.format_exc(limit=4)
+        return CellResult(spec.run_id, [], [], f"{type(exc).__name__}: {exc}\n{tb}")
+
+
+@dataclass
+class StudyResult:
+    """Rows of a study run (sorted, executor-independent) and its failures."""
+
+    study: Study
+    frame: pd.DataFrame
+    tenants: pd.DataFrame
+    errors: list[tuple[str, str]]
+    replications: int
+    seed: int
+    executor: str
+    seconds: float
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "study": self.study.name,
+            "paper": self.study.paper,
+            "source": self.study.source,
+            "mechanisms": list(self.study.mechanisms),
+            "panels": [
+                {"x": p.x, "values": list(p.values), "label": p.label, "fixed": dict(p.fixed)}
+                for p in self.study.panels
+            ],
+            "base": dict(self.study.base),
+            "variants": [{"name": v.name, "params": dict(v.params)} for v in self.study.variants],
+            "replications": self.replications,
+            "seed": self.seed,
+            "executor": self.executor,
+            "seconds": round(self.seconds, 3),
+            "cells_failed": len(self.errors),
+        }
+
+
+_SORT = ["panel", "x", "replication", "variant", "mechanism"]
+
+
+def run_study(
+    study: Study,
+    *,
+    replications: int | None = None,
+    seed: int | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    progress: bool = True,
+    mechanisms: Sequence[str] | None = None,
+) -> StudyResult:
+    """Run every cell of ``study`` with the ``local`` or ``process`` executor (same numbers with both)."""
+    if seed is not None:
+        study = Study(**{**study.__dict__, "seed": check_int("seed", seed, minimum=0)})
+    cells = plan_cells(study, replications, mechanisms)
+    ex = make_executor(executor, workers)
+    t0 = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    trows: list[dict[str, Any]] = []
+    errors: list[tuple[str, str]] = []
+    bar = tqdm(total=len(cells), desc=study.name, unit="cell", disable=not progress)
+    for res in ex.map(execute_cell, cells):
+        rows.extend(res.rows)
+        trows.extend(res.tenant_rows)
+        if res.error:
+            errors.append((res.run_id, res.error))
+        bar.update(1)
+    bar.close()
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.sort_values(_SORT, kind="stable").reset_index(drop=True)
+    tenants = pd.DataFrame(trows)
+    if not tenants.empty:
+        tenants = tenants.sort_values([*_SORT, "tenant"], kind="stable").reset_index(drop=True)
+    errors.sort()
+    reps = study.replications if replications is None else int(replications)
+    return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, time.perf_counter() - t0)
+
+
+def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain", "welfare")) -> pd.DataFrame:
+    """Variant − truthful per (panel, x, replication, mechanism), summarised with 95% t intervals:
+    columns ``panel, x, mechanism, variant, metric, mean, low, high, n``. ``liar_gain`` is already
+    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus)."""
+    cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n"]
+    if frame.empty or "variant" not in frame or set(frame["variant"]) <= {TRUTHFUL}:
+        return pd.DataFrame(columns=cols)
+    keys = ["panel", "x", "replication", "mechanism"]
+    base = frame[frame["variant"] == TRUTHFUL].set_index(keys)
+    out = []
+    for vname, sub in frame[frame["variant"] != TRUTHFUL].groupby("variant", sort=True):
+        s = sub.set_index(keys)
+        for metric in metrics:
+            d = s[metric] if metric == "liar_gain" else s[metric] - base[metric].reindex(s.index)
+            dd = d.rename("d").reset_index()
+            for (p, x, mech), g in dd.groupby(["panel", "x", "mechanism"], sort=True):
+                mean, lo, hi = t_interval(g["d"].to_numpy())
+                out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, len(g)), strict=True)))
+    return pd.DataFrame(out, columns=cols)
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+def _plot_panel(frame: pd.DataFrame, study: Study, pi: int, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    panel = study.panels[pi]
+    sub = frame[(frame["panel"] == pi) & (frame["variant"] == TRUTHFUL)]
+    metrics = [m for m in study.metrics if m in sub.columns]
+    ncol = min(3, len(metrics))
+    nrow = math.ceil(len(metrics) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.2 * nrow), squeeze=False)
+    for ax, metric in zip(axes.ravel(), metrics, strict=False):
+        sns.lineplot(
+            data=sub,
+            x="x",
+            y=metric,
+            hue="mechanism",
+            hue_order=list(study.mechanisms),
+            marker="o",
+            errorbar=("ci", 95),
+            ax=ax,
+            legend=ax is axes.ravel()[0],
+        )
+        ax.set_xlabel(panel.x)
+        ax.set_ylabel(metric)
+    for ax in axes.ravel()[len(metrics) :]:
+        ax.set_visible(False)
+    title = panel.label or f"{study.name}: metrics vs {panel.x}"
+    fixed = ", ".join(f"{k}={v}" for k, v in panel.fixed.items())
+    fig.suptitle(f"{title}{f' ({fixed})' if fixed else ''}", y=1.0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "—"
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _md(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for _, r in df.iterrows()]
+    return "\n".join(lines)
+
+
+def _summary_table(frame: pd.DataFrame, pi: int, metric: str) -> pd.DataFrame:
+    sub = frame[(frame["panel"] == pi) & (frame["variant"] == TRUTHFUL)]
+    rows = []
+    for (x, mech), g in sub.groupby(["x", "mechanism"], sort=True):
+        mean, lo, hi = t_interval(g[metric].to_numpy())
+        rows.append({"x": x, "mechanism": mech, "mean": mean, "95% CI": f"[{_fmt(lo)}, {_fmt(hi)}]", "n": len(g)})
+    if not rows:
+        return pd.DataFrame()
+    t = pd.DataFrame(rows)
+    return t.pivot(index="x", columns="mechanism", values="mean").reset_index()
+
+
+def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
+    """Write Parquet, meta, one PNG per panel and ``report.md``; returns the paths by role."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    study = result.study
+    paths: dict[str, Path] = {}
+    paths["results"] = out / "results.parquet"
+    result.frame.to_parquet(paths["results"], index=False)
+    if not result.tenants.empty:
+        paths["tenants"] = out / "tenants.parquet"
+        result.tenants.to_parquet(paths["tenants"], index=False)
+    paths["meta"] = out / "meta.json"
+    paths["meta"].write_text(json.dumps(result.meta(), indent=2, default=str) + "\n", encoding="utf-8")
+    if result.errors:
+        paths["errors"] = out / "errors.txt"
+        paths["errors"].write_text("".join(f"{rid}: {msg}\n" for rid, msg in result.errors), encoding="utf-8")
+    lines = [f"# {study.name}: reproduction study ({study.paper})", ""]
+    if study.description:
+        lines += [study.description, ""]
+    lines += [
+        f"Mechanisms: {', '.join(study.mechanisms)}. Replications: {result.replications} (seed {result.seed}, "
+        f"common random numbers across mechanisms). Base parameters: "
+        + ", ".join(f"`{k}={v}`" for k, v in study.base.items())
+        + f". Wall time {result.seconds:.1f} s ({result.executor} executor).",
+        "",
+    ]
+    if result.errors:
+        lines += [f"**{len(result.errors)} cell(s) failed** (see errors.txt); their rows are missing.", ""]
+    for pi, panel in enumerate(study.panels):
+        lines += [f"## Panel {pi}: {panel.label or panel.x}", ""]
+        if not result.frame.empty and (result.frame["panel"] == pi).any():
+            png = _plot_panel(result.frame, study, pi, out / f"panel{pi}_{panel.x}.png")
+            paths[f"panel{pi}"] = png
+            lines += [f"![panel {pi}]({png.name})", ""]
+            headline = study.metrics[0]
+            if headline in result.frame.columns:
+                lines += [
+                    f"Ours, mean {headline} per mechanism (truthful):",
+                    "",
+                    _md(_summary_table(result.frame, pi, headline)),
+                    "",
+                ]
+        else:
+            lines += ["No results for this panel.", ""]
+        notes = [n for n in study.notes if n.panel == pi]
+        if notes:
+            lines += ["What the paper reports:", ""]
+            lines += [f"* {f'({n.metric}) ' if n.metric else ''}{n.text}" for n in notes]
+            lines += [""]
+    pairs = paired_differences(result.frame)
+    if not pairs.empty:
+        lines += ["## Lying variants: paired differences (variant − truthful, 95% t CI)", ""]
+        pairs = pairs.assign(CI=[f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(pairs["low"], pairs["high"], strict=True)])
+        lines += [_md(pairs[["panel", "x", "mechanism", "variant", "metric", "mean", "CI", "n"]]), ""]
+    paths["report"] = out / "report.md"
+    paths["report"].write_text("\n".join(lines), encoding="utf-8")
+    return paths
