@@ -24,6 +24,7 @@ from scipy.stats import norm
 
 from market.auction.base import ResourceSpace
 from market.auction.market import decisions_by_id, run_market
+from market.auction.mechanisms import make_pdors_paper
 from market.auction.prices import PriceLedger
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
@@ -793,7 +794,7 @@ def _c_p9_exhausted(ctx: ClaimContext) -> Measurement:
 # ---------------------------------------------------------------------------------------------
 # C-P10 posted-price auction properties (framework framing)
 # ---------------------------------------------------------------------------------------------
-def tiny_market_params(cap: float, profile: str = "paper", solver: str = "lp_round") -> dict[str, Any]:
+def tiny_market_params(cap: float, solver: str = "lp_round") -> dict[str, Any]:
     """The small PD-ORS market the incentive claims audit (R = 1, I = T = 5, H = 2)."""
     return {
         "workload": "tiny",
@@ -803,7 +804,6 @@ def tiny_market_params(cap: float, profile: str = "paper", solver: str = "lp_rou
         "capacity": cap,
         "dp_units": 40,
         "calib_jobs": 200,
-        "profile": profile,
         "per_slot_solver": solver,
     }
 
@@ -817,7 +817,7 @@ def _config(size: str) -> AuditConfig:
 @_instance_fn("C-P10-truthful")
 def _truthful(a: dict[str, Any]) -> dict[str, Any]:
     mk = make_market(a["params"], np.random.default_rng(a["seed"]))
-    tgt = OnlineAuctionTarget(mk, "pdors", seed=a["run_seed"])
+    tgt = OnlineAuctionTarget(mk, a["mechanism"], seed=a["run_seed"])
     if "lie" in a:  # witness re-check: one misreport
         gain, _ = evaluate_misreport(tgt, a["job_id"], a["lie"])
         return {"violations": int(gain > 1e-9 * max(1.0, abs(a["base"]))), "effect": gain}
@@ -839,19 +839,19 @@ def _truthful(a: dict[str, Any]) -> dict[str, Any]:
     "C-P10-truthful",
     "Framework framing: no bidder gains TRUE surplus (realised utility minus posted-cost payment) by "
     "misreporting value, shape, size, batch, τ, g, γ, bandwidth, demands or delaying arrival (ex post, per seed)",
-    "OnlineAuctionTarget on tiny PD-ORS markets (paper profile: repair never; large adds the framework "
-    "profile and milp_exact), capacities 3/4/8; others truthful, order, constants and rounding streams fixed; "
+    "OnlineAuctionTarget on tiny PD-ORS markets (pdors-paper: repair never; large adds pdors with repair on "
+    "failure, and milp_exact), capacities 3/4/8; others truthful, order, constants and rounding streams fixed; "
     "one-dimension grids both ways + joint Latin hypercube; gain > 1e-9·max(1,|truthful|) is a violation",
 )
 def _c_p10_truthful(ctx: ClaimContext) -> Measurement:
     k, bidders = ctx.pick((1, 3), (6, 5))
-    variants = ctx.pick([("paper", "lp_round")], [("paper", "lp_round"), ("framework", "lp_round"),
-                                                  ("paper", "milp_exact")])  # fmt: skip
+    variants = ctx.pick([("pdors-paper", "lp_round")], [("pdors-paper", "lp_round"), ("pdors", "lp_round"),
+                                                        ("pdors-paper", "milp_exact")])  # fmt: skip
     args = [
-        {"params": tiny_market_params(CAPS[i % 3], prof, solver), "seed": s, "run_seed": i, "bidders": bidders,
-         "size": ctx.size}
+        {"params": tiny_market_params(CAPS[i % 3], solver), "mechanism": mech, "seed": s, "run_seed": i,
+         "bidders": bidders, "size": ctx.size}
         for i, s in enumerate(_seeds(ctx, k))
-        for prof, solver in variants
+        for mech, solver in variants
     ]  # fmt: skip
     m = _loop("C-P10-truthful", args, "max relative gain of a lie")
     if m.witness is not None:  # make the witness a single re-checkable misreport
@@ -863,7 +863,7 @@ def _c_p10_truthful(ctx: ClaimContext) -> Measurement:
 @_instance_fn("C-P10-ir")
 def _ir(a: dict[str, Any]) -> dict[str, Any]:
     mk = make_market(a["params"], np.random.default_rng(a["seed"]))
-    decs = run_market(mk, "pdors", seed=a["run_seed"])
+    decs = run_market(mk, "pdors-paper", seed=a["run_seed"])
     bids = {b.job_id: b for b in mk.bids()}
     bad, worst, detail = 0, 0.0, None
     for d in decs:
@@ -880,7 +880,7 @@ def _ir(a: dict[str, Any]) -> dict[str, Any]:
     PAPER,
     "C-P10-ir",
     "Framework framing: truthful admitted bidders have true surplus >= 0; rejected bidders pay 0",
-    "all bidders of tiny PD-ORS markets (paper profile), several rounding seeds",
+    "all bidders of tiny PD-ORS markets (pdors-paper), several rounding seeds",
 )
 def _c_p10_ir(ctx: ClaimContext) -> Measurement:
     k = ctx.pick(4, 40)
@@ -913,7 +913,7 @@ def _own_prices(a: dict[str, Any]) -> dict[str, Any]:
                                    for d in dims if d.name != "arrival_delay"})  # fmt: skip
             snaps = []
             for rep in (b, lie):
-                m = _Snap(mk.cluster, mk.constants, mk.config)
+                m = _Snap(mk.cluster, mk.constants, make_pdors_paper(mk.cluster, mk.constants, mk.config).config)
                 m.watch = b.job_id
                 m.run([rep if x.job_id == b.job_id else x for x in bids])
                 snaps.append(m.snap)
@@ -942,7 +942,7 @@ def _c_p10_prices(ctx: ClaimContext) -> Measurement:
 def _monotone(a: dict[str, Any]) -> dict[str, Any]:
     mk = make_market(a["params"], np.random.default_rng(a["seed"]))
     bids = mk.bids()
-    base = decisions_by_id(run_market(mk, "pdors", seed=a["run_seed"]))
+    base = decisions_by_id(run_market(mk, "pdors-paper", seed=a["run_seed"]))
     bad, n, detail = 0, 0, None
     for b in bids:
         if not base[b.job_id].admitted:
@@ -950,7 +950,7 @@ def _monotone(a: dict[str, Any]) -> dict[str, Any]:
         for f in (1.25, 2.0, 4.0):
             n += 1
             lie = mk.misreport(b, {"value_scale": f})
-            d = decisions_by_id(run_market(mk, "pdors", [lie if x.job_id == b.job_id else x for x in bids],
+            d = decisions_by_id(run_market(mk, "pdors-paper", [lie if x.job_id == b.job_id else x for x in bids],
                                            seed=a["run_seed"]))[b.job_id]  # fmt: skip
             if not d.admitted:
                 bad += 1

@@ -35,7 +35,7 @@ from market.utility import SigmoidUtility
 
 __all__ = ["PdorsMarket", "make_market", "DEFAULTS", "MECHANISMS", "MIXES"]
 
-MECHANISMS = ("pdors", "oasis-pdors", "fifo", "drf", "dorm")
+MECHANISMS = ("pdors", "pdors-paper", "oasis-pdors", "fifo", "drf", "dorm")
 MIXES = {"default": (0.10, 0.55, 0.35), "alternative": (0.30, 0.69, 0.01)}
 DEFAULTS: dict[str, Any] = {
     "jobs": 50,  # I
@@ -46,7 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "mix": "default",  # utility classes (10, 55, 35) % or "alternative" (30, 69, 1) %
     "calib_jobs": 1000,  # calibration jobs for U, L (independent stream)
     "capacity": 8.0,  # per-machine cpu capacity of the tiny workload
-    "profile": "paper",  # "paper": PdorsConfig.paper() (no repair, discard after 5000 draws) | "framework"
+    "dorm_time_limit": 10.0,  # s per Dorm MILP (spec §4 [default] 10 s)
     "G": 1.0,  # rounding scale (Fig. 11 sweeps it)
     "dp_units": 200,  # DP workload grid
     "per_slot_solver": "lp_round",  # | "milp_exact"
@@ -68,10 +68,10 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError("racks", p["racks"], f"must be <= machines = {p['machines']}")
     check_choice("workload", p["workload"], ("paper", "tiny"))
     check_choice("mix", p["mix"], tuple(MIXES))
-    check_choice("profile", p["profile"], ("paper", "framework"))
     check_choice("per_slot_solver", p["per_slot_solver"], ("lp_round", "milp_exact"))
     p["capacity"] = check_positive("capacity", p["capacity"])
     p["G"] = check_positive("G", p["G"])
+    p["dorm_time_limit"] = check_positive("dorm_time_limit", p["dorm_time_limit"])
     return p
 
 
@@ -97,7 +97,9 @@ def _cluster(T: int, capacity: np.ndarray, resources: ResourceSpace, racks: int)
 
 @dataclass
 class PdorsMarket:
-    """One PD-ORS instance: true jobs, cluster, fixed PD-ORS and OASiS constants, algorithm config."""
+    """One PD-ORS instance: true jobs, cluster, fixed PD-ORS and OASiS constants, algorithm config
+    (``pdors`` runs ``config``; ``pdors-paper`` the spec's reproduction profile with the same G, grid
+    and per-slot solver: no repair, the job is discarded when 5000 roundings of one option fail)."""
 
     cluster: PdorsCluster
     jobs: list[PdorsJob]
@@ -119,15 +121,20 @@ class PdorsMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
-        """``pdors`` takes its per-job rounding seed from ``rng``; FIFO/DRF/Dorm draw from ``rng``."""
+        """``pdors``/``pdors-paper`` take their per-job rounding seed from ``rng``; FIFO/DRF/Dorm draw
+        from ``rng``."""
         check_choice("mechanism", name, MECHANISMS)
-        if name == "pdors":
-            return Pdors(self.cluster, self.constants, replace(self.config, seed=int(rng.integers(0, 2**31 - 1))))
+        from market.auction.mechanisms import make_baseline, make_pdors_paper
+
+        if name in ("pdors", "pdors-paper"):
+            cfg = replace(self.config, seed=int(rng.integers(0, 2**31 - 1)))
+            make = Pdors if name == "pdors" else make_pdors_paper
+            return make(self.cluster, self.constants, cfg)
         if name == "oasis-pdors":
             return OasisForPdors(self.cluster, constants=self.oasis_constants)
-        from market.auction.mechanisms import make_baseline
 
-        return make_baseline(name, self.cluster, rng)
+        opts = {"time_limit": self.params.get("dorm_time_limit", 10.0)} if name == "dorm" else {}
+        return make_baseline(name, self.cluster, rng, **opts)
 
     def dimensions(self, bid: PdorsJob) -> list[Dimension]:
         """Valuation scale/shape, size (E, K), batch F, τ, g, γ, bandwidths, demands, arrival delay."""
@@ -301,6 +308,5 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> PdorsMar
     constants = estimate_pdors_constants(calib, cluster, "calibration")
     requests = [oasis_request_for(j, cluster.slot_hours) for j in calib]
     oasis_constants = estimate_constants(requests, _split_cluster(cluster))
-    over = {"G": p["G"], "dp_units": p["dp_units"], "per_slot_solver": p["per_slot_solver"]}
-    config = PdorsConfig.paper(**over) if p["profile"] == "paper" else PdorsConfig(**over)
+    config = PdorsConfig(G=p["G"], dp_units=p["dp_units"], per_slot_solver=p["per_slot_solver"])
     return PdorsMarket(cluster, jobs, constants, oasis_constants, config, p)
