@@ -12,7 +12,7 @@ from market.milp import milp
 from market.oasis.constants import estimate_constants
 from market.pdors import PdorsCluster, PdorsConfig, PdorsConstants, PdorsJob, mb_per_slot_to_gbps
 from market.pdors.baselines import _split_cluster, oasis_request_for
-from market.pdors.market import MECHANISMS, PdorsMarket, make_market
+from market.pdors.market import DEFAULTS, MECHANISMS, PdorsMarket, make_market
 from market.pdors.theta import SlotProblem, SplitLP
 from market.utility import SigmoidUtility
 
@@ -180,3 +180,17 @@ def test_cli_claims_json_subprocess():
         check=True,
     ).stdout
     assert {r["paper"] for r in json.loads(out)} == {"pdors"}
+
+
+@pytest.mark.parametrize("name", ["pdors", "pdors_paper"])
+def test_studies_validate_and_audit_instance_builds(name):
+    from analysis.studies import load_study
+
+    s = load_study(name)
+    assert s.paper == "pdors" and s.mechanisms[0] == "pdors"
+    m = make_market(s.audit and {**s.base, **s.audit}, np.random.default_rng(0))
+    assert set(s.mechanisms) <= set(m.mechanisms())
+    for i, p in enumerate(s.panels):
+        for x in p.values:
+            params = s.params(i, x)
+            assert set(params) <= set(DEFAULTS), params
