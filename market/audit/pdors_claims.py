@@ -328,28 +328,28 @@ _LEMMA_HOW = (
 )
 
 
-@register_claim(
+def _lemma_claim(claim_id: str) -> Callable[[ClaimContext], Measurement]:
+    def fn(ctx: ClaimContext) -> Measurement:
+        k, N = ctx.pick((4, 10_000), (20, 100_000))
+        return _loop(claim_id, [{"seed": s, "draws": N} for s in _seeds(ctx, k)], "max frequency / stated bound")
+
+    return fn
+
+
+register_claim(
     PAPER,
     "C-P3",
     "Lemma 1 (0 < G <= 1): Pr{cost > (3G/δ)c·x̄} <= δ/3, Pr{some covering row <= a_i(1 - sqrt(2ln(3m/δ)/(G W_a)))G} "
     "<= δ/(3m), per packing row Pr{(Bx̂)_i > b_i} <= δ/(3r), union <= δ",
     _LEMMA_HOW.format(draws="10^4 (small) / 10^5 (large)", eq="(35)"),
-)
-def _c_p3(ctx: ClaimContext) -> Measurement:
-    k, N = ctx.pick((4, 10_000), (20, 100_000))
-    return _loop("C-P3", [{"seed": s, "draws": N} for s in _seeds(ctx, k)], "max frequency / stated bound")
-
-
-@register_claim(
+)(_lemma_claim("C-P3"))
+register_claim(
     PAPER,
     "C-P4",
     "Lemma 2 (G > 1): Pr{cost > (3G/δ)c·x̄} <= δ/3, per covering row Pr{(Ax̂)_i <= a_i} <= δ/(3m), "
     "Pr{some packing row > b_i(1 + sqrt(3ln(3r/δ)/(G W_b)))G} <= δ/(3r), union <= δ",
     _LEMMA_HOW.format(draws="10^4 (small) / 10^5 (large)", eq="(38)"),
-)
-def _c_p4(ctx: ClaimContext) -> Measurement:
-    k, N = ctx.pick((4, 10_000), (20, 100_000))
-    return _loop("C-P4", [{"seed": s, "draws": N} for s in _seeds(ctx, k)], "max frequency / stated bound")
+)(_lemma_claim("C-P4"))
 
 
 # ---------------------------------------------------------------------------------------------
