@@ -50,6 +50,9 @@ def new_highs() -> highspy.Highs:
             os.close(saved)
         _quiet = True
     h.setOptionValue("output_flag", False)
+    # HiGHS' task scheduler is process-global and fixed by the first run; an instance asking for a
+    # different thread count later fails with status "Not Set". Every instance runs single-threaded.
+    h.setOptionValue("threads", 1)
     return h
 
 

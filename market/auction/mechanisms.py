@@ -4,7 +4,8 @@ Every registered ``fn`` is a factory returning an :class:`~market.auction.base.O
 run it with ``mech.run(reports)`` (or ``mech.step(now, reports)`` slot by slot):
 
 * ``oasis(cluster: OasisCluster, constants: OasisConstants, **options)``
-* ``pdors(cluster: PdorsCluster, constants: PdorsConstants, config: PdorsConfig | None = None)``
+* ``pdors(cluster: PdorsCluster, constants: PdorsConstants, config: PdorsConfig | None = None)``;
+  ``pdors-paper(...)`` the same with the spec's reproduction profile (``PdorsConfig.paper()``)
 * ``oasis-pdors(cluster: PdorsCluster, calib=jobs | constants=OasisConstants)``: OASiS as PD-ORS' baseline
 * ``fifo`` / ``drf`` / ``dorm`` / ``rrh``: ``(cluster, rng: np.random.Generator | None = None, seed=0, **options)``
   on an ``OasisCluster`` (OASiS' two pools) or a ``PdorsCluster`` (one pool).
@@ -20,7 +21,7 @@ from market.oasis.baselines import make_oasis_baseline
 from market.oasis.mechanism import Oasis
 from market.oasis.model import OasisCluster
 from market.pdors.baselines import OasisForPdors, make_pdors_baseline
-from market.pdors.mechanism import Pdors
+from market.pdors.mechanism import Pdors, PdorsConfig
 from market.pdors.model import PdorsCluster
 from market.registry import register
 
@@ -35,6 +36,28 @@ register(
 register(
     "pdors", "auction", "PD-ORS locality-aware posted-price online scheduling (LP + randomized rounding)", paper="pdors"
 )(Pdors)
+
+
+def make_pdors_paper(cluster: PdorsCluster, constants, config: PdorsConfig | None = None) -> Pdors:
+    """PD-ORS with the spec's reproduction profile (``PdorsConfig.paper()``: no repair, discard the job
+    after ``max_attempts`` failed roundings); ``config`` supplies G, the grid, solver and seed."""
+    c = config or PdorsConfig()
+    return Pdors(
+        cluster,
+        constants,
+        PdorsConfig.paper(
+            G=c.G, G_mode=c.G_mode, delta=c.delta, S=c.S, dp_units=c.dp_units, per_slot_solver=c.per_slot_solver,
+            seed=c.seed,
+        ),
+    )  # fmt: skip
+
+
+register(
+    "pdors-paper",
+    "auction",
+    "PD-ORS, the paper's evaluation profile: no repair, a job is discarded when 5000 roundings fail",
+    paper="pdors",
+)(make_pdors_paper)
 register(
     "oasis-pdors",
     "auction",

@@ -60,6 +60,7 @@ SIZES = ("small", "large")
 CLAIM_MODULES: tuple[str, ...] = (
     "market.audit.oef_claims",
     "market.audit.oasis_claims",
+    "market.audit.pdors_claims",
     "market.audit.astraea_claims",
     "market.audit.eris_claims",
 )

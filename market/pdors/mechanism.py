@@ -160,6 +160,7 @@ def pdors_search(
     costs = np.empty((nT, u_max + 1))
     chosen = []
     lps: dict[bytes, SplitLP] = {}
+    lp_build = 0.0
     if reference:
         from market.pdors.reference import slot_thetas_reference as thetas_fn
     else:
@@ -168,11 +169,14 @@ def pdors_search(
         sp = _slot_problem(job, ledger, a + j)
         key = sp.prices.tobytes() + sp.resid.tobytes()
         if key not in lps:
+            t_lp = time.perf_counter()
             lps[key] = SplitLP(sp)
+            lp_build += time.perf_counter() - t_lp
         th, ch = thetas_fn(job, sp, lps[key], q, u_max, ci, ce, config, rng, stats)
         costs[j] = th
         chosen.append(ch)
     stats["lp_solves"] = sum(lp.solves for lp in lps.values())
+    stats["lp_seconds"] = lp_build + sum(lp.seconds for lp in lps.values())  # build + solves (HiGHS)
     stats["Q"], stats["u_max"] = Q, u_max
     if reference:
         from market.pdors.reference import dp_forward_reference

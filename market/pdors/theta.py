@@ -5,6 +5,8 @@ split placement by LP relaxation (HiGHS, warm-started per slot state) + randomiz
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import highspy
@@ -15,7 +17,17 @@ from scipy.optimize import Bounds, LinearConstraint
 from market.milp import milp, new_highs
 from market.pdors.rounding import G_thm3, G_thm4, repair
 
-__all__ = ["SplitLP", "SlotProblem", "Candidate", "DiscardJob", "colocated_costs", "feasible_rows", "split_candidate"]
+__all__ = [
+    "SplitLP",
+    "SlotProblem",
+    "Candidate",
+    "DiscardJob",
+    "colocated_costs",
+    "feasible_rows",
+    "rounding_G",
+    "slot_W2",
+    "split_candidate",
+]
 
 EPS = 1e-9
 INF = math.inf
@@ -120,11 +132,13 @@ class SplitLP:
         self.F = sp.F
         self.cache: dict[float, tuple[float, np.ndarray] | None] = {}
         self.solves = 0
+        self.seconds = 0.0  # wall time in HiGHS solves (benchmark bookkeeping)
 
     def solve(self, W1: float) -> tuple[float, np.ndarray] | None:
         """``(value, x̄ (2H,))`` of the LP with covering RHS ``W1``, or ``None`` if infeasible."""
         if W1 in self.cache:
             return self.cache[W1]
+        t0 = time.perf_counter()
         self.h.changeRowBounds(self.cover_row, float(W1), float(self.F))
         self.h.run()
         self.solves += 1
@@ -135,6 +149,7 @@ class SplitLP:
             x = np.where(np.abs(x - xr) < 1e-9, xr, x)
             out = (float(self.h.getInfo().objective_function_value), x)
         self.cache[W1] = out
+        self.seconds += time.perf_counter() - t0
         return out
 
 
@@ -165,11 +180,41 @@ def _split_exact(sp: SlotProblem, W1: float) -> Candidate | None:
     return Candidate(float(np.dot(sp.pw, x[:H]) + np.dot(sp.ps, x[H:])), "split-exact", x[:H], x[H:])
 
 
+def slot_W2(sp: SlotProblem) -> float:
+    """``W_2 = min{F, Ĉ_h^r/α^r, Ĉ_h^r/β^r : α^r > 0 resp. β^r > 0, Ĉ_h^r > 0}`` (machines with zero
+    residual in a demanded resource are excluded, spec §3.4)."""
+    W2 = float(sp.F)
+    for k in range(sp.alpha.size):
+        for dem in (sp.alpha[k], sp.beta[k]):
+            if dem > 0:
+                pos = sp.resid[:, k][sp.resid[:, k] > 0]
+                if pos.size:
+                    W2 = min(W2, float(pos.min()) / dem)
+    return W2
+
+
+def rounding_G(sp: SlotProblem, W1: float, G_mode: str, G: float, delta: float) -> float:
+    """The rounding scale of one THETA call: ``G`` (fixed), (29) with ``W_2`` (thm3) or (30) with ``W_1`` (thm4)."""
+    if G_mode == "fixed":
+        return G
+    if G_mode == "thm4":
+        return G_thm4(W1, delta)
+    return G_thm3(slot_W2(sp), sp.alpha.size, sp.pw.size, delta)
+
+
 def split_candidate(
-    sp: SlotProblem, lp: SplitLP, W1: float, upper: float, config, rng: np.random.Generator, stats: dict
+    sp: SlotProblem,
+    lp: SplitLP,
+    W1: float,
+    upper: float,
+    config,
+    rng: np.random.Generator,
+    stats: dict,
+    reference: bool = False,
 ) -> Candidate | None:
     """Split candidate for covering RHS ``W1``; skipped (``None``) when its LP lower bound cannot beat
-    ``upper`` (the co-located cost): any feasible integer split costs at least the LP value."""
+    ``upper`` (the co-located cost): any feasible integer split costs at least the LP value.
+    ``reference=True`` draws the roundings one at a time in plain Python (benchmark baseline)."""
     H = sp.pw.size
     prune = config.on_rounding_failure != "discard_job"  # the paper profile runs every rounding (it may discard)
     lb = W1 * float(sp.pw.min()) + (W1 / sp.gamma) * float(sp.ps.min())
@@ -185,19 +230,8 @@ def split_candidate(
     if prune and val >= upper:
         return None
     stats["rounding_calls"] = stats.get("rounding_calls", 0) + 1
-    if config.G_mode == "fixed":
-        G = config.G
-    elif config.G_mode == "thm4":
-        G = G_thm4(W1, config.delta)
-    else:
-        W2 = float(sp.F)
-        for k in range(sp.alpha.size):
-            for dem in (sp.alpha[k], sp.beta[k]):
-                if dem > 0:
-                    pos = sp.resid[:, k][sp.resid[:, k] > 0]
-                    if pos.size:
-                        W2 = min(W2, float(pos.min()) / dem)
-        G = G_thm3(W2, sp.alpha.size, H, config.delta)
+    G = rounding_G(sp, W1, config.G_mode, config.G, config.delta)
+    stats["G_max"] = max(stats.get("G_max", 0.0), G)
     xp = G * xbar
     xr = np.rint(xp)
     xp = np.where(np.abs(xp - xr) < 1e-9, xr, xp)
@@ -252,27 +286,13 @@ def split_candidate(
     if frac_idx.size == 0:  # deterministic rounding: no draws
         X = base[None].astype(np.int64)
     else:
-        draws, X_all, feas_all = 0, [], []
-        first_ok = None
         base_i = base.astype(np.int64)
-        while True:
-            b = min(config.S if draws == 0 else 256, config.max_attempts - draws)
-            Xb = np.broadcast_to(base_i, (b, base_i.size)).copy()
-            Xb[:, frac_idx] += rng.random((b, frac_idx.size)) < fr
-            ok = feasible_fast(Xb)
-            if first_ok is None and ok.any():
-                first_ok = draws + int(np.argmax(ok))
-            X_all.append(Xb)
-            feas_all.append(ok)
-            draws += b
-            if (
-                config.repair == "always"
-                or (first_ok is not None and draws >= config.S)
-                or draws >= config.max_attempts
-            ):
-                break
-        X = np.concatenate(X_all)
-        ok = np.concatenate(feas_all)
+        if reference:
+            from market.pdors.reference import draw_roundings_reference
+
+            X, ok, draws = draw_roundings_reference(sub, base_i, frac_idx, fr, W1, config, rng)
+        else:
+            X, ok, draws = draw_roundings(table, sub, base_i, frac_idx, fr, W1, config, rng, feasible_fast)
         stats["draws"] = stats.get("draws", 0) + draws
         if config.repair == "always":
             cands = repaired(X)
@@ -296,6 +316,91 @@ def split_candidate(
         cands = repaired(X)
         return cands[0] if cands else _fail(config)
     return _fail(config)
+
+
+def _skip_rows(rng: np.random.Generator, rows: int, k: int) -> None:
+    """Consume ``rows`` rounding draws of ``k`` uniforms each without materialising them."""
+    bg = rng.bit_generator
+    if hasattr(bg, "advance"):  # PCG64 (the job streams): one 64-bit output per double
+        bg.advance(rows * k)
+    else:
+        for lo in range(0, rows, 4096):
+            rng.random((min(4096, rows - lo), k))
+
+
+def _surely_infeasible(table: np.ndarray, base: np.ndarray, frac_idx: np.ndarray, sub: SlotProblem, W1: float) -> bool:
+    """True when no rounding of ``base`` + Bernoulli round-ups of the ``frac_idx`` entries can be
+    FEASIBLE: some machine has no capacity-feasible (round-up worker?, round-up PS?) pair that occurs
+    with positive probability, or even the largest reachable Σŵ misses the covering row / Σŵ >= 1,
+    the smallest exceeds F, or the ratio row cannot hold. Sound (only proves infeasibility)."""
+    m = table.shape[0]
+    can = np.zeros(2 * m, dtype=bool)
+    can[frac_idx] = True
+    ok = table.copy()  # (m, dw, ds)
+    ok[~can[:m], 1, :] = False
+    ok[~can[m:], :, 1] = False
+    if not ok.any(axis=(1, 2)).all():
+        return True
+    bw, bs = base[:m], base[m:]
+    dw_max = np.where(ok[:, 1, :].any(axis=1), 1, 0)
+    dw_min = np.where(ok[:, 0, :].any(axis=1), 0, 1)
+    n_max, n_min = int((bw + dw_max).sum()), int((bw + dw_min).sum())
+    if not (n_max >= W1 - EPS * max(1.0, W1) and n_max >= 1) or n_min > sub.F:
+        return True
+    # ratio row: Σŝ - Σŵ/γ <= Σ_h max over allowed pairs of (ŝ_h - ŵ_h/γ)
+    vals = np.where(
+        ok,
+        (bs[:, None, None] + np.arange(2)[None, None, :])
+        - (bw[:, None, None] + np.arange(2)[None, :, None]) / sub.gamma,
+        -np.inf,
+    )
+    return bool(vals.max(axis=(1, 2)).sum() < -EPS - 1e-9)
+
+
+def draw_roundings(
+    table: np.ndarray,
+    sub: SlotProblem,
+    base: np.ndarray,
+    frac_idx: np.ndarray,
+    fr: np.ndarray,
+    W1: float,
+    config,
+    rng: np.random.Generator,
+    feasible: Callable[[np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The draws of Step 13 (``while draws < S or (no feasible draw and draws < max_attempts)``;
+    exactly ``S`` with ``repair="always"``), vectorised in growing blocks; the generator ends exactly
+    where the one-at-a-time loop would. Returns ``(X, ok, draws)``: every draw and its feasibility,
+    or, when none can be feasible (:func:`_surely_infeasible`), only the last draw."""
+    k = frac_idx.size
+    S, cap = config.S, config.max_attempts
+    if config.repair != "always" and _surely_infeasible(table, base, frac_idx, sub, W1):
+        _skip_rows(rng, cap - 1, k)
+        X = base[None].copy()
+        X[:, frac_idx] += rng.random((1, k)) < fr
+        return X, np.zeros(1, dtype=bool), cap
+    state = rng.bit_generator.state
+    X_all, ok_all = [], []
+    draws, first_ok, block = 0, None, S
+    while True:
+        b = min(block, cap - draws)
+        Xb = np.broadcast_to(base, (b, base.size)).copy()
+        Xb[:, frac_idx] += rng.random((b, k)) < fr
+        okb = feasible(Xb)
+        if first_ok is None and okb.any():
+            first_ok = draws + int(np.argmax(okb))
+        X_all.append(Xb)
+        ok_all.append(okb)
+        draws += b
+        if config.repair == "always" or (first_ok is not None and draws >= S) or draws >= cap:
+            break
+        block = max(256, 4 * block)
+    X, ok = np.concatenate(X_all), np.concatenate(ok_all)
+    used = draws if config.repair == "always" or first_ok is None else max(S, first_ok + 1)
+    if used < draws:  # rewind the stream to where the one-at-a-time loop stops
+        rng.bit_generator.state = state
+        _skip_rows(rng, used, k)
+    return X[:used], ok[:used], used
 
 
 def _fail(config) -> None:
