@@ -9,6 +9,14 @@ each :class:`~market.auction.base.Decision` back to its bidder, which values it 
 Resources the market lists in ``agents_info()`` (GPU servers, PS hosts, edge sites) become
 :class:`ResourceAgent`s fixed on their topology node when the market has a ``graph``.
 
+Markets with tenants (Astraea) may also provide ``tenants()`` (one dict per tenant with its
+``tenant`` id and quotas), ``tenant_of(bid)`` and ``tenant_reports(tenant, params)`` (a tenant's
+reports under a tenant-level strategy: scaled values or sizes, delays, phantom jobs that hide idle
+quota, withheld jobs). Each tenant is then a :class:`TenantAgent` owning its bidders; a tenant
+strategy (``tenant_strategies``) replaces the reports of all its jobs: a withheld job never
+reports, a phantom job becomes a bidder whose true value is 0. ``tenant_rows`` (if the market has
+it) gives each tenant's revenue including its income after the run.
+
 A :class:`mesa.DataCollector` records per slot: bids submitted, admitted so far, revenue and true
 welfare so far. :meth:`AuctionModel.summary` gives the market's metrics of the whole run plus the
 surplus of deviating and truthful bidders; :meth:`AuctionModel.bidder_frame` one row per bidder.
@@ -32,7 +40,15 @@ from market.auction.base import Decision, Report
 from market.auction.market import AuctionMarket
 from market.errors import InputError
 
-__all__ = ["BidStrategy", "BidderAgent", "ResourceAgent", "AuctioneerAgent", "AuctionModel", "TRUTHFUL_BID"]
+__all__ = [
+    "BidStrategy",
+    "BidderAgent",
+    "TenantAgent",
+    "ResourceAgent",
+    "AuctioneerAgent",
+    "AuctionModel",
+    "TRUTHFUL_BID",
+]
 
 
 @dataclass(frozen=True)
@@ -63,20 +79,26 @@ TRUTHFUL_BID = BidStrategy()
 class BidderAgent(mesa.Agent):
     """One job owner: a true bid, a strategy, and what the mechanism decided for it."""
 
-    def __init__(self, model: AuctionModel, bid: Report, strategy: BidStrategy) -> None:
+    def __init__(
+        self, model: AuctionModel, bid: Report, strategy: BidStrategy, report: Report | None | str = "strategy"
+    ) -> None:
+        """``report``: ``"strategy"`` (default) applies ``strategy``; a report object or ``None``
+        (withheld: the bidder never reports) is set by its tenant's strategy."""
         super().__init__(model)
         self.bid = bid
         self.job_id = int(bid.job_id)
         self.strategy = strategy
-        self.report = strategy.report(model.market, bid)
+        self.report = strategy.report(model.market, bid) if isinstance(report, str) else report
+        self.decision: Decision | None = None
+        self.surplus = 0.0
+        if self.report is None:
+            return
         if int(self.report.job_id) != self.job_id:
             raise InputError(f"bidder[{self.job_id}] report.job_id", self.report.job_id, "must keep the bid's job id")
         if int(self.report.arrival) < int(bid.arrival):
             raise InputError(
                 f"bidder[{self.job_id}] report.arrival", self.report.arrival, f"must be >= true arrival {bid.arrival}"
             )
-        self.decision: Decision | None = None
-        self.surplus = 0.0
 
     @property
     def admitted(self) -> bool:
@@ -90,6 +112,24 @@ class BidderAgent(mesa.Agent):
         """Take the mechanism's decision and value it with the TRUE type."""
         self.decision = decision
         self.surplus = float(self.model.market.true_surplus(self.bid, self.report, decision))
+
+
+class TenantAgent(mesa.Agent):
+    """A tenant (``info`` from ``market.tenants()``) owning ``bidders``; ``revenue`` etc. are filled
+    from ``market.tenant_rows`` when the run ends (its true value minus payments plus income)."""
+
+    def __init__(self, model: AuctionModel, info: Mapping[str, Any], strategy: BidStrategy) -> None:
+        super().__init__(model)
+        self.tenant = int(info["tenant"])
+        self.info = dict(info)
+        self.strategy = strategy
+        self.bidders: list[BidderAgent] = []
+        self.row: dict[str, Any] = {}
+
+    @property
+    def revenue(self) -> float:
+        """Tenant revenue g_u after the run (NaN before, or without ``tenant_rows``)."""
+        return float(self.row.get("revenue", float("nan")))
 
 
 class ResourceAgent(FixedAgent):
@@ -153,6 +193,7 @@ class AuctionModel(mesa.Model):
         mechanism: str,
         strategies: Mapping[int, BidStrategy] | None = None,
         *,
+        tenant_strategies: Mapping[int, BidStrategy] | None = None,
         rng: Any = None,
     ) -> None:
         if isinstance(rng, np.random.SeedSequence):
@@ -172,8 +213,11 @@ class AuctionModel(mesa.Model):
         self.bidders: dict[int, BidderAgent] = {
             int(b.job_id): BidderAgent(self, b, strategies.get(int(b.job_id), TRUTHFUL_BID)) for b in bids
         }
+        self.tenants: dict[int, TenantAgent] = {}
+        if tenant_strategies or hasattr(market, "tenants"):
+            self._add_tenants(dict(tenant_strategies or {}))
         for b in self.bidders.values():
-            if not 0 <= int(b.report.arrival) < self.T:
+            if b.report is not None and not 0 <= int(b.report.arrival) < self.T:
                 raise InputError(f"bidder[{b.job_id}] report.arrival", b.report.arrival, f"must be in [0, {self.T})")
         graph = getattr(market, "graph", None)
         self.space = Network(graph, random=self.random, layout=None) if graph is not None and len(graph) else None
@@ -183,7 +227,8 @@ class AuctionModel(mesa.Model):
         ]
         self.auctioneer = AuctioneerAgent(self, mechanism)
         self._by_slot: dict[int, list[BidderAgent]] = {}
-        for b in sorted(self.bidders.values(), key=lambda a: (int(a.report.arrival), a.job_id)):
+        reporting = [b for b in self.bidders.values() if b.report is not None]
+        for b in sorted(reporting, key=lambda a: (int(a.report.arrival), a.job_id)):
             self._by_slot.setdefault(int(b.report.arrival), []).append(b)
         self.slot = -1
         self.datacollector = mesa.DataCollector(
@@ -196,6 +241,38 @@ class AuctionModel(mesa.Model):
             }
         )
 
+    def _add_tenants(self, tenant_strategies: dict[int, BidStrategy]) -> None:
+        market = self.market
+        for hook in ("tenants", "tenant_of", "tenant_reports"):
+            if not hasattr(market, hook):
+                raise InputError("tenant_strategies", sorted(tenant_strategies), f"{market.paper} has no tenants")
+        infos = {int(t["tenant"]): t for t in market.tenants()}
+        unknown = sorted(set(map(int, tenant_strategies)) - set(infos))
+        if unknown:
+            raise InputError("tenant_strategies", unknown, f"are not tenants of the instance {sorted(infos)}")
+        for uid, info in infos.items():
+            self.tenants[uid] = TenantAgent(self, info, tenant_strategies.get(uid, TRUTHFUL_BID))
+        for b in self.bidders.values():
+            self.tenants[int(market.tenant_of(b.bid))].bidders.append(b)
+        for uid, strat in tenant_strategies.items():
+            if strat.truthful:
+                continue
+            tenant = self.tenants[int(uid)]
+            reports = {int(r.job_id): r for r in market.tenant_reports(int(uid), dict(strat.params))}
+            for b in tenant.bidders:
+                if not b.strategy.truthful:
+                    raise InputError(
+                        f"strategies[{b.job_id}]", b.strategy.name, f"conflicts with tenant {uid}'s strategy"
+                    )
+                b.strategy = strat
+                b.report = reports.pop(b.job_id, None)  # None: withheld
+            for jid, rep in sorted(reports.items()):  # jobs the tenant invents (true value 0)
+                if jid in self.bidders:
+                    raise InputError(f"tenant {uid} report.job_id", jid, "belongs to another tenant's job")
+                phantom = BidderAgent(self, rep, strat, report=rep)
+                self.bidders[jid] = phantom
+                tenant.bidders.append(phantom)
+
     def step(self) -> None:
         """One slot: arriving bidders report, the auctioneer decides; the last slot also flushes."""
         self.slot += 1
@@ -204,6 +281,10 @@ class AuctionModel(mesa.Model):
         if self.slot == self.T - 1:
             self.auctioneer.close()
             self.running = False
+            if self.tenants and hasattr(self.market, "tenant_rows"):
+                reports = [b.report for b in self.bidders.values() if b.report is not None]
+                for row in self.market.tenant_rows(self.auctioneer.decisions, reports):
+                    self.tenants[int(row["tenant"])].row = dict(row)
         self.datacollector.collect(self)
 
     def run(self) -> AuctionModel:
@@ -218,9 +299,12 @@ class AuctionModel(mesa.Model):
         (sum of true surplus of deviating / truthful bidders) and ``liars``."""
         if self.slot < self.T - 1:
             raise InputError("AuctionModel", self.slot, "has not finished its horizon: call run() first")
-        reports = [b.report for b in self.bidders.values()]
+        reports = [b.report for b in self.bidders.values() if b.report is not None]
         out = {k: float(v) for k, v in self.market.metrics(self.auctioneer.decisions, reports).items()}
         liars = [b for b in self.bidders.values() if not b.strategy.truthful]
+        lying_tenants = [t for t in self.tenants.values() if not t.strategy.truthful]
+        out["lying_tenants"] = float(len(lying_tenants))
+        out["lying_tenant_revenue"] = float(sum(t.revenue for t in lying_tenants))
         out["liars"] = float(len(liars))
         out["liar_surplus"] = float(sum(b.surplus for b in liars))
         out["truthful_surplus"] = float(sum(b.surplus for b in self.bidders.values() if b.strategy.truthful))
@@ -233,7 +317,7 @@ class AuctionModel(mesa.Model):
                 "job_id": b.job_id,
                 "strategy": b.strategy.name,
                 "arrival": int(b.bid.arrival),
-                "reported_arrival": int(b.report.arrival),
+                "reported_arrival": None if b.report is None else int(b.report.arrival),
                 "admitted": b.admitted,
                 "payment": b.payment,
                 "completion": None if b.decision is None else b.decision.completion,

@@ -24,8 +24,10 @@ Schema (unknown keys are errors naming the key)::
                   true: replication r uses the same seed at every x, for panels that sweep a
                   mechanism parameter the builder does not draw the workload from)
     [[reported]]  panel (index, required), metric, text (required): what the paper reports
-    [[variant]]   name (required), params = {dimension = value} (required),
-                  bidders = [job ids] | fraction = f (share of bidders, drawn per cell)
+    [[variant]]   name (required), params = {dimension = value} (required), and exactly one of
+                  bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
+                  tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
+                  params = { hide_workers = 2 } or { withhold = 1 } for Astraea)
 """
 
 from __future__ import annotations
@@ -111,12 +113,14 @@ class PaperNote:
 
 @dataclass(frozen=True)
 class Variant:
-    """A lying variant: bidders ``bidders`` (job ids) or a ``fraction`` of them report with ``params``."""
+    """A lying variant: bidders ``bidders`` (job ids), a ``fraction`` of them, or whole ``tenants``
+    (tenant-level strategy) report with ``params``."""
 
     name: str
     params: Mapping[str, float]
     bidders: tuple[int, ...] = ()
     fraction: float = 0.0
+    tenants: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,7 +239,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
     variants = []
     for i, t in enumerate(_tables(name, "variant", data.get("variant", []))):
         key = f"variant[{i}]"
-        _unknown(name, key, t, {"name", "params", "bidders", "fraction"})
+        _unknown(name, key, t, {"name", "params", "bidders", "fraction", "tenants"})
         vname = t.get("name")
         if not isinstance(vname, str) or not vname or vname == TRUTHFUL:
             raise InputError(_where(name, f"{key}.name"), vname, f"must be a non-empty name other than '{TRUTHFUL}'")
@@ -251,9 +255,15 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         frac = t.get("fraction", 0.0)
         if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 <= frac <= 1:
             raise InputError(_where(name, f"{key}.fraction"), frac, "must be a number in [0, 1]")
-        if bool(bidders) == (frac > 0):
-            raise InputError(_where(name, key), vname, "must give exactly one of bidders = [..] or fraction > 0")
-        variants.append(Variant(vname, {k: float(v) for k, v in params.items()}, tuple(bidders), float(frac)))
+        tenants = t.get("tenants", [])
+        if not isinstance(tenants, list) or not all(isinstance(u, int) and not isinstance(u, bool) for u in tenants):
+            raise InputError(_where(name, f"{key}.tenants"), tenants, "must be a list of tenant ids (ints)")
+        if bool(bidders) + (frac > 0) + bool(tenants) != 1:
+            raise InputError(
+                _where(name, key), vname, "must give exactly one of bidders = [..], fraction > 0 or tenants = [..]"
+            )
+        params = {k: float(v) for k, v in params.items()}
+        variants.append(Variant(vname, params, tuple(bidders), float(frac), tuple(tenants)))
     if len({v.name for v in variants}) != len(variants):
         raise InputError(_where(name, "variant"), [v.name for v in variants], "names must be unique")
     desc = " ".join(str(data.get("description", "")).split())
@@ -397,10 +407,13 @@ def execute_cell(spec: CellSpec) -> CellResult:
         params = study.params(spec.panel, spec.x)
         market = build_market(study.paper, params, np.random.default_rng(market_ss))
         liar_rng = np.random.default_rng(liar_ss)
-        variants: list[tuple[str, dict[int, BidStrategy]]] = [(TRUTHFUL, {})]
+        variants: list[tuple[str, dict[int, BidStrategy], dict[int, BidStrategy]]] = [(TRUTHFUL, {}, {})]
         for v in study.variants:
             strat = BidStrategy(v.params, v.name)
-            variants.append((v.name, {i: strat for i in _liars(v, market, liar_rng)}))
+            if v.tenants:
+                variants.append((v.name, {}, {u: strat for u in v.tenants}))
+            else:
+                variants.append((v.name, {i: strat for i in _liars(v, market, liar_rng)}, {}))
         rows: list[dict[str, Any]] = []
         trows: list[dict[str, Any]] = []
         key = {
@@ -411,16 +424,21 @@ def execute_cell(spec: CellSpec) -> CellResult:
             "replication": spec.rep,
         }
         truthful_surplus: dict[str, dict[int, float]] = {}
-        for vname, strategies in variants:
+        truthful_tenants: dict[str, dict[int, float]] = {}
+        for vname, strategies, tenant_strategies in variants:
             for mech in spec.mechanisms:
                 t0 = time.perf_counter()
                 rng = np.random.SeedSequence(mech_ss.entropy, spawn_key=mech_ss.spawn_key)
-                model = AuctionModel(market, mech, strategies, rng=rng)
+                model = AuctionModel(market, mech, strategies, tenant_strategies=tenant_strategies, rng=rng)
                 model.run()
                 summary = model.summary()
                 if vname == TRUTHFUL:
                     truthful_surplus[mech] = {i: b.surplus for i, b in model.bidders.items()}
+                    truthful_tenants[mech] = {u: t.revenue for u, t in model.tenants.items()}
                     summary["liar_gain"] = 0.0
+                elif tenant_strategies:  # the tenants' true revenue (incl. income) minus their truthful one
+                    before = sum(truthful_tenants[mech][u] for u in tenant_strategies)
+                    summary["liar_gain"] = summary["lying_tenant_revenue"] - before
                 else:  # the liars' true surplus minus what the same bidders got truthfully (paired)
                     summary["liar_gain"] = summary["liar_surplus"] - sum(truthful_surplus[mech][i] for i in strategies)
                 seconds = time.perf_counter() - t0
@@ -467,7 +485,16 @@ class StudyResult:
                 for p in self.study.panels
             ],
             "base": dict(self.study.base),
-            "variants": [{"name": v.name, "params": dict(v.params)} for v in self.study.variants],
+            "variants": [
+                {
+                    "name": v.name,
+                    "params": dict(v.params),
+                    "bidders": list(v.bidders),
+                    "fraction": v.fraction,
+                    "tenants": list(v.tenants),
+                }
+                for v in self.study.variants
+            ],
             "replications": self.replications,
             "seed": self.seed,
             "executor": self.executor,

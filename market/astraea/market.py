@@ -376,6 +376,29 @@ class AstraeaMarket:
         self._true = {b.job_id: b for b in self._bids}
         self._excl_cache: dict[str, dict[int, float]] = {}
 
+    # ------------------------------------------------------------------ tenants (Mesa TenantAgent hooks)
+    def tenants(self) -> list[dict[str, Any]]:
+        """One dict per tenant: ``tenant`` (uid), ``quota_workers``, ``quota_ps`` (counts)."""
+        return [
+            {"tenant": t.uid, "quota_workers": t.quota_workers, "quota_ps": t.quota_ps} for t in self.cluster.tenants
+        ]
+
+    def tenant_of(self, bid: AstraeaBid) -> int:
+        """The tenant owning ``bid``."""
+        return int(bid.tenant)
+
+    def tenant_reports(self, tenant: int, params: Mapping[str, float]) -> list[AstraeaBid]:
+        """``tenant``'s reports under a tenant-level strategy (:func:`market.astraea.audit.tenant_reports`:
+        ``value_scale``, ``size_scale``, ``arrival_delay`` (h), ``hide_workers``, ``withhold``)."""
+        from market.astraea.audit import tenant_reports
+
+        allowed = {"value_scale", "size_scale", "arrival_delay", "hide_workers", "withhold"}
+        for k in params:
+            if k not in allowed:
+                raise InputError("tenant strategy parameter", k, f"must be one of {sorted(allowed)}")
+        kw = {k: (int(v) if k in ("hide_workers", "withhold") else float(v)) for k, v in params.items()}
+        return tenant_reports(self, int(tenant), **kw)
+
     # ------------------------------------------------------------------ protocol
     def bids(self) -> Sequence[AstraeaBid]:
         return list(self._bids)
@@ -448,8 +471,9 @@ class AstraeaMarket:
         return int(decision.completion) if rep.work * ratio >= true.work * (1 - 1e-12) else None
 
     def true_value(self, bid: AstraeaBid | None, report: AstraeaBid, decision: Decision | None) -> float:
-        """f_j(X_j) with the true utility, true arrival and true completion (0 if not completed)."""
-        if bid is None:
+        """f_j(X_j) with the true utility, true arrival and true completion (0 if not completed; 0 for
+        a phantom job, which has no true value)."""
+        if bid is None or bid.phantom:
             return 0.0
         t = self.true_completion(bid, report, decision)
         if t is None:
