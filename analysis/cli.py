@@ -221,19 +221,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = write_report(out / "report.md", exp.meta(), exp.frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors)
-    print(
+    headline = (
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
         f"{executor} executor) in {wall:.1f} s"
     )
+    files = [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]
+    return _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+
+
+def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: Sequence[tuple[str, str]]) -> int:
+    """Print what a run wrote; failures go to stderr (first line each) and make the exit status 1."""
+    print(headline)
     print(f"results in {out.resolve()}/")
-    for p in [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]:
+    for p in files:
         if p is not None:
             print(f"  {p.name}")
-    if exp.errors:
-        for rid, msg in exp.errors:
-            print(f"{PROG} run: run {rid} failed: {msg}", file=sys.stderr)
-        return 1
-    return 0
+    for what, msg in errors:
+        print(f"{PROG} run: {what} failed: {msg.splitlines()[0] if msg else msg}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def _run_study(args: argparse.Namespace) -> int:
@@ -255,16 +260,11 @@ def _run_study(args: argparse.Namespace) -> int:
     )
     paths = write_study(res, out)
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
-    print(
+    headline = (
         f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
         f"({res.replications} replication(s), seed {res.seed}, {executor} executor) in {res.seconds:.1f} s"
     )
-    print(f"results in {out.resolve()}/")
-    for p in paths.values():
-        print(f"  {p.name}")
-    for rid, msg in res.errors:
-        print(f"{PROG} run: cell {rid} failed: {msg.splitlines()[0]}", file=sys.stderr)
-    return 1 if res.errors else 0
+    return _report_run(headline, out, list(paths.values()), [(f"cell {rid}", msg) for rid, msg in res.errors])
 
 
 def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
