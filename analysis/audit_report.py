@@ -219,16 +219,30 @@ def gain_curve_frame(
     relative_gain, utility."""
     target = FairShareTarget(mechanism, speedups, capacity, weights=weights)
     fs = np.geomspace(0.25, 4.0, 25) if factors is None else np.asarray(list(factors), dtype=float)
+    return target_gain_curves(target, None if agent is None else [agent], factors=fs)
+
+
+def target_gain_curves(
+    target: Any, agents: Sequence[Any] | None = None, *, factors: Iterable[float] | None = None, points: int = 25
+) -> pd.DataFrame:
+    """Gain of each agent (default: all) of any audit target from misreporting ONE factor-kind
+    dimension at a time, others truthful: ``factors`` (default: ``points`` geometric values over the
+    dimension's own range, plus the truth). Value-kind dimensions (arrival delays, counts) are not
+    curves of a factor and are left out. Columns as :func:`gain_curve_frame`."""
+    check_int("points", points, minimum=2)
     rows = []
-    for a in target.agents() if agent is None else [agent]:
+    for a in target.agents() if agents is None else agents:
         for d in target.dimensions(a):
-            for f in fs:
+            if d.kind != "factor":
+                continue
+            grid = np.geomspace(d.lower, d.upper, points) if factors is None else np.asarray(list(factors), float)
+            for f in np.unique(np.r_[grid, d.truth]) if factors is None else grid:
                 gain, u = evaluate_misreport(target, a, {d.name: float(f)})
                 base = u - gain
                 rows.append(
                     {
                         "mechanism": target.name,
-                        "agent": int(a),
+                        "agent": a if isinstance(a, str) else int(a),
                         "dimension": d.name,
                         "factor": float(f),
                         "gain": gain,
@@ -236,6 +250,44 @@ def gain_curve_frame(
                         "utility": u,
                     }
                 )
+    return pd.DataFrame(rows)
+
+
+def auction_regret_frame(
+    study: Any,
+    mechanism: str,
+    n_instances: int = 5,
+    seed: int = 0,
+    overrides: dict[str, Any] | None = None,
+    config: AuditConfig | None = None,
+) -> pd.DataFrame:
+    """Best gain (regret) of every bidder under the online auction ``mechanism`` on ``n_instances``
+    seeded ``[audit]`` instances of ``study`` (instance ``i`` from ``SeedSequence(seed, (i,))``).
+    Columns as :func:`regret_frame` (``n`` = bidders, ``k`` = 0)."""
+    from analysis.studies import build_market
+    from market.audit.online import OnlineAuctionTarget
+
+    check_int("n_instances", n_instances, minimum=1)
+    cfg = config or AuditConfig(n_grid=6, n_joint=12, refine_starts=1, refine_maxfev=30, probes=False)
+    params = {**study.audit_params(), **(overrides or {})}
+    rows = []
+    for i in range(n_instances):
+        market = build_market(study.paper, params, np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,))))
+        target = OnlineAuctionTarget(market, mechanism, seed=seed)
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, 1)))
+        for r in audit_all(target, config=cfg, rng=rng):
+            rows.append(
+                {
+                    "mechanism": mechanism,
+                    "instance": i,
+                    "n": len(target.agents()),
+                    "k": 0,
+                    "agent": int(r.agent),
+                    "truthful_utility": r.truthful_utility,
+                    "best_gain": r.best_gain,
+                    "relative_gain": r.relative_gain if np.isfinite(r.relative_gain) else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -252,15 +304,16 @@ def _plt() -> Any:
     return plt
 
 
-def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Strip plot of the per-agent relative best gain per mechanism, with the max marked
-    (:func:`regret_frame`)."""
+def plot_regret(frame: pd.DataFrame, path: str | Path, absolute: bool = False) -> Path:
+    """Strip plot of the per-agent best gain per mechanism, with the max marked (:func:`regret_frame`):
+    relative to the truthful utility, or ``absolute`` (utility units; for auctions, where a
+    truthful surplus of 0 leaves the relative gain undefined)."""
     import seaborn as sns
 
     plt = _plt()
     path = Path(path)
     fig, ax = plt.subplots(figsize=(1.4 * max(3, frame["mechanism"].nunique()) + 2, 4))
-    data = frame.assign(pct=100 * frame["relative_gain"].fillna(0.0))
+    data = frame.assign(pct=frame["best_gain"] if absolute else 100 * frame["relative_gain"].fillna(0.0))
     order = list(dict.fromkeys(data["mechanism"]))
     sns.stripplot(
         data=data, x="mechanism", y="pct", order=order, ax=ax, size=3, jitter=0.25, color="#1f4e79", alpha=0.5
@@ -269,7 +322,7 @@ def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
     worst = data.groupby("mechanism")["pct"].max().reindex(order)
     ax.scatter(range(len(order)), worst.to_numpy(), marker="_", s=600, color="#c0392b", label="max", zorder=3)
     ax.legend(loc="upper right", frameon=False)
-    ax.set_ylabel("best gain from lying (% of truthful utility)")
+    ax.set_ylabel("best gain from lying" + (" (utility units)" if absolute else " (% of truthful utility)"))
     ax.set_xlabel("")
     n = frame["instance"].nunique()
     ax.set_title(f"Regret over {n} random instances (per agent)")
@@ -279,9 +332,9 @@ def plot_regret(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8) -> Path:
-    """Gain (% of truthful utility) vs misreport factor, one panel per (mechanism, agent) (at most
-    ``max_panels``), one line per dimension (log x axis)."""
+def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8, absolute: bool = False) -> Path:
+    """Gain (% of truthful utility, or ``absolute`` in utility units) vs misreport factor, one panel
+    per (mechanism, agent) (at most ``max_panels``), one line per dimension (log x axis)."""
     import seaborn as sns
     from matplotlib.ticker import NullFormatter
 
@@ -293,7 +346,7 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False, sharey=True)
     for ax, (mech, agent) in zip(axes.flat, panels, strict=False):
         sub = frame[(frame["mechanism"] == mech) & (frame["agent"] == agent)]
-        sub = sub.assign(pct=100 * sub["relative_gain"])
+        sub = sub.assign(pct=sub["gain"] if absolute else 100 * sub["relative_gain"])
         sns.lineplot(data=sub, x="factor", y="pct", hue="dimension", marker="o", ax=ax)
         ax.set_xscale("log")
         ticks = [t for t in (0.25, 0.5, 1.0, 2.0, 4.0) if sub["factor"].min() <= t <= sub["factor"].max()]
@@ -302,8 +355,8 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8)
         ax.axvline(1.0, color="grey", lw=0.8, ls=":")
         ax.axhline(0.0, color="grey", lw=0.8)
         ax.set_title(f"{mech}, agent {agent}")
-        ax.set_xlabel("reported / true speedup")
-        ax.set_ylabel("gain (% of truthful utility)")
+        ax.set_xlabel("reported / true value of the dimension")
+        ax.set_ylabel("gain (utility units)" if absolute else "gain (% of truthful utility)")
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
@@ -339,15 +392,17 @@ def write_audit_report(
     claims: Sequence[Claim] = (),
     regret: pd.DataFrame | None = None,
     curves: pd.DataFrame | None = None,
+    absolute: bool = False,
 ) -> Path:
     """Write ``regret.png`` / ``gain_curves.png`` (when given data), their CSVs and ``report.md``
-    with the claims ledger table into ``out_dir``; returns the report path."""
+    with the claims ledger table into ``out_dir``; returns the report path. ``absolute`` plots gains
+    in utility units instead of % of the truthful utility (auctions)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# Incentive audit report", ""]
     if regret is not None and not regret.empty:
         regret.to_csv(out / "regret.csv", index=False)
-        plot_regret(regret, out / "regret.png")
+        plot_regret(regret, out / "regret.png", absolute=absolute)
         agg = regret.groupby("mechanism").agg(
             instances=("instance", "nunique"),
             max_gain=("best_gain", "max"),
@@ -357,7 +412,7 @@ def write_audit_report(
         lines += ["## Regret over random instances", "", "![regret](regret.png)", "", _markdown(agg.reset_index()), ""]
     if curves is not None and not curves.empty:
         curves.to_csv(out / "gain_curves.csv", index=False)
-        plot_gain_curves(curves, out / "gain_curves.png")
+        plot_gain_curves(curves, out / "gain_curves.png", absolute=absolute)
         lines += ["## Gain vs misreport factor", "", "![gain curves](gain_curves.png)", ""]
     if claims:
         lines += ["## Claims ledger", "", to_markdown(claims)]

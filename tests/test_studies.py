@@ -194,3 +194,33 @@ def test_common_workload_panel_reuses_the_workload_across_x(common):
 def test_common_workload_must_be_boolean():
     with pytest.raises(InputError, match=r"panel\[0\].common_workload"):
         parse_study(_study_doc(panel=[{"x": "price", "values": [1.0], "common_workload": "yes"}]), "t")
+
+
+def test_auction_gain_curves_match_the_hand_formula_and_report(tmp_path, capsys):
+    """Pay-your-bid, admitted bidder of value v and posted cost c: reporting f·v with f·v > c keeps
+    the same slot and pays f·v instead of v, so the gain is v·(1 − f) exactly; the fixed price
+    has gain <= 0 everywhere."""
+    from analysis.audit_report import target_gain_curves
+
+    m = make_market({"jobs": 8, "T": 8}, np.random.default_rng(0))
+    admitted = [d.job_id for d in run_market(m, "pay-your-bid") if d.admitted]
+    truth = {b.job_id: b for b in m.bids()}
+    curves = target_gain_curves(OnlineAuctionTarget(m, "pay-your-bid"), admitted)
+    assert set(curves["dimension"]) == {"value_scale"}  # value-kind dimensions are not factor curves
+    checked = 0
+    for a in admitted:
+        v, c = truth[a].value, m.price * truth[a].units * truth[a].duration
+        rows = curves[(curves["agent"] == a) & (curves["factor"] * v > c + 1e-9) & (curves["factor"] <= 1)]
+        np.testing.assert_allclose(rows["gain"], v * (1 - rows["factor"]), atol=1e-9)
+        checked += len(rows)
+    assert checked > 0
+    assert (target_gain_curves(OnlineAuctionTarget(m, "fixed-price"))["gain"] <= 1e-9).all()
+    code = main(
+        ["audit", "--mechanism", "pay-your-bid", "--set", "jobs=5", "--report", str(tmp_path), "--instances", "2"]
+    )
+    capsys.readouterr()
+    assert code == 0
+    for f in ("regret.png", "gain_curves.png", "regret.csv", "gain_curves.csv", "report.md"):
+        assert (tmp_path / f).stat().st_size > 0
+    regret = pd.read_csv(tmp_path / "regret.csv")
+    assert regret["instance"].nunique() == 2 and regret["best_gain"].max() > 0
