@@ -24,18 +24,17 @@ __all__ = ["MechanismInfo", "register", "get", "names", "FAMILIES"]
 
 FAMILIES = ("fair-share", "auction")
 
-# Modules whose import registers mechanisms. Fixed here; never derived from user input.
-_MECHANISM_MODULES: tuple[str, ...] = (
-    "market.oef.mechanisms",
-    "market.oef.baselines",
-    "market.auction.mechanisms",
-    "market.auction.controls",
-    "market.astraea.mechanisms",
-    "market.eris",
-)
+# Modules whose import registers mechanisms, per family. Fixed here; never derived from user input.
+# A family is imported only when it is asked for, so a fair-share run (and every sweep or pool
+# worker running one) never pays for importing the auction papers.
+_FAMILY_MODULES: dict[str, tuple[str, ...]] = {
+    "fair-share": ("market.oef.mechanisms", "market.oef.baselines"),
+    "auction": ("market.auction.mechanisms", "market.auction.controls", "market.astraea.mechanisms", "market.eris"),
+}
+_MECHANISM_MODULES: tuple[str, ...] = tuple(m for mods in _FAMILY_MODULES.values() for m in mods)
 
 _REGISTRY: dict[str, MechanismInfo] = {}
-_loaded = False
+_loaded: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -67,19 +66,29 @@ def register(
     return deco
 
 
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in _MECHANISM_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
+def _load(family: str | None = None) -> None:
+    """Import the modules of ``family`` (``None``: every family), once."""
+    if family is not None and family not in _FAMILY_MODULES:
+        raise InputError("family", family, f"must be one of {sorted(_FAMILY_MODULES)}")
+    for fam in _FAMILY_MODULES if family is None else (family,):
+        if fam not in _loaded:
+            for mod in _FAMILY_MODULES[fam]:
+                importlib.import_module(mod)
+            _loaded.add(fam)
 
 
 def get(name: str, family: str | None = None) -> MechanismInfo:
     """The mechanism registered as ``name``; a clear :class:`InputError` listing the known names
-    otherwise (restricted to ``family`` when given)."""
-    _load()
+    otherwise (restricted to ``family`` when given). Families are imported one at a time until
+    ``name`` is found."""
     info = _REGISTRY.get(name)
+    for fam in _FAMILY_MODULES if family is None else (family,):
+        if info is not None:
+            break
+        _load(fam)
+        info = _REGISTRY.get(name)
+    if info is None:
+        _load(family)
     if info is None or (family is not None and info.family != family):
         kind = f"{family} " if family else ""
         raise InputError("mechanism", name, f"must be a registered {kind}mechanism (known: {', '.join(names(family))})")
@@ -88,5 +97,5 @@ def get(name: str, family: str | None = None) -> MechanismInfo:
 
 def names(family: str | None = None) -> list[str]:
     """Registered names, sorted, optionally of one family."""
-    _load()
+    _load(family)
     return sorted(n for n, i in _REGISTRY.items() if family is None or i.family == family)
