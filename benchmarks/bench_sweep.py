@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,8 +39,10 @@ SPEEDUP_TARGET = 1.7
 OVERHEAD_TARGET = 0.10
 
 
-def _timed(config, executor: str, workers: int, tmp: Path, chunk_size: int | None = None) -> tuple[float, object]:
-    out = tmp / f"{config.name}-{executor}-{workers}"
+def _timed(
+    config, executor: str, workers: int, tmp: Path, chunk_size: int | None = None, tag: str = ""
+) -> tuple[float, object]:
+    out = tmp / f"{config.name}-{executor}-{workers}{tag}"
     t0 = time.perf_counter()
     res = run_sweep(config, out, executor=executor, workers=workers, chunk_size=chunk_size, progress=False)
     return time.perf_counter() - t0, res
@@ -52,7 +55,58 @@ def _span(res) -> float:
     return float((end - start).total_seconds())
 
 
-def run(reps: int, long_runs: int, rounds_long: int) -> dict:
+def _alternate(repeat: int, a, b) -> tuple[list[tuple[float, object]], list[tuple[float, object]]]:
+    """``repeat`` timings of ``a(tag)`` and ``b(tag)``, alternating which goes first (order effects
+    cancel): two lists of ``(seconds, result)``."""
+    ra, rb = [], []
+    for i in range(repeat):
+        first, second = (a, b) if i % 2 == 0 else (b, a)
+        x, y = first(f"-{i}"), second(f"-{i}")
+        (ra, rb)[0 if first is a else 1].append(x)
+        (ra, rb)[1 if first is a else 0].append(y)
+    return ra, rb
+
+
+def _median(xs: list[float]) -> float:
+    return float(np.median(np.asarray(xs, dtype=float)))
+
+
+def _speedup(cfg, repeat: int, tmp: Path) -> dict:
+    """Median whole-sweep seconds with 1 and 2 process workers (alternating) and their ratio."""
+    one, two = _alternate(
+        repeat,
+        lambda tag: _timed(cfg, "process", 1, tmp, tag=tag),
+        lambda tag: _timed(cfg, "process", 2, tmp, tag=tag),
+    )
+    for (_, ra), (_, rb) in zip(one, two, strict=True):
+        pd.testing.assert_frame_equal(ra.results, rb.results)
+    t1, t2 = _median([t for t, _ in one]), _median([t for t, _ in two])
+    r1 = one[0][1]
+    run_s = float(r1.runs["seconds"].sum())
+    return {
+        "scenario": "default (6 allocators, truthful)",
+        "runs": len(plan_sweep(cfg)),
+        "parts_1_worker": len(list((tmp / f"{cfg.name}-process-1-0" / "parts").glob("part-*.parquet"))),
+        "parts_2_workers": len(list((tmp / f"{cfg.name}-process-2-0" / "parts").glob("part-*.parquet"))),
+        "repeat": repeat,
+        "samples_1_worker_s": [round(t, 2) for t, _ in one],
+        "samples_2_workers_s": [round(t, 2) for t, _ in two],
+        "mean_run_seconds_1_worker": round(run_s / len(r1.runs), 3),
+        "process_1_worker_s": round(t1, 2),
+        "process_2_workers_s": round(t2, 2),
+        "speedup": round(t1 / t2, 3),
+        "run_span_1_worker_s": round(_median([_span(r) for _, r in one]), 2),
+        "run_span_2_workers_s": round(_median([_span(r) for _, r in two]), 2),
+        "speedup_excluding_startup": round(
+            _median([_span(r) for _, r in one]) / _median([_span(r) for _, r in two]), 3
+        ),
+        "target": SPEEDUP_TARGET,
+        "meets_target": bool(t1 / t2 >= SPEEDUP_TARGET),
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+    }
+
+
+def run(reps: int, long_runs: int, rounds_long: int, repeat: int = 3, reps_large: int = 0) -> dict:
     """Run both comparisons; return the JSON-ready results."""
     load0 = os.getloadavg()[0]
     base = {"scenarios": ["default"], "seed": 2024}
@@ -70,30 +124,20 @@ def run(reps: int, long_runs: int, rounds_long: int) -> dict:
     out: dict = {"benchmark": "sweep executors", "machine": {}}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        t1, r1 = _timed(speed_cfg, "process", 1, tmp)
-        t2, r2 = _timed(speed_cfg, "process", 2, tmp)
-        pd.testing.assert_frame_equal(r1.results, r2.results)
-        run_s = float(r1.runs["seconds"].sum())
-        out["speedup"] = {
-            "scenario": "default (6 allocators, truthful)",
-            "runs": len(plan_sweep(speed_cfg)),
-            "parts_1_worker": len(list((tmp / "speedup-process-1" / "parts").glob("part-*.parquet"))),
-            "parts_2_workers": len(list((tmp / "speedup-process-2" / "parts").glob("part-*.parquet"))),
-            "mean_run_seconds_1_worker": round(run_s / len(r1.runs), 3),
-            "process_1_worker_s": round(t1, 2),
-            "process_2_workers_s": round(t2, 2),
-            "speedup": round(t1 / t2, 3),
-            "run_span_1_worker_s": round(_span(r1), 2),
-            "run_span_2_workers_s": round(_span(r2), 2),
-            "speedup_excluding_startup": round(_span(r1) / _span(r2), 3),
-            "target": SPEEDUP_TARGET,
-            "meets_target": bool(t1 / t2 >= SPEEDUP_TARGET),
-            "load_avg_1min": round(os.getloadavg()[0], 2),
-        }
-        tp, rp = _timed(long_cfg, "process", 2, tmp, chunk_size=1)
-        td, rd = _timed(long_cfg, "dask", 2, tmp, chunk_size=1)
-        pd.testing.assert_frame_equal(rp.results, rd.results)
-        pd.testing.assert_frame_equal(rp.runs[RUN_COLUMNS], rd.runs[RUN_COLUMNS])
+        out["speedup"] = _speedup(speed_cfg, repeat, tmp)
+        if reps_large:
+            large_cfg = parse_sweep({**base, "name": "speedup_large", "replications": reps_large}, "speedup_large")
+            out["speedup_large"] = _speedup(large_cfg, repeat, tmp)
+        proc, dask = _alternate(
+            repeat,
+            lambda tag: _timed(long_cfg, "process", 2, tmp, chunk_size=1, tag=tag),
+            lambda tag: _timed(long_cfg, "dask", 2, tmp, chunk_size=1, tag=tag),
+        )
+        for (_, rp), (_, rd) in zip(proc, dask, strict=True):
+            pd.testing.assert_frame_equal(rp.results, rd.results)
+            pd.testing.assert_frame_equal(rp.runs[RUN_COLUMNS], rd.runs[RUN_COLUMNS])
+        tp, td = _median([t for t, _ in proc]), _median([t for t, _ in dask])
+        rp = proc[0][1]
         overhead = td / tp - 1.0
         out["dask_overhead"] = {
             "scenario": f"default, backlogged tenants, {rounds_long} rounds (6 allocators, truthful)",
@@ -102,9 +146,14 @@ def run(reps: int, long_runs: int, rounds_long: int) -> dict:
             "process_2_workers_s": round(tp, 2),
             "dask_localcluster_2_workers_s": round(td, 2),
             "overhead": round(overhead, 4),
-            "run_span_process_s": round(_span(rp), 2),
-            "run_span_dask_s": round(_span(rd), 2),
-            "overhead_excluding_startup": round(_span(rd) / _span(rp) - 1.0, 4),
+            "repeat": repeat,
+            "samples_process_s": [round(t, 2) for t, _ in proc],
+            "samples_dask_s": [round(t, 2) for t, _ in dask],
+            "run_span_process_s": round(_median([_span(r) for _, r in proc]), 2),
+            "run_span_dask_s": round(_median([_span(r) for _, r in dask]), 2),
+            "overhead_excluding_startup": round(
+                _median([_span(r) for _, r in dask]) / _median([_span(r) for _, r in proc]) - 1.0, 4
+            ),
             "target": OVERHEAD_TARGET,
             "meets_target": bool(overhead <= OVERHEAD_TARGET),
             "identical_results": True,
@@ -126,8 +175,10 @@ def markdown(res: dict) -> str:
         [
             "# Sweep executors",
             "",
-            "Each figure is one complete `run_sweep` (executor start-up, runs, Parquet parts, consolidation), "
-            "wall clock; default chunking for the speed-up, chunk size 1 for the Dask comparison.",
+            "Each figure is the median of "
+            f"{s.get('repeat', 1)} complete `run_sweep` calls per configuration (executor start-up, runs, "
+            "Parquet parts, consolidation), wall clock, the configurations alternating (order effects cancel); "
+            "default chunking for the speed-up, chunk size 1 for the Dask comparison.",
             "",
             "## Process pool: 2 workers vs 1",
             "",
@@ -136,8 +187,8 @@ def markdown(res: dict) -> str:
             "",
             "| workers | seconds |",
             "|---|---|",
-            f"| 1 | {s['process_1_worker_s']} |",
-            f"| 2 | {s['process_2_workers_s']} |",
+            f"| 1 | {s['process_1_worker_s']} (samples {s.get('samples_1_worker_s', '-')}) |",
+            f"| 2 | {s['process_2_workers_s']} (samples {s.get('samples_2_workers_s', '-')}) |",
             "",
             f"Speed-up **{s['speedup']}x** (target >= {s['target']}x: "
             f"**{'met' if s['meets_target'] else 'NOT met'}**; load average {s['load_avg_1min']}). "
@@ -153,14 +204,32 @@ def markdown(res: dict) -> str:
                 if s["speedup"] > 2.0
                 else []
             ),
+            *(
+                [
+                    f"Larger sweep ({res['speedup_large']['runs']} runs of the same scenario, "
+                    f"{res['speedup_large']['repeat']} alternating samples each): 1 worker "
+                    f"{res['speedup_large']['process_1_worker_s']} s (samples "
+                    f"{res['speedup_large']['samples_1_worker_s']}), 2 workers "
+                    f"{res['speedup_large']['process_2_workers_s']} s (samples "
+                    f"{res['speedup_large']['samples_2_workers_s']}): speed-up "
+                    f"**{res['speedup_large']['speedup']}x** (target: "
+                    f"**{'met' if res['speedup_large']['meets_target'] else 'NOT met'}**). A sweep's fixed cost "
+                    "(total minus run span: worker start-up, consolidation; "
+                    f"{res['speedup']['process_1_worker_s'] - res['speedup']['run_span_1_worker_s']:.1f} s with 1 "
+                    f"worker above) weighs less as the sweep grows.",
+                    "",
+                ]
+                if "speedup_large" in res
+                else []
+            ),
             "## Dask LocalCluster vs process pool (2 workers each)",
             "",
             f"{o['scenario']}, {o['runs']} runs of {o['mean_run_seconds']} s on average; identical results.",
             "",
             "| executor | seconds |",
             "|---|---|",
-            f"| process pool | {o['process_2_workers_s']} |",
-            f"| Dask LocalCluster | {o['dask_localcluster_2_workers_s']} |",
+            f"| process pool | {o['process_2_workers_s']} (samples {o.get('samples_process_s', '-')}) |",
+            f"| Dask LocalCluster | {o['dask_localcluster_2_workers_s']} (samples {o.get('samples_dask_s', '-')}) |",
             "",
             f"Overhead **{100 * o['overhead']:+.1f}%** (target <= {100 * o['target']:.0f}%: "
             f"**{'met' if o['meets_target'] else 'NOT met'}**; load average {o['load_avg_1min']}). "
@@ -168,7 +237,7 @@ def markdown(res: dict) -> str:
             f"{o['run_span_dask_s']} s, {100 * o['overhead_excluding_startup']:+.1f}%.",
             "",
             f"Machine: {m['cpus']} CPUs, Python {m['python']}, 1-min load average {m['load_avg_1min_start']} -> "
-            f"{m['load_avg_1min_end']} (shared with other jobs; one run each).",
+            f"{m['load_avg_1min_end']} (a virtual machine; nothing else of ours was running).",
             "",
         ]
     )
@@ -178,7 +247,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=20, help="replications of the speed-up sweep (6 runs each)")
     ap.add_argument("--long-runs", type=int, default=24, help="runs of ~1 s for the Dask overhead sweep")
-    ap.add_argument("--rounds-long", type=int, default=400, help="rounds per run in the overhead sweep")
+    ap.add_argument("--rounds-long", type=int, default=600, help="rounds per run in the overhead sweep (~1 s runs)")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating repetitions of each timing (medians)")
+    ap.add_argument("--reps-large", type=int, default=60, help="replications of the larger speed-up sweep (0: skip)")
     ap.add_argument("--quick", action="store_true", help="tiny smoke run; print only")
     ap.add_argument("--markdown-only", action="store_true", help="rewrite sweep.md from sweep.json")
     args = ap.parse_args()
@@ -186,7 +257,13 @@ def main() -> int:
         out = ROOT / "benchmarks" / "results"
         (out / "sweep.md").write_text(markdown(json.loads((out / "sweep.json").read_text())), encoding="utf-8")
         return 0
-    res = run(1, 6, 8) if args.quick else run(args.reps, args.long_runs, args.rounds_long)
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
+    res = (
+        run(1, 6, 8, 1)
+        if args.quick
+        else run(args.reps, args.long_runs, args.rounds_long, args.repeat, args.reps_large)
+    )
     print(json.dumps(res, indent=2))
     if not args.quick:
         out = ROOT / "benchmarks" / "results"
