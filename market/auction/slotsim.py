@@ -9,6 +9,7 @@ Decisions are final when a job completes, is dropped/rejected, or the horizon en
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -144,8 +145,9 @@ class SlotSimulator(OnlineMechanism):
     def on_arrival(self, job: SimJob, t: int) -> bool:
         return True
 
-    def reallocate(self, t: int) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def reallocate(self, t: int) -> None:
+        """The baseline's policy for one slot (every subclass implements it)."""
 
     def _decision(self, job: SimJob, admitted: bool, completion: int | None) -> Decision:
         util = float(job.utility(completion - job.arrival + 1)) if completion is not None else 0.0

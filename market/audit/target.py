@@ -52,6 +52,7 @@ the cache; the default handles numbers, tuples, numpy arrays and frozen dataclas
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -180,7 +181,7 @@ def _freeze(x: Any) -> Hashable:
 
 
 @dataclass
-class BaseTarget:
+class BaseTarget(ABC):
     """Convenience base: report cache, default (no) probes, default scope (``UP_*`` families).
 
     Subclasses implement ``agents``, ``dimensions``, ``report``, ``outcome`` and ``utility``.
@@ -194,20 +195,25 @@ class BaseTarget:
     _cache: dict[Hashable, float] = field(default_factory=dict, init=False, repr=False)
 
     # -- to override -------------------------------------------------------------------------
-    def agents(self) -> Sequence[Hashable]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def agents(self) -> Sequence[Hashable]:
+        """Implemented by every target (see the module docstring)."""
 
-    def dimensions(self, agent: Hashable) -> Sequence[Dimension]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
+        """Implemented by every target (see the module docstring)."""
 
-    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:
+        """Implemented by every target (see the module docstring)."""
 
-    def outcome(self, agent: Hashable, report: Any) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def outcome(self, agent: Hashable, report: Any) -> Any:
+        """Implemented by every target (see the module docstring)."""
 
-    def utility(self, agent: Hashable, outcome: Any) -> float:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def utility(self, agent: Hashable, outcome: Any) -> float:
+        """Implemented by every target (see the module docstring)."""
 
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
         """Structural misreports; none by default."""

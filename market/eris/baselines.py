@@ -12,6 +12,7 @@ from welfare, counts and profit (their resource use stays). Registered as ``tire
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -235,8 +236,9 @@ class BaselineMechanism(OnlineMechanism):
         self._emitted.add(j.bid.job_id)
         return self._decision(j)
 
-    def _slot(self, t: int, new: list[_Job]) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _slot(self, t: int, new: list[_Job]) -> None:
+        """The baseline's policy for one slot (every subclass implements it)."""
 
     def _decision(self, j: _Job) -> ErisDecision:
         b, cfg = j.bid, self.cfg
