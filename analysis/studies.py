@@ -622,15 +622,11 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def _summary_table(frame: pd.DataFrame, pi: int, metric: str) -> pd.DataFrame:
+    """Mean ``metric`` per swept value (rows) and mechanism (columns), truthful variant, panel ``pi``."""
     sub = frame[(frame["panel"] == pi) & (frame["variant"] == TRUTHFUL)]
-    rows = []
-    for (x, mech), g in sub.groupby(["x", "mechanism"], sort=True):
-        mean, lo, hi = t_interval(g[metric].to_numpy())
-        rows.append({"x": x, "mechanism": mech, "mean": mean, "95% CI": f"[{_fmt(lo)}, {_fmt(hi)}]", "n": len(g)})
-    if not rows:
+    if sub.empty:
         return pd.DataFrame()
-    t = pd.DataFrame(rows)
-    return t.pivot(index="x", columns="mechanism", values="mean").reset_index()
+    return sub.groupby(["x", "mechanism"], sort=True)[metric].mean().unstack("mechanism").reset_index()
 
 
 def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
