@@ -11,7 +11,9 @@ from the same workload.
 Output (:func:`write_study`): ``results.parquet`` (one row per panel × x × replication × variant ×
 mechanism, one column per metric), ``tenants.parquet`` (per-tenant rows when the market provides
 ``tenant_rows``), ``meta.json``, one PNG per panel (every metric vs x, mean and 95% CI per
-mechanism) and ``report.md`` with the paper's reported numbers beside each figure.
+mechanism) and ``report.md`` with the paper's reported numbers beside each figure, ending with the
+headline table (``headlines.csv``): each headline of the paper, our figure with its 95% CI and the
+verdict with its reason.
 
 Schema (unknown keys are errors naming the key)::
 
@@ -24,6 +26,9 @@ Schema (unknown keys are errors naming the key)::
                   true: replication r uses the same seed at every x, for panels that sweep a
                   mechanism parameter the builder does not draw the workload from)
     [[reported]]  panel (index, required), metric, text (required): what the paper reports
+    [[headline]]  text, panel, metric, mechanism, paper (required), baseline, x, tolerance, note, variant:
+                  a headline number of the paper, judged reproduced / direction only / not reproduced
+                  from our cells (:mod:`analysis.headlines`); the report ends with their table
     [[variant]]   name (required), params = {dimension = value} (required), and exactly one of
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
                   tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
@@ -49,6 +54,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.auction import AuctionModel, BidStrategy
+from analysis.headlines import Headline, evaluate_headlines, headline_markdown, parse_headline
 from analysis.runner import make_executor
 from analysis.stats import t_interval
 from market.auction.market import AuctionMarket
@@ -88,7 +94,7 @@ BUILDERS: dict[str, str] = {
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
 TRUTHFUL = "truthful"
 _TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
-_TABLES = {"base", "audit", "panel", "reported", "variant"}
+_TABLES = {"base", "audit", "panel", "reported", "variant", "headline"}
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ class Study:
     seed: int = 0
     metrics: tuple[str, ...] = DEFAULT_METRICS
     source: str = ""
+    headlines: tuple[Headline, ...] = ()
 
     def params(self, panel: int, x: Any) -> dict[str, Any]:
         """Builder parameters of panel ``panel`` at ``x``."""
@@ -266,9 +273,32 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         variants.append(Variant(vname, params, tuple(bidders), float(frac), tuple(tenants)))
     if len({v.name for v in variants}) != len(variants):
         raise InputError(_where(name, "variant"), [v.name for v in variants], "names must be unique")
+    headlines = tuple(
+        parse_headline(
+            t,
+            _where(name, f"headline[{i}]"),
+            panels=panels,
+            mechanisms=mechs,
+            variants=[TRUTHFUL, *(v.name for v in variants)],
+        )
+        for i, t in enumerate(_tables(name, "headline", data.get("headline", [])))
+    )
     desc = " ".join(str(data.get("description", "")).split())
     return Study(
-        name, paper, mechs, tuple(panels), base, audit, tuple(notes), tuple(variants), desc, reps, seed, metrics, source
+        name,
+        paper,
+        mechs,
+        tuple(panels),
+        base,
+        audit,
+        tuple(notes),
+        tuple(variants),
+        desc,
+        reps,
+        seed,
+        metrics,
+        source,
+        headlines,
     )
 
 
@@ -683,6 +713,22 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
         lines += ["## Lying variants: paired differences (variant − truthful, 95% t CI)", ""]
         pairs = pairs.assign(CI=[f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(pairs["low"], pairs["high"], strict=True)])
         lines += [_md(pairs[["panel", "x", "mechanism", "variant", "metric", "mean", "CI", "n"]]), ""]
+    lines += ["## Headline reproduction: the paper's numbers against ours", ""]
+    if study.headlines:
+        table = evaluate_headlines(result.frame, study.headlines, seed=result.seed)
+        paths["headlines"] = out / "headlines.csv"
+        table.to_csv(paths["headlines"], index=False)
+        counts = table["verdict"].value_counts()
+        lines += [
+            f"{len(table)} headline(s): "
+            + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "direction only", "not reproduced"))
+            + f". Ratios are paired (same workloads) with 95% bootstrap CIs over cells; levels use t intervals "
+            f"(`analysis/headlines.py`). {result.replications} replication(s) per cell.",
+            "",
+            headline_markdown(table),
+        ]
+    else:
+        lines += ["This study lists no `[[headline]]`: it claims nothing as reproduced.", ""]
     paths["report"] = out / "report.md"
     paths["report"].write_text("\n".join(lines), encoding="utf-8")
     return paths

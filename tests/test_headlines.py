@@ -1,0 +1,160 @@
+"""Headline verdicts of the study reports (analysis/headlines.py): each verdict is reached on a
+synthetic frame built to produce it, so none of them can be returned regardless of the data."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
+from analysis.studies import Panel, load_study, parse_study, run_study, write_study
+from market.errors import InputError
+
+
+def _frame(a_vals, b_vals, *, xs=(10, 20), panel=0, metric="welfare"):
+    """Truthful rows of mechanisms A and B on the same cells (x, replication)."""
+    rows = []
+    per_x = len(a_vals) // len(xs)
+    for i, (a, b) in enumerate(zip(a_vals, b_vals, strict=True)):
+        x, rep = xs[i // per_x], i % per_x
+        for mech, v in (("A", a), ("B", b)):
+            rows.append({"panel": panel, "x": float(x), "replication": rep, "variant": "truthful",
+                         "mechanism": mech, metric: float(v)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _h(paper, **kw):
+    return Headline(text="A beats B", panel=0, metric="welfare", mechanism="A", paper=paper, baseline="B", **kw)
+
+
+B = 10 + np.random.default_rng(7).normal(0, 1, 20)
+
+
+def _noise(seed, scale):
+    return np.random.default_rng(seed).normal(0, scale, B.size)
+
+
+@pytest.mark.parametrize(
+    ("factor", "paper", "verdict", "phrase"),
+    [
+        (1.58, 1.58, "reproduced", "paper's 1.58x"),
+        (1.10, 1.58, "direction only", "same direction, effect smaller"),
+        (3.00, 1.58, "direction only", "same direction, effect larger"),
+        (0.80, 1.58, "not reproduced", "opposite direction"),
+        (1.25, 0.80, "not reproduced", "opposite direction"),
+        (0.70, 0.75, "reproduced", "0.75"),
+    ],
+)
+def test_ratio_verdicts(factor, paper, verdict, phrase):
+    a = B * factor * (1 + _noise(11, 0.01))
+    r = evaluate_headline(_frame(a, B), _h(paper))
+    assert r["verdict"] == verdict, r
+    assert phrase in r["reason"]
+    assert r["n"] == 20
+    assert r["low"] < factor * 1.02 and r["high"] > factor * 0.98  # the CI covers the true ratio
+    assert r["ours"] == pytest.approx(a.mean() / B.mean())
+
+
+def test_no_separation_is_not_reproduced_even_when_the_paper_value_is_inside_the_ci():
+    noise = _noise(1, 8)  # huge noise: CI spans 1 and 1.2
+    r = evaluate_headline(_frame(B + noise, B), _h(1.2))
+    assert r["low"] < 1 < r["high"] and r["low"] <= 1.2 <= r["high"]
+    assert r["verdict"] == "not reproduced" and "includes 1" in r["reason"]
+
+
+def test_negative_baseline_makes_the_ratio_undefined():
+    r = evaluate_headline(_frame(-B * 0.5, -B), _h(1.58, note="value scale differs"))
+    assert r["verdict"] == "not reproduced"
+    assert "ratio undefined" in r["reason"] and "value scale differs" in r["reason"]
+
+
+def test_level_headline_without_baseline():
+    zero = np.zeros(B.size)
+    h0 = Headline(text="no gain", panel=0, metric="welfare", mechanism="A", paper=0.0)
+    assert evaluate_headline(_frame(zero, B), h0)["verdict"] == "reproduced"
+    assert evaluate_headline(_frame(zero + 0.5 + _noise(2, 0.01), B), h0)["verdict"] == "not reproduced"
+    h10 = Headline(text="level", panel=0, metric="welfare", mechanism="B", paper=11.0, tolerance=0.05)
+    r = evaluate_headline(_frame(zero, B), h10)  # mean of B is about 10: 11 is outside CI and 5%
+    assert r["verdict"] == "not reproduced", r
+
+
+def test_x_filter_cells_and_missing_data():
+    a = np.r_[B[:10] * 2.0, B[10:] * 0.5]  # 2x at x=10, 0.5x at x=20
+    f = _frame(a, B)
+    assert evaluate_headline(f, _h(2.0, x=(10,)))["verdict"] == "reproduced"
+    assert evaluate_headline(f, _h(2.0, x=(20,)))["verdict"] == "not reproduced"
+    assert evaluate_headline(f, _h(2.0, x=(10,)))["n"] == 10
+    empty = evaluate_headline(f[f["mechanism"] == "A"], _h(2.0))
+    assert empty["verdict"] == "not reproduced" and empty["reason"].startswith("no cells")
+    missing = evaluate_headline(f, Headline(text="t", panel=0, metric="revenue", mechanism="A", paper=1.0))
+    assert "not in the results" in missing["reason"]
+
+
+def test_bootstrap_is_seeded():
+    a = B * 1.3 * (1 + _noise(3, 0.05))
+    f = _frame(a, B)
+    t1 = evaluate_headlines(f, [_h(1.3)], seed=3)
+    t2 = evaluate_headlines(f, [_h(1.3)], seed=3)
+    pd.testing.assert_frame_equal(t1, t2)
+    md = headline_markdown(t1)
+    assert md.startswith("| paper's headline | ours (95% CI) |") and "**reproduced**" in md
+
+
+PANELS = (Panel("jobs", (10, 20)),)
+
+
+@pytest.mark.parametrize(
+    ("table", "field"),
+    [
+        ({"panel": 0, "metric": "welfare", "mechanism": "A", "paper": 1.0}, "text"),
+        ({"text": "t", "panel": 3, "metric": "welfare", "mechanism": "A", "paper": 1.0}, "panel"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "Z", "paper": 1.0}, "mechanism"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "baseline": "A", "paper": 1.0}, "baseline"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "baseline": "B", "paper": -1}, "paper"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "paper": float("nan")}, "paper"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "paper": 1, "x": [30]}, "x"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "paper": 1, "tolerance": -1}, "tolerance"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "paper": 1, "variant": "v"}, "variant"),
+        ({"text": "t", "panel": 0, "metric": "welfare", "mechanism": "A", "paper": 1, "colour": 1}, "colour"),
+    ],
+)
+def test_parse_errors_name_the_field(table, field):
+    with pytest.raises(InputError, match=f"h.{field}"):
+        parse_headline(table, "h", panels=PANELS, mechanisms=["A", "B"])
+
+
+def test_control_study_report_ends_with_the_headline_table(tmp_path):
+    study = load_study("control_auction")
+    assert study.headlines, "every shipped study states its headline numbers"
+    doc = {
+        "kind": "study", "name": "t", "paper": "control", "mechanisms": ["fixed-price", "pay-your-bid"],
+        "replications": 3, "base": {"jobs": 8, "T": 8, "capacity": 2, "price": 1.0},
+        "panel": [{"x": "jobs", "values": [6, 8]}],
+        "variant": [{"name": "shade", "params": {"value_scale": 0.6}, "fraction": 0.3}],
+        "headline": [
+            {"text": "equal welfare when truthful", "panel": 0, "metric": "welfare", "mechanism": "pay-your-bid",
+             "baseline": "fixed-price", "paper": 1.0},
+            {"text": "no gain from shading under a fixed price", "panel": 0, "metric": "liar_gain",
+             "mechanism": "fixed-price", "paper": 0.0, "variant": "shade"},
+        ],
+    }  # fmt: skip
+    res = run_study(parse_study(doc, "t"), progress=False)
+    paths = write_study(res, tmp_path)
+    report = paths["report"].read_text()
+    tail = report[report.index("## Headline reproduction") :]
+    assert tail.count("\n| ") == 3  # header + 2 headlines, and nothing after the table
+    table = pd.read_csv(paths["headlines"])
+    assert list(table["verdict"])[1] == "reproduced"  # a fixed price: shading never pays
+    assert (res.frame.query("variant == 'shade' and mechanism == 'fixed-price'")["liar_gain"] <= 1e-9).all()
+
+
+def test_equality_headline_fails_when_mechanisms_differ():
+    h = _h(1.0, tolerance=0.0)
+    assert evaluate_headline(_frame(B, B), h)["verdict"] == "reproduced"
+    r = evaluate_headline(_frame(B * 1.2, B), h)
+    assert r["verdict"] == "not reproduced" and "differ" in r["reason"]
+
+
+def test_shipped_control_study_headlines(tmp_path):
+    res = run_study(load_study("control_auction"), progress=False, replications=2)
+    table = pd.read_csv(write_study(res, tmp_path)["headlines"])
+    assert list(table["verdict"]) == ["reproduced"] * 3, table[["headline", "ours", "reason"]]
