@@ -1,0 +1,25 @@
+"""Learning agents and equilibrium analysis: strategic populations that adapt their reports.
+
+* :mod:`market.learning.bayesian`: evolution-strategy learning of bid functions in symmetric
+  Bayesian sealed-bid auctions (first-price, second-price, posted price).
+* :mod:`market.learning.dynamics`: best-response, Hedge and EXP3 dynamics over report-factor grids
+  for fair-share allocators, with an epsilon-equilibrium certificate and price-of-lying metrics.
+"""
+
+from market.learning.bayesian import (
+    BidFunction,
+    BidLearningResult,
+    batch_utilities,
+    bne_first_price,
+    expected_revenue,
+    learn_bid_function,
+)
+
+__all__ = [
+    "BidFunction",
+    "BidLearningResult",
+    "batch_utilities",
+    "bne_first_price",
+    "expected_revenue",
+    "learn_bid_function",
+]
