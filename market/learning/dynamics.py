@@ -1,0 +1,325 @@
+"""Adaptive reporting in fair-share markets: best-response, Hedge and EXP3 dynamics.
+
+A :class:`FairShareGame` is the normal-form game a registered fair-share allocator induces: each
+learning tenant reports its speedup row scaled, per GPU type ``j >= 1``, by a factor from a
+log-spaced grid (column 0 is the normalisation anchor, as in the audit); the allocator runs on the
+reported matrix and each tenant's payoff is its TRUE normalised throughput ``W_true_l . x_l``
+(slowest-GPU equivalents). A profile is an integer array: one strategy index per tenant (tenants
+that do not learn always play truth).
+
+* :func:`best_response_dynamics`: tenants in turn switch to their best grid strategy against the
+  others' current reports; stops at a pure grid equilibrium or when a profile repeats (a cycle,
+  reported with its period).
+* :func:`hedge` (full information: every grid strategy is re-scored against the others' realised
+  reports each round) and :func:`exp3` (bandit: only the played strategy's utility is seen).
+  Both return the empirical distribution of play, a coarse correlated equilibrium candidate, with
+  each tenant's average external regret (its CCE gap).
+* :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
+  finer and wider than the learning grid (a lower bound on the exact epsilon).
+* :func:`price_of_lying`: welfare and fairness at a profile against truthful play.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from market.audit.fairshare import resolve_fair_share
+from market.audit.metrics import envy_violation, si_violation
+from market.errors import InputError, as_float_array, check_int, check_positive
+
+__all__ = [
+    "FairShareGame",
+    "DynamicsResult",
+    "best_response_dynamics",
+    "hedge",
+    "exp3",
+    "certify",
+    "price_of_lying",
+    "default_grid",
+]
+
+
+def default_grid(points: int = 13, low: float = 0.25, high: float = 4.0) -> np.ndarray:
+    """Log-spaced report factors from ``low`` to ``high`` that always include 1 (truth)."""
+    points = check_int("points", points, minimum=2)
+    low, high = check_positive("low", low), check_positive("high", high)
+    if not low < 1.0 < high:
+        raise InputError("grid", (low, high), "must satisfy low < 1 < high so truth is a strategy")
+    g = np.unique(np.concatenate([np.geomspace(low, high, points), [1.0]]))
+    return g
+
+
+@dataclass
+class FairShareGame:
+    """Game induced by fair-share ``mechanism`` on TRUE speedups ``W`` (n, k), GPUs ``m`` (k,).
+
+    ``grid``: report factors per speedup dimension (must contain 1); ``learners``: indices of the
+    tenants that adapt (default: all). Strategies of a learner are the ``len(grid) ** (k - 1)``
+    factor vectors; strategy ``truth_index`` is truthful. Utilities are cached per profile.
+    """
+
+    mechanism: Any = "oef-noncoop"
+    W: Any = None
+    m: Any = None
+    weights: Any = None
+    caps: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+    grid: Any = None
+    learners: Sequence[int] | None = None
+
+    def __post_init__(self) -> None:
+        self.name, self._fn = resolve_fair_share(self.mechanism)
+        Wa = as_float_array("W", self.W, ndim=2, positive=True)
+        if Wa.shape[0] < 1 or Wa.shape[1] < 2:
+            raise InputError("W", self.W, "needs at least one tenant and two GPU types (nothing to misreport)")
+        self.Wt = Wa / Wa[:, :1]
+        self.n, self.k = self.Wt.shape
+        self.ma = as_float_array("m", self.m, shape=(self.k,), nonneg=True)
+        g = default_grid() if self.grid is None else as_float_array("grid", self.grid, ndim=1, positive=True)
+        if not np.any(np.isclose(g, 1.0, rtol=0, atol=1e-12)):
+            raise InputError("grid", self.grid, "must contain the truthful factor 1")
+        self.grid_values = np.asarray(g, dtype=float)
+        self.strategies = np.array(list(itertools.product(self.grid_values, repeat=self.k - 1)))
+        self.truth_index = int(np.flatnonzero(np.all(np.isclose(self.strategies, 1.0), axis=1))[0])
+        ls = range(self.n) if self.learners is None else self.learners
+        self.learner_ids = [check_int("learners", i, minimum=0) for i in ls]
+        if any(i >= self.n for i in self.learner_ids) or not self.learner_ids:
+            raise InputError("learners", self.learners, f"must be a non-empty list of tenant indices < {self.n}")
+        self._cache: dict[tuple[int, ...], np.ndarray] = {}
+        self.evaluations = 0
+
+    @property
+    def S(self) -> int:
+        """Strategies per learner."""
+        return int(len(self.strategies))
+
+    def truthful_profile(self) -> np.ndarray:
+        """Everyone truthful."""
+        return np.full(self.n, self.truth_index, dtype=int)
+
+    def reported(self, profile: Sequence[int]) -> np.ndarray:
+        """Reported speedup matrix of ``profile`` (rows scaled on columns ``1..k-1``)."""
+        F = np.ones((self.n, self.k))
+        F[:, 1:] = self.strategies[np.asarray(profile, dtype=int)]
+        return self.Wt * F
+
+    def allocation(self, profile: Sequence[int]) -> np.ndarray:
+        """Allocation matrix X (n, k) in devices at ``profile``."""
+        out = self._fn(self.reported(profile), self.ma, weights=self.weights, caps=self.caps, **self.options)
+        return np.asarray(out.X, dtype=float)
+
+    def utilities(self, profile: Sequence[int]) -> np.ndarray:
+        """TRUE normalised throughput of every tenant at ``profile`` (cached)."""
+        key = tuple(int(s) for s in profile)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = np.einsum("lj,lj->l", self.Wt, self.allocation(key))
+            self._cache[key] = hit
+            self.evaluations += 1
+        return hit
+
+    def deviations(self, profile: Sequence[int], agent: int) -> np.ndarray:
+        """TRUE utility of ``agent`` for each of its strategies, others fixed at ``profile``."""
+        p = np.array(profile, dtype=int)
+        out = np.empty(self.S)
+        for s in range(self.S):
+            p[agent] = s
+            out[s] = self.utilities(p)[agent]
+        return out
+
+
+@dataclass
+class DynamicsResult:
+    """Outcome of a learning run: ``trajectory`` (one row per step: ``step``, ``agent``,
+    ``strategy``, factor columns ``f1..f{k-1}``, TRUE ``utility``), the final pure ``profile``
+    (best-response) or modal profile (no-regret), ``status`` (``converged`` / ``cycle`` /
+    ``max-steps`` / ``finished``), ``period`` of a detected cycle, ``distribution`` (joint
+    empirical frequency of profiles, no-regret only) and ``regret`` (average external regret per
+    learner, TRUE throughput units; no-regret only)."""
+
+    rule: str
+    trajectory: pd.DataFrame
+    profile: np.ndarray
+    status: str
+    period: int = 0
+    cycle: list[tuple[int, ...]] = field(default_factory=list)
+    distribution: dict[tuple[int, ...], float] = field(default_factory=dict)
+    regret: dict[int, float] = field(default_factory=dict)
+
+
+def _row(game: FairShareGame, step: int, agent: int, s: int, u: float) -> dict[str, Any]:
+    r: dict[str, Any] = {"step": step, "agent": agent, "strategy": s, "utility": u}
+    for j, f in enumerate(game.strategies[s], start=1):
+        r[f"f{j}"] = float(f)
+    return r
+
+
+def best_response_dynamics(game: FairShareGame, *, max_passes: int = 50, tol: float = 1e-9) -> DynamicsResult:
+    """Round-robin best responses from truth. A learner switches only if the best grid strategy
+    beats its current one by more than ``tol`` relative (ties keep the current report)."""
+    max_passes = check_int("max_passes", max_passes, minimum=1)
+    p = game.truthful_profile()
+    seen: dict[tuple[int, ...], int] = {tuple(p): 0}
+    order: list[tuple[int, ...]] = [tuple(p)]
+    rows = [_row(game, 0, -1, game.truth_index, float(game.utilities(p).sum()))]
+    step = 0
+    for _ in range(max_passes):
+        changed = False
+        for i in game.learner_ids:
+            u = game.deviations(p, i)
+            best = int(np.argmax(u))
+            moved = bool(u[best] > u[p[i]] * (1 + tol) + tol)
+            if moved:
+                p[i] = best
+                changed = True
+            step += 1
+            rows.append(_row(game, step, i, int(p[i]), float(game.utilities(p)[i])))
+            key = tuple(int(x) for x in p)
+            if moved and key in seen:
+                first = seen[key]
+                return DynamicsResult("best-response", pd.DataFrame(rows), p.copy(), "cycle",
+                                      period=len(order) - first, cycle=order[first:])  # fmt: skip
+            if key not in seen:
+                seen[key] = len(order)
+                order.append(key)
+        if not changed:
+            return DynamicsResult("best-response", pd.DataFrame(rows), p.copy(), "converged")
+    return DynamicsResult("best-response", pd.DataFrame(rows), p.copy(), "max-steps")
+
+
+def _scales(game: FairShareGame) -> np.ndarray:
+    """Per-tenant utility scale: the TRUE throughput of owning every GPU (an upper bound)."""
+    return game.Wt @ game.ma
+
+
+def _no_regret(
+    game: FairShareGame,
+    rule: str,
+    rounds: int,
+    eta: float,
+    gamma: float,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> DynamicsResult:
+    rounds = check_int("rounds", rounds, minimum=1)
+    eta = check_positive("eta", eta)
+    rng = np.random.default_rng(seed)
+    S, L = game.S, game.learner_ids
+    scale = _scales(game)
+    logw = {i: np.zeros(S) for i in L}
+    cum_cf = {i: np.zeros(S) for i in L}  # cumulative counterfactual utility of each strategy
+    cum_play = dict.fromkeys(L, 0.0)
+    counts: dict[tuple[int, ...], int] = {}
+    rows = []
+    p = game.truthful_profile()
+    for t in range(rounds):
+        probs = {}
+        for i in L:
+            w = np.exp(logw[i] - logw[i].max())
+            q = w / w.sum()
+            if rule == "exp3":
+                q = (1 - gamma) * q + gamma / S
+            probs[i] = q
+            p[i] = int(rng.choice(S, p=q))
+        key = tuple(int(x) for x in p)
+        counts[key] = counts.get(key, 0) + 1
+        u_now = game.utilities(p)
+        for i in L:
+            cf = game.deviations(p, i)  # for regret accounting (both rules); EXP3 learns from u_now only
+            cum_cf[i] += cf
+            cum_play[i] += float(u_now[i])
+            if rule == "hedge":
+                logw[i] += eta * cf / scale[i]
+            else:
+                est = np.zeros(S)
+                est[p[i]] = u_now[i] / scale[i] / probs[i][p[i]]
+                logw[i] += eta * est
+            rows.append(_row(game, t, i, int(p[i]), float(u_now[i])))
+        if progress is not None:
+            progress(t + 1, rounds)
+    dist = {k: c / rounds for k, c in counts.items()}
+    modal = np.array(max(dist, key=dist.get), dtype=int)
+    regret = {i: float((cum_cf[i].max() - cum_play[i]) / rounds) for i in L}
+    return DynamicsResult(rule, pd.DataFrame(rows), modal, "finished", distribution=dist, regret=regret)
+
+
+def hedge(
+    game: FairShareGame,
+    *,
+    rounds: int = 300,
+    eta: float = 2.0,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> DynamicsResult:
+    """Hedge (multiplicative weights) with full-information counterfactual TRUE utilities, each
+    scaled by the tenant's whole-cluster throughput so ``eta`` is dimensionless."""
+    return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress)
+
+
+def exp3(
+    game: FairShareGame,
+    *,
+    rounds: int = 2000,
+    eta: float = 0.05,
+    gamma: float = 0.1,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> DynamicsResult:
+    """EXP3: bandit feedback (only the played strategy's TRUE utility, importance-weighted) with
+    ``gamma`` uniform exploration. Regret is still reported against full counterfactuals."""
+    if not 0.0 < float(gamma) <= 1.0:
+        raise InputError("gamma", gamma, "must be in (0, 1]")
+    return _no_regret(game, "exp3", rounds, eta, float(gamma), seed, progress)
+
+
+def certify(game: FairShareGame, profile: Sequence[int], *, points: int = 61, low: float = 0.01,
+            high: float = 100.0) -> dict[str, Any]:  # fmt: skip
+    """Epsilon of ``profile``: for each learner, the best TRUE gain over report factors on a
+    ``points``-point log grid from ``low`` to ``high`` per dimension (jointly for k <= 3, per
+    dimension otherwise), others fixed. Returns ``eps_abs`` (throughput), ``eps_rel`` (relative to
+    the learner's utility at ``profile``), the ``agent`` and its best ``factors``."""
+    fine = default_grid(points, low, high)
+    base = game.reported(profile)
+    u0 = game.utilities(profile)
+    best = {"eps_abs": 0.0, "eps_rel": 0.0, "agent": None, "factors": None}
+    if game.k <= 3:
+        cands = np.array(list(itertools.product(fine, repeat=game.k - 1)))
+    else:
+        cands = np.ones(((game.k - 1) * fine.size, game.k - 1))
+        for j in range(game.k - 1):
+            cands[j * fine.size : (j + 1) * fine.size, j] = fine
+    for i in game.learner_ids:
+        for f in cands:
+            Wr = base.copy()
+            Wr[i, 1:] = game.Wt[i, 1:] * f
+            X = game._fn(Wr, game.ma, weights=game.weights, caps=game.caps, **game.options).X
+            gain = float(game.Wt[i] @ np.asarray(X)[i] - u0[i])
+            rel = gain / u0[i] if u0[i] > 0 else (np.inf if gain > 1e-12 else 0.0)
+            if gain > best["eps_abs"]:
+                best = {"eps_abs": gain, "eps_rel": float(rel), "agent": i, "factors": f.tolist()}
+    return best
+
+
+def price_of_lying(game: FairShareGame, profile: Sequence[int]) -> dict[str, float]:
+    """TRUE welfare and fairness at ``profile`` vs truthful play: total throughput (and its ratio,
+    the price of lying = truthful / profile), max envy and sharing-incentive shortfall (throughput
+    units), Jain's index of per-tenant throughput, and each tenant's gain ``gain_<i>``."""
+    out: dict[str, float] = {}
+    for tag, prof in (("truthful", game.truthful_profile()), ("learned", np.asarray(profile, dtype=int))):
+        X = game.allocation(prof)
+        u = game.utilities(prof)
+        out[f"{tag}_total"] = float(u.sum())
+        out[f"{tag}_envy"] = envy_violation(game.Wt, X, game.weights)
+        out[f"{tag}_si"] = si_violation(game.Wt, X, game.ma, game.weights)
+        out[f"{tag}_jain"] = float(u.sum() ** 2 / (u.size * (u**2).sum())) if (u**2).sum() > 0 else 1.0
+    out["price_of_lying"] = out["truthful_total"] / out["learned_total"] if out["learned_total"] > 0 else np.inf
+    ut, ul = game.utilities(game.truthful_profile()), game.utilities(np.asarray(profile, dtype=int))
+    for i in range(game.n):
+        out[f"gain_{i}"] = float(ul[i] - ut[i])
+    return out

@@ -1,0 +1,140 @@
+"""Best-response / Hedge / EXP3 dynamics on fair-share games (issue #11).
+
+Hand numbers: non-cooperative OEF on W = [[1,2],[1,5]], m = [1,1] equalises normalised
+throughput: X = [[1, 4/7], [0, 3/7]], each tenant 15/7, total 30/7.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from market.allocation import Allocation
+from market.errors import InputError
+from market.learning.dynamics import (
+    FairShareGame,
+    best_response_dynamics,
+    certify,
+    default_grid,
+    exp3,
+    hedge,
+    price_of_lying,
+)
+
+W2 = [[1, 2], [1, 5]]
+
+
+def equal_split(W, m, *, weights=None, caps=None, **_):
+    """A report-independent allocator: truthful is trivially an equilibrium."""
+    W = np.asarray(W, dtype=float)
+    X = np.tile(np.asarray(m, dtype=float) / W.shape[0], (W.shape[0], 1))
+    return Allocation(X=X, policy="equal", objective=0.0)
+
+
+def test_truthful_oef_noncoop_matches_the_hand_numbers() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    assert np.allclose(g.allocation(g.truthful_profile()), [[1, 4 / 7], [0, 3 / 7]])
+    assert np.allclose(g.utilities(g.truthful_profile()), [15 / 7, 15 / 7])
+    pol = price_of_lying(g, g.truthful_profile())
+    assert pol["truthful_total"] == pytest.approx(30 / 7) and pol["price_of_lying"] == pytest.approx(1.0)
+
+
+def test_best_response_leaves_truth_on_oef_noncoop_and_every_move_is_a_strict_improvement() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    res = best_response_dynamics(g)
+    assert res.status in ("cycle", "converged")
+    assert not np.array_equal(res.profile, g.truthful_profile()) or res.status == "cycle"
+    # re-check independently: replay the trajectory; each recorded switch is a best response
+    p = g.truthful_profile()
+    for row in res.trajectory.iloc[1:].itertuples():
+        u = g.deviations(p, row.agent)
+        assert u[row.strategy] == pytest.approx(u.max())
+        p[row.agent] = row.strategy
+    if res.status == "cycle":
+        assert res.period >= 2 and len(res.cycle) == res.period
+        assert tuple(int(x) for x in res.profile) == res.cycle[0]
+
+
+def test_best_response_stays_truthful_when_reports_do_not_matter() -> None:
+    g = FairShareGame(mechanism=equal_split, W=W2, m=[1, 1])
+    res = best_response_dynamics(g)
+    assert res.status == "converged" and np.array_equal(res.profile, g.truthful_profile())
+    assert certify(g, res.profile)["eps_abs"] == 0.0
+
+
+def test_certificate_finds_the_known_profitable_lie_at_truth() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    cert = certify(g, g.truthful_profile())
+    # tenant 1 reporting its fast GPU at half speed: X = [[1, 1/3], [0, 2/3]] -> 10/3 vs 15/7 by hand
+    assert cert["eps_abs"] >= 10 / 3 - 15 / 7 - 1e-9
+    u = g.utilities(g.truthful_profile())[cert["agent"]]
+    assert cert["eps_rel"] == pytest.approx(cert["eps_abs"] / u)
+
+
+def _cce_gap(g: FairShareGame, dist: dict) -> dict[int, float]:
+    """Independent CCE gap from the empirical distribution (not from the learner's accumulators)."""
+    out = {}
+    for i in g.learner_ids:
+        dev = np.zeros(g.S)
+        played = 0.0
+        for prof, w in dist.items():
+            dev += w * g.deviations(prof, i)
+            played += w * g.utilities(prof)[i]
+        out[i] = float(dev.max() - played)
+    return out
+
+
+def test_hedge_regret_is_within_the_hedge_bound_and_equals_the_cce_gap() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    T = 400
+    eta = float(np.sqrt(8 * np.log(g.S) / T))
+    res = hedge(g, rounds=T, eta=eta, seed=3)
+    scale = np.asarray(g.Wt) @ np.asarray(g.ma)
+    for i, r in res.regret.items():
+        assert r <= scale[i] * np.sqrt(np.log(g.S) / (2 * T)) + 1e-9
+    gap = _cce_gap(g, res.distribution)
+    for i in g.learner_ids:
+        assert gap[i] == pytest.approx(res.regret[i], abs=1e-9)
+    assert sum(res.distribution.values()) == pytest.approx(1.0)
+
+
+def test_exp3_learns_from_bandit_feedback() -> None:
+    """Power check: EXP3's average regret must fall well below that of uniform random play."""
+    g = FairShareGame(W=W2, m=[1, 1])
+    res = exp3(g, rounds=1500, seed=1)
+    uniform = exp3(g, rounds=1500, seed=1, gamma=1.0)  # gamma = 1: always uniform, learns nothing
+    for i in g.learner_ids:
+        assert res.regret[i] < 0.6 * uniform.regret[i]
+
+
+def test_no_regret_dynamics_are_deterministic_in_the_seed() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    a, b = hedge(g, rounds=50, seed=9), hedge(g, rounds=50, seed=9)
+    assert a.trajectory.equals(b.trajectory)
+    assert not a.trajectory.equals(hedge(g, rounds=50, seed=10).trajectory)
+
+
+def test_only_declared_learners_move() -> None:
+    g = FairShareGame(W=W2, m=[1, 1], learners=[1])
+    res = best_response_dynamics(g)
+    assert res.profile[0] == g.truth_index
+    assert set(res.trajectory["agent"].iloc[1:]) == {1}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"W": [[1, 2]], "m": [1, 1], "grid": [0.5, 2.0]}, "grid"), ({"W": [[1], [1]], "m": [1]}, "W"),
+     ({"W": W2, "m": [1, 1], "learners": [5]}, "learners"), ({"W": W2, "m": [1, 1], "mechanism": "nope"}, "mechanism"),
+     ({"W": [[1, float("nan")]], "m": [1, 1]}, "W[0, 1]")],
+)  # fmt: skip
+def test_bad_input_names_the_field(kwargs, field) -> None:
+    with pytest.raises(InputError) as err:
+        FairShareGame(**kwargs)
+    assert err.value.field == field
+
+
+def test_default_grid_contains_truth() -> None:
+    g = default_grid(8, 0.1, 10)
+    assert np.any(g == 1.0) and g.min() == pytest.approx(0.1) and g.max() == pytest.approx(10)
+    with pytest.raises(InputError):
+        default_grid(5, 2.0, 4.0)
