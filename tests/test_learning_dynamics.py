@@ -138,3 +138,47 @@ def test_default_grid_contains_truth() -> None:
     assert np.any(g == 1.0) and g.min() == pytest.approx(0.1) and g.max() == pytest.approx(10)
     with pytest.raises(InputError):
         default_grid(5, 2.0, 4.0)
+
+
+def _eris_market():
+    from market.eris.market import make_market
+
+    return make_market({"R": 4, "I": 8, "T": 10}, np.random.default_rng(0))
+
+
+def test_auction_game_truthful_mechanism_stays_at_truth() -> None:
+    """Eris' posted prices are bid-independent: best responses keep truth and the wide-grid
+    certificate finds no gain (it would if the game mis-scored a misreport)."""
+    from market.learning.dynamics import AuctionGame
+
+    g = AuctionGame(market=_eris_market(), mechanism="eris", grid=default_grid(5, 0.25, 4.0))
+    res = best_response_dynamics(g, max_passes=3)
+    assert res.status == "converged" and np.array_equal(res.profile, g.truthful_profile())
+    assert certify(g, res.profile, points=9)["eps_abs"] <= 1e-9
+    pol = price_of_lying(g, res.profile)
+    assert pol["price_of_lying"] == pytest.approx(1.0) and pol["truthful_welfare"] > 0
+
+
+def test_auction_game_finds_that_antman_bidders_shade() -> None:
+    """AntMan's payment depends on the bid: some bidder gains by scaling its value down, so best
+    responses leave truth and revenue falls (a finding, measured on this fixed instance)."""
+    from market.learning.dynamics import AuctionGame
+
+    g = AuctionGame(market=_eris_market(), mechanism="antman", grid=default_grid(5, 0.25, 4.0))
+    assert certify(g, g.truthful_profile(), points=9)["eps_abs"] > 0
+    res = best_response_dynamics(g, max_passes=3)
+    assert not np.array_equal(res.profile, g.truthful_profile())
+    pol = price_of_lying(g, res.profile)
+    assert pol["learned_revenue"] < pol["truthful_revenue"]
+    assert any(pol[f"gain_{i}"] > 0 for i in range(g.n))
+
+
+def test_auction_game_rejects_a_grid_outside_the_validator() -> None:
+    from market.learning.dynamics import AuctionGame
+
+    with pytest.raises(InputError) as err:
+        AuctionGame(market=_eris_market(), mechanism="eris", grid=[0.01, 1.0, 100.0])
+    assert err.value.field == "grid"
+    with pytest.raises(InputError) as err:
+        AuctionGame(market=_eris_market(), mechanism="eris", dimension="nope")
+    assert err.value.field == "dimension"

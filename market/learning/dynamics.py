@@ -22,8 +22,9 @@ that do not learn always play truth).
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,9 @@ from market.audit.metrics import envy_violation, si_violation
 from market.errors import InputError, as_float_array, check_int, check_positive
 
 __all__ = [
+    "Game",
     "FairShareGame",
+    "AuctionGame",
     "DynamicsResult",
     "best_response_dynamics",
     "hedge",
@@ -55,13 +58,83 @@ def default_grid(points: int = 13, low: float = 0.25, high: float = 4.0) -> np.n
     return g
 
 
+class Game(ABC):
+    """A finite game of report factors: ``n`` agents, each learner picks a row of ``strategies``
+    (factor vectors over the game's reportable dimensions; ``truth_index`` is truthful), payoffs
+    are TRUE utilities. Subclasses implement :meth:`_evaluate`, :meth:`metrics`, :meth:`with_grid`."""
+
+    n: int
+    grid_values: np.ndarray
+    strategies: np.ndarray
+    truth_index: int
+    learner_ids: list[int]
+
+    def _setup(self, grid: Any, dims: int, learners: Sequence[int] | None) -> None:
+        g = default_grid() if grid is None else as_float_array("grid", grid, ndim=1, positive=True)
+        if not np.any(np.isclose(g, 1.0, rtol=0, atol=1e-12)):
+            raise InputError("grid", grid, "must contain the truthful factor 1")
+        self.grid_values = np.asarray(g, dtype=float)
+        self.strategies = np.array(list(itertools.product(self.grid_values, repeat=dims)))
+        self.truth_index = int(np.flatnonzero(np.all(np.isclose(self.strategies, 1.0), axis=1))[0])
+        ls = range(self.n) if learners is None else learners
+        self.learner_ids = [check_int("learners", i, minimum=0) for i in ls]
+        if any(i >= self.n for i in self.learner_ids) or not self.learner_ids:
+            raise InputError("learners", learners, f"must be a non-empty list of agent indices < {self.n}")
+        self._cache: dict[tuple[int, ...], np.ndarray] = {}
+        self.evaluations = 0
+
+    @abstractmethod
+    def _evaluate(self, factors: np.ndarray) -> np.ndarray:
+        """TRUE utilities (n,) when agent ``l`` reports with factor vector ``factors[l]``."""
+
+    @abstractmethod
+    def metrics(self, profile: Sequence[int]) -> dict[str, float]:
+        """Welfare / revenue / fairness figures at ``profile`` (TRUE types)."""
+
+    @abstractmethod
+    def with_grid(self, grid: Any) -> Game:
+        """The same game over another factor grid."""
+
+    @property
+    def S(self) -> int:
+        """Strategies per learner."""
+        return int(len(self.strategies))
+
+    def truthful_profile(self) -> np.ndarray:
+        """Everyone truthful."""
+        return np.full(self.n, self.truth_index, dtype=int)
+
+    def utilities(self, profile: Sequence[int]) -> np.ndarray:
+        """TRUE utility of every agent at ``profile`` (cached)."""
+        key = tuple(int(s) for s in profile)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = np.asarray(self._evaluate(self.strategies[np.asarray(key, dtype=int)]), dtype=float)
+            self._cache[key] = hit
+            self.evaluations += 1
+        return hit
+
+    def deviations(self, profile: Sequence[int], agent: int) -> np.ndarray:
+        """TRUE utility of ``agent`` for each of its strategies, others fixed at ``profile``."""
+        p = np.array(profile, dtype=int)
+        out = np.empty(self.S)
+        for s in range(self.S):
+            p[agent] = s
+            out[s] = self.utilities(p)[agent]
+        return out
+
+    def scales(self) -> np.ndarray:
+        """Per-agent utility scale used to normalise no-regret updates (default: 1)."""
+        return np.ones(self.n)
+
+
 @dataclass
-class FairShareGame:
+class FairShareGame(Game):
     """Game induced by fair-share ``mechanism`` on TRUE speedups ``W`` (n, k), GPUs ``m`` (k,).
 
-    ``grid``: report factors per speedup dimension (must contain 1); ``learners``: indices of the
-    tenants that adapt (default: all). Strategies of a learner are the ``len(grid) ** (k - 1)``
-    factor vectors; strategy ``truth_index`` is truthful. Utilities are cached per profile.
+    ``grid``: report factors per speedup dimension ``j >= 1`` (must contain 1); ``learners``:
+    indices of the tenants that adapt (default: all). Strategies of a learner are the
+    ``len(grid) ** (k - 1)`` factor vectors. Utility: TRUE normalised throughput.
     """
 
     mechanism: Any = "oef-noncoop"
@@ -81,57 +154,118 @@ class FairShareGame:
         self.Wt = Wa / Wa[:, :1]
         self.n, self.k = self.Wt.shape
         self.ma = as_float_array("m", self.m, shape=(self.k,), nonneg=True)
-        g = default_grid() if self.grid is None else as_float_array("grid", self.grid, ndim=1, positive=True)
-        if not np.any(np.isclose(g, 1.0, rtol=0, atol=1e-12)):
-            raise InputError("grid", self.grid, "must contain the truthful factor 1")
-        self.grid_values = np.asarray(g, dtype=float)
-        self.strategies = np.array(list(itertools.product(self.grid_values, repeat=self.k - 1)))
-        self.truth_index = int(np.flatnonzero(np.all(np.isclose(self.strategies, 1.0), axis=1))[0])
-        ls = range(self.n) if self.learners is None else self.learners
-        self.learner_ids = [check_int("learners", i, minimum=0) for i in ls]
-        if any(i >= self.n for i in self.learner_ids) or not self.learner_ids:
-            raise InputError("learners", self.learners, f"must be a non-empty list of tenant indices < {self.n}")
-        self._cache: dict[tuple[int, ...], np.ndarray] = {}
-        self.evaluations = 0
+        self._setup(self.grid, self.k - 1, self.learners)
 
-    @property
-    def S(self) -> int:
-        """Strategies per learner."""
-        return int(len(self.strategies))
-
-    def truthful_profile(self) -> np.ndarray:
-        """Everyone truthful."""
-        return np.full(self.n, self.truth_index, dtype=int)
+    def with_grid(self, grid: Any) -> FairShareGame:
+        return replace(self, grid=grid)
 
     def reported(self, profile: Sequence[int]) -> np.ndarray:
         """Reported speedup matrix of ``profile`` (rows scaled on columns ``1..k-1``)."""
+        return self._reported(self.strategies[np.asarray(profile, dtype=int)])
+
+    def _reported(self, factors: np.ndarray) -> np.ndarray:
         F = np.ones((self.n, self.k))
-        F[:, 1:] = self.strategies[np.asarray(profile, dtype=int)]
+        F[:, 1:] = factors
         return self.Wt * F
+
+    def _alloc(self, factors: np.ndarray) -> np.ndarray:
+        out = self._fn(self._reported(factors), self.ma, weights=self.weights, caps=self.caps, **self.options)
+        return np.asarray(out.X, dtype=float)
 
     def allocation(self, profile: Sequence[int]) -> np.ndarray:
         """Allocation matrix X (n, k) in devices at ``profile``."""
-        out = self._fn(self.reported(profile), self.ma, weights=self.weights, caps=self.caps, **self.options)
-        return np.asarray(out.X, dtype=float)
+        return self._alloc(self.strategies[np.asarray(profile, dtype=int)])
 
-    def utilities(self, profile: Sequence[int]) -> np.ndarray:
-        """TRUE normalised throughput of every tenant at ``profile`` (cached)."""
-        key = tuple(int(s) for s in profile)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = np.einsum("lj,lj->l", self.Wt, self.allocation(key))
-            self._cache[key] = hit
-            self.evaluations += 1
-        return hit
+    def _evaluate(self, factors: np.ndarray) -> np.ndarray:
+        return np.einsum("lj,lj->l", self.Wt, self._alloc(factors))
 
-    def deviations(self, profile: Sequence[int], agent: int) -> np.ndarray:
-        """TRUE utility of ``agent`` for each of its strategies, others fixed at ``profile``."""
-        p = np.array(profile, dtype=int)
-        out = np.empty(self.S)
-        for s in range(self.S):
-            p[agent] = s
-            out[s] = self.utilities(p)[agent]
+    def scales(self) -> np.ndarray:
+        """TRUE throughput of owning every GPU (an upper bound on each tenant's utility)."""
+        return self.Wt @ self.ma
+
+    def metrics(self, profile: Sequence[int]) -> dict[str, float]:
+        """``total`` TRUE throughput, max ``envy`` and ``si`` shortfall (throughput units), ``jain``."""
+        X = self.allocation(profile)
+        u = self.utilities(profile)
+        jain = float(u.sum() ** 2 / (u.size * (u**2).sum())) if (u**2).sum() > 0 else 1.0
+        return {
+            "total": float(u.sum()),
+            "envy": envy_violation(self.Wt, X, self.weights),
+            "si": si_violation(self.Wt, X, self.ma, self.weights),
+            "jain": jain,
+        }
+
+
+@dataclass
+class AuctionGame(Game):
+    """Game of an online/batch auction instance (:class:`~market.auction.market.AuctionMarket`):
+    each bid is an agent reporting ``dimension`` (default ``value_scale``) times a grid factor;
+    payoffs are TRUE surpluses. ``seed`` fixes randomised mechanisms' draws across profiles."""
+
+    market: Any = None
+    mechanism: str = ""
+    dimension: str = "value_scale"
+    grid: Any = None
+    learners: Sequence[int] | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from market.auction.market import AuctionMarket
+
+        if not isinstance(self.market, AuctionMarket):
+            raise InputError("market", type(self.market).__name__, "must be an AuctionMarket instance")
+        if self.mechanism not in self.market.mechanisms():
+            raise InputError("mechanism", self.mechanism, f"must be one of {list(self.market.mechanisms())}")
+        self.bids = list(self.market.bids())
+        if not self.bids:
+            raise InputError("market.bids", [], "must hold at least one bid")
+        self.n = len(self.bids)
+        for b in self.bids:
+            dims = {d.name: d for d in self.market.dimensions(b)}
+            d = dims.get(self.dimension)
+            if d is None or d.kind != "factor":
+                raise InputError("dimension", self.dimension, f"is not a factor dimension of bid {b.job_id}")
+        self._setup(self.grid, 1, self.learners)
+        lo = min(d.lower for b in self.bids for d in self.market.dimensions(b) if d.name == self.dimension)
+        hi = max(d.upper for b in self.bids for d in self.market.dimensions(b) if d.name == self.dimension)
+        if self.grid_values.min() < lo - 1e-12 or self.grid_values.max() > hi + 1e-12:
+            raise InputError("grid", self.grid_values.tolist(), f"must lie within the validator's [{lo}, {hi}]")
+
+    def with_grid(self, grid: Any) -> AuctionGame:
+        return replace(self, grid=grid)
+
+    def _run(self, factors: np.ndarray) -> tuple[list[Any], list[Any]]:
+        from market.auction.market import run_market
+
+        reports = [
+            b if f[0] == 1.0 else self.market.misreport(b, {self.dimension: float(f[0])})
+            for b, f in zip(self.bids, factors, strict=True)
+        ]
+        return reports, run_market(self.market, self.mechanism, reports, self.seed)
+
+    def _evaluate(self, factors: np.ndarray) -> np.ndarray:
+        from market.auction.market import decisions_by_id
+
+        reports, decs = self._run(factors)
+        by_id = decisions_by_id(decs)
+        return np.array([
+            self.market.true_surplus(b, r, by_id.get(int(b.job_id)))
+            for b, r in zip(self.bids, reports, strict=True)
+        ])  # fmt: skip
+
+    def scales(self) -> np.ndarray:
+        """Per-bid largest |TRUE surplus| over its grid strategies at truthful play (1 if all zero)."""
+        out = np.ones(self.n)
+        t = self.truthful_profile()
+        for i in self.learner_ids:
+            m = float(np.abs(self.deviations(t, i)).max())
+            out[i] = m if m > 0 else 1.0
         return out
+
+    def metrics(self, profile: Sequence[int]) -> dict[str, float]:
+        """The market's own run metrics (``welfare``, ``revenue``, ``utility``, ``admission_rate``...)."""
+        reports, decs = self._run(self.strategies[np.asarray(profile, dtype=int)])
+        return {k: float(v) for k, v in self.market.metrics(decs, reports).items()}
 
 
 @dataclass
@@ -193,11 +327,6 @@ def best_response_dynamics(game: FairShareGame, *, max_passes: int = 50, tol: fl
     return DynamicsResult("best-response", pd.DataFrame(rows), p.copy(), "max-steps")
 
 
-def _scales(game: FairShareGame) -> np.ndarray:
-    """Per-tenant utility scale: the TRUE throughput of owning every GPU (an upper bound)."""
-    return game.Wt @ game.ma
-
-
 def _no_regret(
     game: FairShareGame,
     rule: str,
@@ -211,7 +340,7 @@ def _no_regret(
     eta = check_positive("eta", eta)
     rng = np.random.default_rng(seed)
     S, L = game.S, game.learner_ids
-    scale = _scales(game)
+    scale = game.scales()
     logw = {i: np.zeros(S) for i in L}
     cum_cf = {i: np.zeros(S) for i in L}  # cumulative counterfactual utility of each strategy
     cum_play = dict.fromkeys(L, 0.0)
@@ -278,48 +407,46 @@ def exp3(
     return _no_regret(game, "exp3", rounds, eta, float(gamma), seed, progress)
 
 
-def certify(game: FairShareGame, profile: Sequence[int], *, points: int = 61, low: float = 0.01,
+def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float = 0.01,
             high: float = 100.0) -> dict[str, Any]:  # fmt: skip
-    """Epsilon of ``profile``: for each learner, the best TRUE gain over report factors on a
-    ``points``-point log grid from ``low`` to ``high`` per dimension (jointly for k <= 3, per
-    dimension otherwise), others fixed. Returns ``eps_abs`` (throughput), ``eps_rel`` (relative to
-    the learner's utility at ``profile``), the ``agent`` and its best ``factors``."""
-    fine = default_grid(points, low, high)
-    base = game.reported(profile)
+    """Epsilon of pure ``profile``: for each learner, the best TRUE gain over report factors on a
+    ``points``-point log grid from ``low`` to ``high`` per dimension (clipped to an auction's
+    validator bounds; joint over dimensions, so keep ``points ** dims`` modest) plus the learning
+    grid, others fixed. A lower bound on the exact epsilon. Returns ``eps_abs`` (utility units),
+    ``eps_rel`` (relative to the learner's utility at ``profile``), the ``agent`` and its best
+    ``factors``."""
+    fine = np.union1d(default_grid(points, low, high), game.grid_values)
+    if isinstance(game, AuctionGame):
+        dims = [d for b in game.bids for d in game.market.dimensions(b) if d.name == game.dimension]
+        lo, hi = max(d.lower for d in dims), min(d.upper for d in dims)
+        fine = np.union1d(fine[(fine >= lo) & (fine <= hi)], game.grid_values)
+    big = game.with_grid(fine)
+    vals = game.strategies[np.asarray(profile, dtype=int)]
+    index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
+    mapped = np.array([index[tuple(np.round(v, 12))] for v in vals], dtype=int)
     u0 = game.utilities(profile)
-    best = {"eps_abs": 0.0, "eps_rel": 0.0, "agent": None, "factors": None}
-    if game.k <= 3:
-        cands = np.array(list(itertools.product(fine, repeat=game.k - 1)))
-    else:
-        cands = np.ones(((game.k - 1) * fine.size, game.k - 1))
-        for j in range(game.k - 1):
-            cands[j * fine.size : (j + 1) * fine.size, j] = fine
+    best: dict[str, Any] = {"eps_abs": 0.0, "eps_rel": 0.0, "agent": None, "factors": None}
     for i in game.learner_ids:
-        for f in cands:
-            Wr = base.copy()
-            Wr[i, 1:] = game.Wt[i, 1:] * f
-            X = game._fn(Wr, game.ma, weights=game.weights, caps=game.caps, **game.options).X
-            gain = float(game.Wt[i] @ np.asarray(X)[i] - u0[i])
-            rel = gain / u0[i] if u0[i] > 0 else (np.inf if gain > 1e-12 else 0.0)
-            if gain > best["eps_abs"]:
-                best = {"eps_abs": gain, "eps_rel": float(rel), "agent": i, "factors": f.tolist()}
+        dev = big.deviations(mapped, i)
+        s = int(np.argmax(dev))
+        gain = float(dev[s] - u0[i])
+        if gain > best["eps_abs"]:
+            rel = gain / abs(u0[i]) if u0[i] != 0 else float("inf")
+            best = {"eps_abs": gain, "eps_rel": float(rel), "agent": i, "factors": big.strategies[s].tolist()}
     return best
 
 
-def price_of_lying(game: FairShareGame, profile: Sequence[int]) -> dict[str, float]:
-    """TRUE welfare and fairness at ``profile`` vs truthful play: total throughput (and its ratio,
-    the price of lying = truthful / profile), max envy and sharing-incentive shortfall (throughput
-    units), Jain's index of per-tenant throughput, and each tenant's gain ``gain_<i>``."""
-    out: dict[str, float] = {}
-    for tag, prof in (("truthful", game.truthful_profile()), ("learned", np.asarray(profile, dtype=int))):
-        X = game.allocation(prof)
-        u = game.utilities(prof)
-        out[f"{tag}_total"] = float(u.sum())
-        out[f"{tag}_envy"] = envy_violation(game.Wt, X, game.weights)
-        out[f"{tag}_si"] = si_violation(game.Wt, X, game.ma, game.weights)
-        out[f"{tag}_jain"] = float(u.sum() ** 2 / (u.size * (u**2).sum())) if (u**2).sum() > 0 else 1.0
-    out["price_of_lying"] = out["truthful_total"] / out["learned_total"] if out["learned_total"] > 0 else np.inf
-    ut, ul = game.utilities(game.truthful_profile()), game.utilities(np.asarray(profile, dtype=int))
+def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
+    """Metrics at truthful play (``truthful_<metric>``) and at ``profile`` (``learned_<metric>``),
+    the welfare ratio ``price_of_lying`` = truthful / learned (fair share: ``total`` throughput;
+    auctions: ``welfare``), and each agent's TRUE gain ``gain_<i>`` (utility units)."""
+    p = np.asarray(profile, dtype=int)
+    t_m, l_m = game.metrics(game.truthful_profile()), game.metrics(p)
+    out = {f"truthful_{k}": v for k, v in t_m.items()} | {f"learned_{k}": v for k, v in l_m.items()}
+    key = "total" if "total" in t_m else "welfare"
+    out["price_of_lying"] = t_m[key] / l_m[key] if l_m[key] > 0 else float("inf")
+    ut, ul = game.utilities(game.truthful_profile()), game.utilities(p)
     for i in range(game.n):
         out[f"gain_{i}"] = float(ul[i] - ut[i])
     return out
+
