@@ -9,6 +9,7 @@ Commands::
     marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
                     [--report DIR [--instances N]]
     marketsim claims [--paper NAME] [--size small|large] [--seed S] [--json] [--report DIR]
+    marketsim learn SCENARIO [--out DIR] [--rounds N] [--seed S] [--quiet]
     marketsim list
 
 User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
@@ -150,14 +151,18 @@ def cmd_list(args: argparse.Namespace) -> int:
             info = get(name)
             flag = " [claims truthful]" if info.claims_truthful else ""
             print(f"  {name:16s} {info.summary}{flag}")
+    from analysis.learn import learning_names
     from analysis.studies import study_names
 
     sweeps = [n for n in scenario_names() if n.startswith("sweep_")]
     studies = study_names()
+    learns = learning_names()
+    plain = [n for n in scenario_names() if n not in sweeps and n not in studies and n not in learns]
     for title, found in (
-        ("scenarios (marketsim run NAME):", [n for n in scenario_names() if n not in sweeps and n not in studies]),
+        ("scenarios (marketsim run NAME):", plain),
         ("reproduction studies of the auction papers (marketsim run NAME):", studies),
         ("sweeps (marketsim sweep NAME):", sweeps),
+        ("learning populations (marketsim learn NAME):", learns),
     ):
         if not found:
             continue
@@ -504,6 +509,40 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_learn(args: argparse.Namespace) -> int:
+    """Run a learning scenario: adaptive reports, equilibrium certificate, price of lying."""
+    from dataclasses import replace
+
+    from analysis.learn import load_learning, run_learning, write_learning
+
+    sc = load_learning(args.scenario)
+    if args.rounds is not None:
+        from market.errors import check_int
+
+        sc = replace(sc, rounds=check_int("--rounds", args.rounds, minimum=1))
+    if args.seed is not None:
+        from market.errors import check_int
+
+        sc = replace(sc, seed=check_int("--seed", args.seed, minimum=0))
+    out = Path(args.out) if args.out else Path("results") / f"learn-{sc.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    last = [0.0]
+
+    def progress(label: str, i: int, n: int) -> None:
+        now = time.monotonic()
+        if not args.quiet and sys.stderr.isatty() and (i == n or now - last[0] > 0.5):
+            last[0] = now
+            print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
+
+    traj, table = run_learning(sc, progress=progress)
+    paths = write_learning(sc, traj, table, out)
+    print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
+    for p in paths:
+        print(f"  {p}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -602,6 +641,21 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--report", default=None, help="also write DIR/report.md with the ledger table")
     cl.add_argument("--width", type=int, default=60, help="column width of the table's texts")
     cl.set_defaults(func=cmd_claims)
+
+    lrn = sub.add_parser(
+        "learn",
+        help="let tenants/bidders adapt their reports and measure the price of lying",
+        description="Run a learning scenario (kind = \"learning\" TOML or embedded learn_* name): every "
+        "learner starts truthful and adapts its report factors with best-response, Hedge or EXP3 (or an "
+        "evolution strategy for Bayesian bid functions) from TRUE utilities; writes trajectories.parquet, "
+        "price_of_lying.csv, convergence.png and report.md into --out.",
+    )
+    lrn.add_argument("scenario", help="learning TOML file or embedded name (see `marketsim list`)")
+    lrn.add_argument("--out", default=None, help="output directory (default: ./results/learn-<name>)")
+    lrn.add_argument("--rounds", type=int, default=None, help="override the scenario's rounds / passes")
+    lrn.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    lrn.add_argument("--quiet", action="store_true", help="no progress line")
+    lrn.set_defaults(func=cmd_learn)
 
     lst = sub.add_parser(
         "list",

@@ -1,0 +1,88 @@
+"""``marketsim learn``: learning scenarios end to end, their outputs and their input errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.cli import main
+from analysis.learn import learning_names, load_learning
+
+
+def test_embedded_learning_scenarios_parse() -> None:
+    names = learning_names()
+    assert {"learn_oef", "learn_oef_hedge", "learn_auctions", "learn_first_price"} <= set(names)
+    for n in names:
+        sc = load_learning(n)
+        assert sc.mechanisms and 1.0 in sc.grid
+
+
+def test_learn_oef_writes_the_price_of_lying_table(tmp_path: Path, capsys) -> None:
+    assert main(["learn", "learn_oef", "--out", str(tmp_path), "--quiet"]) == 0
+    for f in ("trajectories.parquet", "price_of_lying.csv", "convergence.png", "report.md"):
+        assert (tmp_path / f).stat().st_size > 0
+    table = pd.read_csv(tmp_path / "price_of_lying.csv").set_index("mechanism")
+    sc = load_learning("learn_oef")
+    assert list(table.index) == list(sc.mechanisms)
+    # non-cooperative OEF: best responses cycle (the audit finds a lie at truth, so truth is not a rest point)
+    assert table.loc["oef-noncoop", "status"] == "cycle" and table.loc["oef-noncoop", "period"] >= 2
+    # truthful totals by hand for OEF non-coop: 15/7 each
+    assert table.loc["oef-noncoop", "truthful_total"] == pytest.approx(30 / 7)
+    # maxmin stays at truth: price of lying exactly 1, no gain on the wide grid
+    assert table.loc["maxmin", "status"] == "converged" and table.loc["maxmin", "price_of_lying"] == 1.0
+    assert table.loc["maxmin", "eps_abs"] == 0.0
+    traj = pd.read_parquet(tmp_path / "trajectories.parquet")
+    assert set(traj["mechanism"]) == set(sc.mechanisms)
+    assert "| oef-noncoop | cycle |" in (tmp_path / "report.md").read_text()
+
+
+def test_learning_runs_are_deterministic(tmp_path: Path) -> None:
+    for d in ("a", "b"):
+        assert main(["learn", "learn_oef_hedge", "--out", str(tmp_path / d), "--rounds", "60", "--quiet"]) == 0
+    a = pd.read_parquet(tmp_path / "a" / "trajectories.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "trajectories.parquet")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_bayesian_learning_from_the_cli(tmp_path: Path) -> None:
+    toml = tmp_path / "fp.toml"
+    toml.write_text(
+        'kind = "learning"\n[learning]\nfamily = "bayesian"\nrule = "es"\nmechanisms = ["first-price"]\n'
+        "rounds = 30\n[learning.instance]\nn = [2]\n"
+    )
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv")
+    assert {"l2_to_bne", "bne_revenue", "factor"} <= set(table.columns)
+    assert table["factor"].iloc[0] < 1.0  # shading has begun after 30 rounds
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('kind = "study"\n', "kind"),
+        ('kind = "learning"\n[learning]\nmechanisms = ["gavel"]\nbogus = 1\n', "learning has unknown keys"),
+        ('kind = "learning"\n[learning]\nfamily = "fair-share"\nrule = "es"\nmechanisms = ["gavel"]\n',
+         "learning.rule"),
+        ('kind = "learning"\n[learning]\nmechanisms = []\n', "learning.mechanisms"),
+        ('kind = "learning"\n[learning]\nmechanisms = ["gavel"]\n', "learning.instance.W"),
+        ('kind = "learning"\n[learning]\nmechanisms = ["gavel"]\ngrid = {low = 2.0}\n', "learning.grid"),
+        ('kind = "learning"\nname = "../x"\n[learning]\nmechanisms = ["gavel"]\n', "name"),
+        ('kind = "learning"\n[learning]\nmechanisms = ["nope"]\n[learning.instance]\nW = [[1,2]]\nm = [1,1]\n',
+         "mechanism"),
+    ],
+)  # fmt: skip
+def test_bad_learning_files_exit_2_naming_the_field(tmp_path: Path, capsys, body: str, needle: str) -> None:
+    toml = tmp_path / "bad.toml"
+    toml.write_text(body)
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_directory_and_unknown_names_are_reported(tmp_path: Path, capsys) -> None:
+    assert main(["learn", str(tmp_path) + "/"]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["learn", "no_such_learning"]) == 2
+    assert "not an embedded learning scenario" in capsys.readouterr().err
