@@ -376,7 +376,7 @@ def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
     for c in results:
         eff = f"{c.effect_size:.4g}" + (f" ({c.effect})" if c.effect else "")
         wit = json.dumps(_json(c.witness), separators=(",", ":")) if c.witness is not None else "-"
-        rows.append([c.claim_id, cut(c.statement), c.verdict, cut(eff), cut(wit)])
+        rows.append([c.claim_id, cut(c.statement), c.label, cut(eff), cut(wit)])
     return rows
 
 

@@ -487,7 +487,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_claims(args: argparse.Namespace) -> int:
     """Run the claims ledger (of one paper) and print it as a table or JSON."""
     from analysis.audit_report import claims_table, write_audit_report
-    from market.audit.claims import papers, run_claims, to_records
+    from market.audit.claims import WEAK_N, papers, run_claims, to_records
 
     if args.paper is not None and args.paper not in papers():
         raise InputError("--paper", args.paper, f"has no registered claims; known: {papers()}")
@@ -504,8 +504,10 @@ def cmd_claims(args: argparse.Namespace) -> int:
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)).rstrip())
-    tally = {v: sum(1 for c in results if c.verdict == v) for v in dict.fromkeys(c.verdict for c in results)}
-    print(", ".join(f"{n} {v}" for v, n in tally.items()) + f" ({args.size} size, seed {args.seed})")
+    kinds = [("holds (weak)" if c.weak else c.verdict) for c in results]
+    tally = {v: kinds.count(v) for v in dict.fromkeys(kinds)}
+    note = f"; weak = holds on fewer than {WEAK_N} instances" if "holds (weak)" in tally else ""
+    print(", ".join(f"{n} {v}" for v, n in tally.items()) + f" ({args.size} size, seed {args.seed}{note})")
     return 0
 
 

@@ -23,7 +23,7 @@ from market.audit.claims import (
 from market.audit.oef_claims import measure
 from market.errors import InputError
 
-OEF_IDS = {f"C{i}" for i in range(1, 17)} | {"C1-ext", "C1b"}
+OEF_IDS = {f"C{i}" for i in range(1, 17)} | {"C1-ext", "C1b", "C2-noncoop", "C3-noncoop"}
 
 
 @pytest.fixture(scope="module")

@@ -87,3 +87,62 @@ def test_c6_ledger_row_is_violated_with_a_witness_and_split_by_generator() -> No
     assert measure("structural_noncontiguous", c6.witness["mechanism"], W, m) >= 1
     assert c6.details["ordered"]["instances_violating"] == 0
     assert "ordered generator" in c6.reason
+
+
+def test_small_samples_read_weak_and_every_label_carries_n() -> None:
+    from market.audit.claims import WEAK_N, Claim, to_markdown, verdict_label
+
+    assert verdict_label("holds", 6) == "holds (n=6, weak)"
+    assert verdict_label("holds", WEAK_N) == f"holds (n={WEAK_N})"
+    assert verdict_label("violated", 3) == "violated (n=3)"
+    assert verdict_label("holds", 3, "existential") == "holds (n=3)"
+    results = run_claims("oef", ids=["C1", "C2"])
+    by = {c.claim_id: c for c in results}
+    assert by["C1"].n_instances < WEAK_N and by["C1"].label.endswith(", weak)") and by["C1"].weak
+    assert by["C2"].n_instances >= WEAK_N and by["C2"].label == f"holds (n={by['C2'].n_instances})"
+    md = to_markdown(results)
+    assert "**holds (n=" in md and ", weak)**" in md
+    assert isinstance(results[0], Claim) and results[0].to_dict()["label"] == results[0].label
+
+
+def test_cli_claims_table_and_tally_show_weak(capsys) -> None:
+    from analysis.cli import main
+
+    assert main(["claims", "--paper", "oef", "--width", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "holds (n=6, weak)" in out and "holds (weak)" in out.splitlines()[-1]
+
+
+def test_c15_small_finds_the_coop_pe_counterexample_like_large() -> None:
+    """C15 used to read holds on --size small and violated on --size large."""
+    from market.audit.oef_claims import C15_PE_FIXTURE, _prop_tol
+
+    W, m = np.array(C15_PE_FIXTURE[0]), np.array(C15_PE_FIXTURE[1])
+    assert measure("pe", "oef-coop", W, m) > 1000 * _prop_tol("pe", W, m)
+    (c15,) = run_claims("oef", ids=["C15"])
+    assert c15.verdict == "violated" and c15.details["violation_rates"]["oef-coop"]["pe"] > 0
+
+
+def test_noncoop_envy_and_si_findings_match_the_hand_numbers() -> None:
+    """W = [[1,2],[1,5]], m = [1,1]: X = [[1,4/7],[0,3/7]]; tenant 1 values tenant 0's bundle at
+    1 + 5*4/7 = 27/7 vs its own 15/7 (envy 12/7) and the equal split at 3 (SI shortfall 6/7)."""
+    W, m = np.array([[1.0, 2.0], [1.0, 5.0]]), np.array([1.0, 1.0])
+    assert measure("envy", "oef-noncoop", W, m) == pytest.approx(12 / 7)
+    assert measure("si", "oef-noncoop", W, m) == pytest.approx(6 / 7)
+    res = {c.claim_id: c for c in run_claims("oef", ids=["C2-noncoop", "C3-noncoop"])}
+    for cid in ("C2-noncoop", "C3-noncoop"):
+        c = res[cid]
+        assert c.verdict == "violated" and c.n_instances >= 20
+        assert 0 < c.details["violation_rate"] <= 1 and f"/{c.n_instances}" in c.reason
+
+
+@pytest.mark.slow
+def test_oef_small_and_large_ledgers_do_not_contradict() -> None:
+    """No claim may read a strong `holds` at one size and `violated` at the other."""
+    small = {c.claim_id: c for c in run_claims("oef", size="small")}
+    large = {c.claim_id: c for c in run_claims("oef", size="large")}
+    for cid, s in small.items():
+        pair = {s.verdict, large[cid].verdict}
+        if pair == {"holds", "violated"}:
+            strong = s if s.verdict == "holds" else large[cid]
+            assert strong.weak, f"{cid}: {s.label} (small) vs {large[cid].label} (large)"

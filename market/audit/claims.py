@@ -35,7 +35,9 @@ from market.errors import InputError, check_choice, check_int
 
 __all__ = [
     "VERDICTS",
+    "WEAK_N",
     "SIZES",
+    "verdict_label",
     "ClaimContext",
     "Measurement",
     "ClaimSpec",
@@ -54,6 +56,16 @@ __all__ = [
 ]
 
 VERDICTS = ("holds", "violated", "inconclusive")
+WEAK_N = 20
+"""A universal claim that ``holds`` on fewer instances than this is labelled ``weak``."""
+
+
+def verdict_label(verdict: str, n_instances: int, kind: str = "universal") -> str:
+    """Verdict with its sample size, e.g. ``holds (n=40)``; a universal ``holds`` on fewer than
+    :data:`WEAK_N` instances reads ``holds (n=6, weak)``: too few instances to trust a "for all"."""
+    if verdict == "holds" and kind == "universal" and n_instances < WEAK_N:
+        return f"holds (n={n_instances}, weak)"
+    return f"{verdict} (n={n_instances})"
 SIZES = ("small", "large")
 
 # Modules whose import registers claims (fixed list; never derived from user input).
@@ -141,6 +153,17 @@ class Claim:
     seconds: float
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    kind: str = "universal"
+
+    @property
+    def label(self) -> str:
+        """The verdict with its sample size (:func:`verdict_label`)."""
+        return verdict_label(self.verdict, self.n_instances, self.kind)
+
+    @property
+    def weak(self) -> bool:
+        """A universal ``holds`` on fewer than :data:`WEAK_N` instances."""
+        return self.verdict == "holds" and self.kind == "universal" and self.n_instances < WEAK_N
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -150,6 +173,8 @@ class Claim:
             "statement": self.statement,
             "how_tested": self.how_tested,
             "verdict": self.verdict,
+            "label": self.label,
+            "kind": self.kind,
             "effect_size": _num(self.effect_size),
             "effect": self.effect,
             "witness": jsonable(self.witness),
@@ -285,6 +310,7 @@ def run_claims(
                 seconds=time.perf_counter() - t0,
                 reason=reason,
                 details={**m.details, **({"found": m.found} if spec.kind == "existential" else {})},
+                kind=spec.kind,
             )
         )
     return out
@@ -309,6 +335,7 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
         "paper",
         "claim_id",
         "verdict",
+        "label",
         "effect_size",
         "effect",
         "n_instances",
@@ -337,7 +364,7 @@ def to_markdown(results: Iterable[Claim]) -> str:
         if r.reason:
             stmt += f" — *{r.reason}*".replace("|", "\\|")
         lines.append(
-            f"| {r.paper} | {r.claim_id} | **{r.verdict}** | {eff} | {r.n_instances} | {r.violations} | {stmt} |"
+            f"| {r.paper} | {r.claim_id} | **{r.label}** | {eff} | {r.n_instances} | {r.violations} | {stmt} |"
         )
     return "\n".join(lines) + "\n"
 
