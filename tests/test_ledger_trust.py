@@ -146,3 +146,38 @@ def test_oef_small_and_large_ledgers_do_not_contradict() -> None:
         if pair == {"holds", "violated"}:
             strong = s if s.verdict == "holds" else large[cid]
             assert strong.weak, f"{cid}: {s.label} (small) vs {large[cid].label} (large)"
+
+
+ZERO_PAYOFF_MARKET = {"seed": 390790834, "params": {"jobs": 10, "T": 20, "H": 4, "K": 4, "epochs_min": 50,
+                      "epochs_max": 200, "chunks_min": 50, "chunks_max": 100, "minibatches_min": 10,
+                      "minibatches_max": 100, "n_calib": 300}}  # fmt: skip
+
+
+def test_c_o5b_float_noise_rejection_is_not_a_violation() -> None:
+    """Job 0 arrives late; its sigmoid value has decayed to 6.6e-10 (peak 19.46) by the earliest
+    completion, so its best payoff is zero at float precision; the 1e-9 absolute guard rejects it."""
+    from market.audit.oasis_claims import _empty_rejections, _market
+
+    m = _market(ZERO_PAYOFF_MARKET)
+    q = m.true_request(0)
+    zero: list = []
+    assert _empty_rejections(m.cluster, [q], m.constants, zero) == []
+    assert len(zero) == 1 and 0 < zero[0][1] < 1e-9 * q.utility(1)
+
+
+def test_c_o5b_reports_a_real_rejection(monkeypatch) -> None:
+    """Power: an OASiS whose admission guard rejects clearly positive payoffs must be caught."""
+    import market.audit.oasis_claims as oc
+
+    class Picky(oc.Oasis):
+        def __init__(self, *a, **k) -> None:
+            super().__init__(*a, **{**k, "admit_tol": 1e6})
+
+    monkeypatch.setattr(oc, "Oasis", Picky)
+    (c,) = run_claims("oasis", ids=["C-O5b"])
+    assert c.verdict == "violated" and c.witness is not None and max(c.witness["mu"]) > 1e-3
+
+
+def test_c_o5b_holds_with_enough_instances() -> None:
+    (c,) = run_claims("oasis", ids=["C-O5b"])
+    assert c.verdict == "holds" and not c.weak and c.details["zero_payoff_rejections"] >= 0
