@@ -135,6 +135,7 @@ def audit_case(case: AuditCase, seed: int = 0, config: AuditConfig | None = None
             "witness": _json(r.witness),
             "witness_family": r.witness_family,
             "witness_report": _json(r.witness_report),
+            "at_limit": r.at_limit,
             "violated": r.violated,
         }
         for r in results

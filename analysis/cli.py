@@ -474,10 +474,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         rel = a["relative_gain"]
         rel_s = f"{100 * rel:+.2f}%" if isinstance(rel, float) else str(rel)
         wit = json.dumps(a["witness"], separators=(",", ":")) if a["witness"] is not None else "-"
+        if a.get("at_limit"):
+            wit += " (at the input limit: a supremum)"
         rows.append([str(a["agent"]), f"{a['truthful_utility']:.6g}", f"{a['best_gain']:.6g}", rel_s, wit])
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
+    if any(a.get("at_limit") for a in out["agents"]):
+        print("(at the input limit: the gain grows as that report approaches the validator's bound; the value shown "
+              "is the bound's, the supremum is not attained by any admissible report)")  # fmt: skip
     print("property violations (max over agents/resources; 0 = holds):")
     for prop, v in out["violations"].items():
         print(f"  {prop:20s} {v:.6g}")

@@ -57,10 +57,13 @@ def test_first_price_shading_gain_matches_hand_calculation() -> None:
     assert r.best_gain == pytest.approx(10.0 - bid, abs=1e-12)
     assert 4.0 - 1e-5 <= r.best_gain < 4.0
     assert r.witness_family == "DOWN_bid" and r.violated
-    # Grid only (no refinement): the 12 points below the truth are 10 i / 12; the best one above
-    # the competing 6 is 20/3, so the gain is exactly 10 - 20/3 = 10/3.
-    g = audit(t, 1, config=AuditConfig(refine_starts=0))
+    # Grid only (no zoom, tails, boundary walk or refinement): the 12 points below the truth are
+    # 10 i / 12; the best one above the competing 6 is 20/3, so the gain is exactly 10 - 20/3 = 10/3.
+    g = audit(t, 1, config=AuditConfig(refine_starts=0, n_zoom=0, n_tail=0, edge_steps=0))
     assert g.best_gain == pytest.approx(10.0 / 3.0, abs=1e-12)
+    # the boundary walk alone (bisection towards the jump at 6) gets within 0.01 of the supremum 4
+    w = audit(t, 1, config=AuditConfig(refine_starts=0))
+    assert 4.0 - 0.01 <= w.best_gain < 4.0
     # Over-bidding never helps in a first-price auction.
     assert g.families["UP_bid"].gain < 0
 
@@ -289,9 +292,10 @@ def test_bad_input_names_field_and_value() -> None:
     with pytest.raises(InputError) as e:
         evaluate_misreport(t, 0, {"1": math.nan})
     assert e.value.field == "params[1]" and math.isnan(e.value.value)
-    with pytest.raises(InputError) as e:
-        check_params(t, 0, {"1": 100.0})
+    with pytest.raises(InputError) as e:  # beyond the validator's limit max_speedup / W = 1e4 / 2
+        check_params(t, 0, {"1": 1e5})
     assert e.value.field == "params[1]"
+    assert check_params(t, 0, {"1": 100.0})["1"] == 100.0  # outside the search box, inside the limits
     with pytest.raises(InputError) as e:
         audit(t, 5)
     assert e.value.field == "agent" and e.value.value == 5

@@ -104,6 +104,7 @@ class FairShareTarget(BaseTarget):
                 self._resolver = NoncoopResolver(self.Wt, self.ma, self.wt)
         self._confirmed: dict[Any, float] = {}
         self.confirmations = 0
+        self._dims_by_agent: dict[int, list[Dimension]] = {}
 
     @property
     def screening(self) -> bool:
@@ -145,7 +146,25 @@ class FairShareTarget(BaseTarget):
         return list(range(self.n))
 
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
-        return self._dims
+        """The factor dimensions of ``agent``; each speedup's hard limits keep the reported
+        normalised speedup within ``[1 / max_speedup, max_speedup]`` (the validator's conditioning
+        bound, mirrored below 1), so the audit's tails and boundary walk never leave what the
+        mechanism accepts."""
+        key = int(agent)
+        cached = self._dims_by_agent.get(key)
+        if cached is not None:
+            return cached
+        out = []
+        for d in self._dims:
+            if d.name == "weight":
+                out.append(d)
+                continue
+            w = float(self.Wt[key, int(d.name)])
+            lo = min(d.lower, 1.0 / (self.max_speedup * w))
+            hi = max(d.upper, self.max_speedup / w)
+            out.append(Dimension(d.name, d.kind, d.lower, d.upper, d.truth, d.over, d.integer, lo, hi))
+        self._dims_by_agent[key] = out
+        return out
 
     def report(self, agent: Hashable, params: Mapping[str, float]) -> tuple[tuple[float, ...], float | None]:
         """``(reported row, reported weight or None)``; the row is clipped to ``max_speedup``."""

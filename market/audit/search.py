@@ -53,7 +53,12 @@ __all__ = [
 class AuditConfig:
     """Search budget and tolerance.
 
-    ``n_grid`` points per side per dimension; ``n_joint`` Latin-hypercube samples per joint box
+    ``n_grid`` points per side per dimension inside its box, plus ``n_zoom`` points per side between
+    the truth and the first grid point (log-spaced, down to 0.1% away: gains that exist only just
+    next to the truth); ``n_tail`` more per side beyond the
+    box out to the dimension's hard limits (the validator's); ``edge_steps`` geometric steps of the
+    boundary walk that follows a family best lying at the edge of what was explored towards the
+    limit; ``n_joint`` Latin-hypercube samples per joint box
     (inflation, deflation, full); ``refine_starts`` best points per continuous family refined by
     Nelder–Mead with at most ``refine_maxfev`` evaluations each; a gain counts as a violation when
     it exceeds ``max(abs_tol, rel_tol * max(1, |truthful utility|))``. ``families`` restricts the
@@ -61,6 +66,9 @@ class AuditConfig:
     """
 
     n_grid: int = 12
+    n_zoom: int = 3
+    n_tail: int = 4
+    edge_steps: int = 16
     n_joint: int = 48
     refine_starts: int = 2
     refine_maxfev: int = 60
@@ -71,6 +79,9 @@ class AuditConfig:
 
     def __post_init__(self) -> None:
         check_int("AuditConfig.n_grid", self.n_grid, minimum=0)
+        check_int("AuditConfig.n_tail", self.n_tail, minimum=0)
+        check_int("AuditConfig.n_zoom", self.n_zoom, minimum=0)
+        check_int("AuditConfig.edge_steps", self.edge_steps, minimum=0)
         check_int("AuditConfig.n_joint", self.n_joint, minimum=0)
         check_int("AuditConfig.refine_starts", self.refine_starts, minimum=0)
         check_int("AuditConfig.refine_maxfev", self.refine_maxfev, minimum=0)
@@ -98,6 +109,7 @@ class FamilyBest:
     label: str | None = None
     report: Any = None
     n_points: int = 0
+    at_limit: bool = False
 
 
 @dataclass
@@ -107,7 +119,9 @@ class AuditResult:
     ``best_gain`` = best true utility found minus ``truthful_utility`` (absolute, >= 0 because the
     truthful report is evaluated); ``relative_gain`` = ``best_gain / |truthful_utility|`` (``inf`` when that is 0).
     ``witness`` is the parameter dict (or probe label) of the best lie, ``witness_report`` the report
-    itself. ``families`` holds the best per family; ``in_scope_gain`` is the best over the paper's
+    itself; ``at_limit`` says the best lie sits at a dimension's hard limit, i.e. the gain is a
+    supremum approached as the report goes to the limit rather than one attained inside.
+    ``families`` holds the best per family; ``in_scope_gain`` is the best over the paper's
     stated scope. ``evaluations`` counts mechanism runs, ``points`` all misreports scored (incl.
     cache hits).
     """
@@ -125,6 +139,7 @@ class AuditResult:
     points: int
     seconds: float
     families: dict[str, FamilyBest] = field(default_factory=dict)
+    at_limit: bool = False
 
     @property
     def violated(self) -> bool:
@@ -162,6 +177,7 @@ class AuditResult:
             "witness": jsonable(self.witness),
             "witness_report": jsonable(self.witness_report),
             "witness_family": self.witness_family,
+            "at_limit": self.at_limit,
             "in_scope_gain": self.in_scope_gain,
             "out_of_scope_gain": self.out_of_scope_gain,
             "evaluations": self.evaluations,
@@ -338,6 +354,26 @@ def audit(
             z[i] = float(d.to_z(v))
             s.eval_z(z)
 
+    # 1a. zoom: just next to the truth, inside the first grid step
+    for i, d in enumerate(all_dims):
+        for v in d.zoom(cfg.n_zoom, cfg.n_grid):
+            side = d.side(float(v))
+            if side == 0 or not cfg.wants(f"{'UP' if side > 0 else 'DOWN'}_{d.name}"):
+                continue
+            z = z0.copy()
+            z[i] = float(d.to_z(v))
+            s.eval_z(z)
+
+    # 1b. beyond the box, out to the validator's limits (log-spaced for factors)
+    for i, d in enumerate(all_dims):
+        for v in d.tails(cfg.n_tail):
+            side = d.side(float(v))
+            if side == 0 or not cfg.wants(f"{'UP' if side > 0 else 'DOWN'}_{d.name}"):
+                continue
+            z = z0.copy()
+            z[i] = float(d.to_z(v))
+            s.eval_z(z)
+
     # 2. jointly: Latin hypercube in the inflation, deflation and full boxes
     joint = ("UP_all", "DOWN_all", "MIXED") if len(all_dims) >= 2 else ()
     for fam in joint:
@@ -398,6 +434,16 @@ def audit(
                     },
                 )
 
+    # 5. boundary walk: a single-dimension family whose best is the outermost point explored on
+    # its side keeps stepping (doubling the log-distance) towards the limit while the gain grows
+    if cfg.edge_steps > 0:
+        for i, d in enumerate(all_dims):
+            for fam, sign in ((f"UP_{d.name}", d.over), (f"DOWN_{d.name}", -d.over)):
+                fb = s.families.get(fam)
+                if fb is None or fb.params is None or fb.gain <= 0:
+                    continue
+                _edge_walk(s, i, d, fb, sign, z0, cfg.edge_steps)
+
     if getattr(target, "screening", False):
         # the search ran on a fast screen: re-measure the truth and every family's best report
         # with the mechanism itself, so every reported number is the mechanism's
@@ -406,8 +452,25 @@ def audit(
         s.tol = max(cfg.abs_tol, cfg.rel_tol * max(1.0, abs(s.u0)))
         for fb in s.families.values():
             if fb.report is not None:
+                screened = fb.gain
                 fb.gain = float(target.confirm(agent, fb.report)) - s.u0
+                if fb.params is not None and fb.gain < screened - s.tol:
+                    # screen and mechanism disagree (e.g. a point on the edge of a jump, where ties
+                    # break differently): confirm the family's next-best screened points as well
+                    for _, zz in sorted(s.starts.get(fb.family, []), key=lambda t: -t[0])[:4]:
+                        vals = s.values_of(zz)
+                        params = dict(zip(s.names, vals.tolist(), strict=True))
+                        rep = target.report(agent, params)
+                        g = float(target.confirm(agent, rep)) - s.u0
+                        if g > fb.gain:
+                            fb.gain, fb.params, fb.report = g, params, rep
 
+    for fb in s.families.values():
+        fb.at_limit = fb.params is not None and any(
+            d.limit_lower < d.lower and np.isclose(fb.params[d.name], d.limit_lower, rtol=1e-9, atol=0)
+            or d.limit_upper > d.upper and np.isclose(fb.params[d.name], d.limit_upper, rtol=1e-9, atol=0)
+            for d in all_dims
+        )
     best = max(s.families.values(), key=lambda fb: fb.gain, default=None)
     if best is None or best.gain <= 0:
         gain, witness, wrep, wfam = 0.0, None, None, None
@@ -428,7 +491,42 @@ def audit(
         points=s.points,
         seconds=time.perf_counter() - t_start,
         families=s.families,
+        at_limit=bool(best is not None and best.gain > 0 and best.at_limit),
     )
+
+
+def _edge_walk(s: _Search, i: int, d: Dimension, fb: FamilyBest, sign: int, z0: np.ndarray, steps: int) -> None:
+    """From ``fb``'s best value of dimension ``i``, step outwards (away from the truth, towards the
+    hard limit on ``sign``'s side), doubling the log-distance, while the gain does not fall."""
+    zb = float(d.to_z(fb.params[d.name]))
+    lim = float(d.to_z(d.limit_upper if (sign > 0) == (d.over > 0) else d.limit_lower))
+    out_dir = float(np.sign(lim - float(z0[i])))
+    if out_dir == 0 or (lim - zb) * out_dir <= 1e-12:
+        return
+    step = max(abs(zb - float(z0[i])), 1e-3)
+    z = z0.copy()
+    last = fb.gain
+    for _ in range(steps):
+        nxt = zb + out_dir * step
+        if (nxt - lim) * out_dir >= 0:
+            nxt = lim
+        z[i] = nxt
+        g = s.eval_z(z)
+        if g < last - s.tol:
+            # overshot: bisect between the last rising point and this one (finds a kink or a peak)
+            lo_z, hi_z = zb, nxt
+            for _ in range(10):
+                mid = 0.5 * (lo_z + hi_z)
+                z[i] = mid
+                gm = s.eval_z(z)
+                if gm >= last:
+                    lo_z, last = mid, gm
+                else:
+                    hi_z = mid
+            break
+        if nxt == lim:
+            break
+        last, zb, step = g, nxt, step * 2.0
 
 
 def evaluate_misreport(target: AuditTarget, agent: Hashable, params: Mapping[str, float]) -> tuple[float, float]:

@@ -82,6 +82,8 @@ class Dimension:
     truth: float = 1.0
     over: int = 1
     integer: bool = False
+    limit_lower: float | None = None
+    limit_upper: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -97,15 +99,23 @@ class Dimension:
             raise InputError(f"Dimension[{self.name}].lower", lo, "must be > 0 for a factor dimension")
         if self.over not in (1, -1):
             raise InputError(f"Dimension[{self.name}].over", self.over, "must be +1 or -1")
+        ll = lo if self.limit_lower is None else check_finite(f"Dimension[{self.name}].limit_lower", self.limit_lower)
+        lu = hi if self.limit_upper is None else check_finite(f"Dimension[{self.name}].limit_upper", self.limit_upper)
+        if not (ll <= lo and lu >= hi):
+            raise InputError(f"Dimension[{self.name}] limits", (ll, lu), f"must contain [lower, upper] = [{lo}, {hi}]")
+        if self.kind == "factor" and ll <= 0:
+            raise InputError(f"Dimension[{self.name}].limit_lower", ll, "must be > 0 for a factor dimension")
+        object.__setattr__(self, "limit_lower", ll)
+        object.__setattr__(self, "limit_upper", lu)
 
     def to_z(self, value: float | np.ndarray) -> float | np.ndarray:
         """Search coordinate: log for factors, identity for values."""
         return np.log(value) if self.kind == "factor" else value
 
     def from_z(self, z: float | np.ndarray) -> float | np.ndarray:
-        """Inverse of :meth:`to_z`, clipped to the bounds (and rounded if ``integer``)."""
+        """Inverse of :meth:`to_z`, clipped to the limits (and rounded if ``integer``)."""
         v = np.exp(z) if self.kind == "factor" else z
-        v = np.clip(v, self.lower, self.upper)
+        v = np.clip(v, self.limit_lower, self.limit_upper)
         return np.round(v) if self.integer else v
 
     def side(self, value: float, tol: float = 1e-12) -> int:
@@ -133,6 +143,37 @@ class Dimension:
             g = np.unique(np.round(g))
             g = g[g != self.truth]
         return g
+
+    def zoom(self, n_side: int, n_grid: int) -> np.ndarray:
+        """``n_side`` points per side between the truth and the first of ``n_grid`` grid points,
+        log-spaced in distance from 0.1% of the step (factors: of the log-step) to half of it."""
+        if n_side <= 0 or self.integer:
+            return np.empty(0)
+        pts = []
+        for a, b, sgn in ((self.lower, self.truth, -1.0), (self.truth, self.upper, 1.0)):
+            if b - a <= 0 or n_grid <= 0:
+                continue
+            step = (np.log(b) - np.log(a) if self.kind == "factor" else b - a) / n_grid
+            dist = np.geomspace(1e-3 * step, 0.5 * step, n_side)
+            if self.kind == "factor":
+                pts.append(self.truth * np.exp(sgn * dist))
+            else:
+                pts.append(self.truth + sgn * dist)
+        return np.concatenate(pts) if pts else np.empty(0)
+
+    def tails(self, n_side: int) -> np.ndarray:
+        """``n_side`` points on each side beyond ``[lower, upper]`` out to the limits (geometric
+        for factors); empty where the limit equals the bound."""
+        pts: list[np.ndarray] = []
+        for a, b, inner in ((self.limit_lower, self.lower, self.lower), (self.upper, self.limit_upper, self.upper)):
+            if b - a <= 0 or n_side <= 0:
+                continue
+            p = np.geomspace(a, b, n_side + 1) if self.kind == "factor" else np.linspace(a, b, n_side + 1)
+            pts.append(p[p != inner])
+        if not pts:
+            return np.empty(0)
+        g = np.concatenate(pts)
+        return np.unique(np.round(g)) if self.integer else g
 
 
 @dataclass(frozen=True)
@@ -268,7 +309,8 @@ def check_params(target: AuditTarget, agent: Hashable, params: Mapping[str, floa
             )
         v = check_finite(f"params[{name}]", value)
         d = dims[name]
-        if not d.lower - 1e-12 <= v <= d.upper + 1e-12:
-            raise InputError(f"params[{name}]", value, f"must lie in [{d.lower}, {d.upper}]")
+        lo, hi = d.limit_lower, d.limit_upper
+        if not lo - 1e-12 * max(1.0, abs(lo)) <= v <= hi + 1e-12 * max(1.0, abs(hi)):
+            raise InputError(f"params[{name}]", value, f"must lie in [{lo}, {hi}]")
         out[name] = v
     return out
