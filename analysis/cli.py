@@ -81,10 +81,17 @@ def cmd_allocate(args: argparse.Namespace) -> int:
 
     W = parse_matrix("--speedups", args.speedups)
     n, k = W.shape
-    bad = np.argwhere(W <= 0)
+    raw = args.policy in RAW_THROUGHPUT_POLICIES
+    bad = np.argwhere(W < 0) if raw else np.argwhere(W <= 0)
     if bad.size:
         i, j = (int(x) for x in bad[0])
-        raise InputError(f"--speedups[{i}][{j}]", float(W[i, j]), "must be > 0 (a speedup)")
+        what = ">= 0 (a raw throughput; 0 = cannot run there)" if raw else "> 0 (a speedup)"
+        raise InputError(f"--speedups[{i}][{j}]", float(W[i, j]), f"must be {what}")
+    options = {}
+    if args.scale_factors is not None:
+        if not raw:
+            raise InputError("--scale-factors", args.scale_factors, f"apply to {sorted(RAW_THROUGHPUT_POLICIES)} only")
+        options["scale_factors"] = parse_vector("--scale-factors", args.scale_factors)
     if args.capacity is None:
         m = np.ones(k, dtype=int)
     else:
@@ -106,8 +113,11 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         raise InputError(
             "--policy", args.policy, f"is not a registered fair-share mechanism; known: {names('fair-share')}"
         ) from None
-    alloc = info.fn(W, m, weights=weights)
-    Wn = W / W[:, :1]  # reports as the mechanisms read them: normalised to w[0] = 1
+    alloc = info.fn(W, m, weights=weights, **options)
+    if raw:  # raw throughput per placement: W . (X / s) = T . x (time fractions)
+        Wn = W / np.asarray(options.get("scale_factors", np.ones(n)), dtype=float)[:, None]
+    else:
+        Wn = W / W[:, :1]  # reports as the mechanisms read them: normalised to w[0] = 1
     if args.json:
         out = alloc.to_dict(Wn)
         out.update(
@@ -133,7 +143,10 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         print("  ".join(s.rjust(w) for s, w in zip(r, widths, strict=True)))
     if alloc.common_value is not None:
         print(f"common value t* = {alloc.common_value:.6f}")
-    print("throughput = reported speedups (normalised to the slowest type) · allocated GPUs")
+    if raw:
+        print("throughput = raw throughput · time fraction (allocated GPUs / scale factor)")
+    else:
+        print("throughput = reported speedups (normalised to the slowest type) · allocated GPUs")
     return 0
 
 
@@ -587,6 +600,8 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--speedups", required=True, help="speedup matrix: rows ';'-separated, entries ','-separated")
     alloc.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     alloc.add_argument("--weights", default=None, help="tenant priority weights, e.g. '1,2' (default: equal)")
+    alloc.add_argument("--scale-factors", default=None,
+                       help="Gavel policies: GPUs per placement of each job, e.g. '2,1' (default: 1 each)")  # fmt: skip
     alloc.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     alloc.set_defaults(func=cmd_allocate)
 
@@ -674,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _VALUE_OPTIONS = ("--speedups", "--capacity", "--weights")
+RAW_THROUGHPUT_POLICIES = frozenset({"gavel-max-sum-throughput", "gavel-max-min-perf"})
+"""Policies that read raw throughputs (zeros allowed) instead of speedups normalised to type 0."""
 _NUMBERISH = re.compile(r"^-[\d.]")
 
 

@@ -28,7 +28,7 @@ FAMILIES = ("fair-share", "auction")
 # A family is imported only when it is asked for, so a fair-share run (and every sweep or pool
 # worker running one) never pays for importing the auction papers.
 _FAMILY_MODULES: dict[str, tuple[str, ...]] = {
-    "fair-share": ("market.oef.mechanisms", "market.oef.baselines"),
+    "fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel"),
     "auction": ("market.auction.mechanisms", "market.auction.controls", "market.astraea.mechanisms", "market.eris"),
 }
 _MECHANISM_MODULES: tuple[str, ...] = tuple(m for mods in _FAMILY_MODULES.values() for m in mods)

@@ -75,7 +75,7 @@ def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``N_l = W_l.p_l`` with the proportional share ``p_l`` rescaled to ``d_l``. ``info["s_star"]``
     holds ``s*``. Option ``tiebreak``: ``"none"`` (single LP, default) or ``"max_total"``.
     """
-    opts, v = prepare("gavel", W, m, weights, caps, options, {"tiebreak": "none"})
+    opts, v = prepare("gavel", W, m, weights, caps, options, {"tiebreak": "none", "solver": "auto"})
     check_choice("tiebreak", opts["tiebreak"], ("none", "max_total"))
     triv = trivial_allocation("gavel", v)
     if triv is not None:

@@ -257,11 +257,26 @@ def build_pe_gap(W: np.ndarray, m: np.ndarray, u: np.ndarray) -> LinearProgram:
     return build_si_constrained(W, m, u)
 
 
+AUTO_IPM_NONZEROS = 5_000
+"""``solver="auto"``: dual simplex below this many constraint non-zeros, interior point from it
+(measured crossover on the max-min / Gavel LPs: ``benchmarks/bench_gavel.py``)."""
+
+
+def choose_solver(solver: str, nonzeros: int) -> str:
+    """The HiGHS method for ``solver``: ``"auto"`` picks by size (:data:`AUTO_IPM_NONZEROS`)."""
+    if solver != "auto":
+        return solver
+    return "highs-ipm" if nonzeros >= AUTO_IPM_NONZEROS else "highs-ds"
+
+
 def solve(policy: str, lp: LinearProgram, solver: str = "highs-ds") -> tuple[np.ndarray, float, float]:
-    """Solve ``lp`` with HiGHS; return ``(x, objective_of_min_problem, seconds)``.
+    """Solve ``lp`` with HiGHS; return ``(x, objective_of_min_problem, seconds)``. ``solver`` is a
+    scipy HiGHS method or ``"auto"`` (:func:`choose_solver`).
 
     Raises :class:`market.errors.SolveError` on any non-optimal status.
     """
+    mats = [a for a in (lp.A_ub, lp.A_eq) if a is not None]
+    solver = choose_solver(solver, sum(int(a.nnz) if hasattr(a, "nnz") else int(np.count_nonzero(a)) for a in mats))
     t0 = time.perf_counter()
     res = linprog(
         lp.c,
@@ -336,6 +351,7 @@ def _highs(
     CSC arrays), set up like scipy's ``solver`` (``"highs-ds"``: dual simplex, presolve off so a
     given basis is kept; single-threaded, fixed seed: deterministic)."""
     h = new_highs()
+    solver = choose_solver(solver, int(index.size))
     h.setOptionValue("solver", _HIGHS_SOLVER[solver])
     if solver == "highs-ds":
         h.setOptionValue("simplex_strategy", 1)

@@ -28,7 +28,7 @@ __all__ = [
     "cache_key",
 ]
 
-SOLVERS = ("highs-ds", "highs-ipm", "highs")
+SOLVERS = ("highs-ds", "highs-ipm", "highs", "auto")
 
 # Options every fair-share policy accepts, with defaults (A0 / A4).
 COMMON_OPTIONS: dict[str, Any] = {

@@ -1,0 +1,181 @@
+"""Gavel's own policies on RAW throughputs (Narayanan et al., OSDI'20; facts from the public
+``scheduler/policies`` code): first-class scale factors, priority weights and zero throughputs.
+
+Units: ``T`` (n, k) raw throughputs of job ``l`` on one placement of type ``j`` (e.g. iterations/s of
+the job running with its ``scale_factors[l]`` GPUs); ``T[l, j] = 0`` means the model cannot run on
+type ``j`` (accepted, as in Gavel's measured tables, and never allocated). Gavel's variable is a time
+fraction ``x[l, j]`` with ``sum_j x[l, j] <= 1`` and capacity ``sum_l s_l x[l, j] <= m_j``. The
+returned :class:`~market.allocation.Allocation` holds devices ``X = s_l x[l, j]`` (like every
+fair-share policy) and ``info["time_fractions"]`` holds ``x``.
+
+* ``gavel-max-sum-throughput`` (Gavel ``ThroughputSumWithPerf``): ``max sum_l T_l . x_l``.
+  The framework's ``max-throughput`` is LP (4) of the OEF paper, which normalises each row by its
+  slowest type first; on raw throughputs the two differ.
+* ``gavel-max-min-perf`` (Gavel ``MaxMinFairnessPolicyWithPerf``): ``max min_l s_l T_l . x_l /
+  (w_l * I_l)`` where ``I_l = T_l . x^iso_l`` is job ``l``'s throughput under the isolated policy
+  (the same program with every throughput 1: equal time shares, scale factors counted).
+
+Both solve one HiGHS LP (two for max-min) with ``solver="auto"`` by default: dual simplex on small
+programs, interior point on large ones (:func:`market.oef.lp.choose_solver`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from market.allocation import Allocation
+from market.errors import InputError, SolveError, as_float_array, check_choice
+from market.oef import lp as lpmod
+from market.oef.validate import SOLVERS
+from market.registry import register
+from market.types import check_capacity_vector
+
+__all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "GavelInput", "validate_gavel"]
+
+
+class GavelInput:
+    """Validated Gavel inputs: ``T`` (n, k) >= 0, ``m`` (k,), ``s`` (n,) ints >= 1, ``w`` (n,) > 0."""
+
+    def __init__(self, T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray, solver: str) -> None:
+        self.T, self.m, self.s, self.w, self.solver = T, m, s, w, solver
+
+    @property
+    def n(self) -> int:
+        return int(self.T.shape[0])
+
+    @property
+    def k(self) -> int:
+        return int(self.T.shape[1])
+
+
+def validate_gavel(
+    W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any], policy: str
+) -> GavelInput:
+    """Check Gavel inputs; errors name the field and value (scale factors: ``scale_factors[l]``)."""
+    known = {"scale_factors", "solver"}
+    extra = sorted(set(options) - known)
+    if extra:
+        raise InputError("option", extra[0], f"is not an option of policy {policy!r}; known: {sorted(known)}")
+    if caps is not None:
+        raise InputError("caps", caps, f"is not used by {policy!r}: Gavel bounds each job by its time (sum_j x <= 1) "
+                         "and its scale factor; pass scale_factors")  # fmt: skip
+    T = as_float_array("W", W, ndim=2, nonneg=True)
+    n, k = T.shape
+    if k == 0:
+        raise InputError("W", W, "must have at least one GPU type (column)")
+    ma = check_capacity_vector("m", as_float_array("m", m, shape=(k,), nonneg=True)).astype(float)
+    sf = options.get("scale_factors")
+    if sf is None:
+        s = np.ones(n)
+    else:
+        s = as_float_array("scale_factors", sf, shape=(n,), positive=True)
+        bad = np.flatnonzero(s != np.round(s))
+        if bad.size:
+            raise InputError(f"scale_factors[{int(bad[0])}]", float(s[bad[0]]), "must be a whole number of GPUs >= 1")
+    if weights is None:
+        w = np.ones(n)
+    else:
+        w = as_float_array("weights", weights, shape=(n,), positive=True)
+    solver = options.get("solver", "auto")
+    check_choice("solver", solver, SOLVERS)
+    return GavelInput(T, ma, s, w, solver)
+
+
+def _program(g: GavelInput, c: np.ndarray, extra_rows: sp.csr_array | None, extra_cols: int) -> lpmod.LinearProgram:
+    """Variables: ``x`` (n*k, row-major) then ``extra_cols`` free ones; capacity and time rows."""
+    n, k = g.n, g.k
+    nv = n * k + extra_cols
+    rows_l = np.repeat(np.arange(n), k)
+    cols = np.arange(n * k)
+    cap = sp.csr_array((np.repeat(g.s, k), (np.tile(np.arange(k), n), cols)), shape=(k, nv))
+    tim = sp.csr_array((np.ones(n * k), (rows_l, cols)), shape=(n, nv))
+    blocks = [cap, tim] + ([extra_rows] if extra_rows is not None else [])
+    A = sp.vstack(blocks, format="csr")
+    b = np.concatenate([g.m, np.ones(n), np.zeros(0 if extra_rows is None else extra_rows.shape[0])])
+    zero = (g.T.ravel() <= 0) | np.repeat(g.m[None, :] <= 0, n, axis=0).ravel()
+    bounds = [(0.0, 0.0) if z else (0.0, None) for z in zero] + [(None, None)] * extra_cols
+    return lpmod.LinearProgram(c, A, b, bounds=bounds)
+
+
+def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds: float, info: dict) -> Allocation:
+    x = np.clip(x, 0.0, 1.0) + 0.0
+    x[g.T <= 0] = 0.0
+    X = g.s[:, None] * x + 0.0  # no negative zeros
+    over = float((X.sum(axis=0) - g.m).max()) if g.n else 0.0
+    if over > 1e-6 * max(1.0, float(g.m.max())):
+        raise SolveError(policy, "capacity", f"capacity excess {over!r}")
+    info = {**info, "time_fractions": x.tolist(), "scale_factors": g.s.tolist()}
+    return Allocation(X, policy, objective, None, "optimal", seconds, info)
+
+
+def _sum_lp(g: GavelInput, T: np.ndarray) -> tuple[np.ndarray, float, float]:
+    prog = _program(g, -T.ravel(), None, 0)
+    x, fun, dt = lpmod.solve("gavel-max-sum-throughput", prog, g.solver)
+    return x.reshape(g.n, g.k), -fun, dt
+
+
+@register(
+    "gavel-max-sum-throughput",
+    "fair-share",
+    "Gavel max-sum-throughput on raw throughputs (time fractions, scale factors, zero = cannot run)",
+)
+def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
+    """Gavel ``ThroughputSumWithPerf``: ``max sum_l T_l . x_l`` s.t. ``sum_l s_l x[l, j] <= m_j``,
+    ``sum_j x[l, j] <= 1``, ``x >= 0`` and ``x[l, j] = 0`` where ``T[l, j] = 0``. ``weights`` are
+    accepted and unused (Gavel's sum objective has none). Objective in raw throughput units."""
+    g = validate_gavel(W, m, weights, caps, options, "gavel-max-sum-throughput")
+    t0 = time.perf_counter()
+    if g.n == 0 or not g.m.any():
+        return _finish("gavel-max-sum-throughput", g, np.zeros((g.n, g.k)), 0.0, 0.0, {})
+    x, _, _ = _sum_lp(g, g.T)
+    obj = float((g.T * np.clip(x, 0, 1)).sum())
+    return _finish("gavel-max-sum-throughput", g, x, obj, time.perf_counter() - t0, {"solver": g.solver})
+
+
+def _maxmin_lp(g: GavelInput, coef: np.ndarray) -> tuple[np.ndarray, float]:
+    """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows."""
+    n, k = g.n, g.k
+    rows_l = np.repeat(np.arange(n), k)
+    cols = np.arange(n * k)
+    fair = sp.csr_array((-coef.ravel(), (rows_l, cols)), shape=(n, n * k + 1)).tolil()
+    fair[:, n * k] = np.ones((n, 1))
+    c = np.zeros(n * k + 1)
+    c[-1] = -1.0
+    prog = _program(g, c, sp.csr_array(fair), 1)
+    x, fun, _ = lpmod.solve("gavel-max-min-perf", prog, g.solver)
+    return x[: n * k].reshape(n, k), -fun
+
+
+@register(
+    "gavel-max-min-perf",
+    "fair-share",
+    "Gavel max-min fairness (perf) on raw throughputs with scale factors, priority weights and isolated normalisers",
+)
+def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
+    """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l I_l)`` with the
+    isolated throughputs ``I_l`` from the all-ones program; same constraints as the sum policy. A
+    job that can run nowhere (all-zero row) is rejected: its ratio would pin the minimum at 0."""
+    g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf")
+    dead = np.flatnonzero(~(g.T > 0).any(axis=1)) if g.n else np.zeros(0, dtype=int)
+    if dead.size:
+        raise InputError(f"W[{int(dead[0])}]", g.T[dead[0]].tolist(),
+                         "is all zero: the job cannot run on any GPU type, so max-min fairness is 0 for everyone; "
+                         "drop it or use gavel-max-sum-throughput")  # fmt: skip
+    t0 = time.perf_counter()
+    if g.n == 0 or not g.m.any():
+        return _finish("gavel-max-min-perf", g, np.zeros((g.n, g.k)), 0.0, 0.0, {})
+    ones = (g.T > 0).astype(float)
+    x_iso, _ = _maxmin_lp(g, ones * (g.s / g.w)[:, None])
+    iso = (g.T * x_iso).sum(axis=1)
+    if (iso <= 0).any():
+        l = int(np.flatnonzero(iso <= 0)[0])
+        reason = "gets no isolated throughput (no capacity on the types it runs on)"
+        raise InputError(f"W[{l}]", g.T[l].tolist(), reason)
+    coef = g.T * (g.s / (g.w * iso))[:, None]
+    x, t = _maxmin_lp(g, coef)
+    return _finish("gavel-max-min-perf", g, x, float((g.T * np.clip(x, 0, 1)).sum()), time.perf_counter() - t0,
+                   {"min_ratio": t, "isolated_throughputs": iso.tolist()})  # fmt: skip
