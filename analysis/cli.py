@@ -3,7 +3,7 @@
 Commands::
 
     marketsim run [SCENARIO] [--reps N] [--workers N] [--seed S] [--out DIR]
-    marketsim allocate --policy NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights "1,2"] [--json]
+    marketsim allocate --policy NAME --speedups "1,2;1,5"|@file.csv|@- [--capacity "1,1"] [--weights "1,2"] [--json]
     marketsim sweep CONFIG [--executor local|process|dask] [--address tcp://HOST:PORT] [--workers N]
                    [--resume] [--out DIR]
     marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
@@ -58,8 +58,52 @@ def parse_vector(field: str, text: str) -> np.ndarray:
     return np.array([check_finite(f"{field}[{i}]", p) for i, p in enumerate(parts)], dtype=float)
 
 
+def read_matrix_file(field: str, ref: str) -> np.ndarray:
+    """``@path`` (or ``@-`` for stdin): a CSV matrix, one row per line (comma-separated numbers;
+    blank lines and lines starting with ``#`` are skipped). Errors name the file and line."""
+    name = ref[1:]
+    if not name:
+        raise InputError(field, ref, "must name a file after '@' (or '@-' for stdin)")
+    if name == "-":
+        text, where = sys.stdin.read(), "stdin"
+    else:
+        path = Path(name).expanduser()
+        if path.is_dir():
+            raise InputError(field, ref, "names a directory, not a CSV file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(field, ref, "names a file that does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(field, ref, f"cannot be read ({exc})") from None
+        where = str(path)
+    rows: list[np.ndarray] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        vals = []
+        for j, p in enumerate(parts):
+            try:
+                vals.append(check_finite(f"{field} {where} line {lineno} column {j + 1}", p))
+            except InputError:
+                reason = f"column {j + 1} ({p!r}) is not a finite number"
+                raise InputError(f"{field} {where} line {lineno}", line, reason) from None
+        if rows and len(vals) != rows[0].size:
+            raise InputError(f"{field} {where} line {lineno}", line,
+                             f"has {len(vals)} entries, expected {rows[0].size} (one per GPU type)")  # fmt: skip
+        rows.append(np.array(vals, dtype=float))
+    if not rows:
+        raise InputError(field, ref, f"holds no rows ({where} is empty)")
+    return np.vstack(rows)
+
+
 def parse_matrix(field: str, text: str) -> np.ndarray:
-    """``"1,2;1,5"`` (rows separated by ';') -> (n, k) float array with equal-length rows."""
+    """``"1,2;1,5"`` (rows separated by ';') -> (n, k) float array with equal-length rows;
+    ``@file.csv`` / ``@-`` read the matrix from a CSV file / stdin (:func:`read_matrix_file`)."""
+    if text.startswith("@"):
+        return read_matrix_file(field, text)
     rows = [r for r in text.split(";")]
     if not text.strip() or any(not r.strip() for r in rows):
         raise InputError(field, text, "must be rows of comma-separated numbers separated by ';', like '1,2;1,5'")
@@ -213,8 +257,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_study(args)
     scenario = load_scenario(args.scenario)
     policies = None
-    if args.policies:
+    if args.policies is not None:
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        if not policies:
+            raise InputError("--policies", args.policies, f"names no policy; choose from {list(scenario.policies)}")
         for p in policies:
             if p not in scenario.policies:
                 raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
@@ -256,6 +302,8 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
             print(f"  {p.name}")
     for what, msg in errors:
         print(f"{PROG} run: {what} failed: {msg.splitlines()[0] if msg else msg}", file=sys.stderr)
+    if errors:
+        print(f"{PROG} run: {len(errors)} run(s) failed; the others were written", file=sys.stderr)
     return 1 if errors else 0
 
 
@@ -264,7 +312,9 @@ def _run_study(args: argparse.Namespace) -> int:
     from analysis.studies import load_study, run_study, write_study
 
     study = load_study(args.scenario)
-    mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies else None
+    mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None else None
+    if mechanisms is not None and not mechanisms:
+        raise InputError("--policies", args.policies, f"names no mechanism; choose from {list(study.mechanisms)}")
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     res = run_study(
@@ -320,7 +370,11 @@ def _audit_auction(args: argparse.Namespace) -> int:
     market = build_market(study.paper, params, np.random.default_rng(args.seed))
     bidders = None
     if args.bidders:
-        bidders = [int(b) for b in parse_vector("--bidders", args.bidders)]
+        vals = parse_vector("--bidders", args.bidders)
+        bad = [float(b) for b in vals if b != int(b) or b < 0]
+        if bad:
+            raise InputError("--bidders", args.bidders, f"must be whole job ids >= 0 ({bad[0]!r} is not)")
+        bidders = [int(b) for b in vals]
     target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
     results = audit_all(target, rng=args.seed)
     agents = [
@@ -468,6 +522,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 raise InputError(f"--weights[{i}]", float(w), "must be > 0")
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
+    from market.oef.validate import validate_inputs
+
+    # the same input checks `allocate` applies (conditioning bound, weight range): exit 2, not a solver error
+    validate_inputs(W, m, weights=weights, row_labels=[f"--speedups[{i}]" for i in range(n)])
     case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
     out = audit_case(case, seed=args.seed)
     if args.report:
@@ -597,7 +655,9 @@ def build_parser() -> argparse.ArgumentParser:
         "columns GPU types (slowest first), e.g. '1,2;1,5'.",
     )
     alloc.add_argument("--policy", required=True, help="fair-share mechanism (see `marketsim list`)")
-    alloc.add_argument("--speedups", required=True, help="speedup matrix: rows ';'-separated, entries ','-separated")
+    alloc.add_argument(
+        "--speedups", required=True, help="speedups: rows ';'-separated, entries ','-separated; @file.csv or @- for CSV"
+    )
     alloc.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     alloc.add_argument("--weights", default=None, help="tenant priority weights, e.g. '1,2' (default: equal)")
     alloc.add_argument("--scale-factors", default=None,
@@ -634,7 +694,8 @@ def build_parser() -> argparse.ArgumentParser:
         "every bidder's valuation, size, demand and arrival misreports.",
     )
     aud.add_argument("--mechanism", required=True, help="registered mechanism (see `marketsim list`)")
-    aud.add_argument("--speedups", default=None, help="fair-share: true speedup matrix, e.g. '1,2;1,5'")
+    aud.add_argument("--speedups", default=None,
+                     help="fair-share: true speedup matrix, e.g. '1,2;1,5', or @file.csv / @- (stdin)")  # fmt: skip
     aud.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
     aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
@@ -725,6 +786,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SolveError as exc:
         print(f"{where}: solver error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `marketsim list | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, OSError) as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2

@@ -296,8 +296,8 @@ def run_experiment(
         for res in ex.map(execute_run, specs):
             results[res.run_id] = res
             bar.update(1)
-            if res.error:
-                bar.write(f"run {res.run_id} failed: {res.error}", file=sys.stderr)
+            if res.error:  # counted live; the caller prints each failure once, at the end
+                bar.set_postfix(failed=sum(1 for r in results.values() if r.error), refresh=False)
     seconds = time.perf_counter() - t0
     ordered = [results[s.run_id] for s in specs if s.run_id in results]
     frames = [r.frame for r in ordered if r.frame is not None and len(r.frame)]

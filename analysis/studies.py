@@ -351,6 +351,8 @@ def load_study(name_or_path: str | Path) -> Study:
         with resources.as_file(_embedded(text)) as real:
             return parse_study(_read(Path(real)), text, source=f"scenarios/{text}.toml")
     path = Path(text).expanduser()
+    if path.is_dir():
+        raise InputError("study", text, "is a directory, not a study TOML file")
     if not path.is_file():
         raise InputError("study", text, "does not exist")
     return parse_study(_read(path), path.stem, source=str(path))

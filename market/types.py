@@ -179,8 +179,13 @@ class Cluster:
         return single_rack(items, gpus_per_host=gpus_per_host, round_seconds=round_seconds)
 
 
+MAX_GPUS_PER_TYPE = 10**7
+"""Largest GPU count of one type a capacity vector may hold (keeps LPs well scaled and ints exact)."""
+
+
 def check_capacity_vector(field_name: str, m: object, k: int | None = None) -> np.ndarray:
-    """Validate a GPU capacity vector: integers >= 0 (length ``k`` when given). Returns int array."""
+    """Validate a GPU capacity vector: integers in ``[0, MAX_GPUS_PER_TYPE]`` (length ``k`` when
+    given). Returns int array."""
     arr = np.asarray(m, dtype=float) if not isinstance(m, np.ndarray) else m.astype(float)
     if arr.ndim != 1 or (k is not None and arr.size != k):
         raise InputError(field_name, m, f"must be a vector of length {k if k is not None else 'k'}")
@@ -188,6 +193,8 @@ def check_capacity_vector(field_name: str, m: object, k: int | None = None) -> n
         check_finite(f"{field_name}[{j}]", v)
         if v < 0:
             raise InputError(f"{field_name}[{j}]", v, "must be >= 0 (a negative capacity)")
+        if v > MAX_GPUS_PER_TYPE:
+            raise InputError(f"{field_name}[{j}]", v, f"must be at most {MAX_GPUS_PER_TYPE:,} GPUs of one type")
         if v != int(v):
             raise InputError(f"{field_name}[{j}]", v, "must be a whole number of GPUs")
     return arr.astype(int)

@@ -178,6 +178,8 @@ def _ints(key: str, values: list[Any], minimum: int) -> tuple[int, ...]:
 
 
 def _strings(key: str, values: list[Any]) -> tuple[str, ...]:
+    if not values:
+        raise InputError(key, values, "must not be empty (list at least one name)")
     for i, v in enumerate(values):
         if not isinstance(v, str) or not v:
             raise InputError(f"{key}[{i}]", v, "must be a non-empty string")
@@ -715,6 +717,8 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     path = Path(text_path).expanduser()
     if path.suffix != ".toml" and not path.exists():
         raise InputError("scenario", text_path, f"is neither an embedded scenario {scenario_names()} nor a file")
+    if path.is_dir():
+        raise InputError("scenario", text_path, "is a directory, not a scenario TOML file")
     if not path.is_file():
         raise InputError("scenario", text_path, "does not exist")
     return _load_file(path, path.stem)

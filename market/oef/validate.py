@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 SOLVERS = ("highs-ds", "highs-ipm", "highs", "auto")
+MAX_WEIGHT_RATIO = 1e6
+"""Largest ratio between two priority weights (like ``max_speedup``, a conditioning bound)."""
 
 # Options every fair-share policy accepts, with defaults (A0 / A4).
 COMMON_OPTIONS: dict[str, Any] = {
@@ -170,7 +172,7 @@ def validate_inputs(
         raise InputError(
             _row_label(row_labels, l),
             tuple(Wf[l].tolist()),
-            f"has normalised speedup {Wn[l, j]!r} at type {j} > max_speedup={max_speedup!r}",
+            f"has normalised speedup {float(Wn[l, j])!r} at type {j} > max_speedup={max_speedup!r}",
         )
     # 4. monotonicity (optional)
     if require_monotone and n and k > 1:
@@ -194,6 +196,10 @@ def validate_inputs(
             if not math.isfinite(x) or x <= 0:
                 raise InputError(f"weights[{l}]", v, "must be finite and > 0")
             w_arr[l] = x
+        if n and w_arr.max() / w_arr.min() > MAX_WEIGHT_RATIO:
+            hi, lo = int(np.argmax(w_arr)), int(np.argmin(w_arr))
+            raise InputError(f"weights[{hi}]", w_objs[hi], f"is more than {MAX_WEIGHT_RATIO:g} times weights[{lo}] = "
+                             f"{w_objs[lo]!r} (outside the range the LPs solve reliably)")  # fmt: skip
     if caps is None:
         c_arr = np.full(n, np.inf)
     else:

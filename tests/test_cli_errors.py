@@ -1,0 +1,93 @@
+"""CLI input errors that used to give tracebacks, solver errors or wrong messages (issue #10):
+each exits 2 with one line naming the field and value."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from analysis.cli import main
+
+
+def _err(capsys, argv: list[str], code: int = 2) -> str:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["allocate", "--policy", "gavel", "--speedups", "1,2;1,5", "--weights", "1e19,1"], "weights[0]"),
+        (["allocate", "--policy", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1e300,1"], "--capacity[0]"),
+        (["allocate", "--policy", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1e18,1"], "at most"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,1e308;1,5"], "max_speedup"),
+        (["allocate", "--policy", "oef-noncoop", "--speedups", "1,1e308;1,5"], "max_speedup"),
+        (["audit", "--mechanism", "oasis", "--bidders", "1.5"], "--bidders"),
+        (["run", "default", "--policies", ","], "--policies"),
+        (["run", "control_auction", "--policies", ","], "--policies"),
+    ],
+)
+def test_bad_numbers_exit_2_with_one_line(capsys, argv: list[str], needle: str) -> None:
+    err = _err(capsys, argv)
+    assert needle in err and "np.float64" not in err
+
+
+def test_directory_as_scenario_says_directory(capsys, tmp_path: Path) -> None:
+    assert "is a directory" in _err(capsys, ["run", str(tmp_path)])
+    (tmp_path / "d.toml").mkdir()
+    assert "is a directory" in _err(capsys, ["run", str(tmp_path / "d.toml")])
+
+
+def test_empty_job_types_fail_validation(tmp_path: Path) -> None:
+    from market.errors import InputError
+    from scenarios.loader import load_scenario
+
+    text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
+    toml = tmp_path / "s.toml"
+    toml.write_text(text.replace("[profiles]\n", "[profiles]\njob_types = []\n", 1))
+    with pytest.raises(InputError) as err:
+        load_scenario(toml)
+    assert "job_types" in err.value.field and "empty" in str(err.value)
+
+
+def test_speedups_from_a_csv_file_and_stdin(capsys, tmp_path: Path, monkeypatch) -> None:
+    f = tmp_path / "w.csv"
+    f.write_text("# tenants x GPU types\n1,2\n\n1,5\n")
+    assert main(["allocate", "--policy", "oef-coop", "--speedups", f"@{f}", "--json"]) == 0
+    a = capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO("1,2\n1,5\n"))
+    assert main(["allocate", "--policy", "oef-coop", "--speedups", "@-", "--json"]) == 0
+    assert capsys.readouterr().out == a
+    assert '"allocation": [[1.0, 0.25], [0.0, 0.75]]' in a
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2\n1,x\n")
+    assert f"{bad} line 2" in _err(capsys, ["allocate", "--policy", "oef-coop", "--speedups", f"@{bad}"])
+    bad.write_text("1,2\n1,5,3\n")
+    assert "has 3 entries, expected 2" in _err(capsys, ["audit", "--mechanism", "oef-coop", "--speedups", f"@{bad}"])
+    assert "does not exist" in _err(capsys, ["allocate", "--policy", "oef-coop", "--speedups", f"@{tmp_path}/no.csv"])
+    assert "directory" in _err(capsys, ["allocate", "--policy", "oef-coop", "--speedups", f"@{tmp_path}"])
+    (tmp_path / "empty.csv").write_text("# nothing\n")
+    assert "no rows" in _err(capsys, ["allocate", "--policy", "oef-coop", "--speedups", f"@{tmp_path}/empty.csv"])
+
+
+def test_failed_runs_are_reported_once(capsys, tmp_path: Path, monkeypatch) -> None:
+    from agents.model import MarketModel
+
+    original = MarketModel.run
+
+    def flaky(self, rounds=None):
+        if self.config.policy == "gavel":
+            raise RuntimeError("solver exploded")
+        return original(self, rounds)
+
+    monkeypatch.setattr(MarketModel, "run", flaky)
+    code = main(["run", "default", "--reps", "1", "--policies", "gavel,maxmin", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1
+    for rid in ("default/gavel/truthful/r0",):
+        assert sum(rid in ln for ln in err.splitlines()) == 1, err  # once, not live and again at the end
+    assert "run(s) failed; the others were written" in err
