@@ -157,7 +157,20 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         raise InputError(
             "--policy", args.policy, f"is not a registered fair-share mechanism; known: {names('fair-share')}"
         ) from None
-    alloc = info.fn(W, m, weights=weights, **options)
+    from market.oef import lp as oef_lp
+
+    if sys.stderr.isatty() and not args.quiet:  # long cooperative solves report their rounds
+
+        def status(msg: str) -> None:
+            print(f"\r{msg}\033[K", end="", file=sys.stderr, flush=True)
+
+        oef_lp.PROGRESS = status
+    try:
+        alloc = info.fn(W, m, weights=weights, **options)
+    finally:
+        if oef_lp.PROGRESS is not None:
+            oef_lp.PROGRESS = None
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
     if raw:  # raw throughput per placement: W . (X / s) = T . x (time fractions)
         Wn = W / np.asarray(options.get("scale_factors", np.ones(n)), dtype=float)[:, None]
     else:
@@ -663,6 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--scale-factors", default=None,
                        help="Gavel policies: GPUs per placement of each job, e.g. '2,1' (default: 1 each)")  # fmt: skip
     alloc.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    alloc.add_argument("--quiet", action="store_true", help="no progress line on long solves")
     alloc.set_defaults(func=cmd_allocate)
 
     sw = sub.add_parser(

@@ -24,9 +24,30 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
-__all__ = ["MilpResult", "milp", "new_highs"]
+__all__ = ["MilpResult", "milp", "new_highs", "run_interruptibly"]
 
 _quiet = False
+
+
+def run_interruptibly(h: highspy.Highs) -> None:
+    """``h.run()`` that Ctrl-C can stop: the solve runs in HiGHS' worker thread while this thread
+    polls every 0.1 s; a ``KeyboardInterrupt`` cancels the solve, waits for HiGHS to stop (a few
+    milliseconds: it checks at every iteration) and is re-raised, so callers exit promptly."""
+    thread = h.startSolve()
+    try:
+        while not h.wait(0.1)[0]:
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        while True:
+            try:
+                if h.wait(0.1)[0]:
+                    break
+            except KeyboardInterrupt:
+                continue
+        raise
+    finally:
+        thread.join(timeout=1.0)
 
 
 def new_highs() -> highspy.Highs:
@@ -151,7 +172,7 @@ def milp(
         else:
             h.setOptionValue(key, _OPTIONS[key](val))
     h.passModel(lp)
-    h.run()
+    run_interruptibly(h)
     ms = h.getModelStatus()
     info = h.getInfo()
     sol = h.getSolution()

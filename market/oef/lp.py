@@ -257,6 +257,10 @@ def build_pe_gap(W: np.ndarray, m: np.ndarray, u: np.ndarray) -> LinearProgram:
     return build_si_constrained(W, m, u)
 
 
+PROGRESS: Any = None
+"""Optional ``callable(message: str)`` told about each constraint-generation round of the lazy
+cooperative OEF solve (the CLI sets it to a stderr status line on long solves)."""
+
 AUTO_IPM_NONZEROS = 5_000
 """``solver="auto"``: dual simplex below this many constraint non-zeros, interior point from it
 (measured crossover on the max-min / Gavel LPs: ``benchmarks/bench_gavel.py``)."""
@@ -365,8 +369,11 @@ def _highs(
 
 
 def _run(policy: str, h: highspy.Highs) -> tuple[np.ndarray, float]:
-    """Solve ``h``; its column values and min-problem objective, or :class:`SolveError`."""
-    h.run()
+    """Solve ``h`` (Ctrl-C cancels it: :func:`market.milp.run_interruptibly`); its column values
+    and min-problem objective, or :class:`SolveError`."""
+    from market.milp import run_interruptibly
+
+    run_interruptibly(h)
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
         raise SolveError(policy, h.modelStatusToString(status), "HiGHS did not report an optimal solution")
@@ -588,6 +595,8 @@ def solve_coop(
         rounds += 1
         x, _ = _run(policy, h)
         iterations += int(h.getInfo().simplex_iteration_count)
+        if PROGRESS is not None:
+            PROGRESS(f"{policy}: round {rounds}, {int(have.sum()):,} envy rows, {time.perf_counter() - t0:.0f} s")
         envy, U = row_envy(Wa, np.where(x < ZERO_TOL, 0.0, x).reshape(R, ka), om)
         envy[have] = -np.inf
         np.fill_diagonal(envy, -np.inf)
