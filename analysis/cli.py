@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -113,6 +114,19 @@ def parse_matrix(field: str, text: str) -> np.ndarray:
         if r.size != k:
             raise InputError(f"{field}[{i}]", rows[i].strip(), f"has {r.size} entries, expected {k} (one per GPU type)")
     return np.vstack(out)
+
+
+def ensure_writable(out: Path) -> Path:
+    """Create ``out`` and prove a file can be written there, before any computing starts; an
+    unusable directory raises :class:`InputError` naming ``--out`` (exit 2, nothing lost)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".marketsim-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError("--out", str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -279,6 +293,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
+    ensure_writable(out)
     t0 = time.perf_counter()
     exp = run_experiment(
         scenario,
@@ -330,6 +345,7 @@ def _run_study(args: argparse.Namespace) -> int:
         raise InputError("--policies", args.policies, f"names no mechanism; choose from {list(study.mechanisms)}")
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
+    ensure_writable(out)
     res = run_study(
         study,
         replications=args.reps,
@@ -455,6 +471,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InputError("--chunk-size", args.chunk_size, "must be >= 1")
     config = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
+    ensure_writable(out)
     res = run_sweep(
         config,
         out,
@@ -616,6 +633,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
         sc = replace(sc, seed=check_int("--seed", args.seed, minimum=0))
     out = Path(args.out) if args.out else Path("results") / f"learn-{sc.name}"
+    ensure_writable(out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     last = [0.0]
@@ -801,8 +819,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{where}: solver error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `marketsim list | head`: the reader left; not an error of ours
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (ValueError, OSError) as exc:

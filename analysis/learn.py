@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market.errors import InputError, check_int
+from market.errors import InputError, check_int, check_name, slug
 from market.learning.dynamics import (
     AuctionGame,
     DynamicsResult,
@@ -88,10 +88,7 @@ def learning_names() -> list[str]:
 
 
 def _safe_name(name: Any) -> str:
-    text = str(name)
-    if not text or not all(c.isalnum() or c in "-_" for c in text):
-        raise InputError("name", name, "must be a non-empty identifier of letters, digits, '-' and '_'")
-    return text
+    return check_name("name", name)
 
 
 def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenario:
@@ -135,7 +132,7 @@ def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenari
     if not isinstance(opts, Mapping):
         raise InputError("learning.options", opts, "must be a table")
     return LearningScenario(
-        _safe_name(doc.get("name", default_name)), str(doc.get("description", "")), family, rule, tuple(mechs),
+        _safe_name(doc.get("name", slug(default_name))), str(doc.get("description", "")), family, rule, tuple(mechs),
         seed, rounds, grid, learners, dict(inst), dict(opts),
     )  # fmt: skip
 

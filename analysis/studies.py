@@ -58,7 +58,7 @@ from analysis.headlines import Headline, evaluate_headlines, headline_markdown, 
 from analysis.runner import make_executor
 from analysis.stats import t_interval
 from market.auction.market import AuctionMarket
-from market.errors import InputError, check_int
+from market.errors import InputError, check_int, check_name, slug
 
 __all__ = [
     "BUILDERS",
@@ -198,7 +198,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
     _unknown(name, "", {k: v for k, v in data.items() if k not in _TABLES}, _TOP)
     if data.get("kind") != "study":
         raise InputError(_where(name, "kind"), data.get("kind"), "must be 'study'")
-    name = str(data.get("name", name))
+    name = check_name(_where(name, "name"), data.get("name", slug(name)))
     paper = data.get("paper")
     if paper not in BUILDERS:
         raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(BUILDERS)}")

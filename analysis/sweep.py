@@ -79,7 +79,7 @@ from tqdm.auto import tqdm
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
 from analysis.runner import Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
 from analysis.stats import t_interval
-from market.errors import InputError, check_choice, check_int
+from market.errors import InputError, check_choice, check_int, check_name, slug
 from scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
 
 __all__ = [
@@ -278,9 +278,7 @@ def parse_sweep(data: Mapping[str, Any], name: str, base_dir: Path | None = None
     unknown = sorted(set(data) - known)
     if unknown:
         raise InputError(f"{where}: {unknown[0]}", data[unknown[0]], f"is not a known key; known: {sorted(known)}")
-    name = data.get("name", name)
-    if not isinstance(name, str) or not name:
-        raise InputError(f"{where}: name", name, "must be a non-empty string")
+    name = check_name(f"{where}: name", data.get("name", slug(name)))
     description = data.get("description", "")
     if not isinstance(description, str):
         raise InputError(f"{where}: description", description, "must be a string")

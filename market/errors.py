@@ -22,6 +22,8 @@ __all__ = [
     "check_int",
     "check_choice",
     "as_float_array",
+    "check_name",
+    "slug",
 ]
 
 
@@ -140,3 +142,27 @@ def as_float_array(
         idx = tuple(int(i) for i in np.argwhere(arr < 0)[0])
         raise InputError(f"{field}{list(idx)}", arr[idx], "must be >= 0")
     return arr
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def check_name(field: str, value: Any) -> str:
+    """A scenario / study / sweep name that becomes an output directory name: 1-100 characters
+    from letters, digits, ``-``, ``_`` and ``.``, not starting with ``.`` (so no ``..``, no path
+    separators, no hidden directories). Raises :class:`InputError` naming the field otherwise."""
+    if not isinstance(value, str) or not value:
+        raise InputError(field, value, "must be a non-empty string")
+    if len(value) > 100 or value.startswith(".") or not set(value) <= _NAME_CHARS:
+        raise InputError(
+            field, value, "must use only letters, digits, '-', '_' and '.' (not first), at most 100 characters: "
+            "it names the output directory"
+        )  # fmt: skip
+    return value
+
+
+def slug(text: str) -> str:
+    """``text`` with every character :func:`check_name` rejects replaced by ``_`` (and a leading
+    ``.`` dropped): turns a file stem into a default name."""
+    out = "".join(c if c in _NAME_CHARS else "_" for c in str(text)).lstrip(".")[:100]
+    return out or "unnamed"

@@ -44,7 +44,7 @@ import numpy as np
 
 from agents.config import PLACEMENTS, JobConfig, ModelConfig, TenantConfig
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
-from market.errors import InputError
+from market.errors import InputError, check_name, slug
 from market.profiles import (
     OEF_ASSUMED_SPEEDUPS,
     feasible,
@@ -518,7 +518,7 @@ def _need(t: _Table, name: str) -> Any:
 def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = None, source: str = "") -> Scenario:
     """Validate a parsed TOML document. ``base_dir`` resolves a relative ``profiles.file``."""
     top = _Table(dict(data), f"scenario {name}")
-    name = top.string("name", name) or name
+    name = check_name(top.key("name"), top.string("name", slug(name)) or slug(name))
     top.where = f"scenario {name}"
     description = top.string("description", "") or ""
     pol = top.array("policies", list(ALL_POLICIES)) or []

@@ -91,3 +91,47 @@ def test_failed_runs_are_reported_once(capsys, tmp_path: Path, monkeypatch) -> N
     for rid in ("default/gavel/truthful/r0",):
         assert sum(rid in ln for ln in err.splitlines()) == 1, err  # once, not live and again at the end
     assert "run(s) failed; the others were written" in err
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", ".hidden", "x" * 101, "sp ace"])
+def test_names_that_would_escape_the_output_directory_are_rejected(tmp_path: Path, bad: str) -> None:
+    from market.errors import InputError
+    from scenarios.loader import load_scenario
+
+    text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
+    toml = tmp_path / "s.toml"
+    lines = [ln for ln in text.splitlines() if not ln.startswith("name")]
+    toml.write_text(f"name = {bad!r}\n" + "\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        load_scenario(toml)
+    assert err.value.field.endswith("name")
+
+
+def test_file_stems_become_safe_default_names(tmp_path: Path) -> None:
+    from scenarios.loader import load_scenario
+
+    text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
+    toml = tmp_path / "my run (v2).toml"
+    toml.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("name")) + "\n")
+    assert load_scenario(toml).name == "my_run__v2_"
+
+
+def test_study_and_sweep_names_are_checked(tmp_path: Path) -> None:
+    from analysis.studies import load_study
+    from market.errors import InputError
+
+    text = (Path(__file__).parents[1] / "scenarios" / "control_auction.toml").read_text()
+    toml = tmp_path / "c.toml"
+    toml.write_text('name = "../../etc"\n' + "\n".join(ln for ln in text.splitlines() if not ln.startswith("name")))
+    with pytest.raises(InputError) as err:
+        load_study(toml)
+    assert "name" in err.value.field
+
+
+def test_unwritable_output_fails_before_computing(capsys, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "not a writable directory" in _err(capsys, ["run", "default", "--out", str(blocker / "out")])
+    assert "--out" in _err(capsys, ["run", "control_auction", "--out", str(blocker / "out")])
+    assert "--out" in _err(capsys, ["learn", "learn_oef", "--out", str(blocker / "out")])
+    assert not list(tmp_path.glob("**/*.parquet"))  # nothing was computed first
