@@ -11,6 +11,7 @@ the Theorem 1 bounds. Every witness stores the ``make_market`` parameters and se
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from market.auction.market import decisions_by_id, run_market
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
 from market.audit.search import AuditConfig, AuditResult, audit
-from market.income import gain_as_you_contribute
+from market.errors import InputError
 
 __all__ = ["pareto_moves", "instance_params"]
 
@@ -498,13 +499,56 @@ def claim_pe(ctx: ClaimContext) -> Measurement:
 # claims 10 and 11: gain-as-you-contribute fairness, budget balance
 
 
-def _eq2_error(d: Decision) -> tuple[float, float]:
-    """(|logged income − Eq. 2 recomputed slot by slot|, income paid to tenants with no unused quota)."""
-    uw, up, cw, cp = _pool_arrays(d)
+def eq2_incomes(unused_w: Any, unused_p: Any, cost_w: Any, cost_p: Any) -> np.ndarray:
+    """Astraea Eq. (2) written out slot by slot, independently of :mod:`market.income`:
+    ``rho^u = sum_t unused_w^u(t) / a_w(t) * c_w(t) + unused_p^u(t) / a_p(t) * c_p(t)`` (currency);
+    ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises."""
+    uw, up = np.asarray(unused_w, float), np.asarray(unused_p, float)
+    cw, cp = np.asarray(cost_w, float), np.asarray(cost_p, float)
+    out = [0.0] * uw.shape[0]
+    for t in range(cw.size):
+        for pool, cost in ((uw[:, t], cw[t]), (up[:, t], cp[t])):
+            a = float(sum(pool))
+            if a <= 0:
+                if cost > 0:
+                    reason = f"is empty at slot {t} but the slot costs {cost}"
+                    raise InputError("unused pool", pool.tolist(), reason)
+                continue
+            for u in range(len(out)):
+                out[u] += float(pool[u]) / a * float(cost)
+    return np.array(out)
+
+
+def _snapshot_from_schedule(m: AstraeaMarket, decs: Sequence[Decision], d: Decision) -> tuple[np.ndarray, np.ndarray]:
+    """The frozen post-pass-1 unused quota over ``d``'s slots, rebuilt from the logged schedule:
+    ``q^u`` minus the workers / PSs of ``u``'s pass-1 jobs of the same round running at each slot."""
+    t0, dur, rnd = int(d.log["t_start"]), int(d.log["d"]), d.log["round"]
+    slots = np.arange(t0, t0 + dur)
+    ten = m.cluster.tenants
+    uw = np.array([[float(x.quota_workers)] * dur for x in ten])
+    up = np.array([[float(x.quota_ps)] * dur for x in ten])
+    for o in decs:
+        if not (o.admitted and o.log.get("pass") == 1 and o.log.get("round") == rnd):
+            continue
+        u = m.cluster.tenant_index(int(o.log["tenant"]))
+        run = (slots >= int(o.log["t_start"])) & (slots < int(o.log["t_start"]) + int(o.log["d"]))
+        uw[u, run] -= float(o.log["n_workers"])
+        up[u, run] -= float(o.log["n_ps"])
+    return uw, up
+
+
+def _eq2_error(m: AstraeaMarket, decs: Sequence[Decision], d: Decision) -> tuple[float, float]:
+    """(largest gap between the income paid and Eq. 2 recomputed independently — the snapshot rebuilt
+    from the schedule, the formula from :func:`eq2_incomes`, the slot costs checked against the
+    payment —, income paid to tenants with no unused quota)."""
+    _, _, cw, cp = _pool_arrays(d)
+    uw, up = _snapshot_from_schedule(m, decs, d)
     inc = np.asarray(d.log["income"], float)
-    ref = gain_as_you_contribute(uw, cw, exact_balance=False) + gain_as_you_contribute(up, cp, exact_balance=False)
-    zero = (uw.sum(axis=1) + up.sum(axis=1)) == 0
-    return float(np.max(np.abs(inc - ref))), float(np.abs(inc[zero]).sum())
+    ref = eq2_incomes(np.maximum(uw, 0.0), np.maximum(up, 0.0), cw, cp)
+    err = float(np.max(np.abs(inc - ref)))
+    err = max(err, abs(float(cw.sum() + cp.sum()) - float(d.payment)))  # the logged costs are what was paid
+    zero = (np.maximum(uw, 0).sum(axis=1) + np.maximum(up, 0).sum(axis=1)) == 0
+    return err, float(np.abs(inc[zero]).sum())
 
 
 @register_claim(
@@ -513,8 +557,9 @@ def _eq2_error(d: Decision) -> tuple[float, float]:
     "Gain-as-you-contribute fairness (Eq. 2): each tenant's income from a pooled job at slot t is the job's "
     "cost times the tenant's share of the unused quota; a tenant with no unused quota receives nothing",
     "Every pass-2 job of truthful runs on the worked example and random micro instances: the income the "
-    "mechanism paid vs Eq. (2) recomputed per slot and resource type from the frozen post-pass-1 snapshot; "
-    "violation if they differ by > 1e-9·max(1, payment) or a zero-contribution tenant is paid.",
+    "mechanism paid vs Eq. (2) recomputed independently (own slot-by-slot formula; the post-pass-1 unused "
+    "quota rebuilt from the quotas and the logged pass-1 schedule of the round; slot costs summing to the "
+    "payment); violation if they differ by > 1e-9·max(1, payment) or a zero-contribution tenant is paid.",
 )
 def claim_gayc(ctx: ClaimContext) -> Measurement:
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
@@ -522,9 +567,10 @@ def claim_gayc(ctx: ClaimContext) -> Measurement:
     witness = None
     for p, seed, m in insts:
         bad = False
-        for d in filter(_pooled, run_market(m, "astraea")):
+        decs = run_market(m, "astraea")
+        for d in filter(_pooled, decs):
             jobs += 1
-            err, zero = _eq2_error(d)
+            err, zero = _eq2_error(m, decs, d)
             worst = max(worst, err, zero)
             if err > _tol(d.payment) or zero > _tol(d.payment):
                 bad = True
@@ -535,8 +581,10 @@ def claim_gayc(ctx: ClaimContext) -> Measurement:
 
 @register_witness_checker("astraea_gayc")
 def _check_gayc(w: dict[str, Any]) -> bool:
-    d = decisions_by_id(run_market(_build(w["params"], w["seed"]), "astraea"))[int(w["job_id"])]
-    err, zero = _eq2_error(d)
+    m = _build(w["params"], w["seed"])
+    decs = run_market(m, "astraea")
+    d = decisions_by_id(decs)[int(w["job_id"])]
+    err, zero = _eq2_error(m, decs, d)
     return err > _tol(d.payment) or zero > _tol(d.payment)
 
 
