@@ -20,6 +20,10 @@ Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by
   magnitude is off;
 * ``not reproduced``: everything else: the opposite direction, an interval that includes 1 (no
   separation), an undefined ratio, or no cells. The reason column says which.
+
+Where the paper gives no number, ``paper`` may be ``"higher"`` / ``"lower"`` (with a baseline:
+reproduced iff our ratio's interval lies entirely above / below 1) or ``"at most 0"`` (a level,
+e.g. a liar's gain under a truthful mechanism: reproduced iff our interval's upper end is <= 0).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ class Headline:
     tolerance: float = DEFAULT_TOLERANCE
     note: str = ""
     variant: str = "truthful"
+    direction: str = ""  # "higher" / "lower": a qualitative claim (paper gave no number)
 
 
 def _num(where: str, v: Any, *, positive: bool = False) -> float:
@@ -113,7 +118,17 @@ def parse_headline(
             raise InputError(f"{where}.{role}", name, f"must be one of the study's mechanisms {list(mechanisms)}")
     if roles["baseline"] == roles["mechanism"]:
         raise InputError(f"{where}.baseline", roles["baseline"], "must differ from the mechanism")
-    paper = _num(f"{where}.paper", t.get("paper"))
+    direction = ""
+    if t.get("paper") in ("higher", "lower"):  # the paper states a direction, not a number
+        if not roles["baseline"]:
+            raise InputError(f"{where}.paper", t.get("paper"), "a direction ('higher'/'lower') needs a baseline")
+        direction, paper = str(t["paper"]), math.nan
+    elif t.get("paper") == "at most 0":  # e.g. truthfulness: a liar's gain is never positive
+        if roles["baseline"]:
+            raise InputError(f"{where}.paper", t.get("paper"), "'at most 0' is a level claim: drop the baseline")
+        direction, paper = "at most 0", 0.0
+    else:
+        paper = _num(f"{where}.paper", t.get("paper"))
     if roles["baseline"] and paper <= 0:
         raise InputError(f"{where}.paper", paper, "must be > 0 (a ratio over the baseline)")
     xs = t.get("x", [])
@@ -142,6 +157,7 @@ def parse_headline(
         tol,
         " ".join(note.split()),
         str(variant),
+        direction,
     )
 
 
@@ -194,6 +210,7 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
         "baseline": h.baseline,
         "variant": h.variant,
         "paper": h.paper,
+        "direction": h.direction,
         "tolerance": h.tolerance,
         "note": h.note,
     }
@@ -230,6 +247,21 @@ def _join(reason: str, note: str) -> str:
 def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple[str, str]:
     has_ci = math.isfinite(low) and math.isfinite(high)
     ci = f"[{low:.3g}, {high:.3g}]" if has_ci else "(no interval: fewer than 2 cells or unstable bootstrap)"
+    if h.direction == "at most 0":
+        if has_ci and high <= 0:
+            return "reproduced", f"never positive: ours {ours:.4g} {ci} (n={n})"
+        if has_ci and low > 0:
+            return "not reproduced", f"positive: ours {ours:.4g} {ci} (n={n})"
+        return "not reproduced", f"cannot exclude a positive value: ours {ours:.4g} {ci} (n={n})"
+    if h.direction:  # qualitative claim: the direction is all the paper states
+        if not has_ci:
+            return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1 (n={n})"
+        up = h.direction == "higher"
+        if (low > 1) if up else (high < 1):
+            return "reproduced", f"{h.direction}, as the paper states (no number given): ours {ours:.4g}x {ci}, n={n}"
+        if (high < 1) if up else (low > 1):
+            return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci}, paper: {h.direction} (n={n})"
+        return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1 (n={n})"
     close = abs(ours - h.paper) <= h.tolerance * abs(h.paper)
     inside = has_ci and low <= h.paper <= high
     if not h.baseline:
@@ -260,8 +292,8 @@ def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple
 
 def evaluate_headlines(frame: pd.DataFrame, headlines: Sequence[Headline], *, seed: int = 0) -> pd.DataFrame:
     """One row per headline (see :func:`evaluate_headline`), in the study's order."""
-    cols = ["headline", "panel", "metric", "mechanism", "baseline", "variant", "paper", "ours", "low", "high",
-            "n", "tolerance", "verdict", "reason", "note"]  # fmt: skip
+    cols = ["headline", "panel", "metric", "mechanism", "baseline", "variant", "paper", "direction", "ours", "low",
+            "high", "n", "tolerance", "verdict", "reason", "note"]  # fmt: skip
     return pd.DataFrame([evaluate_headline(frame, h, seed=seed) for h in headlines], columns=cols)
 
 
@@ -282,7 +314,7 @@ def headline_markdown(table: pd.DataFrame) -> str:
         cells = [
             f"{r['headline']} (panel {r['panel']}, {what})",
             ours,
-            f"{_f(float(r['paper']))}{ratio}",
+            str(r["direction"]) if r.get("direction") else f"{_f(float(r['paper']))}{ratio}",
             f"**{r['verdict']}**",
             str(r["reason"]),
         ]

@@ -158,3 +158,47 @@ def test_shipped_control_study_headlines(tmp_path):
     res = run_study(load_study("control_auction"), progress=False, replications=2)
     table = pd.read_csv(write_study(res, tmp_path)["headlines"])
     assert list(table["verdict"]) == ["reproduced"] * 3, table[["headline", "ours", "reason"]]
+
+
+def _frame_two(a: list[float], b: list[float]) -> pd.DataFrame:
+    rows = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        base = {"panel": 0, "variant": "truthful", "x": 1, "replication": i}
+        rows += [{**base, "mechanism": "m", "welfare": x}, {**base, "mechanism": "b", "welfare": y}]
+    return pd.DataFrame(rows)
+
+
+def test_direction_claims_need_separation_and_no_number() -> None:
+    from types import SimpleNamespace
+
+    panels = [SimpleNamespace(values=[1])]
+    h = parse_headline({"text": "m best", "panel": 0, "metric": "welfare", "mechanism": "m", "baseline": "b",
+                        "paper": "higher"}, "h", panels=panels, mechanisms=["m", "b"])  # fmt: skip
+    up = evaluate_headline(_frame_two([3.0, 3.1, 2.9, 3.2], [1.0, 1.1, 0.9, 1.0]), h)
+    assert up["verdict"] == "reproduced" and up["direction"] == "higher"
+    down = evaluate_headline(_frame_two([1.0, 1.1, 0.9, 1.0], [3.0, 3.1, 2.9, 3.2]), h)
+    assert down["verdict"] == "not reproduced" and "opposite" in down["reason"]
+    same = evaluate_headline(_frame_two([1.0, 2.0, 1.0, 2.0], [2.0, 1.0, 2.0, 1.0]), h)
+    assert same["verdict"] == "not reproduced"
+    with pytest.raises(InputError):
+        parse_headline({"text": "x", "panel": 0, "metric": "welfare", "mechanism": "m", "paper": "higher"}, "h",
+                       panels=panels, mechanisms=["m", "b"])  # fmt: skip
+
+
+def test_at_most_zero_level_claim() -> None:
+    from types import SimpleNamespace
+
+    panels = [SimpleNamespace(values=[1])]
+    h = parse_headline({"text": "truthful", "panel": 0, "metric": "welfare", "mechanism": "m", "paper": "at most 0"},
+                       "h", panels=panels, mechanisms=["m", "b"])  # fmt: skip
+    assert evaluate_headline(_frame_two([0.0, 0.0, 0.0], [1, 1, 1]), h)["verdict"] == "reproduced"
+    assert evaluate_headline(_frame_two([-1.0, -0.5, -0.7], [1, 1, 1]), h)["verdict"] == "reproduced"
+    assert evaluate_headline(_frame_two([0.5, 0.4, 0.6], [1, 1, 1]), h)["verdict"] == "not reproduced"
+    assert evaluate_headline(_frame_two([-1.0, 1.0, 0.5], [1, 1, 1]), h)["verdict"] == "not reproduced"
+
+
+def test_every_shipped_study_ends_with_headlines() -> None:
+    from analysis.studies import load_study, study_names
+
+    for name in study_names():
+        assert load_study(name).headlines, f"study {name} states no headline claim"
