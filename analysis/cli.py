@@ -318,7 +318,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{executor} executor) in {wall:.1f} s"
     )
     files = [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]
-    return _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+    code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+    if exp.interrupted:
+        print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)
+        return 130
+    return code
 
 
 def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: Sequence[tuple[str, str]]) -> int:

@@ -185,6 +185,25 @@ class LocalExecutor:
             yield fn(spec)
 
 
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C is the parent's business (it cancels and stops the workers)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel every queued task of ``pool`` and terminate its workers without waiting for the
+    running ones (their results are abandoned; what was already yielded is kept by the caller)."""
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(timeout=2.0)
+
+
 @dataclass
 class ProcessExecutor:
     """Runs specs in a ``ProcessPoolExecutor`` of ``workers`` processes (default: CPU count),
@@ -203,7 +222,9 @@ class ProcessExecutor:
             return
         n = min(self.workers or os.cpu_count() or 1, len(specs))
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_ignore_sigint)
+        done = False
+        try:
             futures = {pool.submit(fn, s): s for s in specs}
             for fut in as_completed(futures):
                 spec = futures[fut]
@@ -211,6 +232,12 @@ class ProcessExecutor:
                     yield fut.result()
                 except Exception as exc:  # e.g. BrokenProcessPool
                     yield crash_result(spec, exc)
+            done = True
+        finally:
+            if done:
+                pool.shutdown(wait=True)
+            else:  # Ctrl-C (or the consumer stopped early): drop queued runs, stop the workers now
+                stop_pool(pool)
 
 
 #: Executor factories by name (``--executor`` / ``executor=`` values).
@@ -240,6 +267,7 @@ class Experiment:
     errors: list[tuple[str, str]] = field(default_factory=list)
     executor: str = "local"
     seconds: float = 0.0
+    interrupted: bool = False  # Ctrl-C: the finished runs are kept, the rest never ran
 
     @property
     def deviators(self) -> dict[str, str]:
@@ -266,6 +294,7 @@ class Experiment:
             "wall_seconds": round(self.seconds, 3),
             "runs": len(self.runs),
             "failed_runs": len(self.errors),
+            "interrupted": self.interrupted,
         }
 
 
@@ -292,12 +321,20 @@ def run_experiment(
     ex = make_executor(executor, workers) if isinstance(executor, str) else executor
     t0 = time.perf_counter()
     results: dict[str, RunResult] = {}
+    interrupted = False
     with tqdm(total=len(specs), desc=scenario.name, unit="run", disable=not progress, file=sys.stderr) as bar:
-        for res in ex.map(execute_run, specs):
-            results[res.run_id] = res
-            bar.update(1)
-            if res.error:  # counted live; the caller prints each failure once, at the end
-                bar.set_postfix(failed=sum(1 for r in results.values() if r.error), refresh=False)
+        stream = ex.map(execute_run, specs)
+        try:
+            for res in stream:
+                results[res.run_id] = res
+                bar.update(1)
+                if res.error:  # counted live; the caller prints each failure once, at the end
+                    bar.set_postfix(failed=sum(1 for r in results.values() if r.error), refresh=False)
+        except KeyboardInterrupt:  # keep what finished; the executor cancels the rest
+            interrupted = True
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
     seconds = time.perf_counter() - t0
     ordered = [results[s.run_id] for s in specs if s.run_id in results]
     frames = [r.frame for r in ordered if r.frame is not None and len(r.frame)]
@@ -325,8 +362,13 @@ def run_experiment(
     errors = [
         (s.run_id, results[s.run_id].error or "") for s in specs if s.run_id in results and results[s.run_id].error
     ]
-    errors += [(s.run_id, "no result returned") for s in specs if s.run_id not in results]
-    return Experiment(scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds)
+    if not interrupted:
+        errors += [(s.run_id, "no result returned") for s in specs if s.run_id not in results]
+    else:
+        runs = runs[runs["run_id"].isin(results)].reset_index(drop=True)
+    return Experiment(
+        scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds, interrupted
+    )
 
 
 def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:

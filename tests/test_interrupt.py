@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from market import registry
 from market.oef import lp
@@ -47,3 +48,68 @@ def test_ctrl_c_stops_a_long_cooperative_solve_promptly(tmp_path: Path) -> None:
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in err and out == ""
     assert time.monotonic() - t0 < 10.0
+
+
+def _wait_for(pred, timeout: float = 60.0) -> None:
+    t0 = time.monotonic()
+    while not pred():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError("condition not reached")
+        time.sleep(0.2)
+
+
+def test_ctrl_c_with_the_process_executor_keeps_finished_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "analysis.cli", "run", "default", "--reps", "40", "--workers", "2", "--out", str(out)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[str] = []
+    import re
+    import threading
+
+    reader = threading.Thread(target=lambda: seen.extend(iter(lambda: p.stderr.read(1), "")), daemon=True)
+    reader.start()
+
+    def finished_runs() -> int:
+        counts = re.findall(r"(\d+)/\d+ \[", "".join(seen))
+        return int(counts[-1]) if counts else 0
+
+    _wait_for(lambda: finished_runs() >= 4)  # some runs are done: the interrupt must keep them
+    assert p.poll() is None, "the run ended before the interrupt"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    reader.join(timeout=5)
+    err = "".join(seen)
+    assert p.returncode == 130 and "interrupted" in err
+    assert time.monotonic() - t0 < 15.0
+    import pandas as pd
+
+    runs = pd.read_csv(out / "runs.csv")
+    assert 0 < len(runs) and runs["error"].isna().all()
+    assert len(pd.read_parquet(out / "results.parquet")) > 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_process_sweep_keeps_parts_and_resumes(tmp_path: Path) -> None:
+    import pandas as pd
+
+    cfg = tmp_path / "big.toml"
+    text = (ROOT / "scenarios" / "sweep_lie_factor.toml").read_text()
+    cfg.write_text(text.replace("replications = 4", "replications = 24"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "analysis.cli", "sweep", str(cfg), "--executor", "process", "--workers", "2",
+           "--chunk-size", "4", "--out", str(out), "--quiet"]  # fmt: skip
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: (out / "parts").exists() and len(list((out / "parts").glob("*.parquet"))) >= 3)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in err
+    kept = sorted((out / "parts").glob("*.parquet"))
+    assert kept and all(len(pd.read_parquet(f)) >= 0 for f in kept)  # every kept part is readable
+    done = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-500:]
+    ref = subprocess.run([*cmd[:-2], str(tmp_path / "ref")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ref.returncode == 0
+    a = pd.read_parquet(out / "results.parquet")
+    b = pd.read_parquet(tmp_path / "ref" / "results.parquet")
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
