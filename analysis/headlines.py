@@ -22,8 +22,8 @@ Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by
   separation), an undefined ratio, or no cells. The reason column says which.
 
 Where the paper gives no number, ``paper`` may be ``"higher"`` / ``"lower"`` (with a baseline:
-reproduced iff our ratio's interval lies entirely above / below 1) or ``"at most 0"`` (a level,
-e.g. a liar's gain under a truthful mechanism: reproduced iff our interval's upper end is <= 0).
+reproduced iff our ratio's interval lies entirely above / below 1) or ``"at most 0"`` (a statement
+about every cell, e.g. a liar's gain under a truthful mechanism: reproduced iff no cell is positive).
 """
 
 from __future__ import annotations
@@ -236,6 +236,15 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
         low, high = _ratio_ci(a, b, _rng(seed, h))
     else:
         ours, low, high = t_interval(a)
+    if h.direction == "at most 0":  # a statement about every cell, not the mean: check the largest
+        worst = float(a.max())
+        tol = 1e-9 * max(1.0, float(np.abs(a).max()))
+        if worst <= tol:
+            verdict, reason = "reproduced", f"never positive: largest of {n} cells {worst:.4g} (mean {ours:.4g})"
+        else:
+            k = int((a > tol).sum())
+            verdict, reason = "not reproduced", f"positive in {k} of {n} cells (largest {worst:.4g}, mean {ours:.4g})"
+        return {**row, "ours": ours, "low": low, "high": high, "verdict": verdict, "reason": _join(reason, h.note)}
     verdict, reason = _verdict(h, ours, low, high, n)
     return {**row, "ours": ours, "low": low, "high": high, "verdict": verdict, "reason": _join(reason, h.note)}
 
@@ -247,12 +256,6 @@ def _join(reason: str, note: str) -> str:
 def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple[str, str]:
     has_ci = math.isfinite(low) and math.isfinite(high)
     ci = f"[{low:.3g}, {high:.3g}]" if has_ci else "(no interval: fewer than 2 cells or unstable bootstrap)"
-    if h.direction == "at most 0":
-        if has_ci and high <= 0:
-            return "reproduced", f"never positive: ours {ours:.4g} {ci} (n={n})"
-        if has_ci and low > 0:
-            return "not reproduced", f"positive: ours {ours:.4g} {ci} (n={n})"
-        return "not reproduced", f"cannot exclude a positive value: ours {ours:.4g} {ci} (n={n})"
     if h.direction:  # qualitative claim: the direction is all the paper states
         if not has_ci:
             return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1 (n={n})"

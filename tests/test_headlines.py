@@ -194,7 +194,8 @@ def test_at_most_zero_level_claim() -> None:
     assert evaluate_headline(_frame_two([0.0, 0.0, 0.0], [1, 1, 1]), h)["verdict"] == "reproduced"
     assert evaluate_headline(_frame_two([-1.0, -0.5, -0.7], [1, 1, 1]), h)["verdict"] == "reproduced"
     assert evaluate_headline(_frame_two([0.5, 0.4, 0.6], [1, 1, 1]), h)["verdict"] == "not reproduced"
-    assert evaluate_headline(_frame_two([-1.0, 1.0, 0.5], [1, 1, 1]), h)["verdict"] == "not reproduced"
+    mixed = evaluate_headline(_frame_two([-1.0, -2.0, 0.5], [1, 1, 1]), h)  # mean < 0, one cell positive
+    assert mixed["verdict"] == "not reproduced" and "positive in 1 of 3 cells" in mixed["reason"]
 
 
 def test_every_shipped_study_ends_with_headlines() -> None:
