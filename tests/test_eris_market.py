@@ -195,9 +195,11 @@ def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[st
     recs = json.loads(capsys.readouterr().out)
     by = {r["claim_id"]: r for r in recs}
     assert list(by) == [c.claim_id for c in claims("eris")]
-    for cid in ("C1", "C2", "C6", "C7", "C8", "C4b", "C5-L1", "C3a", "C9a"):
+    for cid in ("C1", "C2", "C6", "C7", "C8", "C4b", "C5-L1", "C3a"):
         assert by[cid]["verdict"] == "holds", (cid, by[cid]["reason"])
-    for cid in ("C4a", "C4c", "C5", "C3b", "C3c", "C3d", "C3e", "C9c"):
+    # C9a covers the study's testbed panel: with 5 jobs Eris sometimes admits nothing and a baseline wins
+    assert by["C9a"]["details"]["per_scenario"]["testbed I=5:tiresias"]["eris_lower"] >= 1
+    for cid in ("C4a", "C4c", "C5", "C3b", "C3c", "C3d", "C3e", "C9c", "C9a"):
         assert by[cid]["verdict"] == "violated" and by[cid]["violations"] >= 1, cid
         assert recheck_witness(by[cid]["witness"]), cid
     assert by["C5"]["effect_size"] == "inf"  # OPT/W unbounded on the spec's witness

@@ -812,11 +812,18 @@ def _check_welfare(w: dict[str, Any]) -> bool:
     return e < b - _tol(b)
 
 
+TESTBED_JOBS = (5, 10, 15)
+"""Job counts of the testbed panel of ``scenarios/eris.toml`` (Figs. 3-4), checked by C9a / C9b."""
+
+
 def _c9_runs(ctx: ClaimContext) -> list[dict[str, Any]]:
     """Per (scenario, seed): the study params, the seed and every mechanism's metrics."""
 
     def compute(rng: np.random.Generator) -> list[dict[str, Any]]:
-        configs = [({"scenario": "testbed"}, "testbed"), (ctx.pick({"R": 10, "I": 20, "T": 30}, {}), "simulator")]
+        testbed = {"scenario": "testbed", "R": 9, "T": 50, "capacity": [1.0, 12.0, 16.0], "arrival_window": 40}
+        # the study's testbed panel (Figs. 3-4: I = 5, 10, 15) and a small simulator instance
+        configs = [({**testbed, "I": i}, f"testbed I={i}") for i in TESTBED_JOBS]
+        configs.append((ctx.pick({"R": 10, "I": 20, "T": 30}, {}), "simulator"))
         out = []
         for params, label in configs:
             for _ in range(ctx.pick(3, 10)):
@@ -833,9 +840,10 @@ def _c9_runs(ctx: ClaimContext) -> list[dict[str, Any]]:
     PAPER,
     "C9a",
     "Eris achieves higher social welfare than Tiresias, AntMan and Liquid at every sweep point (§VI, Figs. 3, 8-11)",
-    "Testbed scenario (§5.2: R = 9 sites of 1 GPU, I = 10, T = 50) and small simulator instances (R = 10, "
-    "I = 20, T = 30; large: the paper's R = 50, I = 100, T = 150), global mode, several seeds; welfare with true "
-    "values; violation = an (instance, baseline) pair where Eris' welfare is lower.",
+    "Testbed scenario (§5.2: R = 9 sites of 1 GPU, T = 50) at the study's I = 5, 10, 15 (the Figs. 3-4 panel of "
+    "scenarios/eris.toml) and small simulator instances (R = 10, I = 20, T = 30; large: the paper's R = 50, "
+    "I = 100, T = 150), global mode, several seeds; welfare with true values; violation = an (instance, "
+    "baseline) pair where Eris' welfare is lower.",
 )
 def c9a(ctx: ClaimContext) -> Measurement:
     viol, worst, witness, pairs = 0, 0.0, None, 0
