@@ -710,7 +710,7 @@ class SweepResult:
     ``failures``, ``pairs`` (paired differences) and ``summary``, plus this session's counts."""
 
     out: Path
-    results: pd.DataFrame
+    _results: pd.DataFrame | None
     runs: pd.DataFrame
     failures: pd.DataFrame
     pairs: pd.DataFrame
@@ -720,6 +720,14 @@ class SweepResult:
     seconds: float = 0.0
     executor: str = "local"
     paths: dict[str, Path] = dataclasses.field(default_factory=dict)
+
+    @property
+    def results(self) -> pd.DataFrame:
+        """The measurements, read from ``results.parquet`` on first use (consolidation streams them
+        to disk and never holds them all in memory)."""
+        if self._results is None:
+            self._results = pd.read_parquet(self.paths.get("results", self.out / "results.parquet"))
+        return self._results
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:
@@ -841,19 +849,10 @@ def consolidate(out: str | Path, measure: str = "act") -> SweepResult:
             prev = latest.get(r["run_id"])
             if prev is None or (r["session"], r["part"]) >= (prev["session"], prev["part"]):
                 latest[r["run_id"]] = r
-    frames = []
-    for p in files:
-        keep = {rid for rid, r in latest.items() if r["part"] == p.name}
-        f = pq.read_table(p).to_pandas()
-        frames.append(f[f["run_id"].isin(keep)])
-    results = pd.concat(frames, ignore_index=True) if frames else _empty_results()
-    results = results.sort_values(RESULT_SORT, kind="mergesort").reset_index(drop=True)
     runs = pd.DataFrame(list(latest.values()), columns=RUN_COLUMNS + EXECUTION_COLUMNS)
-    runs = runs.sort_values(RUN_SORT, kind="mergesort").reset_index(drop=True)
+    runs = runs.sort_values([*RUN_SORT, "run_id"], kind="mergesort").reset_index(drop=True)
     runs = runs.astype({"replication": "int64", "rounds": "int64", "resolves": "int64", "param_value": "float64"})
     failures = runs.loc[runs["status"] != "ok", RUN_COLUMNS].reset_index(drop=True)
-    pairs = paired_differences(results, runs, measure)
-    summary = paired_summary(pairs)
     paths = {
         "results": out / "results.parquet",
         "runs": out / "runs.parquet",
@@ -861,13 +860,80 @@ def consolidate(out: str | Path, measure: str = "act") -> SweepResult:
         "paired": out / "paired.parquet",
         "summary": out / "summary.csv",
     }
-    table = pa.Table.from_pandas(results[RESULT_COLUMNS], schema=RESULT_SCHEMA, preserve_index=False)
-    _atomic_write(paths["results"], lambda p: pq.write_table(table, p))
+    rounds, sums = _stream_results(out, files, latest, runs, paths["results"], measure)
+    pairs = paired_from_aggregates(rounds, sums, runs)
+    summary = paired_summary(pairs)
     _atomic_write(paths["runs"], lambda p: runs.to_parquet(p, index=False))
     _atomic_write(paths["failures"], lambda p: failures.to_parquet(p, index=False))
     _atomic_write(paths["paired"], lambda p: pairs.to_parquet(p, index=False))
     _atomic_write(paths["summary"], lambda p: summary.to_csv(p, index=False))
-    return SweepResult(out, results, runs, failures, pairs, summary, paths=paths)
+    return SweepResult(out, None, runs, failures, pairs, summary, paths=paths)
+
+
+STREAM_ROWS = 200_000
+"""Rows buffered before a row group is written to ``results.parquet`` during consolidation."""
+
+
+def _stream_results(
+    out: Path, files: list[Path], latest: dict[str, dict[str, Any]], runs: pd.DataFrame, dest: Path, measure: str
+) -> tuple[pd.Series, pd.DataFrame]:
+    """Write ``dest`` sorted by :data:`RESULT_SORT` holding at most one part file (plus a row-group
+    buffer) in memory: runs are visited in sorted order and each part is loaded when its runs come
+    up (parts follow the plan order, so each is normally loaded once). Returns the pairing
+    aggregates (:func:`pair_aggregates`) gathered on the way."""
+    by_part: dict[str, Path] = {p.name: p for p in files}
+    cache: dict[str, Any] = {}
+
+    def rows_of(rid: str) -> pd.DataFrame:
+        name = latest[rid]["part"]
+        if name not in cache:
+            cache.clear()
+            f = pq.read_table(by_part[name]).to_pandas()
+            cache[name] = (f, f.groupby("run_id", sort=False).indices)
+        f, idx = cache[name]
+        pos = idx.get(rid)
+        return f.iloc[pos] if pos is not None else f.iloc[0:0]
+
+    rounds: list[pd.Series] = []
+    sums: list[pd.DataFrame] = []
+    buf: list[pd.DataFrame] = []
+    n_buf = 0
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    writer = pq.ParquetWriter(tmp, RESULT_SCHEMA)
+    try:
+
+        def flush() -> None:
+            nonlocal buf, n_buf
+            if buf:
+                chunk = pd.concat(buf, ignore_index=True)[RESULT_COLUMNS]
+                writer.write_table(pa.Table.from_pandas(chunk, schema=RESULT_SCHEMA, preserve_index=False))
+            buf, n_buf = [], 0
+
+        for rid in runs["run_id"]:
+            f = rows_of(rid)
+            if f.empty:
+                continue
+            f = f.sort_values(RESULT_SORT, kind="mergesort")
+            r, sm = pair_aggregates(f, measure)
+            rounds.append(r)
+            sums.append(sm)
+            buf.append(f)
+            n_buf += len(f)
+            if n_buf >= STREAM_ROWS:
+                flush()
+        flush()
+        if writer.schema is not None and not rounds:
+            writer.write_table(pa.Table.from_pandas(_empty_results()[RESULT_COLUMNS], schema=RESULT_SCHEMA,
+                                                    preserve_index=False))  # fmt: skip
+    finally:
+        writer.close()
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, dest)
+    cache.clear()
+    r = pd.concat(rounds) if rounds else pd.Series(dtype="int64")
+    sm = pd.concat(sums, ignore_index=True) if sums else pd.DataFrame(columns=["run_id", "tenant", "value"])
+    return r, sm
 
 
 PAIR_KEYS = ["scenario", "cell", "policy", "replication"]
@@ -896,10 +962,23 @@ def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str =
     """
     if results.empty or runs.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
+    return paired_from_aggregates(*pair_aggregates(results, measure), runs)
+
+
+def pair_aggregates(results: pd.DataFrame, measure: str = "act") -> tuple[pd.Series, pd.DataFrame]:
+    """What pairing needs from measurements, computable part by part: rounds per run (unique
+    rounds of its cluster rows) and the per-(run, tenant) SUM of ``measure`` (not yet averaged)."""
     n_rounds = results[(results["tenant"] == "") & (results["measure"] == "available_gpus")].groupby("run_id")["round"]
     n_rounds = n_rounds.nunique()
     per = results[(results["tenant"] != "") & (results["measure"] == measure)].groupby(["run_id", "tenant"])["value"]
-    per = per.sum().reset_index()
+    return n_rounds, per.sum().reset_index()
+
+
+def paired_from_aggregates(n_rounds: pd.Series, per: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`paired_differences` from :func:`pair_aggregates` (of all parts, concatenated)."""
+    if runs.empty or per.empty:
+        return pd.DataFrame(columns=_PAIR_COLUMNS)
+    per = per.copy()
     per["value"] = per["value"] / per["run_id"].map(n_rounds)
     total = per.groupby("run_id")["value"].sum()
     ok = runs[runs["status"] == "ok"]
