@@ -64,6 +64,7 @@ import socket
 import sys
 import time
 import tomllib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -872,24 +873,34 @@ def consolidate(out: str | Path, measure: str = "act") -> SweepResult:
 
 STREAM_ROWS = 200_000
 """Rows buffered before a row group is written to ``results.parquet`` during consolidation."""
+PART_CACHE = 4
+"""Part files held in memory at once while consolidating (least recently used ones are dropped)."""
+STREAM_STATS: dict[str, int] = {"loads": 0, "max_cached": 0}
+"""Counters of the last consolidation: part loads and the most parts held at once."""
 
 
 def _stream_results(
     out: Path, files: list[Path], latest: dict[str, dict[str, Any]], runs: pd.DataFrame, dest: Path, measure: str
 ) -> tuple[pd.Series, pd.DataFrame]:
-    """Write ``dest`` sorted by :data:`RESULT_SORT` holding at most one part file (plus a row-group
-    buffer) in memory: runs are visited in sorted order and each part is loaded when its runs come
-    up (parts follow the plan order, so each is normally loaded once). Returns the pairing
-    aggregates (:func:`pair_aggregates`) gathered on the way."""
+    """Write ``dest`` sorted by :data:`RESULT_SORT` holding at most :data:`PART_CACHE` part files
+    (plus a row-group buffer) in memory: runs are visited in sorted order and each part is loaded
+    when its runs come up (an evicted part may be read again). Returns the pairing aggregates
+    (:func:`pair_aggregates`) gathered on the way."""
     by_part: dict[str, Path] = {p.name: p for p in files}
-    cache: dict[str, Any] = {}
+    cache: OrderedDict[str, Any] = OrderedDict()
+    STREAM_STATS.update(loads=0, max_cached=0)
 
     def rows_of(rid: str) -> pd.DataFrame:
         name = latest[rid]["part"]
-        if name not in cache:
-            cache.clear()
+        if name in cache:
+            cache.move_to_end(name)
+        else:
+            while len(cache) >= PART_CACHE:
+                cache.popitem(last=False)
             f = pq.read_table(by_part[name]).to_pandas()
             cache[name] = (f, f.groupby("run_id", sort=False).indices)
+            STREAM_STATS["loads"] += 1
+            STREAM_STATS["max_cached"] = max(STREAM_STATS["max_cached"], len(cache))
         f, idx = cache[name]
         pos = idx.get(rid)
         return f.iloc[pos] if pos is not None else f.iloc[0:0]

@@ -301,3 +301,31 @@ def test_embedded_sweep_plans() -> None:
 def test_run_points_sweep_configs_to_the_sweep_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "sweep_lie_factor", "--quiet"]) == 2
     assert "marketsim sweep sweep_lie_factor" in capsys.readouterr().err
+
+
+def test_consolidation_streams_one_part_at_a_time(local_run: SweepResult, tmp_path: Path, monkeypatch) -> None:
+    """Consolidating again with a tiny row-group budget and a 2-part cache gives the same results,
+    written in several row groups, never holding more than 2 part files at once."""
+    import shutil
+
+    import analysis.sweep as sw
+
+    out = tmp_path / "copy"
+    shutil.copytree(local_run.out / "parts", out / "parts")
+    loads: list[str] = []
+    real = sw.pq.read_table
+
+    def counting(path, *a, **k):
+        loads.append(Path(path).name)
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(sw.pq, "read_table", counting)
+    monkeypatch.setattr(sw, "STREAM_ROWS", 500)
+    monkeypatch.setattr(sw, "PART_CACHE", 2)
+    again = sw.consolidate(out)
+    parts = sorted(p.name for p in (out / "parts").glob("part-*.parquet"))
+    assert len(parts) > 2 and set(loads) == set(parts)  # every part read, through a small cache
+    assert sw.STREAM_STATS["max_cached"] <= 2 and sw.STREAM_STATS["loads"] == len(loads)
+    assert pq.ParquetFile(out / "results.parquet").num_row_groups > 1
+    pd.testing.assert_frame_equal(again.results, local_run.results)
+    pd.testing.assert_frame_equal(again.summary, local_run.summary)
