@@ -31,6 +31,7 @@ from market.astraea.baselines import (
     run_hived,
     waterfill,
 )
+from market.astraea.model import worker_cap
 from market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
 from market.errors import InputError
 from market.registry import get
@@ -71,23 +72,71 @@ def test_sharing_incentive_toy_elastic_fails_for_u2() -> None:
 
 
 def test_baselines_on_toy() -> None:
+    """The spec's literal gang size g_j = W_j (``gang_size="cap"``): j22 (W = 30 > C_W = 8) never runs."""
     p = toy_params("fixed", T=64)
     b = run_batchsche(owned_toy(), toy_jobs(), p)
     assert b.completion == {"j11": 10, "j12": 16, "j21": 10, "j22": None} and b.revenue == approx(246)
-    gf = run_gandiva_fair(owned_toy(), toy_jobs(), p)
+    gf = run_gandiva_fair(owned_toy(), toy_jobs(), p, gang_size="cap")
     # all three fit at t = 4 (7 of 8 GPUs): j11 centralized d = 2, j21 centralized, j12 split d = 4
     assert gf.completion["j22"] is None and gf.start["j11"] == 4 and gf.gpu_usage.max() <= 8
     assert gf.revenue == approx(sum(100 - 2 * (c - 3) for c in gf.completion.values() if c is not None))
-    hv = run_hived(owned_toy(), toy_jobs(), p)
+    hv = run_hived(owned_toy(), toy_jobs(), p, gang_size="cap")
     assert hv.completion["j11"] == 5 and hv.completion["j22"] is None and hv.gpu_usage.max() <= 8
     with pytest.raises(InputError, match="owner"):
         run_hived(toy_cluster(), toy_jobs(), p)
     with pytest.raises(InputError, match="revenue_time_origin"):
         run_gandiva_fair(owned_toy(), toy_jobs(), p.with_(revenue_time_origin="round_start"))
     for name in ("batchsche", "exclusive", "astraea-gandiva", "hived"):
-        assert get(name, "auction").fn(owned_toy(), toy_jobs(), p).revenue == pytest.approx(
+        kw = {} if name in ("batchsche", "exclusive") else {"gang_size": "cap"}
+        assert get(name, "auction").fn(owned_toy(), toy_jobs(), p, **kw).revenue == pytest.approx(
             {"batchsche": 246, "exclusive": 246, "astraea-gandiva": gf.revenue, "hived": hv.revenue}[name]
         )
+    with pytest.raises(InputError, match="gang_size"):
+        run_gandiva_fair(owned_toy(), toy_jobs(), p, gang_size="elastic")
+
+
+def test_placeable_gang_size_on_toy() -> None:
+    """Default ``gang_size="placeable"``: j22 asks for the largest gang an empty cluster can host. By
+    hand: servers have 2 GPUs and 1 PS, b_w = b_p, so need(R) = R PSs for R remote workers; a PS server
+    holds 2 workers plus at most 1 remote one, hence g = 3 (4 would need 2 PSs on one server). The
+    small jobs keep g = W_j, and j22 now completes (in both slot baselines)."""
+    p = toy_params("fixed", T=64)
+    for fn in (run_gandiva_fair, run_hived):
+        res = fn(owned_toy(), toy_jobs(), p)
+        assert res.extra["gang"] == {"j11": 2, "j12": 3, "j21": 2, "j22": 3}
+        assert res.completion["j22"] is not None and res.gpu_usage.max() <= 8
+        cap = fn(owned_toy(), toy_jobs(), p, gang_size="cap")
+        assert cap.completion["j22"] is None and cap.extra["gang"]["j22"] == 30
+
+
+def test_paper_workload_gangs_are_placeable_only_when_sized() -> None:
+    """Why the default exists: on the astraea study's base instance (D_j ∈ [20, 50], one PS per server,
+    b_p / b_w ≈ 4.5) the literal g_j = W_j leaves Gandiva_fair and HiveD with no completed job, while
+    every placeable-sized job is maximal (one more worker would not fit an empty cluster, or g = W_j)."""
+    from market.astraea.market import make_market
+    from market.auction.market import run_market
+
+    base = {"jobs": 40, "servers": 16, "tenants": 4, "m_scale": 0.01, "horizon": 4096}  # the study's base, seed 0
+    mk = make_market(base, np.random.default_rng(0))
+    lit = make_market({**base, "gang_size": "cap"}, np.random.default_rng(0))
+    for name in ("astraea-gandiva", "hived"):
+        assert sum(d.admitted for d in run_market(lit, name)) == 0
+        ds = run_market(mk, name)
+        assert sum(d.admitted for d in ds) == len(ds)
+        assert all(1 <= d.log["n_workers"] <= 50 for d in ds)
+    res = run_gandiva_fair(mk.cluster, mk.jobs, mk.params)
+    cw, cp = [np.array([getattr(s, a) for s in mk.cluster.servers]) for a in ("n_workers", "n_ps")]
+    from market.astraea.baselines import _place_first_fit, _sim_jobs
+
+    for sj in _sim_jobs(mk.cluster, mk.jobs, mk.params):
+        g = res.extra["gang"][sj.job.jid]
+        assert g <= sj.g
+        bw, bp = mk.cluster.bw_worker_mbps, mk.cluster.bw_ps_mbps
+        sj.g = g
+        assert _place_first_fit(sj, cw.copy(), cp.copy(), bw, bp, "first_fit", set())
+        if g < worker_cap(sj.job, mk.params.worker_cap_source):
+            sj.g, sj.placement = g + 1, None
+            assert not _place_first_fit(sj, cw.copy(), cp.copy(), bw, bp, "first_fit", set())
 
 
 def test_waterfill_f13() -> None:

@@ -9,8 +9,8 @@ fair-share allocator) and ``hived``. Units: slots are hours.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -224,6 +224,27 @@ def _sim_jobs(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams) 
     return out
 
 
+GANG_SIZES = ("placeable", "cap")
+
+
+def _size_gangs(sims: list[_SimJob], gang_size: str, fits: Callable[[_SimJob], bool]) -> None:
+    """Fix each job's gang size g_j in place. ``"cap"``: g_j = W_j (spec B2/B3 as written).
+    ``"placeable"``: the largest g ≤ W_j that the scheduler's own placement routine can place on an
+    EMPTY cluster (``fits`` probes a copy of the job with that g), i.e. the job is submitted at a size
+    its scheduler can host. With one PS per server (the paper's set-up) constraint (3i) caps remote
+    workers at about b_p / b_w per PS, so gangs of W_j = D_j ∈ [20, 50] workers are often unplaceable:
+    under ``"cap"`` such jobs never run. A job whose every size fails keeps g_j = W_j (never runs)."""
+    check_choice("gang_size", gang_size, GANG_SIZES)
+    if gang_size == "cap":
+        return
+    cache: dict[tuple[int, int], int] = {}
+    for s in sims:
+        key = (s.uidx, s.g)
+        if key not in cache:
+            cache[key] = next((g for g in range(s.g, 0, -1) if fits(replace(s, g=g, placement=None))), s.g)
+        s.g = cache[key]
+
+
 def _finish(
     name: str, cluster: Cluster, jobs: tuple[JobSpec, ...], sims: list[_SimJob], usage: list[int], origin: str
 ) -> BaselineResult:
@@ -231,7 +252,10 @@ def _finish(
     start = {s.job.jid: s.started for s in sims}
     values, per = _values(jobs, completion, origin)
     g = np.array([per.get(t.uid, 0.0) for t in cluster.tenants])
-    extra: dict[str, object] = {"gpu_slots": {s.job.jid: int(s.attained) for s in sims}}
+    extra: dict[str, object] = {
+        "gpu_slots": {s.job.jid: int(s.attained) for s in sims},
+        "gang": {s.job.jid: int(s.g) for s in sims},
+    }
     return BaselineResult(name, cluster, jobs, completion, start, values, g, np.array(usage, dtype=float), extra=extra)
 
 
@@ -256,9 +280,12 @@ def run_gandiva_fair(
     params: AstraeaParams | None = None,
     migration_penalty: float = 0.0,
     placement: str = "first_fit",
+    gang_size: str = "placeable",
 ) -> BaselineResult:
     """Gandiva_fair as spec B2 models it: weighted max-min GPU shares by quota, free work-conserving
-    redistribution, gang time slicing at slot boundaries, affinity-oblivious placement."""
+    redistribution, gang time slicing at slot boundaries, affinity-oblivious placement. ``gang_size``
+    (:func:`_size_gangs`): ``"placeable"`` (default) or ``"cap"`` (g_j = W_j, the spec's literal
+    reading)."""
     params = params or AstraeaParams()
     jobs = _validate_jobs(cluster, jobs, params)
     pen = check_nonneg("migration_penalty", migration_penalty)
@@ -272,6 +299,7 @@ def run_gandiva_fair(
     q_w = np.array([t.quota_workers for t in cluster.tenants], dtype=float)
     U = len(cluster.tenants)
     bw, bp = cluster.bw_worker_mbps, cluster.bw_ps_mbps
+    _size_gangs(sims, gang_size, lambda d: _place_first_fit(d, cap_w.copy(), cap_p.copy(), bw, bp, placement, set()))
     runnable = [s for s in sims if s.g <= CW]
     usage: list[int] = []
     prev_running: list[_SimJob] = []
@@ -384,10 +412,13 @@ def run_hived(
     jobs: Sequence[JobSpec],
     params: AstraeaParams | None = None,
     backfill: bool = True,
+    gang_size: str = "placeable",
 ) -> BaselineResult:
     """HiveD as spec B3 models it: per-tenant virtual clusters of node cells bound dynamically to free
     physical servers of the same GPU count, non-preemptive FIFO queues with backfilling, affinity-first
-    placement. (The ``opportunistic`` variant is not implemented.)"""
+    placement. (The ``opportunistic`` variant is not implemented.) ``gang_size``
+    (:func:`_size_gangs`): ``"placeable"`` (default: the largest gang ≤ W_j the tenant's empty virtual
+    cluster can host) or ``"cap"`` (g_j = W_j)."""
     params = params or AstraeaParams()
     jobs = _validate_jobs(cluster, jobs, params)
     if any(s.owner is None for s in cluster.servers):
@@ -406,13 +437,18 @@ def run_hived(
     bound = np.full(S, -1)
     free_w = cap_w.copy()
     free_p = cap_p.copy()
+    bw, bp = cluster.bw_worker_mbps, cluster.bw_ps_mbps
+    _size_gangs(
+        sims,
+        gang_size,
+        lambda d: _place_affinity(d, d.uidx, np.full(S, -1), tix, Q, cap_w.copy(), cap_p.copy(), bw, bp),
+    )
     vc_gpus = [int(cap_w[[k for k in range(S) if uidx[cluster.servers[k].owner] == u]].sum()) for u in range(U)]
     queues = [
         sorted((s for s in sims if s.uidx == u and s.g <= vc_gpus[u]), key=lambda s: (s.job.arrival, s.job.jid))
         for u in range(U)
     ]
     running: list[_SimJob] = []
-    bw, bp = cluster.bw_worker_mbps, cluster.bw_ps_mbps
     usage: list[int] = []
     for t in range(1, params.horizon_T + 1):
         if not running and all(not q for q in queues):

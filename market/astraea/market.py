@@ -37,6 +37,7 @@ import numpy as np
 
 from market.astraea.accounting import PooledPurchase, alpha_from_revenue, divide_purchases, elapsed, variance
 from market.astraea.baselines import (
+    GANG_SIZES,
     BaselineResult,
     exclusive_partition,
     run_exclusive,
@@ -94,6 +95,7 @@ DEFAULTS: dict[str, Any] = {
     "horizon": 0,  # slots simulated T (0 = auto: paper 4096, micro/toy 64)
     "arrival_span": 9.0,  # micro: arrivals uniform in [0, span) h
     "m_scale": 1.0,  # paper: multiplies every job's m_j (h per mini-batch); NOT from the paper (sensitivity)
+    "gang_size": "placeable",  # Gandiva_fair/HiveD gangs: largest placeable ≤ W_j | "cap" (W_j, spec B2/B3)
 }
 
 
@@ -296,7 +298,7 @@ class _BatchBaseline(OnlineMechanism):
             out = self._from_exclusive(run_exclusive(m.cluster, specs, m.params, by), by)
         else:
             fn = run_gandiva_fair if self.name == "astraea-gandiva" else run_hived
-            out = self._from_slots(fn(m.cluster, specs, m.params))
+            out = self._from_slots(fn(m.cluster, specs, m.params, gang_size=m.settings.get("gang_size", "placeable")))
         self.buf = []
         return out
 
@@ -344,7 +346,14 @@ class _BatchBaseline(OnlineMechanism):
         for r in self.buf:
             jid = r.spec.jid
             c = res.completion[jid]
-            log = {"jid": jid, "tenant": r.tenant, "t_start": res.start[jid], "gpu_slots": slots.get(jid, 0)}
+            gang: dict[str, int] = res.extra["gang"]  # type: ignore[assignment]
+            log = {
+                "jid": jid,
+                "tenant": r.tenant,
+                "t_start": res.start[jid],
+                "gpu_slots": slots.get(jid, 0),
+                "n_workers": gang[jid],
+            }
             u = res.values[jid] if c is not None else 0.0
             out.append(Decision(r.job_id, c is not None, None, 0.0, c, u, u, log))
         return out
@@ -689,6 +698,7 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
     check_choice("worker_count_mode", p["worker_count_mode"], ("elastic", "fixed"))
     check_choice("worker_cap_source", p["worker_cap_source"], ("data_chunks", "trace_gpus"))
     check_choice("revenue_time_origin", p["revenue_time_origin"], ("arrival", "absolute"))
+    check_choice("gang_size", p["gang_size"], GANG_SIZES)
     return p
 
 
