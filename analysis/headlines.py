@@ -12,10 +12,12 @@ replication, one variant, default truthful) and computes, per headline:
 
 Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by hand:
 
-* ``reproduced``: the paper's number lies inside our interval or within ``tolerance`` (relative) of
-  our figure, and, with a baseline, our interval excludes 1 on the paper's side (the mechanisms
-  separate in the direction the paper reports; a paper ratio of exactly 1, "no difference", needs
-  no separation);
+* ``reproduced``: the paper's number lies inside our interval or is close to our figure, and, with
+  a baseline, our interval excludes 1 on the paper's side (the mechanisms separate in the direction
+  the paper reports; a paper ratio of exactly 1, "no difference", needs no separation). "Close" is
+  relative to the EFFECT for a ratio: ``|log(ours) / log(paper) − 1| <= tolerance`` (a paper's
+  1.35x, +35%, is not reproduced by our 1.11x, although 1.11 is within 25% of 1.35); for a level
+  (no baseline) and for a paper ratio of exactly 1 it is ``|ours − paper| <= tolerance · |paper|``;
 * ``direction only``: with a baseline, our interval lies entirely on the paper's side of 1, but the
   magnitude is off;
 * ``not reproduced``: everything else: the opposite direction, an interval that includes 1 (no
@@ -266,6 +268,8 @@ def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple
             return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci}, paper: {h.direction} (n={n})"
         return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1 (n={n})"
     close = abs(ours - h.paper) <= h.tolerance * abs(h.paper)
+    if h.baseline and h.paper != 1:  # effect scale: compare log-ratios, not ratios
+        close = ours > 0 and abs(math.log(ours) / math.log(h.paper) - 1) <= h.tolerance
     inside = has_ci and low <= h.paper <= high
     if not h.baseline:
         if inside or close:
@@ -283,7 +287,7 @@ def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple
     separated = low > 1 if up else high < 1
     opposite = high < 1 if up else low > 1
     if separated and (inside or close):
-        how = "inside our 95% CI" if inside else f"within {h.tolerance:.0%}"
+        how = "inside our 95% CI" if inside else f"effect within {h.tolerance:.0%}"
         return "reproduced", f"paper's {h.paper:.4g}x {how} (ours {ours:.4g}x {ci}, n={n})"
     if separated:
         size = "larger" if abs(math.log(ours)) > abs(math.log(h.paper)) else "smaller"

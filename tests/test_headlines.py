@@ -42,6 +42,9 @@ def _noise(seed, scale):
         (0.80, 1.58, "not reproduced", "opposite direction"),
         (1.25, 0.80, "not reproduced", "opposite direction"),
         (0.70, 0.75, "reproduced", "0.75"),
+        (1.30, 1.35, "reproduced", "effect within 25%"),  # +30% vs +35%, outside the narrow CI
+        (1.11, 1.35, "direction only", "effect smaller"),  # within 25% of 1.35, but +11% vs +35%
+        (0.20, 0.83, "direction only", "effect larger"),
     ],
 )
 def test_ratio_verdicts(factor, paper, verdict, phrase):
