@@ -336,11 +336,16 @@ def run_experiment(
             if close is not None:
                 close()
     seconds = time.perf_counter() - t0
-    ordered = [results[s.run_id] for s in specs if s.run_id in results]
-    frames = [r.frame for r in ordered if r.frame is not None and len(r.frame)]
+    # each run's frame is sorted by (round, tenant, measure); concatenating the runs in (policy,
+    # variant, replication) order gives the SORT_KEYS order without a second full copy for a sort
+    in_order = sorted((s for s in specs if s.run_id in results), key=lambda s: (s.policy, s.variant, s.replication))
+    frames = [results[s.run_id].frame for s in in_order]
+    frames = [f for f in frames if f is not None and len(f)]
+    for s in in_order:  # the frames now live only in ``frames`` (freed by the concat below)
+        results[s.run_id].frame = None
     if frames:
         frame = pd.concat(frames, ignore_index=True)
-        frame = frame.sort_values(SORT_KEYS, kind="mergesort").reset_index(drop=True)
+        del frames
     else:
         frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in COLUMNS})
     runs = pd.DataFrame(

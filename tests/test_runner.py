@@ -139,3 +139,35 @@ def test_t_interval() -> None:
     assert m == pytest.approx(2.0)
     assert hi - m == pytest.approx(4.302652729911275 * 1.0 / np.sqrt(3))  # t_{0.975, 2} · s / sqrt(n)
     assert np.isnan(t_interval(np.array([1.0]))[1])
+
+
+def test_frame_is_in_sort_key_order_without_a_sort(small: Scenario) -> None:
+    """run_experiment concatenates runs in (policy, variant, replication) order instead of sorting the
+    whole frame; the result must equal a full stable sort by SORT_KEYS."""
+    from analysis.runner import SORT_KEYS
+
+    exp = run_experiment(small, replications=2, progress=False)
+    resorted = exp.frame.sort_values(SORT_KEYS, kind="mergesort").reset_index(drop=True)
+    pd.testing.assert_frame_equal(exp.frame, resorted)
+    assert exp.frame["policy"].iloc[0] == "gavel" and exp.frame["policy"].iloc[-1] == "oef-noncoop"
+
+
+def test_long_runs_move_records_into_compact_storage(small: Scenario) -> None:
+    """Every DRAIN_ROUNDS rounds the model empties Mesa's DataCollector into compact frames; tidy()
+    is identical to keeping everything in the collector, which never holds more than DRAIN_ROUNDS
+    rounds."""
+    spec = plan_runs(small, 1)[0]
+
+    def model(drain: int) -> MarketModel:
+        m = small.build_model(spec.policy, spec.variant, spec.seed_sequence())
+        m.DRAIN_ROUNDS = drain
+        return m
+
+    kept, drained = model(10**9), model(3)
+    for m in (kept, drained):
+        for _ in range(17):
+            m.step()
+            assert len(m.datacollector._collection_steps) < (3 if m is drained else 10**9)
+    a, b = kept.tidy(), drained.tidy()
+    assert len(drained._drained) == 5 and a["round"].max() == 16
+    pd.testing.assert_frame_equal(a, b)
