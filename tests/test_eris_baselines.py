@@ -114,3 +114,22 @@ def test_sweeps_cover_the_resolved_ranges():
     assert [(x, i.config.gamma_d, i.config.gamma_k) for x, i in sweep("gamma", rng)] == [(g, g, g) for g in SWEEP_GAMMA]
     with pytest.raises(ValueError, match="sweep kind"):
         sweep("T", rng)
+
+
+@pytest.mark.parametrize("fn", [antman, liquid])
+def test_arrival_configuration_sees_the_running_jobs(fn):
+    """AntMan and Liquid fix a job's workers at its arrival by the prices and free room of that slot.
+    Two sites of 1 GPU: job 1 (arrives in slot 1, 4 chunks on site 1, one worker) holds site 1 for
+    slots 1-4; job 2 arrives in slot 2 with its chunk on site 1. The free site is site 2, so job 2
+    runs there in slot 2 (its chunk moved) and completes in slot 2. Choosing the configuration before
+    job 1 has claimed slot 2 sees an empty cluster, puts job 2 on site 1 and delays it to slot 5."""
+    sites = ErisSites((1, 2), np.array([[1.0], [1.0]]), ("gpu",))
+    cfg = ErisConfig(horizon=8)
+    rg = SigmoidUtility(4500.0, 1 / 3, 0.0)  # tau = 1.5: AntMan's resource-guarantee class
+    j1 = ErisJob(1, 1, rg, {1: 4}, 1, np.array([1.0]), np.array([0.0]), 1, 0.0)
+    j2 = ErisJob(2, 2, rg, {1: 1}, 1, np.array([1.0]), np.array([0.0]), 1, 0.0)
+    out = fn([j1, j2], sites, None, cfg)
+    comp = {d.job_id: d.completion for d in out.decisions}
+    assert comp == {1: 4, 2: 2}
+    (slot,) = out.decisions[1].plan.slots
+    assert slot.t == 2 and np.asarray(slot.usage)[:, 0].tolist() == [0.0, 1.0]

@@ -897,6 +897,19 @@ def c9b(ctx: ClaimContext) -> Measurement:
                 "baseline_admission": float(np.mean([r["metrics"][name]["admission_rate"] for r in rs])),
             }
     sim = [v["improvement"] for k, v in table.items() if k.startswith("simulator:")]
+    # the same simulator instances with the baselines sizing jobs to finish in one slot (S_ref = 1,
+    # the JCT-minimising size; spec §4.0 uses 8): the improvement depends on this unstated choice
+    for r in [r for r in runs if r["label"] == "simulator"]:
+        market = make_market({**r["params"], "baseline_slots": 1}, np.random.default_rng(r["seed"]))
+        r["metrics_sref1"] = {n: market.metrics(run_market(market, n), market.bids()) for n in _BASELINES}
+    sims = [r for r in runs if r["label"] == "simulator"]
+    we = sum(r["metrics"]["eris"]["welfare"] for r in sims)
+    for name in _BASELINES:
+        wb = sum(r["metrics_sref1"][name]["welfare"] for r in sims)
+        table[f"simulator S_ref=1:{name}"] = {
+            "improvement": (we - wb) / wb if wb > 0 else math.inf,
+            "paper": paper[name],
+        }
     reason = "paper setting unstated; measured improvements: " + ", ".join(
         f"{k} {v['improvement']:+.0%} (paper {v['paper']:+.0%})" for k, v in table.items()
     )

@@ -404,10 +404,14 @@ class AntManMechanism(BaselineMechanism):
             else:
                 rg = bool(self.rng.random() < self.rg_prob)
             j.cls = "RG" if rg else "OP"
-            j.config = _fixed_config(j, state, t)
         arrived = [j for j in self.jobs if j.bid.arrival <= t and not j.finished]
         for j in [j for j in arrived if j.cls == "RG" and j.started]:
             execute_slot(j, j.config, t, state, cfg)
+        # configurations at the arrival slot's prices AFTER the running guaranteed jobs hold their
+        # resources: chosen before them, every slot looks empty and all configurations pile on the
+        # lowest-id sites
+        for j in new:
+            j.config = _fixed_config(j, state, t)
         for j in [j for j in arrived if j.cls == "RG" and not j.started]:
             if math.isfinite(execute_slot(j, j.config, t, state, cfg)[0]):
                 j.started = True
@@ -495,6 +499,13 @@ class LiquidMechanism(BaselineMechanism):
 
     def _slot(self, t: int, new: list[_Job]) -> None:
         state, cfg, sites, links, lam_L = self.state, self.cfg, self.sites, self.links, self.lambda_L
+        # running jobs hold their resources first, so the arrival-time prices and residual caps that
+        # choose a new job's configuration see them (otherwise every slot looks empty at this point
+        # and every configuration lands on the lowest-id sites)
+        for j in sorted(
+            (j for j in self.jobs if j.started and not j.finished), key=lambda j: (j.bid.arrival, j.bid.job_id)
+        ):
+            execute_slot(j, j.config, t, state, cfg)
         for j in new:
             w = np.asarray(j.bid.worker_demand)
             unit, caps = _unit(state, t, w)
@@ -516,8 +527,8 @@ class LiquidMechanism(BaselineMechanism):
                 if best is None or score < best[0]:
                     best = (score, g)
             j.config = best[1] if best is not None else _fixed_config(j, state, t)
-        queue = [j for j in self.jobs if j.bid.arrival <= t and not j.finished]
-        for j in sorted(queue, key=lambda j: (not j.started, j.bid.arrival, j.bid.job_id)):
+        queue = [j for j in self.jobs if j.bid.arrival <= t and not j.finished and not j.started]
+        for j in sorted(queue, key=lambda j: (j.bid.arrival, j.bid.job_id)):
             if math.isfinite(execute_slot(j, j.config, t, state, cfg)[0]):
                 j.started = True
 

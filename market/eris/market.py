@@ -69,6 +69,8 @@ PARAMS: dict[str, str] = {
     "antman_rule": "AntMan RG rule: 'tau_threshold' (default) or 'bernoulli' (draws from the run's rng)",
     "antman_tau": "AntMan RG threshold on tau",
     "liquid_lambda": "Liquid's network/plan weight lambda_L in [0, 1]",
+    "baseline_slots": "S_ref of the baselines' worker estimate n_i = ceil(E D / (P S_ref)) (spec §4.0: 8; "
+    "1 = as many workers as finish the job in one slot, the JCT-minimising size)",
 }
 
 
@@ -133,12 +135,13 @@ class ErisMarket:
         opt = self.baseline_options
         if name == "eris":
             return ErisAuction(*args)
+        size = {"target_slots": opt.get("baseline_slots", 8)}
         if name == "tiresias":
-            return TiresiasMechanism(*args)
+            return TiresiasMechanism(*args, **size)
         if name == "antman":
             rule, tau = opt.get("antman_rule", "tau_threshold"), opt.get("antman_tau", 1.5)
-            return AntManMechanism(*args, rg_rule=rule, tau_threshold=tau, rng=rng)
-        return LiquidMechanism(*args, lambda_L=opt.get("liquid_lambda", 0.5))
+            return AntManMechanism(*args, rg_rule=rule, tau_threshold=tau, rng=rng, **size)
+        return LiquidMechanism(*args, lambda_L=opt.get("liquid_lambda", 0.5), **size)
 
     def dimensions(self, bid: ErisJob) -> list[Dimension]:
         """Reportable parameters (spec §7 C3): utility scale (and the sigmoid's decay constant), data
@@ -382,4 +385,6 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMark
         opts["antman_tau"] = check_finite("antman_tau", q["antman_tau"])
     if "liquid_lambda" in q:
         opts["liquid_lambda"] = _prob("liquid_lambda", q["liquid_lambda"])
+    if "baseline_slots" in q:
+        opts["baseline_slots"] = check_int("baseline_slots", q["baseline_slots"], minimum=1)
     return ErisMarket(sites, network, cfg, jobs, baseline_options=opts)
