@@ -9,7 +9,7 @@ Commands::
     marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
                     [--report DIR [--instances N]]
     marketsim claims [--paper NAME] [--size small|large] [--seed S] [--json] [--report DIR]
-    marketsim learn SCENARIO [--out DIR] [--rounds N] [--seed S] [--quiet]
+    marketsim learn SCENARIO [--out DIR] [--rounds N] [--seed S] [--workers N] [--executor E] [--quiet]
     marketsim list
 
 User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
@@ -648,7 +648,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
             last[0] = now
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
-    traj, table = run_learning(sc, progress=progress)
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers", args.workers, "must be >= 1")
+    executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
+    traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
     paths = write_learning(sc, traj, table, out)
     print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
     for p in paths:
@@ -773,6 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
     lrn.add_argument("--out", default=None, help="output directory (default: ./results/learn-<name>)")
     lrn.add_argument("--rounds", type=int, default=None, help="override the scenario's rounds / passes")
     lrn.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    lrn.add_argument("--workers", type=int, default=None, help="worker processes (>1 uses the process executor)")
+    lrn.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
     lrn.add_argument("--quiet", action="store_true", help="no progress line")
     lrn.set_defaults(func=cmd_learn)
 

@@ -186,52 +186,128 @@ def _dynamics(sc: LearningScenario, game: Game, progress: Callable[[int, int], N
                 gamma=float(sc.options.get("gamma", 0.1)), seed=sc.seed, progress=progress)  # fmt: skip
 
 
-def _bayesian(sc: LearningScenario, progress: Callable[[int, int], None] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _bayesian_one(
+    sc: LearningScenario, mech: str, n: int, progress: Callable[[int, int], None] | None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     from market.learning.bayesian import bne_first_price, expected_revenue, learn_bid_function
 
+    opts = dict(sc.instance.get("options", {}))
+    mopts = opts if mech == "posted-price" else {k: v for k, v in opts.items() if k == "reserve"}
+    res = learn_bid_function(mech, n, rounds=sc.rounds, seed=sc.seed, options=mopts, progress=progress)
+    truth_rev = expected_revenue(mech, type(res.bid).truthful(res.bid.degree), n, options=mopts)
+    rev = expected_revenue(mech, res.bid, n, options=mopts)
+    row = {"mechanism": mech, "n": n, "factor": res.bid.factor(), "revenue": rev,
+           "truthful_revenue": truth_rev, "coef": res.bid.coef.round(4).tolist()}  # fmt: skip
+    if mech == "first-price":
+        row["l2_to_bne"] = res.bid.l2_distance(bne_first_price(n))
+        row["bne_revenue"] = (n - 1) / (n + 1)
+    return res.history.assign(mechanism=mech, n=n), row
+
+
+def _dynamics_one(
+    sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    game = _game(sc, mech)
+    res = _dynamics(sc, game, progress)
+    cert = certify(game, res.profile, points=21 if isinstance(game, AuctionGame) else 41)
+    pol = price_of_lying(game, res.profile)
+    row: dict[str, Any] = {"mechanism": mech, "rule": res.rule, "status": res.status, "period": res.period,
+                           "eps_abs": cert["eps_abs"], "eps_rel": cert["eps_rel"],
+                           "final_factors": game.strategies[res.profile].round(4).tolist()}  # fmt: skip
+    if res.regret:
+        row["max_regret"] = max(res.regret.values())
+    row.update(pol)
+    return res.trajectory.assign(mechanism=mech), row
+
+
+@dataclass(frozen=True)
+class LearnTask:
+    """One independent unit of a learning run: a mechanism (and, for Bayesian auctions, a number of
+    bidders ``n``). Runs in any executor; ``failure`` is what a crashed task becomes."""
+
+    scenario: LearningScenario
+    mechanism: str
+    n: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.mechanism}/n{self.n}" if self.n else self.mechanism
+
+    def failure(self, message: str) -> LearnOutcome:
+        return LearnOutcome(self.run_id, self.mechanism, self.n, None, None, message)
+
+
+@dataclass
+class LearnOutcome:
+    """A task's trajectory and table row, or its ``error``."""
+
+    run_id: str
+    mechanism: str
+    n: int
+    trajectory: pd.DataFrame | None
+    row: dict[str, Any] | None
+    error: str | None = None
+
+
+def run_task(task: LearnTask, progress: Callable[[int, int], None] | None = None) -> LearnOutcome:
+    """Run one :class:`LearnTask`; never raises (the error text comes back in the outcome)."""
+    try:
+        if task.scenario.family == "bayesian":
+            traj, row = _bayesian_one(task.scenario, task.mechanism, task.n, progress)
+        else:
+            traj, row = _dynamics_one(task.scenario, task.mechanism, progress)
+        return LearnOutcome(task.run_id, task.mechanism, task.n, traj, row)
+    except Exception as exc:  # one failing mechanism must not lose the others
+        return task.failure(f"{type(exc).__name__}: {exc}")
+
+
+def learn_tasks(sc: LearningScenario) -> list[LearnTask]:
+    """The scenario's independent tasks, in output order (mechanism, then n)."""
+    if sc.family != "bayesian":
+        _game(sc, sc.mechanisms[0])  # bad instances fail here, as an InputError naming the field
+        return [LearnTask(sc, m) for m in sc.mechanisms]
     ns = sc.instance.get("n", [2, 3, 4, 5])
     ns = [check_int("learning.instance.n", n, minimum=2) for n in (ns if isinstance(ns, list) else [ns])]
-    opts = dict(sc.instance.get("options", {}))
-    trajs, rows = [], []
-    for mech in sc.mechanisms:
-        mopts = opts if mech == "posted-price" else {k: v for k, v in opts.items() if k == "reserve"}
-        for n in ns:
-            res = learn_bid_function(mech, n, rounds=sc.rounds, seed=sc.seed, options=mopts, progress=progress)
-            h = res.history.assign(mechanism=mech, n=n)
-            trajs.append(h)
-            truth_rev = expected_revenue(mech, type(res.bid).truthful(res.bid.degree), n, options=mopts)
-            rev = expected_revenue(mech, res.bid, n, options=mopts)
-            row = {"mechanism": mech, "n": n, "factor": res.bid.factor(), "revenue": rev,
-                   "truthful_revenue": truth_rev, "coef": res.bid.coef.round(4).tolist()}  # fmt: skip
-            if mech == "first-price":
-                row["l2_to_bne"] = res.bid.l2_distance(bne_first_price(n))
-                row["bne_revenue"] = (n - 1) / (n + 1)
-            rows.append(row)
-    return pd.concat(trajs, ignore_index=True), pd.DataFrame(rows)
+    return [LearnTask(sc, m, n) for m in sc.mechanisms for n in ns]
 
 
 def run_learning(
-    sc: LearningScenario, *, progress: Callable[[str, int, int], None] | None = None
+    sc: LearningScenario,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    executor: str = "local",
+    workers: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every mechanism of ``sc``: ``(trajectories, table)``; the table has one price-of-lying
-    row per mechanism (status, cycle period, epsilon certificate, truthful vs learned metrics)."""
-    if sc.family == "bayesian":
-        return _bayesian(sc, None if progress is None else (lambda i, n: progress("es", i, n)))
+    row per mechanism (status, cycle period, epsilon certificate, truthful vs learned metrics) or,
+    for Bayesian auctions, per (mechanism, n). ``executor`` ("local" or "process" with ``workers``)
+    runs the independent tasks; every task is seeded by the scenario alone, so the results are
+    identical with every executor. Per-round ``progress(label, i, n)`` is reported with the local
+    executor; the process executor reports each finished task (``i = n = 1``). A failed task
+    becomes a row with ``status = "error"`` and its message; the others are kept."""
+    from analysis.runner import make_executor
+
+    tasks = learn_tasks(sc)
+    out: dict[str, LearnOutcome] = {}
+    if executor == "local" and progress is not None:
+        for t in tasks:
+            out[t.run_id] = run_task(t, lambda i, n, label=t.run_id: progress(label, i, n))
+    else:
+        for res in make_executor(executor, workers).map(run_task, tasks):  # type: ignore[arg-type]
+            out[res.run_id] = res
+            if progress is not None:
+                progress(res.run_id, 1, 1)
     trajs, rows = [], []
-    for mech in sc.mechanisms:
-        game = _game(sc, mech)
-        res = _dynamics(sc, game, None if progress is None else (lambda i, n, m=mech: progress(m, i, n)))
-        cert = certify(game, res.profile, points=21 if isinstance(game, AuctionGame) else 41)
-        pol = price_of_lying(game, res.profile)
-        row: dict[str, Any] = {"mechanism": mech, "rule": res.rule, "status": res.status, "period": res.period,
-                               "eps_abs": cert["eps_abs"], "eps_rel": cert["eps_rel"],
-                               "final_factors": game.strategies[res.profile].round(4).tolist()}  # fmt: skip
-        if res.regret:
-            row["max_regret"] = max(res.regret.values())
-        row.update(pol)
-        rows.append(row)
-        trajs.append(res.trajectory.assign(mechanism=mech))
-    return pd.concat(trajs, ignore_index=True), pd.DataFrame(rows)
+    for t in tasks:
+        res = out.get(t.run_id) or t.failure("no result returned")
+        if res.error is not None or res.trajectory is None or res.row is None:
+            rows.append({"mechanism": t.mechanism, **({"n": t.n} if t.n else {}), "status": "error",
+                         "error": res.error or "no result"})  # fmt: skip
+            continue
+        trajs.append(res.trajectory)
+        rows.append(res.row)
+    traj = pd.concat(trajs, ignore_index=True) if trajs else pd.DataFrame()
+    return traj, pd.DataFrame(rows)
 
 
 def _plot(sc: LearningScenario, traj: pd.DataFrame, path: Path) -> None:

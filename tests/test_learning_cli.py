@@ -38,12 +38,39 @@ def test_learn_oef_writes_the_price_of_lying_table(tmp_path: Path, capsys) -> No
     assert "| oef-noncoop | cycle |" in (tmp_path / "report.md").read_text()
 
 
-def test_learning_runs_are_deterministic(tmp_path: Path) -> None:
-    for d in ("a", "b"):
-        assert main(["learn", "learn_oef_hedge", "--out", str(tmp_path / d), "--rounds", "60", "--quiet"]) == 0
+def test_learning_runs_are_deterministic_with_every_executor(tmp_path: Path) -> None:
+    """Same seed, same trajectories and price-of-lying table: twice locally and with 2 processes
+    (tasks finish in any order there; the output order is the scenario's)."""
+    runs = {"a": [], "b": [], "p": ["--workers", "2"]}
+    for d, extra in runs.items():
+        argv = ["learn", "learn_oef_hedge", "--out", str(tmp_path / d), "--rounds", "60", "--quiet", *extra]
+        assert main(argv) == 0
     a = pd.read_parquet(tmp_path / "a" / "trajectories.parquet")
-    b = pd.read_parquet(tmp_path / "b" / "trajectories.parquet")
-    pd.testing.assert_frame_equal(a, b)
+    assert len(a) and a["mechanism"].nunique() > 1
+    for d in ("b", "p"):
+        pd.testing.assert_frame_equal(a, pd.read_parquet(tmp_path / d / "trajectories.parquet"))
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / "a" / "price_of_lying.csv"), pd.read_csv(tmp_path / d / "price_of_lying.csv")
+        )
+
+
+def test_a_failing_learning_task_keeps_the_others(monkeypatch) -> None:
+    import analysis.learn as L
+
+    sc = L.load_learning("learn_oef")
+    real = L._dynamics_one
+
+    def flaky(sc_, mech, progress):
+        if mech == "gavel":
+            raise RuntimeError("solver exploded")
+        return real(sc_, mech, progress)
+
+    monkeypatch.setattr(L, "_dynamics_one", flaky)
+    traj, table = L.run_learning(sc)
+    row = table.set_index("mechanism").loc["gavel"]
+    assert row["status"] == "error" and "solver exploded" in row["error"]
+    assert (table["status"] != "error").sum() == len(sc.mechanisms) - 1
+    assert "gavel" not in set(traj["mechanism"])
 
 
 def test_bayesian_learning_from_the_cli(tmp_path: Path) -> None:
