@@ -1,0 +1,76 @@
+"""Continuous best-response dynamics (market/learning/continuous.py): the audit's best lie against
+the others' current reports, with an equilibrium certificate checked here independently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from market.audit.fairshare import resolve_fair_share
+from market.errors import InputError
+from market.learning.continuous import ProfileTarget, continuous_best_response
+
+W2 = [[1.0, 2.0], [1.0, 5.0]]
+M2 = [1.0, 1.0]
+
+
+def _true_utility(mech: str, W: np.ndarray, m, F: np.ndarray, i: int, f: float) -> float:
+    """Tenant i's TRUE throughput when it reports factor f and the others report F (independent of
+    the audit machinery: the registered allocator on the reported matrix)."""
+    _, fn = resolve_fair_share(mech)
+    R = W.copy()
+    R[:, 1] *= F[:, 0]
+    R[i, 1] = W[i, 1] * f
+    X = fn(R, np.asarray(m, float), weights=None, caps=None).X
+    return float(W[i] @ X[i])
+
+
+def _dense_gain(mech: str, F: np.ndarray, i: int) -> float:
+    W = np.asarray(W2)
+    cur = _true_utility(mech, W, M2, F, i, F[i, 0])
+    best = max(_true_utility(mech, W, M2, F, i, f) for f in np.geomspace(0.05, 20.0, 400))
+    return best / cur - 1.0
+
+
+@pytest.mark.parametrize("mech", ["gavel", "oef-coop"])
+def test_converges_to_a_certified_equilibrium_where_one_tenant_inflates(mech: str) -> None:
+    res = continuous_best_response(mech, W2, M2, passes=12, tol=1e-3)
+    assert res.status == "converged" and res.eps_rel <= 1e-3
+    assert res.factors[0, 0] > 1.5 and res.factors[1, 0] == 1.0  # the slow-GPU tenant inflates
+    # an independent dense grid finds no profitable deviation at the final profile either
+    for i in range(2):
+        assert _dense_gain(mech, res.factors, i) <= 0.01
+
+
+def test_truthful_rest_point_of_maxmin() -> None:
+    res = continuous_best_response("maxmin", W2, M2, passes=5)
+    assert res.status == "converged" and np.all(res.factors == 1.0) and res.passes == 1
+    assert max(_dense_gain("maxmin", res.factors, i) for i in range(2)) <= 1e-9
+
+
+def test_noncoop_oef_has_no_equilibrium_on_the_two_tenant_instance() -> None:
+    """Both tenants shade their fast-GPU speedup towards the validator's limit, pass after pass:
+    the dynamics never settle, and the final profile still has a profitable deviation."""
+    res = continuous_best_response("oef-noncoop", W2, M2, passes=8)
+    assert res.status != "converged" and res.eps_rel > 0.01
+    assert np.all(res.factors < 1.0)
+    assert max(_dense_gain("oef-noncoop", res.factors, i) for i in range(2)) > 0.01
+
+
+def test_profile_target_uses_the_others_current_reports() -> None:
+    W = np.asarray(W2)
+    R = W.copy()
+    R[1, 1] = 1.2  # tenant 1 currently under-reports its fast GPU
+    t = ProfileTarget("gavel", W=W, m=M2, reports=R, n_arbitrary=0, copy_others=False)
+    got = t.evaluate(0, t.report(0, {"1": 1.0}))
+    assert got == pytest.approx(_true_utility("gavel", W, M2, np.array([[1.0], [1.2 / 5.0]]), 0, 1.0))
+    assert got != pytest.approx(_true_utility("gavel", W, M2, np.ones((2, 1)), 0, 1.0))
+
+
+def test_bad_inputs_name_the_field() -> None:
+    with pytest.raises(InputError, match="learners"):
+        continuous_best_response("gavel", W2, M2, learners=[5])
+    with pytest.raises(InputError, match="W"):
+        continuous_best_response("gavel", [[1.0], [1.0]], M2)
+    with pytest.raises(InputError, match="passes"):
+        continuous_best_response("gavel", W2, M2, passes=0)
