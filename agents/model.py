@@ -94,6 +94,7 @@ class MarketModel(mesa.Model):
         self.events: list[dict[str, Any]] = []
         self._drained: list[pd.DataFrame] = []  # compact records moved out of the DataCollector
         self._drained_rounds = 0
+        self._sent_completions = 0  # completions rows already passed to the sink
 
         self.datacollector = mesa.DataCollector(
             model_reporters={name: partial(_stat, name=name) for name in (*CLUSTER_MEASURES, "busy_by_type")},
@@ -196,9 +197,24 @@ class MarketModel(mesa.Model):
     #: Python tuples and dicts); long runs then grow by ~1.2 KB per round instead of ~3.3 KB
     DRAIN_ROUNDS = 256
 
+    #: optional ``sink(frame)``: when set, every drained block of rounds is passed to it in
+    #: :meth:`tidy`'s format and order (with the ``jct_s`` rows of the jobs finished so far) and
+    #: then forgotten, so a run's memory no longer grows with its rounds; call :meth:`flush` at the
+    #: end. :meth:`tidy` then returns only what was not yet sent.
+    sink: Any = None
+
+    def flush(self) -> None:
+        """Send every record not yet sent to :attr:`sink` (no-op without a sink)."""
+        if self.sink is not None and (self.datacollector._collection_steps or self._unsent_completions()):
+            self._drain()
+
+    def _unsent_completions(self) -> int:
+        return len(self.datacollector.tables["completions"]["round"]) - self._sent_completions
+
     def _drain(self) -> None:
-        """Move the rounds the DataCollector holds into compact storage and clear them from it (the
-        ``completions`` table, one row per job, stays). :meth:`tidy` returns both."""
+        """Move the rounds the DataCollector holds into compact storage (or to :attr:`sink`) and
+        clear them from it. Without a sink the ``completions`` table stays and :meth:`tidy` returns
+        everything."""
         f = self._collected()
         dc = self.datacollector
         n = len(dc._collection_steps)
@@ -207,6 +223,11 @@ class MarketModel(mesa.Model):
         dc._collection_steps.clear()
         dc._agenttype_records.clear()
         self._drained_rounds += n
+        if self.sink is not None:
+            comp = self.completions().iloc[self._sent_completions :]
+            self._sent_completions += len(comp)
+            self.sink(self._finish_tidy([f, self._jct_rows(comp)]))
+            return
         if len(f):
             f["round"] = f["round"].astype(np.int32)
             f["tenant"] = f["tenant"].astype("category")
@@ -216,6 +237,8 @@ class MarketModel(mesa.Model):
     def _collected(self) -> pd.DataFrame:
         """Long-format records of the rounds the DataCollector holds (no completions)."""
         frames: list[pd.DataFrame] = []
+        if not self.datacollector._collection_steps:  # all drained (Mesa's empty frames are ill-typed)
+            return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
         mv = self.datacollector.get_model_vars_dataframe()
         if len(mv):
             mv = mv.copy()
@@ -250,18 +273,25 @@ class MarketModel(mesa.Model):
         frames: list[pd.DataFrame] = [
             f.astype({"round": np.int64, "tenant": object, "measure": object}) for f in self._drained
         ]
-        cur = self._collected()
-        if len(cur):
-            frames.append(cur)
-        comp = self.completions()
-        if len(comp):
-            frames.append(
-                pd.DataFrame(
-                    {"round": comp["round"], "tenant": comp["tenant"], "measure": "jct_s", "value": comp["jct_s"]}
-                )
-            )
+        frames.append(self._collected())
+        frames.append(self._jct_rows(self.completions().iloc[self._sent_completions :]))
+        return self._finish_tidy(frames)
+
+    @staticmethod
+    def _jct_rows(comp: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"round": comp.get("round", []), "tenant": comp.get("tenant", []), "measure": "jct_s",
+             "value": comp.get("jct_s", [])}
+        )  # fmt: skip
+
+    @staticmethod
+    def _finish_tidy(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        frames = [f for f in frames if len(f)]
         if not frames:
-            return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
+            return pd.DataFrame(
+                {"round": pd.Series(dtype=int), "tenant": pd.Series(dtype=str), "measure": pd.Series(dtype=str),
+                 "value": pd.Series(dtype=float)}
+            )  # fmt: skip
         out = pd.concat(frames, ignore_index=True)
         out["round"] = out["round"].astype(int)
         out["tenant"] = out["tenant"].astype(str)

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import tomllib
@@ -265,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
     from analysis.plots import plot_lying_gain, plot_throughput
     from analysis.report import write_report
-    from analysis.runner import run_experiment, write_experiment
+    from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
 
     if args.reps is not None and args.reps < 1:
@@ -295,6 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
     t0 = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
     exp = run_experiment(
         scenario,
         replications=args.reps,
@@ -303,14 +305,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=not args.quiet,
         policies=policies,
+        spill_dir=out / ".parts",  # records stream to disk as runs go; memory does not grow with rounds
     )
     paths = write_experiment(exp, out)
+    shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
+    frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
     plots: list[Path] = []
-    if not exp.frame.empty:
-        plots.append(plot_throughput(exp.frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
+    if not frame.empty:
+        plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
-            plots.append(plot_lying_gain(exp.frame, exp.deviators, out / "lying_gain.png"))
-    report = write_report(out / "report.md", exp.meta(), exp.frame, exp.deviators, plots, exp.errors)
+            plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))
+    report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors)
     headline = (

@@ -26,9 +26,10 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -89,6 +90,7 @@ class RunResult:
     seconds: float = 0.0
     rounds: int = 0
     resolves: int = 0
+    parts: list[str] = field(default_factory=list)  # spilled Parquet files, in row order
 
 
 def plan_runs(
@@ -130,26 +132,58 @@ def plan_runs(
     return specs
 
 
-def execute_run(spec: RunSpec) -> RunResult:
-    """Build and run one model; never raises (errors come back in :attr:`RunResult.error`)."""
+def _with_run_columns(frame: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
+    frame.insert(0, "replication", spec.replication)
+    frame.insert(0, "variant", spec.variant)
+    frame.insert(0, "policy", spec.policy)
+    frame.insert(0, "scenario", spec.scenario.name)
+    frame.insert(0, "run_id", spec.run_id)
+    return frame[COLUMNS]
+
+
+def _spill_name(run_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
+    """Build and run one model; never raises (errors come back in :attr:`RunResult.error`).
+
+    With ``spill_dir`` the model's records are written, as they are drained
+    (:attr:`agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time), to Parquet files
+    ``spill_dir/<run>/part-NNNNN.parquet`` listed in :attr:`RunResult.parts`, and the result holds
+    no frame: the run's memory then does not grow with its rounds."""
     t0 = time.perf_counter()
+    parts: list[str] = []
     try:
         model = spec.scenario.build_model(spec.policy, spec.variant, spec.seed_sequence())
+        if spill_dir is not None:
+            folder = Path(spill_dir) / _spill_name(spec.run_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            for old in folder.glob("part-*.parquet"):
+                old.unlink()
+
+            def sink(chunk: pd.DataFrame) -> None:
+                if len(chunk):
+                    path = folder / f"part-{len(parts):05d}.parquet"
+                    _with_run_columns(chunk, spec).to_parquet(path, index=False)
+                    parts.append(str(path))
+
+            model.sink = sink
         model.run()
-        frame = model.tidy()
-        frame.insert(0, "replication", spec.replication)
-        frame.insert(0, "variant", spec.variant)
-        frame.insert(0, "policy", spec.policy)
-        frame.insert(0, "scenario", spec.scenario.name)
-        frame.insert(0, "run_id", spec.run_id)
+        if spill_dir is not None:
+            model.flush()
+        frame = None if spill_dir is not None else _with_run_columns(model.tidy(), spec)
         return RunResult(
             spec.run_id,
-            frame[COLUMNS],
+            frame,
             seconds=time.perf_counter() - t0,
             rounds=int(model.steps),
             resolves=int(model.auctioneer.resolves),
+            parts=parts,
         )
     except Exception as exc:  # a failing run must not take the others down
+        for p in parts:
+            Path(p).unlink(missing_ok=True)
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
         return RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}{where}", time.perf_counter() - t0)
@@ -268,6 +302,7 @@ class Experiment:
     executor: str = "local"
     seconds: float = 0.0
     interrupted: bool = False  # Ctrl-C: the finished runs are kept, the rest never ran
+    parts: list[str] = field(default_factory=list)  # spilled records in SORT_KEYS order (frame empty)
 
     @property
     def deviators(self) -> dict[str, str]:
@@ -309,11 +344,15 @@ def run_experiment(
     skip: Collection[str] = (),
     policies: Iterable[str] | None = None,
     variants: Iterable[str] | None = None,
+    spill_dir: str | Path | None = None,
 ) -> Experiment:
     """Run every (replication, policy, variant) of ``scenario`` and collect tidy results.
 
     ``executor``: "local", "process" (``workers`` processes) or an :class:`Executor`;
     ``progress``: show a tqdm bar on stderr; ``skip``: run ids not to run (resuming a sweep).
+    ``spill_dir``: runs write their records there as they go (:func:`execute_run`) and the
+    experiment keeps only the file list (:attr:`Experiment.parts`, in sorted order; ``frame`` is
+    empty); :func:`write_experiment` streams them into ``results.parquet``.
     """
     reps = scenario.replications if replications is None else replications
     root = scenario.seed if seed is None else seed
@@ -323,7 +362,8 @@ def run_experiment(
     results: dict[str, RunResult] = {}
     interrupted = False
     with tqdm(total=len(specs), desc=scenario.name, unit="run", disable=not progress, file=sys.stderr) as bar:
-        stream = ex.map(execute_run, specs)
+        fn = execute_run if spill_dir is None else partial(execute_run, spill_dir=str(spill_dir))
+        stream = ex.map(fn, specs)
         try:
             for res in stream:
                 results[res.run_id] = res
@@ -339,6 +379,7 @@ def run_experiment(
     # each run's frame is sorted by (round, tenant, measure); concatenating the runs in (policy,
     # variant, replication) order gives the SORT_KEYS order without a second full copy for a sort
     in_order = sorted((s for s in specs if s.run_id in results), key=lambda s: (s.policy, s.variant, s.replication))
+    parts = [p for s in in_order for p in results[s.run_id].parts]
     frames = [results[s.run_id].frame for s in in_order]
     frames = [f for f in frames if f is not None and len(f)]
     for s in in_order:  # the frames now live only in ``frames`` (freed by the concat below)
@@ -372,8 +413,45 @@ def run_experiment(
     else:
         runs = runs[runs["run_id"].isin(results)].reset_index(drop=True)
     return Experiment(
-        scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds, interrupted
+        scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds, interrupted, parts
     )
+
+
+def _stream_parts(parts: Sequence[str], path: Path) -> None:
+    """Concatenate Parquet ``parts`` (same schema, already in order) into ``path``, one part in
+    memory at a time, then delete the parts and their emptied folders."""
+    import pyarrow.parquet as pq
+
+    tmp = path.with_suffix(".parquet.tmp")
+    writer = None
+    try:
+        for p in parts:
+            table = pq.read_table(p)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table.cast(writer.schema))
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.replace(path)
+    for p in parts:
+        Path(p).unlink(missing_ok=True)
+    for folder in {Path(p).parent for p in parts}:
+        if folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def load_report_frame(path: str | Path, deviators: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The rows of ``results.parquet`` that the report and plots use, read with filters so the
+    per-tenant measures they never look at stay on disk: cluster rows (``tenant == ""``), every
+    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est``."""
+    import pyarrow.parquet as pq
+
+    filters: list[list[tuple[str, str, Any]]] = [[("tenant", "=", "")], [("measure", "in", ["act", "jct_s"])]]
+    devs = sorted(set((deviators or {}).values()))
+    if devs:
+        filters.append([("measure", "=", "est"), ("tenant", "in", devs)])
+    return pq.read_table(path, filters=filters).to_pandas()
 
 
 def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
@@ -385,7 +463,10 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
     except OSError as exc:
         raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
     paths = {"results": out / "results.parquet", "runs": out / "runs.csv", "meta": out / "meta.json"}
-    exp.frame.to_parquet(paths["results"], index=False)
+    if exp.parts:
+        _stream_parts(exp.parts, paths["results"])
+    else:
+        exp.frame.to_parquet(paths["results"], index=False)
     exp.runs.to_csv(paths["runs"], index=False)
     paths["meta"].write_text(json.dumps(exp.meta(), indent=2) + "\n", encoding="utf-8")
     err = out / "errors.txt"
