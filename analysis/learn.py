@@ -53,7 +53,7 @@ from market.learning.dynamics import (
 __all__ = ["LearningScenario", "learning_names", "load_learning", "run_learning", "write_learning"]
 
 FAMILIES = ("fair-share", "auction", "bayesian")
-RULES = {"fair-share": ("best-response", "hedge", "exp3"), "auction": ("best-response", "hedge", "exp3"),
+RULES = {"fair-share": ("best-response", "hedge", "exp3", "continuous"), "auction": ("best-response", "hedge", "exp3"),
          "bayesian": ("es",)}  # fmt: skip
 
 
@@ -204,9 +204,37 @@ def _bayesian_one(
     return res.history.assign(mechanism=mech, n=n), row
 
 
+def _continuous_one(
+    sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Rule ``continuous``: the audit's best lie against the others' current reports, no grid
+    (:func:`market.learning.continuous.continuous_best_response`; ``rounds`` = passes, option
+    ``tol``). The price-of-lying metrics come from a game whose grid contains the final factors."""
+    from market.learning.continuous import continuous_best_response
+
+    inst = sc.instance
+    tol = float(sc.options.get("tol", 1e-3))
+    res = continuous_best_response(mech, inst["W"], inst["m"], weights=inst.get("weights"), caps=inst.get("caps"),
+                                   learners=sc.learners, passes=sc.rounds, tol=tol, seed=sc.seed,
+                                   progress=progress)  # fmt: skip
+    vals = np.unique(np.concatenate([sc.grid, res.factors.ravel()]))
+    game = FairShareGame(mechanism=mech, W=inst["W"], m=inst["m"], weights=inst.get("weights"),
+                         caps=inst.get("caps"), grid=vals, learners=sc.learners)  # fmt: skip
+    profile = [int(np.flatnonzero(np.all(game.strategies == f, axis=1))[0]) for f in res.factors]
+    row: dict[str, Any] = {"mechanism": mech, "rule": "continuous", "status": res.status, "period": res.period,
+                           "eps_abs": res.eps_abs, "eps_rel": res.eps_rel, "passes": res.passes,
+                           "final_factors": res.factors.round(4).tolist()}  # fmt: skip
+    row.update(price_of_lying(game, profile))
+    traj = res.trajectory.assign(step=np.arange(1, len(res.trajectory) + 1), mechanism=mech)
+    traj["utility"] = traj["utility_after"]
+    return traj, row
+
+
 def _dynamics_one(
     sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    if sc.rule == "continuous":
+        return _continuous_one(sc, mech, progress)
     game = _game(sc, mech)
     res = _dynamics(sc, game, progress)
     cert = certify(game, res.profile, points=21 if isinstance(game, AuctionGame) else 41)

@@ -113,3 +113,20 @@ def test_directory_and_unknown_names_are_reported(tmp_path: Path, capsys) -> Non
     assert "is a directory" in capsys.readouterr().err
     assert main(["learn", "no_such_learning"]) == 2
     assert "not an embedded learning scenario" in capsys.readouterr().err
+
+
+def test_continuous_rule_from_the_cli(tmp_path: Path) -> None:
+    """rule = "continuous": no grid; gavel converges with a certificate, the slow-GPU tenant inflates,
+    and the table's price-of-lying metrics are those of the final continuous profile."""
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        'kind = "learning"\n[learning]\nrule = "continuous"\nmechanisms = ["gavel", "maxmin"]\nrounds = 10\n'
+        "[learning.instance]\nW = [[1.0, 2.0], [1.0, 5.0]]\nm = [1.0, 1.0]\n"
+    )
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
+    assert table.loc["gavel", "status"] == "converged" and table.loc["gavel", "eps_rel"] <= 1e-3
+    assert table.loc["maxmin", "status"] == "converged" and table.loc["maxmin", "price_of_lying"] == 1.0
+    g = table.loc["gavel"]
+    assert g["gain_0"] > 0 and g["learned_total"] != g["truthful_total"]
+    assert (tmp_path / "o" / "convergence.png").stat().st_size > 0
