@@ -122,6 +122,26 @@ class Auctioneer(mesa.Agent):
         self.resolves += 1
         return True
 
+    def _learn(self, classes: list[ClassKey], by_id: dict[str, Any], W: np.ndarray, weights: np.ndarray,
+               caps: np.ndarray, m: np.ndarray) -> None:  # fmt: skip
+        """Full-information feedback for learning tenants: every factor vector of the tenant's grid
+        is re-scored against the others' reports of this round (same weights, caps and GPUs), and
+        the tenant gets each one's TRUE normalised throughput."""
+        for i, (u, jt) in enumerate(classes):
+            ten = by_id[u]
+            if not getattr(ten, "learning", False):
+                continue
+            true_w = np.asarray(ten.true_speedups[jt], dtype=float)
+            tw = true_w / true_w[0]
+            utils = []
+            for f in ten.learning_grid():
+                W2 = W.copy()
+                W2[i] = true_w
+                W2[i, 1:] *= f
+                X2 = np.asarray(self.mechanism.fn(W2, m, weights=weights, caps=caps).X, dtype=float)
+                utils.append(float(tw @ X2[i]))
+            ten.learn(jt, np.array(utils))
+
     # -- the round ----------------------------------------------------------------------------------
     def step(self) -> None:
         """Run one scheduling round (spec A9 steps 2-4) and record its measures. The model has
@@ -157,6 +177,7 @@ class Auctioneer(mesa.Agent):
             ten.est_reported += float(est_rep[i])
             ten.alloc_gpus += float(X[i].sum())
         st.total_est = float(est.sum())
+        self._learn(classes, by_id, W, weights, caps, m)
 
         # A6: whole GPUs per class and type
         ideal = {c: X[i] for i, c in enumerate(classes)}

@@ -25,6 +25,7 @@ __all__ = [
     "ScaleDims",
     "ReportVector",
     "MultiplicativeNoise",
+    "HedgeLearner",
     "MAX_SPEEDUP",
 ]
 
@@ -165,3 +166,46 @@ class MultiplicativeNoise:
         eps = rng.uniform(-self.e, self.e, size=w.size - 1)
         w[1:] = w[1:] * (1.0 + eps)
         return _checked("MultiplicativeNoise", w)
+
+
+_LEARNING_TAGS: Mapping[str, Any] = MappingProxyType(
+    {"truthful": False, "misreports": frozenset({"speedup"}), "learning": True}
+)
+
+
+@dataclass(frozen=True)
+class HedgeLearner:
+    """A tenant that LEARNS its report: every round it samples a factor vector (one factor per
+    speedup dimension ``j >= 1`` on a ``points``-point log grid from ``low`` to ``high``, truth
+    included) from Hedge weights, and after the round it updates every weight with the TRUE
+    throughput the strategy would have earned against the others' reports of that round
+    (full-information counterfactuals: the auctioneer re-scores the policy), scaled by the best
+    one: ``w_s <- w_s · exp(eta · u_s / max_s u_s)``. Parameters only; the weights live in the
+    tenant agent (one set per job type), so one object can serve many runs."""
+
+    points: int = 7
+    low: float = 0.5
+    high: float = 2.0
+    eta: float = 1.0
+    tags: ClassVar[Mapping[str, Any]] = _LEARNING_TAGS
+
+    def __post_init__(self) -> None:
+        from market.errors import check_int
+
+        check_int("HedgeLearner.points", self.points, minimum=2)
+        check_positive("HedgeLearner.low", self.low)
+        check_positive("HedgeLearner.high", self.high)
+        check_positive("HedgeLearner.eta", self.eta)
+        if not self.low < 1.0 < self.high:
+            raise InputError("HedgeLearner.low/high", (self.low, self.high), "must satisfy low < 1 < high")
+
+    def grid(self, k: int) -> np.ndarray:
+        """All factor vectors (S, k − 1), truth (all ones) included; S = len(values) ** (k − 1)."""
+        import itertools
+
+        vals = np.unique(np.r_[np.geomspace(self.low, self.high, self.points), 1.0])
+        return np.array(list(itertools.product(vals, repeat=k - 1)), dtype=float).reshape(-1, k - 1)
+
+    def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The truth (the tenant agent replaces it by the learned report each round)."""
+        return np.array(true_w, dtype=float)

@@ -8,7 +8,7 @@ strategy. It reports (possibly lying) vectors to the auctioneer; everything it e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mesa
 import numpy as np
@@ -71,6 +71,12 @@ class TenantAgent(mesa.Agent):
             j.job_id: JobState(j, config.tenant_id, float(j.work), float(j.arrival)) for j in config.jobs
         }
         self._reports: dict[str, np.ndarray] = {}
+        #: learning tenants (strategy tagged ``learning``): per job type the Hedge weights, the
+        #: strategy played this round and a log of (round, job type, played factors, TRUE utility)
+        self.learning = bool(self.strategy.tags.get("learning", False))
+        self._weights: dict[str, np.ndarray] = {}
+        self._played: dict[str, int] = {}
+        self.learning_log: list[dict[str, Any]] = []
         self.est = 0.0
         self.est_reported = 0.0
         self.act = 0.0
@@ -83,8 +89,19 @@ class TenantAgent(mesa.Agent):
         """Whether its strategy is tagged truthful."""
         return bool(self.strategy.tags.get("truthful", False))
 
+    def learning_grid(self) -> np.ndarray:
+        """A learning tenant's factor vectors (S, k − 1)."""
+        return self.strategy.grid(self.model.k)  # type: ignore[attr-defined]
+
     def report(self, job_type: str) -> np.ndarray:
-        """The reported speedup vector of ``job_type`` (drawn once, then cached)."""
+        """The reported speedup vector of ``job_type`` (drawn once, then cached); a learning tenant
+        reports the factor vector it sampled for this round (truth before its first round)."""
+        if self.learning:
+            w = np.array(self.true_speedups[job_type], dtype=float)
+            s = self._played.get(job_type)
+            if s is not None:
+                w[1:] *= self.learning_grid()[s]
+            return w
         rep = self._reports.get(job_type)
         if rep is None:
             rep = np.asarray(self.strategy.report(job_type, self.true_speedups[job_type], self.model.strategy_rng))
@@ -105,8 +122,32 @@ class TenantAgent(mesa.Agent):
         """All its jobs are done (a tenant with no jobs is finished at once)."""
         return all(j.done for j in self.jobs.values())
 
+    def learn(self, job_type: str, utilities: np.ndarray) -> None:
+        """Hedge update of ``job_type``'s weights with every strategy's TRUE counterfactual
+        throughput ``utilities`` (S,) of the round just solved (see :class:`HedgeLearner`)."""
+        u = np.asarray(utilities, dtype=float)
+        w = self._weights.setdefault(job_type, np.full(u.size, 1.0 / u.size))
+        scale = float(np.abs(u).max()) or 1.0
+        w = w * np.exp(self.strategy.eta * (u - u.max()) / scale)  # type: ignore[attr-defined]
+        self._weights[job_type] = w / w.sum()
+        s = self._played.get(job_type)
+        truth = int(np.flatnonzero(np.all(self.learning_grid() == 1.0, axis=1))[0])
+        s = truth if s is None else s
+        self.learning_log.append(
+            {"round": self.model.round, "job_type": job_type, "played": s, "utility": float(u[s]),
+             "best": int(np.argmax(u)), "factors": self.learning_grid()[s].tolist()}
+        )  # fmt: skip
+
+    def learning_weights(self, job_type: str) -> np.ndarray | None:
+        """The current Hedge weights of ``job_type`` (None before its first round)."""
+        w = self._weights.get(job_type)
+        return None if w is None else w.copy()
+
     def begin_round(self) -> None:
-        """Reset the per-round measures."""
+        """Reset the per-round measures; a learning tenant samples this round's reports."""
+        if self.learning:
+            for jt, w in self._weights.items():
+                self._played[jt] = int(self.model.strategy_rng.choice(w.size, p=w))
         self.est = 0.0
         self.est_reported = 0.0
         self.act = 0.0

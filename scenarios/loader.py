@@ -25,8 +25,8 @@ Schema (all keys optional unless marked)::
                 arrival_window_s, weights = [..]
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
     [[variant]] name (required), tenant (required: index or id), strategy =
-                "truthful"|"scale"|"fast"|"report"|"noise", factors = {gpu type = f}, factor,
-                vector = [..], e, job_types = [..]
+                "truthful"|"scale"|"fast"|"report"|"noise"|"hedge", factors = {gpu type = f}, factor,
+                vector = [..], e, job_types = [..]; hedge (a learning tenant): points, low, high, eta
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from agents.config import PLACEMENTS, JobConfig, ModelConfig, TenantConfig
-from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
+from agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
 from market.errors import InputError, check_name, slug
 from market.profiles import (
     OEF_ASSUMED_SPEEDUPS,
@@ -508,7 +508,19 @@ def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
         if e >= 1:
             raise InputError(t.key("e"), e, "must be < 1")
         return MultiplicativeNoise(e, job_types=jts)
-    raise InputError(t.key("strategy"), kind, "must be one of ['truthful', 'scale', 'fast', 'report', 'noise']")
+    if kind == "hedge":
+        kw: dict[str, Any] = {}
+        for key, pos in (("points", False), ("low", True), ("high", True), ("eta", True)):
+            raw = t.raw(key)
+            if raw is None:
+                continue
+            kw[key] = raw if key == "points" and isinstance(raw, int) else _number(t.key(key), raw, positive=pos)
+        if "points" in kw and not isinstance(kw["points"], int):
+            raise InputError(t.key("points"), kw["points"], "must be an integer >= 2")
+        return HedgeLearner(**kw)
+    raise InputError(
+        t.key("strategy"), kind, "must be one of ['truthful', 'scale', 'fast', 'report', 'noise', 'hedge']"
+    )
 
 
 def _need(t: _Table, name: str) -> Any:
