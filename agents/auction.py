@@ -203,7 +203,9 @@ class AuctionModel(mesa.Model):
         if mechanism not in market.mechanisms():
             raise InputError("mechanism", mechanism, f"must be one of {list(market.mechanisms())} for {market.paper}")
         self.T = int(market.T)
-        self.mechanism_rng = np.random.default_rng(self.rng.integers(0, 2**63 - 1))
+        #: the mechanism's own seed (a replay with ``run_market(..., seed=mechanism_seed)`` decides alike)
+        self.mechanism_seed = int(self.rng.integers(0, 2**63 - 1))
+        self.mechanism_rng = np.random.default_rng(self.mechanism_seed)
         strategies = dict(strategies or {})
         bids = list(market.bids())
         ids = {int(b.job_id) for b in bids}
