@@ -190,3 +190,22 @@ def test_auction_game_rejects_a_grid_outside_the_validator() -> None:
     with pytest.raises(InputError) as err:
         AuctionGame(market=_eris_market(), mechanism="eris", dimension="nope")
     assert err.value.field == "dimension"
+
+
+def test_best_responses_with_negative_utilities_converge_to_a_grid_equilibrium() -> None:
+    """Astraea's jobs can have negative TRUE surplus (pass-2 payments above value). A relative
+    switching threshold that scales a negative utility used to call a learner's own strategy
+    "better" and report a period-1 cycle; now the run converges and the final profile is a pure
+    equilibrium of the grid (nobody gains by more than the tolerance)."""
+    from analysis.studies import build_market
+    from market.learning.dynamics import AuctionGame
+
+    m = build_market("astraea", {"workload": "micro", "jobs": 6, "servers": 4, "tenants": 2, "horizon": 64},
+                     np.random.default_rng(0))  # fmt: skip
+    g = AuctionGame(market=m, mechanism="astraea", grid=default_grid(9, 0.25, 4.0), seed=0)
+    res = best_response_dynamics(g, max_passes=5)
+    assert res.status == "converged"
+    u = g.utilities(res.profile)
+    assert (u < 0).any()  # the case that mattered
+    for i in g.learner_ids:
+        assert g.deviations(res.profile, i).max() <= u[i] + 1e-9 * max(1.0, abs(u[i]))

@@ -308,7 +308,8 @@ def best_response_dynamics(game: FairShareGame, *, max_passes: int = 50, tol: fl
         for i in game.learner_ids:
             u = game.deviations(p, i)
             best = int(np.argmax(u))
-            moved = bool(u[best] > u[p[i]] * (1 + tol) + tol)
+            # relative to |current| (a negative utility must not lower the bar below itself)
+            moved = bool(best != p[i] and u[best] > u[p[i]] + tol * max(1.0, abs(u[p[i]])))
             if moved:
                 p[i] = best
                 changed = True
