@@ -27,7 +27,6 @@ import sys
 import time
 import tomllib
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from market.errors import InputError, SolveError, check_finite
 from market.types import check_capacity_vector
+from scenarios.catalog import embedded
 
 __all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
 
@@ -223,10 +223,16 @@ def cmd_allocate(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print the registered mechanisms and the embedded scenarios."""
+    """Print the installed plugins, the registered mechanisms and the embedded scenarios."""
+    from market import plugins
     from market.registry import get, names
     from scenarios.loader import scenario_names
 
+    print(f"plugins (entry-point group {plugins.GROUP!r}):")
+    for name, plugin in sorted(plugins.plugins().items()):
+        print(f"  {name:16s} {plugin.summary}")
+    for name, why in sorted(plugins.broken().items()):
+        print(f"  {name:16s} BROKEN, skipped: {why}")
     for family in ("fair-share", "auction"):
         found = names(family)
         if not found:
@@ -254,7 +260,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(title)
         for name in found:
             try:
-                text = resources.files("scenarios").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+                text = embedded()[name].read_text(encoding="utf-8")
                 desc = " ".join(str(tomllib.loads(text).get("description", "")).split())
             except (OSError, tomllib.TOMLDecodeError) as exc:
                 desc = f"(unreadable: {exc})"
@@ -772,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     lrn = sub.add_parser(
         "learn",
         help="let tenants/bidders adapt their reports and measure the price of lying",
-        description="Run a learning scenario (kind = \"learning\" TOML or embedded learn_* name): every "
+        description='Run a learning scenario (kind = "learning" TOML or embedded learn_* name): every '
         "learner starts truthful and adapts its report factors with best-response, Hedge or EXP3 (or an "
         "evolution strategy for Bayesian bid functions) from TRUE utilities; writes trajectories.parquet, "
         "price_of_lying.csv, convergence.png and report.md into --out.",

@@ -29,7 +29,6 @@ import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from market.learning.dynamics import (
     hedge,
     price_of_lying,
 )
+from scenarios.catalog import embedded
 
 __all__ = ["LearningScenario", "learning_names", "load_learning", "run_learning", "write_learning"]
 
@@ -77,7 +77,7 @@ class LearningScenario:
 def learning_names() -> list[str]:
     """Embedded learning scenarios (``scenarios/*.toml`` with ``kind = "learning"``)."""
     out = []
-    for p in resources.files("scenarios").iterdir():
+    for p in embedded().values():
         if p.name.endswith(".toml"):
             try:
                 if tomllib.loads(p.read_text(encoding="utf-8")).get("kind") == "learning":
@@ -143,7 +143,7 @@ def load_learning(name_or_path: str | Path) -> LearningScenario:
     if "/" not in text and not text.endswith(".toml"):
         if text not in learning_names():
             raise InputError("scenario", text, f"is not an embedded learning scenario {learning_names()}")
-        raw = resources.files("scenarios").joinpath(f"{text}.toml").read_text(encoding="utf-8")
+        raw = embedded()[text].read_text(encoding="utf-8")
         return parse_learning(tomllib.loads(raw), text)
     path = Path(text).expanduser()
     if path.is_dir():

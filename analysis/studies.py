@@ -57,11 +57,13 @@ from agents.auction import AuctionModel, BidStrategy
 from analysis.headlines import Headline, evaluate_headlines, headline_markdown, parse_headline
 from analysis.runner import make_executor
 from analysis.stats import t_interval
+from market import plugins
 from market.auction.market import AuctionMarket
 from market.errors import InputError, check_int, check_name, slug
+from scenarios.catalog import embedded
 
 __all__ = [
-    "BUILDERS",
+    "builders",
     "DEFAULT_METRICS",
     "Panel",
     "PaperNote",
@@ -82,14 +84,6 @@ __all__ = [
     "paired_differences",
 ]
 
-#: Paper key -> module with ``make_market(params, rng)`` (fixed; never derived from user input).
-BUILDERS: dict[str, str] = {
-    "control": "market.auction.controls",
-    "oasis": "market.oasis.market",
-    "pdors": "market.pdors.market",
-    "astraea": "market.astraea.market",
-    "eris": "market.eris.market",
-}
 
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
 TRUTHFUL = "truthful"
@@ -200,8 +194,8 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         raise InputError(_where(name, "kind"), data.get("kind"), "must be 'study'")
     name = check_name(_where(name, "name"), data.get("name", slug(name)))
     paper = data.get("paper")
-    if paper not in BUILDERS:
-        raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(BUILDERS)}")
+    if paper not in builders():
+        raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(builders())}")
     mechs = _str_list(name, "mechanisms", data.get("mechanisms"))
     known = set(mechanism_names("auction"))
     for m in mechs:
@@ -303,7 +297,19 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
 
 
 def _embedded(name: str) -> Any:
-    return resources.files("scenarios").joinpath(f"{name}.toml")
+    return embedded()[name]
+
+
+def _source(name: str) -> str:
+    """Where an embedded study lives, relative to the installed packages (e.g.
+    ``market/oasis/studies/oasis_paper.toml``)."""
+    f = embedded()[name]
+    parts = Path(str(f)).parts
+    for anchor in ("market", "scenarios"):
+        if anchor in parts:
+            i = len(parts) - 1 - parts[::-1].index(anchor)
+            return "/".join(parts[i:])
+    return f.name
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -318,7 +324,7 @@ def _read(path: Path) -> dict[str, Any]:
 def study_names() -> list[str]:
     """Embedded studies (``scenarios/*.toml`` with ``kind = "study"``)."""
     out = []
-    for p in resources.files("scenarios").iterdir():
+    for p in embedded().values():
         if p.name.endswith(".toml"):
             try:
                 if tomllib.loads(p.read_text(encoding="utf-8")).get("kind") == "study":
@@ -349,7 +355,7 @@ def load_study(name_or_path: str | Path) -> Study:
         if text not in study_names():
             raise InputError("study", text, f"is not an embedded study {study_names()}")
         with resources.as_file(_embedded(text)) as real:
-            return parse_study(_read(Path(real)), text, source=f"scenarios/{text}.toml")
+            return parse_study(_read(Path(real)), text, source=_source(text))
     path = Path(text).expanduser()
     if path.is_dir():
         raise InputError("study", text, "is a directory, not a study TOML file")
@@ -358,11 +364,18 @@ def load_study(name_or_path: str | Path) -> Study:
     return parse_study(_read(path), path.stem, source=str(path))
 
 
+def builders() -> dict[str, str]:
+    """Paper key -> module with ``make_market(params, rng)``: the ``market`` of every plugin."""
+    return dict(plugins.modules("market"))
+
+
 def build_market(paper: str, params: Mapping[str, Any], rng: np.random.Generator) -> AuctionMarket:
-    """The paper's instance builder (``BUILDERS``) applied to ``params``."""
-    if paper not in BUILDERS:
-        raise InputError("paper", paper, f"must be one of {sorted(BUILDERS)}")
-    module = importlib.import_module(BUILDERS[paper])
+    """The paper's instance builder (its plugin's ``market`` module) applied to ``params``."""
+    known = builders()
+    if paper not in known:
+        raise InputError("paper", paper, f"must be one of {sorted(known)}")
+    plugins.import_modules([(paper, known[paper])])
+    module = importlib.import_module(known[paper])
     return module.make_market(dict(params), rng)
 
 

@@ -81,6 +81,7 @@ from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Stra
 from analysis.runner import Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
 from analysis.stats import t_interval
 from market.errors import InputError, check_choice, check_int, check_name, slug
+from scenarios.catalog import embedded, embedded_file
 from scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
 
 __all__ = [
@@ -328,7 +329,7 @@ def parse_sweep(data: Mapping[str, Any], name: str, base_dir: Path | None = None
 
 def sweep_names() -> list[str]:
     """Sweep configs shipped with the package (``scenarios/sweep_*.toml``)."""
-    return sorted(p.name[:-5] for p in resources.files("scenarios").iterdir() if _is_sweep_file(p.name))
+    return sorted(n for n in embedded() if _is_sweep_file(f"{n}.toml"))
 
 
 def _is_sweep_file(name: str) -> bool:
@@ -338,9 +339,9 @@ def _is_sweep_file(name: str) -> bool:
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read and validate a sweep TOML file, or an embedded sweep by name (see :func:`sweep_names`)."""
     text = str(path)
-    embedded = resources.files("scenarios").joinpath(f"{text}.toml")
-    if "/" not in text and _is_sweep_file(f"{text}.toml") and embedded.is_file():
-        with resources.as_file(embedded) as real:
+    shipped = embedded_file(text)
+    if "/" not in text and _is_sweep_file(f"{text}.toml") and shipped is not None:
+        with resources.as_file(shipped) as real:
             path = Path(real)
     p = Path(path).expanduser()
     if not p.is_file():
@@ -405,9 +406,9 @@ class SweepRun:
 
 def _scenario_data(ref: str, base_dir: Path) -> tuple[str, dict[str, Any], Path, str]:
     """``(default name, raw TOML data, base dir, source)`` of an embedded scenario or a TOML path."""
-    embedded = resources.files("scenarios").joinpath(f"{ref}.toml")
-    if "/" not in ref and not ref.endswith(".toml") and embedded.is_file():
-        with resources.as_file(embedded) as real:
+    shipped = embedded_file(ref)
+    if "/" not in ref and not ref.endswith(".toml") and shipped is not None:
+        with resources.as_file(shipped) as real:
             path = Path(real)
     else:
         path = Path(ref).expanduser()

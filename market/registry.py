@@ -1,7 +1,9 @@
 """The mechanism registry: every mechanism under one stable name.
 
 Configs, the CLI, the audit and the benchmarks look mechanisms up here by name. There is no
-import-by-string from user input: the modules that register mechanisms are a fixed list below.
+import-by-string from user input: the modules that register mechanisms are declared by installed
+plugins (:mod:`market.plugins`, entry-point group ``marketsim.mechanisms``), the five papers
+included, and imported one family at a time when a name of that family is first asked for.
 
 Families:
 
@@ -13,7 +15,6 @@ Families:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,17 +25,7 @@ __all__ = ["MechanismInfo", "register", "get", "names", "FAMILIES"]
 
 FAMILIES = ("fair-share", "auction")
 
-# Modules whose import registers mechanisms, per family. Fixed here; never derived from user input.
-# A family is imported only when it is asked for, so a fair-share run (and every sweep or pool
-# worker running one) never pays for importing the auction papers.
-_FAMILY_MODULES: dict[str, tuple[str, ...]] = {
-    "fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel"),
-    "auction": ("market.auction.mechanisms", "market.auction.controls", "market.astraea.mechanisms", "market.eris"),
-}
-_MECHANISM_MODULES: tuple[str, ...] = tuple(m for mods in _FAMILY_MODULES.values() for m in mods)
-
 _REGISTRY: dict[str, MechanismInfo] = {}
-_loaded: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -48,33 +39,43 @@ class MechanismInfo:
     summary: str
     paper: str = ""
     claims_truthful: bool = False
+    screen: Callable[..., Any] | None = None
 
 
 def register(
-    name: str, family: str, summary: str, paper: str = "", claims_truthful: bool = False
+    name: str,
+    family: str,
+    summary: str,
+    paper: str = "",
+    claims_truthful: bool = False,
+    screen: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: register ``fn`` under ``name`` (names are unique)."""
+    """Decorator: register ``fn`` under ``name`` (names are unique).
+
+    ``screen`` (fair-share only, optional): ``screen(W, m, weights, caps, options) -> resolver | None``
+    builds a fast misreport screen for one TRUE instance (``W`` rows normalised by column 0); the
+    resolver's ``allocation(agent, row) -> X`` (n, k) must equal ``fn`` with ``agent``'s row replaced
+    by ``row``. The auditor screens with it and confirms every family's best with ``fn``."""
     if family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise InputError("mechanism name", name, "is already registered")
-        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful)
+        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful, screen)
         return fn
 
     return deco
 
 
 def _load(family: str | None = None) -> None:
-    """Import the modules of ``family`` (``None``: every family), once."""
-    if family is not None and family not in _FAMILY_MODULES:
-        raise InputError("family", family, f"must be one of {sorted(_FAMILY_MODULES)}")
-    for fam in _FAMILY_MODULES if family is None else (family,):
-        if fam not in _loaded:
-            for mod in _FAMILY_MODULES[fam]:
-                importlib.import_module(mod)
-            _loaded.add(fam)
+    """Import the plugin modules of ``family`` (``None``: every family); each module once.
+    Families are imported lazily so a fair-share run never pays for the auction papers."""
+    if family is not None and family not in FAMILIES:
+        raise InputError("family", family, f"must be one of {list(FAMILIES)}")
+    from market import plugins
+
+    plugins.import_modules(plugins.modules("mechanisms", family))
 
 
 def get(name: str, family: str | None = None) -> MechanismInfo:
@@ -82,7 +83,7 @@ def get(name: str, family: str | None = None) -> MechanismInfo:
     otherwise (restricted to ``family`` when given). Families are imported one at a time until
     ``name`` is found."""
     info = _REGISTRY.get(name)
-    for fam in _FAMILY_MODULES if family is None else (family,):
+    for fam in FAMILIES if family is None else (family,):
         if info is not None:
             break
         _load(fam)

@@ -56,6 +56,7 @@ from market.profiles import (
 from market.registry import names as mechanism_names
 from market.topology import multi_rack_tree, single_rack
 from market.types import Cluster
+from scenarios.catalog import embedded, embedded_file
 
 __all__ = [
     "Scenario",
@@ -716,15 +717,15 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
 
 def scenario_names() -> list[str]:
     """Names of the scenarios shipped with the package (``scenarios/*.toml``)."""
-    return sorted(p.name[:-5] for p in resources.files("scenarios").iterdir() if p.name.endswith(".toml"))
+    return sorted(embedded())
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:
     """Load an embedded scenario by name (see :func:`scenario_names`) or a TOML file by path."""
     text_path = str(name_or_path)
-    embedded = resources.files("scenarios").joinpath(f"{text_path}.toml")
-    if "/" not in text_path and not text_path.endswith(".toml") and embedded.is_file():
-        with resources.as_file(embedded) as real:
+    shipped = embedded_file(text_path)
+    if "/" not in text_path and not text_path.endswith(".toml") and shipped is not None:
+        with resources.as_file(shipped) as real:
             return _load_file(Path(real), text_path)
     path = Path(text_path).expanduser()
     if path.suffix != ".toml" and not path.exists():

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from market.astraea.claims import pareto_moves
 from market.astraea.market import make_market
 from market.auction.market import run_market
-from market.audit.astraea_claims import pareto_moves
 from market.audit.claims import VERDICTS, papers, recheck_witness, run_claims, to_records
 
 IDS = ["SI", "SP", "SP-job", "SP-ext", "IR", "NFR", "PE", "GAYC", "BB", "RATIO", "T1"]

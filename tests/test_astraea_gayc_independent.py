@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import market.astraea.online as online
+from market.astraea.claims import TOY_FIXED, _build, _eq2_error, _pooled, eq2_incomes
 from market.auction.market import run_market
-from market.audit.astraea_claims import TOY_FIXED, _build, _eq2_error, _pooled, eq2_incomes
 from market.audit.claims import run_claims
 
 

@@ -126,8 +126,8 @@ def test_baselines_pdors_instances(name):
 
 
 def test_baseline_bad_inputs():
-    from market.auction.mechanisms import make_baseline
     from market.oasis.generators import oasis_tiny_instance
+    from market.oasis.mechanisms import make_baseline
 
     cl, _, _ = oasis_tiny_instance(np.random.default_rng(0))
     with pytest.raises(InputError, match="baseline"):

@@ -20,8 +20,8 @@ from market.audit.claims import (
     to_markdown,
     to_records,
 )
-from market.audit.oef_claims import measure
 from market.errors import InputError
+from market.oef.claims import measure
 
 OEF_IDS = {f"C{i}" for i in range(1, 17)} | {"C1-ext", "C1b", "C2-noncoop", "C3-noncoop"}
 

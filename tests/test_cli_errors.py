@@ -120,7 +120,7 @@ def test_study_and_sweep_names_are_checked(tmp_path: Path) -> None:
     from analysis.studies import load_study
     from market.errors import InputError
 
-    text = (Path(__file__).parents[1] / "scenarios" / "control_auction.toml").read_text()
+    text = (Path(__file__).parents[1] / "market" / "auction" / "studies" / "control_auction.toml").read_text()
     toml = tmp_path / "c.toml"
     toml.write_text('name = "../../etc"\n' + "\n".join(ln for ln in text.splitlines() if not ln.startswith("name")))
     with pytest.raises(InputError) as err:

@@ -212,7 +212,7 @@ def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[st
 def test_claim_instances_round_trip_through_json() -> None:
     import json
 
-    from market.audit.eris_claims import instance_from_dict, instance_to_dict, micro_instance
+    from market.eris.claims import instance_from_dict, instance_to_dict, micro_instance
 
     rng = np.random.default_rng(4)
     for _ in range(10):
@@ -224,7 +224,7 @@ def test_claim_instances_round_trip_through_json() -> None:
         assert [(d.job_id, d.admitted, d.payment) for d in a] == [(d.job_id, d.admitted, d.payment) for d in b]
 
 
-# --- the reproduction studies (scenarios/eris.toml, scenarios/eris_paper.toml) -----------------------
+# --- the reproduction studies (market/eris/studies/eris.toml and eris_paper.toml) ---
 def test_eris_studies_parse_and_cover_both_modes() -> None:
     from analysis.studies import load_study, study_names
 

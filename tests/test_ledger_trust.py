@@ -11,7 +11,7 @@ from scipy.optimize import linprog
 
 from market import registry
 from market.audit.claims import run_claims
-from market.audit.oef_claims import measure
+from market.oef.claims import measure
 
 # Two tenants, three GPU types. Tenant 0's comparative advantage is the middle type (1.51/1.30),
 # tenant 1's the two ends, so every efficient allocation gives tenant 1 types 0 and 2 but not 1.
@@ -115,7 +115,7 @@ def test_cli_claims_table_and_tally_show_weak(capsys) -> None:
 
 def test_c15_small_finds_the_coop_pe_counterexample_like_large() -> None:
     """C15 used to read holds on --size small and violated on --size large."""
-    from market.audit.oef_claims import C15_PE_FIXTURE, _prop_tol
+    from market.oef.claims import C15_PE_FIXTURE, _prop_tol
 
     W, m = np.array(C15_PE_FIXTURE[0]), np.array(C15_PE_FIXTURE[1])
     assert measure("pe", "oef-coop", W, m) > 1000 * _prop_tol("pe", W, m)
@@ -156,7 +156,7 @@ ZERO_PAYOFF_MARKET = {"seed": 390790834, "params": {"jobs": 10, "T": 20, "H": 4,
 def test_c_o5b_float_noise_rejection_is_not_a_violation() -> None:
     """Job 0 arrives late; its sigmoid value has decayed to 6.6e-10 (peak 19.46) by the earliest
     completion, so its best payoff is zero at float precision; the 1e-9 absolute guard rejects it."""
-    from market.audit.oasis_claims import _empty_rejections, _market
+    from market.oasis.claims import _empty_rejections, _market
 
     m = _market(ZERO_PAYOFF_MARKET)
     q = m.true_request(0)
@@ -167,7 +167,7 @@ def test_c_o5b_float_noise_rejection_is_not_a_violation() -> None:
 
 def test_c_o5b_reports_a_real_rejection(monkeypatch) -> None:
     """Power: an OASiS whose admission guard rejects clearly positive payoffs must be caught."""
-    import market.audit.oasis_claims as oc
+    import market.oasis.claims as oc
 
     class Picky(oc.Oasis):
         def __init__(self, *a, **k) -> None:

@@ -244,13 +244,13 @@ def test_oasis_ledger_findings(oasis_ledger):
 
 
 def test_subroutine_enumeration_matches_on_fixed_cases():
-    from market.audit.oasis_claims import subroutine_error
+    from market.oasis.claims import subroutine_error
 
     assert max(subroutine_error(s) for s in range(25)) <= 1e-9
 
 
 # ---------------------------------------------------------------------------------------------------
-# the reproduction study (scenarios/oasis.toml) and the Mesa model
+# the reproduction study (market/oasis/studies/oasis.toml) and the Mesa model
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["oasis", "oasis_paper"])
 def test_oasis_study_loads_and_its_audit_instance_is_the_small_one(name):

@@ -18,44 +18,35 @@ Run a workload::
 or through the registry: ``market.registry.get("astraea").fn(cluster, jobs, params, **overrides)``.
 """
 
-from market.astraea.accounting import (
-    TenantRevenue,
-    Violation,
-    alpha,
-    check_feasible,
-    collective_revenue,
-    realised_utility,
-    tenant_revenue,
-)
-from market.astraea.model import (
-    AstraeaParams,
-    Cluster,
-    JobSpec,
-    Server,
-    Tenant,
-    convex_utility,
-    linear_utility,
-)
-from market.astraea.online import AstraeaOnline, AstraeaResult, JobOutcome, astraea, run_astraea
+from market._lazy import lazy_exports
 
-__all__ = [
-    "AstraeaParams",
-    "AstraeaOnline",
-    "AstraeaResult",
-    "Cluster",
-    "JobOutcome",
-    "JobSpec",
-    "Server",
-    "Tenant",
-    "TenantRevenue",
-    "Violation",
-    "alpha",
-    "astraea",
-    "check_feasible",
-    "collective_revenue",
-    "convex_utility",
-    "linear_utility",
-    "realised_utility",
-    "run_astraea",
-    "tenant_revenue",
-]
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "market.astraea.accounting": (
+            "TenantRevenue",
+            "Violation",
+            "alpha",
+            "check_feasible",
+            "collective_revenue",
+            "realised_utility",
+            "tenant_revenue",
+        ),
+        "market.astraea.model": (
+            "AstraeaParams",
+            "Cluster",
+            "JobSpec",
+            "Server",
+            "Tenant",
+            "convex_utility",
+            "linear_utility",
+        ),
+        "market.astraea.online": (
+            "AstraeaOnline",
+            "AstraeaResult",
+            "JobOutcome",
+            "astraea",
+            "run_astraea",
+        ),
+    },
+)

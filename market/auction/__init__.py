@@ -2,23 +2,30 @@
 ledger with exponential price functions, and the vectorised schedule search (greedy slot cost,
 DP over slots, completion enumeration)."""
 
-from market.auction.base import Decision, OnlineMechanism, PostedPriceMechanism, Report, ResourceSpace, Schedule
-from market.auction.prices import PriceLedger, exp_price, log_exp_price
-from market.auction.schedule import best_completion, dp_forward, greedy_cost_vector, greedy_placement, reconstruct
+from market._lazy import lazy_exports
 
-__all__ = [
-    "Decision",
-    "OnlineMechanism",
-    "PostedPriceMechanism",
-    "Report",
-    "ResourceSpace",
-    "Schedule",
-    "PriceLedger",
-    "exp_price",
-    "log_exp_price",
-    "best_completion",
-    "dp_forward",
-    "greedy_cost_vector",
-    "greedy_placement",
-    "reconstruct",
-]
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "market.auction.base": (
+            "Decision",
+            "OnlineMechanism",
+            "PostedPriceMechanism",
+            "Report",
+            "ResourceSpace",
+            "Schedule",
+        ),
+        "market.auction.prices": (
+            "PriceLedger",
+            "exp_price",
+            "log_exp_price",
+        ),
+        "market.auction.schedule": (
+            "best_completion",
+            "dp_forward",
+            "greedy_cost_vector",
+            "greedy_placement",
+            "reconstruct",
+        ),
+    },
+)

@@ -10,7 +10,7 @@
 * :mod:`market.audit.metrics` — IR, budget balance, EF, SI, PE, gain-as-you-contribute.
 * :mod:`market.audit.claims` — the claims ledger (:func:`run_claims`, :func:`to_frame`,
   :func:`to_markdown`, :func:`to_records`, :func:`recheck_witness`); OEF claims in
-  :mod:`market.audit.oef_claims`.
+  :mod:`market.oef.claims`.
 """
 
 from __future__ import annotations

@@ -12,13 +12,13 @@ verdict is derived from the measurement, never written by hand:
 
 :func:`run_claims` runs them with per-claim seeds derived from ``(seed, paper, claim id)``, so a
 claim's numbers do not depend on which other claims run. Witnesses are JSON-ready dicts that
-:func:`recheck_witness` re-evaluates from scratch. Other papers add claims by registering
-functions in their own module and listing it in :data:`CLAIM_MODULES`.
+:func:`recheck_witness` re-evaluates from scratch. A paper (or any plugin, see
+:mod:`market.plugins`) adds claims by registering functions in a module it lists in its
+``Plugin.claims``; the ledger imports those modules on first use.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import time
@@ -52,7 +52,6 @@ __all__ = [
     "to_records",
     "register_witness_checker",
     "recheck_witness",
-    "CLAIM_MODULES",
 ]
 
 VERDICTS = ("holds", "violated", "inconclusive")
@@ -66,20 +65,12 @@ def verdict_label(verdict: str, n_instances: int, kind: str = "universal") -> st
     if verdict == "holds" and kind == "universal" and n_instances < WEAK_N:
         return f"holds (n={n_instances}, weak)"
     return f"{verdict} (n={n_instances})"
-SIZES = ("small", "large")
 
-# Modules whose import registers claims (fixed list; never derived from user input).
-CLAIM_MODULES: tuple[str, ...] = (
-    "market.audit.oef_claims",
-    "market.audit.oasis_claims",
-    "market.audit.pdors_claims",
-    "market.audit.astraea_claims",
-    "market.audit.eris_claims",
-)
+
+SIZES = ("small", "large")
 
 _CLAIMS: dict[tuple[str, str], ClaimSpec] = {}
 _CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {}
-_loaded = False
 
 
 @dataclass
@@ -225,11 +216,10 @@ def register_witness_checker(
 
 
 def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in CLAIM_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
+    """Import every plugin's claim modules (each once)."""
+    from market import plugins
+
+    plugins.import_modules(plugins.modules("claims"))
 
 
 def papers() -> list[str]:

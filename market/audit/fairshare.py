@@ -97,19 +97,21 @@ class FairShareTarget(BaseTarget):
         if self.weight_claims:
             self._dims.append(Dimension("weight", "factor", lo, hi))
         self._resolver = None
-        if self.fast and self.name == "oef-noncoop" and not self.weight_claims:
-            from market.audit.fast import NoncoopResolver, noncoop_fast_eligible
+        if self.fast and isinstance(self.mechanism, str) and not self.weight_claims:
+            from market import registry
 
-            if noncoop_fast_eligible(self.ma, self.wt, self.ca, self.options):
-                self._resolver = NoncoopResolver(self.Wt, self.ma, self.wt)
+            screen = registry.get(self.name, "fair-share").screen
+            if screen is not None:
+                self._resolver = screen(self.Wt, self.ma, self.wt, self.ca, dict(self.options))
         self._confirmed: dict[Any, float] = {}
         self.confirmations = 0
         self._dims_by_agent: dict[int, list[Dimension]] = {}
 
     @property
     def screening(self) -> bool:
-        """True when searches run on the fast warm-started screen (``fast=True`` on eligible
-        ``oef-noncoop`` instances) and family bests are confirmed with the registered mechanism."""
+        """True when searches run on the mechanism's registered fast screen (``fast=True`` and the
+        screen accepted the instance, e.g. ``oef-noncoop``'s warm-started LP) and family bests are
+        confirmed with the registered mechanism."""
         return self._resolver is not None
 
     def evaluate(self, agent: Hashable, report: Any) -> float:

@@ -13,10 +13,11 @@ Capacities ``m_j`` are integers in ``{1..m_max}``. All randomness comes from the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, check_choice, check_int
+from market.errors import InputError, as_float_array, check_choice, check_int
 
 __all__ = ["FairShareInstance", "random_instance", "SIZES"]
 
@@ -29,15 +30,41 @@ SIZES: dict[str, dict[str, tuple[int, int] | int]] = {
 
 @dataclass(frozen=True)
 class FairShareInstance:
-    """TRUE speedups ``W`` (n, k), ``w[:, 0] = 1``; ``m`` (k,) GPUs per type; generator ``kind``."""
+    """A fair-share instance: TRUE speedups ``W`` (n, k) (column 0 = slowest type), ``m`` (k,) GPUs
+    per type, optional priority ``weights`` (n,) and per-row ``caps`` (n,) in GPUs; ``kind`` names
+    the generator (``"given"`` for a hand-made instance). Inputs are validated and stored as arrays."""
 
-    W: np.ndarray
-    m: np.ndarray
-    kind: str
+    W: Any
+    m: Any
+    kind: str = "given"
+    weights: Any = None
+    caps: Any = None
+
+    def __post_init__(self) -> None:
+        W = as_float_array("W", self.W, ndim=2, positive=True)
+        if W.shape[0] < 1 or W.shape[1] < 1:
+            raise InputError("W", self.W, "needs at least one tenant and one GPU type")
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "m", as_float_array("m", self.m, shape=(W.shape[1],), nonneg=True))
+        n = W.shape[0]
+        if self.weights is not None:
+            object.__setattr__(self, "weights", as_float_array("weights", self.weights, shape=(n,), positive=True))
+        if self.caps is not None:
+            object.__setattr__(self, "caps", as_float_array("caps", self.caps, shape=(n,), nonneg=True))
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form."""
-        return {"W": self.W.tolist(), "m": self.m.tolist(), "kind": self.kind}
+        out: dict[str, object] = {"W": self.W.tolist(), "m": self.m.tolist(), "kind": self.kind}
+        if self.weights is not None:
+            out["weights"] = self.weights.tolist()
+        if self.caps is not None:
+            out["caps"] = self.caps.tolist()
+        return out
+
+    def describe(self) -> str:
+        """One line for messages: ``W=[[...]], m=[...]`` (and weights / caps when set)."""
+        return ", ".join(f"{k}={np.round(np.asarray(v, dtype=float), 6).tolist()}"
+                         for k, v in self.to_dict().items() if k != "kind")  # fmt: skip
 
 
 def random_instance(

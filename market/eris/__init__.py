@@ -1,47 +1,45 @@
 """Eris (Pang et al., IEEE TMC 2024): online posted-price auction for unbiased distributed
 learning over edge networks, in the paper's global-budget mode and a topology (per-link) mode.
-See ``shared/spec/eris.md``. Importing this package registers ``eris``, ``tiresias``, ``antman``
-and ``liquid``."""
+See ``shared/spec/eris.md``. Importing :mod:`market.eris.mechanism` and
+:mod:`market.eris.baselines` registers ``eris``, ``tiresias``, ``antman`` and ``liquid`` (the
+plugin loader does this when an auction mechanism is first asked for)."""
 
-from market.eris.baselines import BaselineOutcome, antman, liquid, tiresias
-from market.eris.mechanism import ErisAuction, ErisDecision, ErisOutcome, realised_utility, realised_value, run_eris
-from market.eris.prices import CR_CONSTANT, ErisState, competitive_constant, price
-from market.eris.types import (
-    RESOURCES,
-    ErisBid,
-    ErisConfig,
-    ErisJob,
-    ErisSchedule,
-    ErisSites,
-    MenuEntry,
-    NetworkSpec,
-    SlotPlan,
-    UDLJob,
+from market._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "market.eris.baselines": (
+            "BaselineOutcome",
+            "antman",
+            "liquid",
+            "tiresias",
+        ),
+        "market.eris.mechanism": (
+            "ErisAuction",
+            "ErisDecision",
+            "ErisOutcome",
+            "realised_utility",
+            "realised_value",
+            "run_eris",
+        ),
+        "market.eris.prices": (
+            "CR_CONSTANT",
+            "ErisState",
+            "competitive_constant",
+            "price",
+        ),
+        "market.eris.types": (
+            "RESOURCES",
+            "ErisBid",
+            "ErisConfig",
+            "ErisJob",
+            "ErisSchedule",
+            "ErisSites",
+            "MenuEntry",
+            "NetworkSpec",
+            "SlotPlan",
+            "UDLJob",
+        ),
+    },
 )
-
-__all__ = [
-    "BaselineOutcome",
-    "antman",
-    "liquid",
-    "tiresias",
-    "CR_CONSTANT",
-    "RESOURCES",
-    "ErisAuction",
-    "ErisBid",
-    "ErisConfig",
-    "ErisDecision",
-    "ErisJob",
-    "ErisOutcome",
-    "ErisSchedule",
-    "ErisSites",
-    "ErisState",
-    "MenuEntry",
-    "NetworkSpec",
-    "SlotPlan",
-    "UDLJob",
-    "competitive_constant",
-    "price",
-    "realised_utility",
-    "realised_value",
-    "run_eris",
-]

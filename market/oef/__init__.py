@@ -7,28 +7,35 @@ Matrix-level policies (registered in :mod:`market.registry`): ``oef-noncoop``, `
 :mod:`market.oef.properties`.
 """
 
-from market.oef.baselines import equal_split, gandiva_fair, gavel_maxmin, max_throughput
-from market.oef.mechanisms import oef_coop, oef_noncoop, si_constrained_lp
-from market.oef.types import JobSpec, SpeedupReport, TenantAllocation, TenantSpec, VirtualUserTable
-from market.oef.validate import validate_inputs
-from market.oef.virtual import allocate_tenants, build_virtual_users, replication_copies, weight_fractions
+from market._lazy import lazy_exports
 
-__all__ = [
-    "SpeedupReport",
-    "TenantSpec",
-    "JobSpec",
-    "VirtualUserTable",
-    "TenantAllocation",
-    "validate_inputs",
-    "build_virtual_users",
-    "allocate_tenants",
-    "replication_copies",
-    "weight_fractions",
-    "oef_noncoop",
-    "oef_coop",
-    "si_constrained_lp",
-    "gavel_maxmin",
-    "gandiva_fair",
-    "equal_split",
-    "max_throughput",
-]
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "market.oef.baselines": (
+            "equal_split",
+            "gandiva_fair",
+            "gavel_maxmin",
+            "max_throughput",
+        ),
+        "market.oef.mechanisms": (
+            "oef_coop",
+            "oef_noncoop",
+            "si_constrained_lp",
+        ),
+        "market.oef.types": (
+            "JobSpec",
+            "SpeedupReport",
+            "TenantAllocation",
+            "TenantSpec",
+            "VirtualUserTable",
+        ),
+        "market.oef.validate": ("validate_inputs",),
+        "market.oef.virtual": (
+            "allocate_tenants",
+            "build_virtual_users",
+            "replication_copies",
+            "weight_fractions",
+        ),
+    },
+)

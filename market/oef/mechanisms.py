@@ -22,6 +22,7 @@ import numpy as np
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, check_choice, check_int
 from market.oef import lp
+from market.oef.fast import make_screen
 from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
 from market.oef.virtual import replication_copies, weight_fractions
 from market.registry import register
@@ -192,6 +193,7 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
     "OEF non-cooperative: max total throughput s.t. equal per-row throughput (LP 9, compact form)",
     paper="oef",
     claims_truthful=True,
+    screen=make_screen,
 )
 def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput

@@ -124,7 +124,8 @@ class PdorsMarket:
         """``pdors``/``pdors-paper`` take their per-job rounding seed from ``rng``; FIFO/DRF/Dorm draw
         from ``rng``."""
         check_choice("mechanism", name, MECHANISMS)
-        from market.auction.mechanisms import make_baseline, make_pdors_paper
+        from market.oasis.mechanisms import make_baseline
+        from market.pdors.mechanisms import make_pdors_paper
 
         if name in ("pdors", "pdors-paper"):
             cfg = replace(self.config, seed=int(rng.integers(0, 2**31 - 1)))

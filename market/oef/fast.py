@@ -20,7 +20,7 @@ import numpy as np
 
 from market.errors import InputError, SolveError
 
-__all__ = ["NoncoopResolver", "noncoop_fast_eligible", "throughput_benchmark"]
+__all__ = ["NoncoopResolver", "make_screen", "noncoop_fast_eligible", "throughput_benchmark"]
 
 _ZERO_TOL = 1e-9
 
@@ -31,6 +31,14 @@ def noncoop_fast_eligible(m: np.ndarray, weights: object, caps: object, options:
     direct weighted form (A2'), whose class sums equal the replicated form's at a unique optimum."""
     m = np.asarray(m, dtype=float)
     return bool(m.size and (m > 0).all() and m.max() / m.min() <= 100.0 and not options)
+
+
+def make_screen(
+    W: np.ndarray, m: np.ndarray, weights: np.ndarray | None, caps: np.ndarray | None, options: object
+) -> NoncoopResolver | None:
+    """The misreport screen registered with ``oef-noncoop`` (see :func:`market.registry.register`):
+    a :class:`NoncoopResolver` when :func:`noncoop_fast_eligible`, else ``None``."""
+    return NoncoopResolver(W, m, weights) if noncoop_fast_eligible(m, weights, caps, options) else None
 
 
 class NoncoopResolver:

@@ -1,14 +1,12 @@
-"""Registers the online posted-price auctions and their baselines (family ``"auction"``).
+"""Registers OASiS and the slot-simulated baselines of its evaluation (family ``"auction"``).
 
 Every registered ``fn`` is a factory returning an :class:`~market.auction.base.OnlineMechanism`;
 run it with ``mech.run(reports)`` (or ``mech.step(now, reports)`` slot by slot):
 
 * ``oasis(cluster: OasisCluster, constants: OasisConstants, **options)``
-* ``pdors(cluster: PdorsCluster, constants: PdorsConstants, config: PdorsConfig | None = None)``;
-  ``pdors-paper(...)`` the same with the spec's reproduction profile (``PdorsConfig.paper()``)
-* ``oasis-pdors(cluster: PdorsCluster, calib=jobs | constants=OasisConstants)``: OASiS as PD-ORS' baseline
 * ``fifo`` / ``drf`` / ``dorm`` / ``rrh``: ``(cluster, rng: np.random.Generator | None = None, seed=0, **options)``
-  on an ``OasisCluster`` (OASiS' two pools) or a ``PdorsCluster`` (one pool).
+  on an ``OasisCluster`` (OASiS' two pools) or a ``PdorsCluster`` (one pool; PD-ORS compares
+  against the same baselines).
 """
 
 from __future__ import annotations
@@ -20,9 +18,6 @@ from market.errors import InputError
 from market.oasis.baselines import make_oasis_baseline
 from market.oasis.mechanism import Oasis
 from market.oasis.model import OasisCluster
-from market.pdors.baselines import OasisForPdors, make_pdors_baseline
-from market.pdors.mechanism import Pdors, PdorsConfig
-from market.pdors.model import PdorsCluster
 from market.registry import register
 
 __all__ = ["make_baseline"]
@@ -33,37 +28,6 @@ register(
     "OASiS posted-price online admission/scheduling of PS jobs (payment = posted cost)",
     paper="oasis",
 )(Oasis)
-register(
-    "pdors", "auction", "PD-ORS locality-aware posted-price online scheduling (LP + randomized rounding)", paper="pdors"
-)(Pdors)
-
-
-def make_pdors_paper(cluster: PdorsCluster, constants, config: PdorsConfig | None = None) -> Pdors:
-    """PD-ORS with the spec's reproduction profile (``PdorsConfig.paper()``: no repair, discard the job
-    after ``max_attempts`` failed roundings); ``config`` supplies G, the grid, solver and seed."""
-    c = config or PdorsConfig()
-    return Pdors(
-        cluster,
-        constants,
-        PdorsConfig.paper(
-            G=c.G, G_mode=c.G_mode, delta=c.delta, S=c.S, dp_units=c.dp_units, per_slot_solver=c.per_slot_solver,
-            seed=c.seed,
-        ),
-    )  # fmt: skip
-
-
-register(
-    "pdors-paper",
-    "auction",
-    "PD-ORS, the paper's evaluation profile: no repair, a job is discarded when 5000 roundings fail",
-    paper="pdors",
-)(make_pdors_paper)
-register(
-    "oasis-pdors",
-    "auction",
-    "OASiS on PD-ORS instances via the spec's half/half adapter (PD-ORS baseline)",
-    paper="pdors",
-)(OasisForPdors)
 
 
 def make_baseline(
@@ -73,6 +37,9 @@ def make_baseline(
     rng = np.random.default_rng(seed) if rng is None else rng
     if isinstance(cluster, OasisCluster):
         return make_oasis_baseline(name, cluster, rng, **options)
+    from market.pdors.baselines import make_pdors_baseline
+    from market.pdors.model import PdorsCluster
+
     if isinstance(cluster, PdorsCluster):
         return make_pdors_baseline(name, cluster, rng, **options)
     raise InputError("cluster", cluster, "must be an OasisCluster or a PdorsCluster")

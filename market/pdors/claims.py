@@ -24,7 +24,6 @@ from scipy.stats import norm
 
 from market.auction.base import ResourceSpace
 from market.auction.market import decisions_by_id, run_market
-from market.auction.mechanisms import make_pdors_paper
 from market.auction.prices import PriceLedger
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
@@ -35,6 +34,7 @@ from market.pdors.constants import PdorsConstants, estimate_pdors_constants
 from market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs, pdors_tiny_instance
 from market.pdors.market import make_market
 from market.pdors.mechanism import Pdors, PdorsConfig, _slot_problem, pdors_search
+from market.pdors.mechanisms import make_pdors_paper
 from market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
 from market.pdors.offline import pdors_offline_optimum
 from market.pdors.rounding import G_lemma1, G_lemma2, round_draws

@@ -813,7 +813,7 @@ def _check_welfare(w: dict[str, Any]) -> bool:
 
 
 TESTBED_JOBS = (5, 10, 15)
-"""Job counts of the testbed panel of ``scenarios/eris.toml`` (Figs. 3-4), checked by C9a / C9b."""
+"""Job counts of the testbed panel of ``market/eris/studies/eris.toml`` (Figs. 3-4), checked by C9a / C9b."""
 
 
 def _c9_runs(ctx: ClaimContext) -> list[dict[str, Any]]:
@@ -841,7 +841,7 @@ def _c9_runs(ctx: ClaimContext) -> list[dict[str, Any]]:
     "C9a",
     "Eris achieves higher social welfare than Tiresias, AntMan and Liquid at every sweep point (§VI, Figs. 3, 8-11)",
     "Testbed scenario (§5.2: R = 9 sites of 1 GPU, T = 50) at the study's I = 5, 10, 15 (the Figs. 3-4 panel of "
-    "scenarios/eris.toml) and small simulator instances (R = 10, I = 20, T = 30; large: the paper's R = 50, "
+    "market/eris/studies/eris.toml) and small simulator instances (R = 10, I = 20, T = 30; large: the paper's R = 50, "
     "I = 100, T = 150), global mode, several seeds; welfare with true values; violation = an (instance, "
     "baseline) pair where Eris' welfare is lower.",
 )
@@ -954,7 +954,7 @@ def _check_trend(w: dict[str, Any]) -> bool:
     "Eris on simulator instances (small: base R = 15, I = 30, T = 40, 2 seeds; large: R = 50, I = 100, T = 150, "
     "5 seeds), global mode; each trend compares the mean metric at the smallest and largest value of the sweep "
     "(R in {5, 30} / {10, 200}, I in {10, 60} / {50, 300}, gamma in {10, 10000}); violation = the sign of the "
-    "change disagrees with the paper. Curves for every mechanism: scenarios/eris.toml.",
+    "change disagrees with the paper. Curves for every mechanism: market/eris/studies/eris.toml.",
 )
 def c9c(ctx: ClaimContext) -> Measurement:
     base = ctx.pick({"R": 15, "I": 30, "T": 40}, {"R": 50, "I": 100, "T": 150})

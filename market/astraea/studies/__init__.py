@@ -1,0 +1,1 @@
+"""Reproduction studies shipped with this plugin (TOML files; ``marketsim run NAME``)."""

@@ -1,0 +1,13 @@
+"""The control-auction plugin: a fixed posted price (truthful) and pay-your-bid (manipulable), the
+auditor's power check for online auctions, with their market adapter and study (entry point
+``control`` of group ``marketsim.mechanisms``)."""
+
+from market.plugins import Plugin
+
+PLUGIN = Plugin(
+    name="control",
+    summary="Control auctions with known incentives: fixed posted price vs pay-your-bid",
+    mechanisms={"auction": ("market.auction.controls",)},
+    market="market.auction.controls",
+    studies="market.auction.studies",
+)

@@ -1,0 +1,196 @@
+"""Plugins: how mechanisms, market adapters, claims and studies reach marketsim.
+
+A plugin is a :class:`Plugin` object published under the entry-point group
+``marketsim.mechanisms`` (read with :mod:`importlib.metadata`). The five papers and the control
+auctions are plugins of the ``marketsim`` distribution itself (see ``pyproject.toml``); an external
+package adds one the same way::
+
+    # pyproject.toml of your package
+    [project.entry-points."marketsim.mechanisms"]
+    mypaper = "mypaper.plugin:PLUGIN"
+
+    # mypaper/plugin.py  (keep it light: it is imported whenever marketsim lists plugins)
+    from market.plugins import Plugin
+    PLUGIN = Plugin(name="mypaper", summary="...", mechanisms={"fair-share": ("mypaper.mechanism",)},
+                    claims=("mypaper.claims",))
+
+Nothing is imported from a string a user typed: the module names come from installed packages'
+metadata (or from :func:`add_plugin`). A plugin whose entry point or modules fail to import is
+skipped with a warning and listed by :func:`broken` (``marketsim list`` prints it), so one broken
+package never takes the framework down.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from market.errors import InputError
+
+__all__ = ["GROUP", "Plugin", "plugins", "add_plugin", "broken", "modules", "import_modules", "find", "reset"]
+
+#: the entry-point group every plugin is published under
+GROUP = "marketsim.mechanisms"
+_FAMILIES = ("fair-share", "auction")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """What one package contributes (module names are imported lazily, only when needed).
+
+    * ``name``: the plugin's key; it is also the ``paper`` key of its claims and studies.
+    * ``mechanisms``: family (``"fair-share"`` / ``"auction"``) -> modules whose import registers
+      mechanisms with :func:`market.registry.register`. A family is imported only when one of its
+      mechanisms is asked for.
+    * ``claims``: modules whose import registers claims (:func:`market.audit.claims.register_claim`).
+    * ``market``: module with ``make_market(params, rng) -> AuctionMarket`` used by studies whose
+      ``paper`` is ``name`` (auction plugins).
+    * ``studies``: a package holding scenario / study TOML files (found by ``marketsim run NAME``).
+    """
+
+    name: str
+    summary: str = ""
+    mechanisms: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    claims: Sequence[str] = ()
+    market: str | None = None
+    studies: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise InputError("Plugin.name", self.name, "must be a non-empty name of letters, digits, '-' or '_'")
+        for fam, mods in dict(self.mechanisms).items():
+            if fam not in _FAMILIES:
+                raise InputError(f"Plugin({self.name}).mechanisms", fam, f"must be a family in {list(_FAMILIES)}")
+            _check_modules(f"Plugin({self.name}).mechanisms[{fam!r}]", mods)
+        _check_modules(f"Plugin({self.name}).claims", self.claims)
+        for label, mod in (("market", self.market), ("studies", self.studies)):
+            if mod is not None:
+                _check_modules(f"Plugin({self.name}).{label}", (mod,))
+
+
+def _check_modules(label: str, mods: Any) -> None:
+    if isinstance(mods, str) or not isinstance(mods, Sequence):
+        raise InputError(label, mods, "must be a tuple of dotted module names")
+    for m in mods:
+        if not isinstance(m, str) or not all(part.isidentifier() for part in m.split(".")):
+            raise InputError(label, m, "must be a dotted module name such as 'mypaper.mechanism'")
+
+
+_PLUGINS: dict[str, Plugin] | None = None
+_EXTRA: dict[str, Plugin] = {}
+_BROKEN: dict[str, str] = {}
+_IMPORTED: set[str] = set()
+
+
+def _discover() -> dict[str, Plugin]:
+    found: dict[str, Plugin] = {}
+    seen: set[str] = set()
+    for ep in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+        if ep.name in seen:  # the same distribution visible twice on sys.path
+            continue
+        seen.add(ep.name)
+        try:
+            obj = ep.load()
+        except Exception as exc:  # a broken third-party package must not break the framework
+            _mark_broken(ep.name, f"entry point {ep.value!r} failed to load: {type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(obj, Plugin):
+            _mark_broken(ep.name, f"entry point {ep.value!r} is a {type(obj).__name__}, not a market.plugins.Plugin")
+            continue
+        if obj.name in found:
+            _mark_broken(ep.name, f"plugin name {obj.name!r} is already provided by another entry point")
+            continue
+        found[obj.name] = obj
+    return found
+
+
+def _mark_broken(name: str, why: str) -> None:
+    _BROKEN[name] = why
+    warnings.warn(f"marketsim plugin {name!r} skipped: {why}", RuntimeWarning, stacklevel=3)
+
+
+def plugins() -> dict[str, Plugin]:
+    """Every plugin by name: the installed entry points (discovered once) plus :func:`add_plugin`'s.
+    Raises :class:`InputError` when none is installed (marketsim itself not installed)."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        _PLUGINS = _discover()
+    out = {**_PLUGINS, **_EXTRA}
+    if not out:
+        raise InputError(
+            "plugins",
+            GROUP,
+            "no marketsim plugins are installed: install marketsim itself (`pip install -e .` or `.ci/setup`) "
+            "so its entry points are registered",
+        )
+    return out
+
+
+def add_plugin(plugin: Plugin) -> None:
+    """Register ``plugin`` for this process without installing a package (tests, notebooks)."""
+    if not isinstance(plugin, Plugin):
+        raise InputError("plugin", plugin, "must be a market.plugins.Plugin")
+    if plugin.name in plugins() and plugins()[plugin.name] != plugin:
+        raise InputError("plugin", plugin.name, "is already provided by another plugin")
+    _EXTRA[plugin.name] = plugin
+
+
+def broken() -> dict[str, str]:
+    """Entry points or modules that failed, by plugin name, with the reason."""
+    plugins()
+    return dict(_BROKEN)
+
+
+def modules(kind: str, family: str | None = None) -> list[tuple[str, str]]:
+    """``(plugin, module)`` pairs of ``kind`` (``"mechanisms"`` of ``family``, ``"claims"``,
+    ``"market"`` or ``"studies"``) over every plugin, in plugin-name order."""
+    out: list[tuple[str, str]] = []
+    for name, p in sorted(plugins().items()):
+        if kind == "mechanisms":
+            fams = _FAMILIES if family is None else (family,)
+            out += [(name, m) for f in fams for m in p.mechanisms.get(f, ())]
+        elif kind == "claims":
+            out += [(name, m) for m in p.claims]
+        elif kind in ("market", "studies"):
+            mod = getattr(p, kind)
+            if mod is not None:
+                out.append((name, mod))
+        else:
+            raise InputError("kind", kind, "must be 'mechanisms', 'claims', 'market' or 'studies'")
+    return out
+
+
+def import_modules(pairs: Sequence[tuple[str, str]]) -> None:
+    """Import each ``(plugin, module)`` once. A module that fails marks its plugin broken (warning)
+    unless the plugin is one of marketsim's own, whose failure is a bug and is raised."""
+    for plugin, mod in pairs:
+        if mod in _IMPORTED or plugin in _BROKEN:
+            continue
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:
+            if mod.startswith("market."):
+                raise
+            _mark_broken(plugin, f"module {mod!r} failed to import: {type(exc).__name__}: {exc}")
+            continue
+        _IMPORTED.add(mod)
+
+
+def find(kind: str, plugin: str) -> str | None:
+    """The ``market`` or ``studies`` module of ``plugin`` (``None`` when it has none)."""
+    p = plugins().get(plugin)
+    if p is None:
+        raise InputError("paper", plugin, f"is not an installed plugin; known: {sorted(plugins())}")
+    return getattr(p, kind)
+
+
+def reset() -> None:
+    """Forget discovered and added plugins (tests that install a plugin on the fly)."""
+    global _PLUGINS
+    _PLUGINS = None
+    _EXTRA.clear()
+    _BROKEN.clear()

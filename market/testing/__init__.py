@@ -1,0 +1,347 @@
+"""Incentive-property assertions for users' tests (and this repository's own).
+
+Each ``assert_*`` runs a registered mechanism (or a callable with the fair-share signature) on
+instances and raises :class:`IncentiveViolation` (an ``AssertionError``) naming the mechanism, the
+instance, the agent and the witness when the property fails; it returns the per-instance figures
+when it holds. Use them in plain pytest, or with the hypothesis strategies of
+:mod:`market.testing.strategies` so a failure is shrunk to a small witness::
+
+    from hypothesis import given
+    from market.testing import assert_strategyproof
+    from market.testing.strategies import fair_share_instances
+
+    @given(fair_share_instances(tenants=(2, 3), gpu_types=(2, 3)))
+    def test_my_rule_is_strategyproof(instance):
+        assert_strategyproof("my-rule", [instance])
+
+Instances: :class:`~market.audit.instances.FairShareInstance` (TRUE speedups ``W`` (n, k), GPUs ``m`` (k,), optional
+``weights`` / ``caps``) for fair-share allocators, :class:`AuctionInstance` (an
+:class:`~market.auction.market.AuctionMarket` and the mechanism seed) for online auctions; a
+``(W, m)`` tuple or a mapping with those keys is accepted for fair share.
+
+The pytest plugin :mod:`market.pytest_plugin` (entry point ``pytest11``) adds the
+``--marketsim-budget`` option and the ``incentive`` fixture.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from market.audit.instances import FairShareInstance
+from market.audit.search import AuditConfig, AuditResult, audit
+from market.errors import InputError, check_choice
+
+__all__ = [
+    "FairShareInstance",
+    "AuctionInstance",
+    "IncentiveViolation",
+    "BUDGETS",
+    "assert_strategyproof",
+    "assert_individually_rational",
+    "assert_envy_free",
+    "assert_sharing_incentive",
+    "assert_budget_balanced",
+    "auction_instance",
+]
+
+#: search budgets of :func:`assert_strategyproof` (``"fast"`` for property-based tests)
+BUDGETS: dict[str, AuditConfig] = {
+    "fast": AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12, refine_starts=1, refine_maxfev=30),
+    "default": AuditConfig(),
+    "thorough": AuditConfig(n_grid=20, n_zoom=4, n_tail=6, edge_steps=24, n_joint=96, refine_starts=3,
+                            refine_maxfev=120),  # fmt: skip
+}
+_DIRECTIONS = {"any": None, "up": ("UP_*",), "down": ("DOWN_*",)}
+
+
+@dataclass(frozen=True)
+class AuctionInstance:
+    """An online-auction instance: ``market`` (an :class:`~market.auction.market.AuctionMarket`),
+    the mechanism ``seed`` (fixes randomised mechanisms' draws) and a ``label`` for messages."""
+
+    market: Any
+    seed: int = 0
+    label: str = ""
+
+    def describe(self) -> str:
+        """The label, or the paper and the number of bids."""
+        return self.label or f"{getattr(self.market, 'paper', 'auction')} instance with {len(self.market.bids())} bids"
+
+
+@dataclass
+class IncentiveViolation(AssertionError):
+    """A property failed: ``prop`` of ``mechanism`` on ``instance`` for ``agent``, with ``witness``
+    (JSON-ready: the misreport and the gain, the envied agent, the shortfall ...)."""
+
+    prop: str
+    mechanism: str
+    instance: Any
+    agent: Any
+    witness: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        desc = self.instance.describe() if hasattr(self.instance, "describe") else repr(self.instance)
+        detail = ", ".join(f"{k}={_fmt(v)}" for k, v in self.witness.items())
+        return f"{self.mechanism} is not {self.prop}: agent {self.agent!r} on {desc}: {detail}"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
+    return repr(v)
+
+
+def _family(mechanism: Any) -> tuple[str, str]:
+    """``(name, family)`` of a registered name or a fair-share callable."""
+    if callable(mechanism):
+        return getattr(mechanism, "__name__", "fair-share"), "fair-share"
+    if not isinstance(mechanism, str):
+        raise InputError("mechanism", mechanism, "must be a registered mechanism name or a fair-share callable")
+    from market import registry
+
+    return mechanism, registry.get(mechanism).family
+
+
+def _require(mechanism: Any, family: str, why: str) -> str:
+    """The mechanism's name; :class:`InputError` unless it belongs to ``family``."""
+    name, fam = _family(mechanism)
+    if fam != family:
+        raise InputError("mechanism", name, f"is a {fam} mechanism; {why}")
+    return name
+
+
+def _fair_instances(instances: Any) -> list[FairShareInstance]:
+    items = [instances] if isinstance(instances, FairShareInstance | Mapping) else list(instances)
+    if not items:
+        raise InputError("instances", instances, "must hold at least one instance")
+    out = []
+    for it in items:
+        if isinstance(it, FairShareInstance):
+            out.append(it)
+        elif isinstance(it, Mapping):
+            out.append(FairShareInstance(**dict(it)))
+        elif isinstance(it, tuple | list) and len(it) == 2:
+            out.append(FairShareInstance(*it))
+        else:
+            raise InputError("instances[]", it, "must be a FairShareInstance, a (W, m) tuple or a mapping with W and m")
+    return out
+
+
+def _auction_instances(instances: Any) -> list[AuctionInstance]:
+    items = [instances] if isinstance(instances, AuctionInstance) else list(instances)
+    if not items:
+        raise InputError("instances", instances, "must hold at least one instance")
+    for it in items:
+        if not isinstance(it, AuctionInstance):
+            raise InputError("instances[]", it, "must be an AuctionInstance (see market.testing.auction_instance)")
+    return items
+
+
+def _config(budget: str | AuditConfig, direction: str) -> AuditConfig:
+    check_choice("direction", direction, tuple(_DIRECTIONS))
+    if isinstance(budget, AuditConfig):
+        cfg = budget
+    else:
+        check_choice("budget", budget, tuple(BUDGETS))
+        cfg = BUDGETS[budget]
+    fams = _DIRECTIONS[direction]
+    if fams is None:
+        return cfg
+    from dataclasses import replace
+
+    return replace(cfg, families=fams, probes=False)
+
+
+def assert_strategyproof(
+    mechanism: str | Callable[..., Any],
+    instances: Any,
+    *,
+    dims: Iterable[str] | None = None,
+    direction: str = "any",
+    budget: str | AuditConfig = "fast",
+    rel_tol: float = 1e-7,
+    agents: Sequence[Any] | None = None,
+    seed: int = 0,
+) -> list[AuditResult]:
+    """No agent gains by misreporting (others truthful), on every instance.
+
+    The audit (:func:`market.audit.search.audit`) searches each agent's reportable ``dims``
+    (fair share: speedup columns ``"1"``, ``"2"``, ...; auctions: the market's fields such as
+    ``value_scale``; ``None`` = all) in ``direction`` (``"up"`` over-reports only, as OEF's
+    Theorem 5.4 states it, ``"down"`` or ``"any"``) with ``budget`` (a name of :data:`BUDGETS` or an
+    :class:`AuditConfig`). A gain above ``rel_tol × max(1, |truthful utility|)`` (TRUE utility
+    units: normalised throughput, or currency) raises :class:`IncentiveViolation` with the lie,
+    both utilities and the gain. Returns every :class:`AuditResult` when none violates."""
+    name, family = _family(mechanism)
+    cfg = _config(budget, direction)
+    from dataclasses import replace
+
+    cfg = replace(cfg, rel_tol=float(rel_tol))
+    dims = None if dims is None else list(dims)
+    results: list[AuditResult] = []
+    if family == "fair-share":
+        from market.audit.fairshare import FairShareTarget
+
+        targets = [(inst, FairShareTarget(mechanism, W=inst.W, m=inst.m, weights=inst.weights, caps=inst.caps,
+                                          n_arbitrary=0 if direction != "any" else 4,
+                                          copy_others=direction == "any"))
+                   for inst in _fair_instances(instances)]  # fmt: skip
+    else:
+        from market.audit.online import OnlineAuctionTarget
+
+        targets = [(inst, OnlineAuctionTarget(inst.market, name, seed=inst.seed))
+                   for inst in _auction_instances(instances)]  # fmt: skip
+    for inst, target in targets:
+        for a in target.agents() if agents is None else agents:
+            res = audit(target, a, config=cfg, rng=seed, dimensions=dims)
+            results.append(res)
+            if res.violated:
+                lie: dict[str, Any] = {}
+                if family == "fair-share":  # the reported row itself (factors or a copied / random row)
+                    lie["reported_row"] = [round(float(v), 9) for v in res.witness_report[0]]
+                raise IncentiveViolation(
+                    "strategy-proof",
+                    name,
+                    inst,
+                    a,
+                    {
+                        "misreport": res.witness if isinstance(res.witness, dict) else str(res.witness),
+                        **lie,
+                        "family": res.witness_family,
+                        "truthful_utility": float(res.truthful_utility),
+                        "lying_utility": float(res.truthful_utility + res.best_gain),
+                        "gain": float(res.best_gain),
+                        "relative_gain": float(res.relative_gain),
+                        "at_limit": bool(res.at_limit),
+                    },
+                )
+    return results
+
+
+def _fair_allocation(mechanism: Any, inst: FairShareInstance) -> tuple[np.ndarray, np.ndarray]:
+    from market.audit.fairshare import resolve_fair_share
+
+    _, fn = resolve_fair_share(mechanism)
+    Wt = inst.W / inst.W[:, :1]
+    X = np.asarray(fn(Wt, inst.m, weights=inst.weights, caps=inst.caps).X, dtype=float)
+    return Wt, X
+
+
+def _tol(scale: float, tol: float) -> float:
+    return tol * max(1.0, abs(scale))
+
+
+def assert_envy_free(mechanism: str | Callable[..., Any], instances: Any, *, tol: float = 1e-7) -> list[float]:
+    """Fair share, truthful reports: no tenant prefers another's (weight-scaled) bundle under its
+    TRUE speedups by more than ``tol × max(1, its throughput)`` (normalised throughput units).
+    Returns the max envy per instance."""
+    name = _require(mechanism, "fair-share", "envy-freeness is a fair-share property")
+    from market.oef.properties import envy, envy_matrix
+
+    out = []
+    for inst in _fair_instances(instances):
+        Wt, X = _fair_allocation(mechanism, inst)
+        e = np.asarray(envy(Wt, X, inst.weights), dtype=float)
+        own = np.einsum("lj,lj->l", Wt, X)
+        for l in range(e.size):
+            if e[l] > _tol(own[l], tol):
+                w = np.ones(e.size) if inst.weights is None else inst.weights
+                i = int(np.argmax(envy_matrix(Wt, X)[l] / w))
+                raise IncentiveViolation("envy-free", name, inst, l, {"envies": i, "envy": float(e[l]),
+                                         "own": float(own[l]), "allocation": X.round(6).tolist()})  # fmt: skip
+        out.append(float(max(0.0, e.max(initial=0.0))))
+    return out
+
+
+def assert_sharing_incentive(mechanism: str | Callable[..., Any], instances: Any, *, tol: float = 1e-7) -> list[float]:
+    """Fair share, truthful reports: every tenant gets at least the TRUE throughput of its
+    (weighted) equal split of every GPU type, ``(pi_l / sum pi) W_l . m``, up to
+    ``tol × max(1, threshold)``. Returns the max shortfall per instance."""
+    name = _require(mechanism, "fair-share", "sharing incentive is a fair-share property")
+    from market.oef.properties import si_threshold
+
+    out = []
+    for inst in _fair_instances(instances):
+        Wt, X = _fair_allocation(mechanism, inst)
+        thr = np.asarray(si_threshold(Wt, inst.m, inst.weights), dtype=float)
+        got = np.einsum("lj,lj->l", Wt, X)
+        gap = thr - got
+        l = int(np.argmax(gap))
+        if gap[l] > _tol(thr[l], tol):
+            raise IncentiveViolation("sharing-incentive", name, inst, l, {"throughput": float(got[l]),
+                                     "equal_split": float(thr[l]), "shortfall": float(gap[l])})  # fmt: skip
+        out.append(float(max(0.0, gap.max())))
+    return out
+
+
+def _auction_run(name: str, inst: AuctionInstance) -> list[Any]:
+    from market.auction.market import run_market
+
+    return run_market(inst.market, name, None, inst.seed)
+
+
+def assert_individually_rational(mechanism: str, instances: Any, *, tol: float = 1e-9) -> list[float]:
+    """Online auctions, truthful bids: every bidder's TRUE surplus (value earned minus payment,
+    currency) is at least ``-tol × max(1, its payment)``. Fair-share allocators have no payments
+    (their participation guarantee is :func:`assert_sharing_incentive`). Returns the worst surplus
+    per instance."""
+    name = _require(mechanism, "auction", "fair-share allocators have no payments: use assert_sharing_incentive")
+    from market.auction.market import decisions_by_id
+
+    out = []
+    for inst in _auction_instances(instances):
+        decs = decisions_by_id(_auction_run(name, inst))
+        worst = math.inf
+        for bid in inst.market.bids():
+            d = decs.get(int(bid.job_id))
+            s = float(inst.market.true_surplus(bid, bid, d))
+            pay = 0.0 if d is None else float(d.payment)
+            if s < -_tol(pay, tol):
+                raise IncentiveViolation("individually rational", name, inst, int(bid.job_id),
+                                         {"surplus": s, "payment": pay,
+                                          "admitted": bool(d is not None and d.admitted)})  # fmt: skip
+            worst = min(worst, s)
+        out.append(worst if math.isfinite(worst) else 0.0)
+    return out
+
+
+def assert_budget_balanced(
+    mechanism: str, instances: Any, *, mode: str = "weak", tol: float = 1e-9
+) -> list[float]:
+    """Online auctions, truthful bids: payments collected versus incomes paid out to agents
+    (each decision's ``log["income"]``, e.g. Astraea's Eq. (2) division). ``mode="weak"``: no
+    deficit, ``sum incomes <= sum payments``; ``mode="exact"``: equal. Tolerance
+    ``tol × max(1, sum payments)`` (currency). Returns the residual ``sum payments - sum incomes``
+    per instance."""
+    check_choice("mode", mode, ("weak", "exact"))
+    name = _require(mechanism, "auction", "fair-share allocators have no payments to balance")
+    out = []
+    for inst in _auction_instances(instances):
+        decs = _auction_run(name, inst)
+        pay = math.fsum(float(d.payment) for d in decs)
+        inc = math.fsum(float(np.sum(d.log["income"])) for d in decs if d.log.get("income") is not None)
+        residual = pay - inc
+        bad = residual < -_tol(pay, tol) if mode == "weak" else abs(residual) > _tol(pay, tol)
+        if bad:
+            raise IncentiveViolation(f"budget balanced ({mode})", name, inst, "auctioneer",
+                                     {"payments": pay, "incomes": inc, "residual": residual})  # fmt: skip
+        out.append(residual)
+    return out
+
+
+def auction_instance(study: str, seed: int = 0, **overrides: Any) -> AuctionInstance:
+    """The ``[audit]`` instance of embedded study ``study`` (e.g. ``"oasis"``, ``"eris"``,
+    ``"control_auction"``) drawn with ``seed``, with parameter ``overrides``."""
+    from analysis.studies import build_market, load_study
+
+    st = load_study(study)
+    params = {**st.audit_params(), **overrides}
+    market = build_market(st.paper, params, np.random.default_rng(seed))
+    return AuctionInstance(market, seed=seed, label=f"[audit] instance of {study} (seed {seed})")

@@ -1,0 +1,206 @@
+"""Plugins through entry points: the papers' own plugins, a package installed on the fly (a real
+``*.dist-info`` with ``entry_points.txt`` on ``PYTHONPATH``), broken plugins, name clashes and the
+lazy family import. Subprocesses keep the global registry of this test process clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from market import plugins
+from market.errors import InputError
+from market.plugins import Plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPERS = {"oef", "oasis", "pdors", "astraea", "eris"}
+
+
+def _fake_dist(tmp: Path, name: str, entry: str, files: dict[str, str]) -> Path:
+    """A minimal installed distribution ``name`` with one ``marketsim.mechanisms`` entry point."""
+    for rel, text in files.items():
+        p = tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    info = tmp / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[marketsim.mechanisms]\n{entry}\n")
+    return tmp
+
+
+def _run(code: str, path: Path | None = None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(path), str(ROOT)])
+    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)  # fmt: skip
+
+
+UNIFORM = {
+    "uniplug/__init__.py": "",
+    "uniplug/plugin.py": """
+        from market.plugins import Plugin
+        PLUGIN = Plugin(name="uniplug", summary="Uniform test plugin",
+                        mechanisms={"fair-share": ("uniplug.mech",)}, claims=("uniplug.claims",),
+                        studies="uniplug.studies")
+    """,
+    "uniplug/mech.py": """
+        import numpy as np
+        from market.allocation import Allocation
+        from market.registry import register
+
+        @register("uniform-test", "fair-share", "Every GPU type split equally (test plugin)", paper="uniplug")
+        def uniform(W, m, *, weights=None, caps=None, **options):
+            W = np.asarray(W, float)
+            X = np.tile(np.asarray(m, float) / W.shape[0], (W.shape[0], 1))
+            return Allocation(X, "uniform-test", float((W * X).sum()))
+    """,
+    "uniplug/claims.py": """
+        from market.audit.claims import Measurement, register_claim
+        from market.audit.fairshare import FairShareTarget
+        from market.audit.search import audit
+
+        @register_claim("uniplug", "U1", "Uniform split is strategy-proof", "audit on W=[[1,2],[1,5]], m=[1,1]")
+        def u1(ctx):
+            t = FairShareTarget("uniform-test", W=[[1, 2], [1, 5]], m=[1, 1])
+            bad = sum(audit(t, i).violated for i in range(2))
+            return Measurement(n_instances=1, violations=bad, effect="violating agents")
+    """,
+    "uniplug/studies/__init__.py": "",
+    "uniplug/studies/uniplug_demo.toml": """
+        name = "uniplug_demo"
+        description = "A fair-share scenario shipped by a plugin"
+    """,
+}
+
+
+def test_builtin_plugins_come_from_entry_points() -> None:
+    found = plugins.plugins()
+    assert PAPERS | {"control"} <= set(found)
+    assert not plugins.broken()
+    # every paper declares its claims and (auction papers) a market adapter and studies
+    for p in PAPERS:
+        assert found[p].claims == (f"market.{p}.claims",)
+    for p in PAPERS - {"oef"}:
+        assert found[p].market == f"market.{p}.market"
+        assert found[p].studies == f"market.{p}.studies"
+    from market.audit.claims import papers
+
+    assert PAPERS <= set(papers())
+
+
+def test_studies_live_in_paper_folders() -> None:
+    from analysis.studies import load_study, study_names
+
+    assert {"oasis_paper", "pdors_paper", "astraea", "eris_paper", "control_auction"} <= set(study_names())
+    assert load_study("oasis_paper").source == "market/oasis/studies/oasis_paper.toml"
+    assert not list((ROOT / "market" / "audit").glob("*_claims.py"))
+
+
+def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> None:
+    path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", UNIFORM)
+    r = _run(
+        """
+        import json
+        from market import plugins, registry
+        from market.audit.claims import run_claims, papers
+        from scenarios.loader import scenario_names
+        info = registry.get("uniform-test")
+        res = run_claims("uniplug", size="small", seed=0)
+        print(json.dumps({"plugins": sorted(plugins.plugins()), "family": info.family,
+                          "papers": papers(), "verdict": res[0].verdict,
+                          "scenario": "uniplug_demo" in scenario_names()}))
+        """,
+        path,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "uniplug" in out["plugins"] and "oef" in out["plugins"]
+    assert out["family"] == "fair-share"
+    assert "uniplug" in out["papers"]
+    assert out["verdict"] == "holds"  # a report-independent split: no lie can gain
+    assert out["scenario"]
+    cli = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    assert cli.returncode == 0, cli.stderr
+    assert "uniplug" in cli.stdout and "uniform-test" in cli.stdout
+
+
+def test_broken_plugin_is_skipped_and_reported(tmp_path: Path) -> None:
+    files = {"badplug/__init__.py": "", "badplug/plugin.py": "raise ImportError('no such dependency: foo')\n"}
+    path = _fake_dist(tmp_path, "badplug", "badplug = badplug.plugin:PLUGIN", files)
+    r = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    assert r.returncode == 0, r.stderr
+    assert "badplug" in r.stdout and "BROKEN" in r.stdout and "no such dependency: foo" in r.stdout
+    assert "maxmin" in r.stdout  # the framework still works
+    assert "skipped" in r.stderr  # the warning
+
+
+def test_entry_point_that_is_not_a_plugin(tmp_path: Path) -> None:
+    files = {"notplug/__init__.py": "PLUGIN = 42\n"}
+    path = _fake_dist(tmp_path, "notplug", "notplug = notplug:PLUGIN", files)
+    r = _run("from market import plugins; print(plugins.broken())", path)
+    assert r.returncode == 0, r.stderr
+    assert "not a market.plugins.Plugin" in r.stdout
+
+
+def test_plugin_whose_mechanism_module_fails_is_skipped(tmp_path: Path) -> None:
+    files = dict(UNIFORM)
+    files["uniplug/mech.py"] = "raise RuntimeError('mechanism module exploded')\n"
+    path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
+    r = _run("from market import registry, plugins; print(registry.names('fair-share')); print(plugins.broken())",
+             path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "maxmin" in r.stdout and "mechanism module exploded" in r.stdout
+
+
+def test_scenario_name_clash_names_both_files(tmp_path: Path) -> None:
+    files = dict(UNIFORM)
+    files["uniplug/studies/default.toml"] = 'name = "default"\n'
+    path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
+    r = _run("from scenarios.loader import scenario_names; scenario_names()", path)
+    assert r.returncode != 0
+    assert "'default'" in r.stderr and "is shipped twice" in r.stderr and "uniplug.studies" in r.stderr
+
+
+def test_fair_share_lookup_does_not_import_the_auction_papers() -> None:
+    r = _run(
+        """
+        import sys
+        from market import registry
+        registry.get("maxmin")
+        heavy = [m for m in ("market.eris.mechanism", "market.astraea.online", "market.oasis.mechanism",
+                             "market.pdors.mechanism") if m in sys.modules]
+        print(heavy)
+        """
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"name": ""}, "Plugin.name"),
+        ({"name": "a b"}, "Plugin.name"),
+        ({"name": "x", "mechanisms": {"batch": ("m",)}}, "mechanisms"),
+        ({"name": "x", "mechanisms": {"fair-share": "mod.name"}}, "mechanisms['fair-share']"),
+        ({"name": "x", "claims": ("not a module",)}, "claims"),
+        ({"name": "x", "studies": "1bad.pkg"}, "studies"),
+    ],
+)
+def test_plugin_validation_names_the_field(kwargs: dict, field: str) -> None:
+    with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        Plugin(**kwargs)
+
+
+def test_add_plugin_rejects_a_clash() -> None:
+    with pytest.raises(InputError, match="already provided"):
+        plugins.add_plugin(Plugin(name="oef", summary="impostor"))
+    with pytest.raises(InputError, match="must be a market.plugins.Plugin"):
+        plugins.add_plugin("oef")  # type: ignore[arg-type]
