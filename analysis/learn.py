@@ -9,10 +9,12 @@ and compared with truthful play (the price-of-lying table)::
     description = "..."
     [learning]
     family = "fair-share"          # "fair-share" | "auction" | "bayesian"
-    rule = "best-response"          # fair-share/auction: "best-response" | "hedge" | "exp3"; bayesian: "es"
+    rule = "best-response"          # fair-share/auction: "best-response" | "hedge" | "exp3"; fair-share:
+                                    # "continuous"; auction: "episodes" (Hedge bidders in Mesa AuctionModel
+                                    # runs); bayesian: "es"
     mechanisms = ["oef-noncoop", "oef-coop"]
     seed = 0
-    rounds = 300                    # hedge/exp3 rounds, best-response passes, or ES rounds
+    rounds = 300                    # hedge/exp3 rounds, best-response passes, episodes or ES rounds
     grid = {points = 13, low = 0.25, high = 4.0}   # report-factor grid (contains 1)
     learners = [0, 1]               # optional: who adapts (default: everyone)
     [learning.instance]             # fair-share: W, m (weights, caps optional)
@@ -53,8 +55,8 @@ from scenarios.catalog import embedded
 __all__ = ["LearningScenario", "learning_names", "load_learning", "run_learning", "write_learning"]
 
 FAMILIES = ("fair-share", "auction", "bayesian")
-RULES = {"fair-share": ("best-response", "hedge", "exp3", "continuous"), "auction": ("best-response", "hedge", "exp3"),
-         "bayesian": ("es",)}  # fmt: skip
+RULES = {"fair-share": ("best-response", "hedge", "exp3", "continuous"),
+         "auction": ("best-response", "hedge", "exp3", "episodes"), "bayesian": ("es",)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -230,11 +232,44 @@ def _continuous_one(
     return traj, row
 
 
+def _episodes_one(
+    sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Rule ``episodes`` (auctions): Hedge bidders inside Mesa ``AuctionModel`` runs, one run per
+    episode (:func:`agents.learning.learn_in_episodes`; ``rounds`` = episodes, option ``eta``).
+    The end state is each learner's modal factor, certified and scored like the other rules."""
+    from agents.learning import learn_in_episodes
+
+    game = _game(sc, mech)
+    assert isinstance(game, AuctionGame)
+    ids = [int(game.bids[i].job_id) for i in game.learner_ids]
+    frame, learner = learn_in_episodes(game.market, mech, episodes=sc.rounds, grid=game.grid_values,
+                                       dimension=game.dimension, eta=float(sc.options.get("eta", 1.0)),
+                                       learners=ids, seed=sc.seed, progress=progress)  # fmt: skip
+    final = frame[frame["episode"] == frame["episode"].max()].set_index("job_id")["mode_factor"]
+    profile = game.truthful_profile()
+    values = game.strategies[:, 0]
+    for i, jid in zip(game.learner_ids, ids, strict=True):
+        profile[i] = int(np.flatnonzero(np.isclose(values, final[jid]))[0])
+    cert = certify(game, profile, points=21)
+    row: dict[str, Any] = {"mechanism": mech, "rule": "episodes", "status": "finished", "period": 0,
+                           "eps_abs": cert["eps_abs"], "eps_rel": cert["eps_rel"],
+                           "final_factors": game.strategies[profile].round(4).tolist()}  # fmt: skip
+    row.update(price_of_lying(game, profile))
+    index = {jid: i for i, jid in zip(game.learner_ids, ids, strict=True)}
+    traj = pd.DataFrame({"step": frame["episode"] + 1, "agent": frame["job_id"].map(index), "f1": frame["factor"],
+                         "utility": frame["surplus"], "best_factor": frame["best_factor"],
+                         "mode_factor": frame["mode_factor"], "mechanism": mech})  # fmt: skip
+    return traj, row
+
+
 def _dynamics_one(
     sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     if sc.rule == "continuous":
         return _continuous_one(sc, mech, progress)
+    if sc.rule == "episodes":
+        return _episodes_one(sc, mech, progress)
     game = _game(sc, mech)
     res = _dynamics(sc, game, progress)
     cert = certify(game, res.profile, points=21 if isinstance(game, AuctionGame) else 41)

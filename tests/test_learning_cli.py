@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -148,3 +149,21 @@ def test_every_registered_mechanism_has_a_price_of_lying_row() -> None:
     ]  # not mechanisms tests register
     missing = set(shipped) - covered
     assert not missing, sorted(missing)
+
+
+def test_episode_learning_in_the_mesa_auction_model_from_the_cli(tmp_path: Path) -> None:
+    """rule = "episodes": Hedge bidders inside Mesa AuctionModel runs. AntMan's bidder 0 learns to
+    inflate 1.41x into the resource-guarantee class (welfare 0 -> positive, its TRUE gain > 0, no
+    further unilateral gain on the certificate grid); Eris keeps everyone truthful (epsilon 0).
+    Deterministic across local and process executors."""
+    for d, extra in {"a": [], "p": ["--workers", "2"]}.items():
+        assert main(["learn", "learn_auction_episodes", "--out", str(tmp_path / d), "--quiet", *extra]) == 0
+    table = pd.read_csv(tmp_path / "a" / "price_of_lying.csv").set_index("mechanism")
+    eris, antman = table.loc["eris"], table.loc["antman"]
+    assert eris["eps_rel"] == 0.0 and eris["price_of_lying"] == 1.0
+    assert json.loads(antman["final_factors"])[0] == [1.4142]
+    assert antman["gain_0"] > 0 and antman["learned_welfare"] > antman["truthful_welfare"] == 0.0
+    assert antman["eps_abs"] <= 1e-9
+    traj = pd.read_parquet(tmp_path / "a" / "trajectories.parquet")
+    assert set(traj["agent"]) == {0, 1} and traj["step"].max() == 15
+    pd.testing.assert_frame_equal(traj, pd.read_parquet(tmp_path / "p" / "trajectories.parquet"))
