@@ -10,6 +10,7 @@ Commands::
                     [--report DIR [--instances N]]
     marketsim claims [--paper NAME] [--size small|large] [--seed S] [--json] [--report DIR]
     marketsim learn SCENARIO [--out DIR] [--rounds N] [--seed S] [--workers N] [--executor E] [--quiet]
+    marketsim viz [SCENARIO] [--host 127.0.0.1] [--port 8765] [--no-browser]
     marketsim list
 
 User mistakes (bad numbers, unknown names, missing files) print one line on stderr and exit with
@@ -670,6 +671,20 @@ def cmd_learn(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_viz(args: argparse.Namespace) -> int:
+    """Serve the Mesa SolaraViz page of a fair-share scenario (needs the optional ``viz`` extra)."""
+    try:
+        from analysis import viz
+    except ImportError as exc:  # solara / altair missing: the extra is optional
+        print(
+            f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
+            "install it with: pip install -e '.[viz]'",
+            file=sys.stderr,
+        )
+        return 2
+    return viz.serve(args.scenario, host=args.host, port=args.port, open_browser=not args.no_browser)
+
+
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -791,6 +806,20 @@ def build_parser() -> argparse.ArgumentParser:
     lrn.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
     lrn.add_argument("--quiet", action="store_true", help="no progress line")
     lrn.set_defaults(func=cmd_learn)
+
+    vz = sub.add_parser(
+        "viz",
+        help="serve an interactive page of a fair-share scenario (needs the viz extra)",
+        description="Serve a Mesa SolaraViz page of a fair-share scenario: pick the mechanism, a lying tenant, its "
+        "lie factor on the fast GPU types and a seed; step or play the rounds and watch the allocation, true vs "
+        "reported throughput, the liar's gain against a truthful twin and the topology. Auctions are out of scope. "
+        "Needs: pip install -e '.[viz]'.",
+    )
+    vz.add_argument("scenario", nargs="?", default="default", help="embedded fair-share scenario or a TOML path")
+    vz.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    vz.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    vz.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+    vz.set_defaults(func=cmd_viz)
 
     lst = sub.add_parser(
         "list",

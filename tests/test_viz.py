@@ -1,0 +1,352 @@
+"""``marketsim viz`` (analysis/viz.py): the page model without a browser, then the served page
+driven in real headless Chromium through the Chrome DevTools Protocol (CDP).
+
+Needs the optional ``viz`` extra (``pip install -e '.[viz]'``); the browser test also needs
+``/usr/bin/chromium`` (or ``$CHROMIUM``). Both skip with a reason when missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from market.errors import InputError
+
+pytest.importorskip("solara", reason="the viz extra is not installed (pip install -e '.[viz]')")
+
+from analysis import viz  # noqa: E402  (after the importorskip guard)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the page model, no browser
+
+
+def test_model_steps_and_figures():
+    m = viz.MarketVizModel(scenario_name="oef_lying", mechanism="oef-noncoop", liar=1, lie_factor=1.5, seed=3)
+    for _ in range(3):
+        m.step()
+    assert m.steps == 3 and m.twin.steps == 3 and len(m.history) == 3
+    assert m.liar_id == m.config.tenants[1].tenant_id
+    X = m.allocation_matrix()
+    assert X.shape == (6, 3) and X.sum() > 0
+    true, reported = m.throughputs()
+    liar = m.tenant_ids().index(m.liar_id)
+    assert reported[liar] > true[liar] > 0  # inflated reports on the fast types
+    others = [i for i in range(len(true)) if i != liar]
+    np.testing.assert_allclose(true[others], reported[others])  # everyone else is truthful
+    for make in (viz.allocation_figure, viz.throughput_figure, viz.gain_figure, viz.topology_figure):
+        fig = make(m)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+    titles = [viz.allocation_figure(m).axes[0].get_title(), viz.topology_figure(m).axes[0].get_title()]
+    assert titles[0].startswith(viz.TITLES["allocation"]) and titles[1].startswith(viz.TITLES["topology"])
+
+
+def test_truthful_factor_has_zero_paired_gain():
+    m = viz.MarketVizModel(scenario_name="default", mechanism="oef-noncoop", liar=2, lie_factor=1.0, seed=1)
+    for _ in range(4):
+        m.step()
+    assert [h["gain"] for h in m.history] == [0.0] * 4
+    assert [h["gain_act"] for h in m.history] == [0.0] * 4
+    assert all(h["est"] > 0 for h in m.history)  # the liar does get GPUs: the zero is not vacuous
+
+
+def test_inflating_liar_gains_under_max_throughput():
+    m = viz.MarketVizModel(scenario_name="hedge_tenant", mechanism="max-throughput", liar=0, lie_factor=2.0, seed=0)
+    for _ in range(3):
+        m.step()
+    gains = [h["gain"] for h in m.history]
+    assert all(g > 0 for g in gains), gains
+    assert m.history[0]["est"] > m.history[0]["twin_est"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"scenario_name": "no_such_scenario"}, "scenario"),
+        ({"scenario_name": "eris"}, "scenario"),  # an auction study: out of scope
+        ({"scenario_name": "sweep_lie_factor"}, "scenario"),
+        ({"mechanism": "no-such-mechanism"}, "mechanism"),
+        ({"mechanism": "proportional-share"}, "mechanism"),  # registered, but rejects the round loop's caps
+        ({"scenario_name": "hedge_tenant", "liar": 2}, "liar"),
+        ({"lie_factor": 0.0}, "lie_factor"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_bad_inputs_name_the_field(kwargs, field):
+    with pytest.raises(InputError) as err:
+        viz.MarketVizModel(**kwargs)
+    assert err.value.field == field
+
+
+def test_page_model_wraps_liar_and_page_builds():
+    m = viz.PageModel(scenario_name="hedge_tenant", liar=5)  # 2 tenants: index 5 -> tenant 1
+    assert m.liar_index == 1
+    assert set(viz.fair_share_scenarios()) >= {"default", "oef_lying"}
+    assert "eris" not in viz.fair_share_scenarios()
+    assert {"oef-noncoop", "max-throughput"} <= set(viz.viz_mechanisms())
+    assert "proportional-share" not in viz.viz_mechanisms()
+    page = viz.build_page("oef_lying")
+    assert page is not None
+
+
+def test_cli_viz_without_solara_exits_2(tmp_path):
+    """The extra stays optional: the CLI imports no solara, and `viz` without it is one line + exit 2."""
+    probe = (
+        "import sys\n"
+        "import analysis.cli as cli\n"
+        "assert 'solara' not in sys.modules and 'mesa.visualization' not in sys.modules\n"
+        "sys.modules['solara'] = None  # as if the extra were not installed\n"
+        "sys.exit(cli.main(['viz', '--no-browser']))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install -e '.[viz]'" in lines[0]
+
+
+def test_cli_viz_rejects_auction_study():
+    from analysis.cli import main
+
+    assert main(["viz", "oasis", "--no-browser"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# the served page in headless Chromium
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, timeout: float, proc: subprocess.Popen, what: str) -> bytes:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} exited with status {proc.returncode} before answering {url}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.read()
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"{what} did not answer {url} within {timeout:.0f} s")
+
+
+def _kill(proc: subprocess.Popen | None) -> None:
+    """Stop a process started in its own session, with everything it started."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+class CDP:
+    """A minimal Chrome DevTools Protocol client over one page target's websocket."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.last_id = 0
+        self.events: list[dict] = []
+
+    def call(self, method: str, timeout: float = 30.0, **params):
+        self.last_id += 1
+        self.ws.send(json.dumps({"id": self.last_id, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"CDP {method} got no answer within {timeout:.0f} s")
+            msg = json.loads(self.ws.recv(timeout=left))
+            if msg.get("id") == self.last_id:
+                if "error" in msg:
+                    raise AssertionError(f"CDP {method} failed: {msg['error']}")
+                return msg.get("result", {})
+            self.events.append(msg)  # an event (or a late answer): keep for diagnostics
+
+    def js(self, expression: str):
+        r = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise AssertionError(f"JS error in {expression[:80]!r}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        value = None
+        while time.monotonic() < deadline:
+            value = self.js(expression)
+            if value:
+                return value
+            time.sleep(0.25)
+        text = self.js("document.body ? document.body.innerText.slice(0, 1500) : ''")
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; page text:\n{text}")
+
+
+JS_HELPERS = r"""
+window.__mk = {
+  text: () => document.body ? document.body.innerText : '',
+  button: (label) => Array.from(document.querySelectorAll('button'))
+      .find(b => b.textContent.trim().toLowerCase() === label.toLowerCase()),
+  click: (label) => {
+    const b = window.__mk.button(label);
+    if (!b || b.disabled) return false;
+    b.click();
+    return true;
+  },
+  caption: (key) => { const e = document.querySelector('.marketsim-' + key + ' .marketsim-caption');
+                      return e ? e.textContent.trim() : ''; },
+  imageSum: async (key) => {  // a checksum of the card's rendered figure pixels
+    const img = document.querySelector('.marketsim-' + key + ' img');
+    if (!img || !img.complete || !img.naturalWidth) return null;
+    const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let h = 0; for (let i = 0; i < d.length; i += 7) { h = (h * 31 + d[i]) >>> 0; }
+    return c.width + 'x' + c.height + ':' + h;
+  },
+  selectOpen: (label) => {
+    const sel = Array.from(document.querySelectorAll('.v-select'))
+      .find(s => { const l = s.querySelector('label'); return l && l.textContent.trim() === label; });
+    if (!sel) return false;
+    const slot = sel.querySelector('.v-input__slot') || sel;
+    slot.dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));
+    slot.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+    slot.click();
+    return true;
+  },
+  selectPick: (value) => {
+    const item = Array.from(document.querySelectorAll('.menuable__content__active .v-list-item'))
+      .find(i => i.textContent.trim() === value);
+    if (!item) return false;
+    item.click();
+    return true;
+  },
+  selectValue: (label) => {
+    const sel = Array.from(document.querySelectorAll('.v-select'))
+      .find(s => { const l = s.querySelector('label'); return l && l.textContent.trim() === label; });
+    const v = sel && sel.querySelector('.v-select__selection');
+    return v ? v.textContent.trim() : '';
+  },
+};
+true
+"""
+
+
+def test_page_in_headless_chromium(tmp_path):
+    """Serve the page, open it in headless Chromium, step it, switch the mechanism, screenshot it."""
+    ws_client = pytest.importorskip("websockets.sync.client", reason="websockets (viz extra) is not installed")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)) and shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM or apt-get install chromium)")
+    from PIL import Image
+
+    server = chrome = None
+    page_port, cdp_port = _free_port(), _free_port()
+    server_log = tmp_path / "server.log"
+    try:
+        with open(server_log, "wb") as log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "analysis.cli", "viz", "default", "--host", "127.0.0.1",
+                 "--port", str(page_port), "--no-browser"],
+                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, "PYTHONWARNINGS": "always::FutureWarning,always::DeprecationWarning"},
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{page_port}/"
+        try:
+            _wait_http(url, 90, server, "the page server")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nserver log:\n{server_log.read_text(errors='replace')[-3000:]}") from None
+        chrome = subprocess.Popen(
+            [CHROMIUM, "--headless=new", f"--remote-debugging-port={cdp_port}", "--no-sandbox",
+             f"--user-data-dir={tmp_path / 'chrome-profile'}", "--window-size=1400,1000", "--no-first-run",
+             "--disable-dev-shm-usage", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        targets = json.loads(_wait_http(f"http://127.0.0.1:{cdp_port}/json/list", 60, chrome, "chromium"))
+        page = next(t for t in targets if t.get("type") == "page")
+        with ws_client.connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30) as ws:
+            cdp = CDP(ws)
+            cdp.call("Page.enable")
+            cdp.call("Runtime.enable")
+            cdp.call("Page.navigate", url=url)
+            titles = list(viz.TITLES.values())
+            cdp.wait_for(
+                "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
+                120,
+                f"the figure titles {titles}",
+            )
+            cdp.js(JS_HELPERS)
+            cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the allocation heat map image")
+            assert "Time: 0.0" in cdp.js("window.__mk.text()")
+            assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
+            before = cdp.js("window.__mk.imageSum('allocation')")
+
+            # Step: the step counter, the captions and the heat map all move on
+            assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
+            cdp.wait_for("window.__mk.text().includes('Time: 1.0')", 60, "the step counter to reach 1")
+            cdp.wait_for("window.__mk.caption('allocation').includes('round 1/24')", 60, "the round-1 caption")
+            after = cdp.wait_for(
+                f"(async () => {{ const s = await window.__mk.imageSum('allocation'); "
+                f"return s && s !== {json.dumps(before)} ? s : null; }})()",
+                60,
+                "the heat map image to change after Step",
+            )
+            assert after != before
+
+            # switch the mechanism, Reset (Mesa applies parameters on Reset), then step under it
+            assert "oef-noncoop" in cdp.js("window.__mk.caption('gain')")
+            assert cdp.js("window.__mk.selectOpen('mechanism')"), "no mechanism select"
+            cdp.wait_for("window.__mk.selectPick('max-throughput')", 30, "the max-throughput menu item")
+            cdp.wait_for("window.__mk.selectValue('mechanism') === 'max-throughput'", 30, "the select to show it")
+            assert cdp.js("window.__mk.click('Reset')"), "no Reset button"
+            for key in viz.TITLES:
+                cdp.wait_for(
+                    f"window.__mk.caption({json.dumps(key)}).includes('max-throughput · round 0/24')",
+                    60,
+                    f"the {key} card to show max-throughput after Reset",
+                )
+            assert cdp.js("window.__mk.click('Step')")
+            cdp.wait_for("window.__mk.caption('allocation').includes('max-throughput · round 1/24')", 60, "a step")
+            switched = cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the heat map under max-throughput")
+            assert switched not in (before, after)
+
+            shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
+        # Mesa deprecations must fail here too (the server runs in its own process)
+        log_text = server_log.read_text(errors="replace")
+        mesa_warnings = [line for line in log_text.splitlines() if "Warning" in line and "mesa" in line.lower()]
+        assert not mesa_warnings, "\n".join(mesa_warnings)
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(shot) > 20_000, len(shot)
+        (tmp_path / "page.png").write_bytes(shot)
+        img = Image.open(io.BytesIO(shot)).convert("RGB")
+        assert img.size[0] >= 1000 and img.size[1] >= 600, img.size
+        colours = img.getcolors(maxcolors=1 << 20)
+        assert colours is None or len(colours) > 50, "the screenshot is (nearly) uniform"
+    finally:
+        _kill(chrome)
+        _kill(server)
