@@ -672,7 +672,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
-    """Serve the Mesa SolaraViz page of a fair-share scenario (needs the optional ``viz`` extra)."""
+    """Serve the Mesa SolaraViz page of a fair-share scenario or auction study (needs the ``viz`` extra)."""
     try:
         from analysis import viz
     except ImportError as exc:  # solara / altair missing: the extra is optional
@@ -809,13 +809,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     vz = sub.add_parser(
         "viz",
-        help="serve an interactive page of a fair-share scenario (needs the viz extra)",
+        help="serve an interactive page of a fair-share scenario or auction study (needs the viz extra)",
         description="Serve a Mesa SolaraViz page of a fair-share scenario: pick the mechanism, a lying tenant, its "
         "lie factor on the fast GPU types and a seed; step or play the rounds and watch the allocation, true vs "
-        "reported throughput, the liar's gain against a truthful twin and the topology. Auctions are out of scope. "
+        "reported throughput, the liar's gain against a truthful twin and the topology. An auction study serves "
+        "the auction page (admission timeline, prices and payments, the liar's paired gain, resources). "
         "Needs: pip install -e '.[viz]'.",
     )
-    vz.add_argument("scenario", nargs="?", default="default", help="embedded fair-share scenario or a TOML path")
+    vz.add_argument(
+        "scenario", nargs="?", default="default", help="embedded fair-share scenario or auction study, or a TOML path"
+    )
     vz.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     vz.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
     vz.add_argument("--no-browser", action="store_true", help="do not open a browser tab")

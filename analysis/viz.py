@@ -16,8 +16,17 @@ Figures (matplotlib, one card each, titled for people and for the browser test):
 ``True vs reported throughput`` (per tenant, last round), ``Liar's paired gain`` (over rounds) and
 ``Server topology`` (the networkx cluster graph, hosts coloured by GPU type).
 
-Serving: :func:`serve` runs ``solara run analysis.viz:Page`` in this process; the scenario travels
-in the environment variable :data:`SCENARIO_ENV`. Auctions (``AuctionModel``) are out of scope.
+Auction studies (``control_auction``, ``oasis``, ``eris``, ``astraea``, ``pdors``, ...) get the auction
+page instead: :class:`AuctionVizModel`, an :class:`agents.auction.AuctionModel` of the study's small
+``[audit]`` instance in which ONE bidder scales its reported value (``value_scale``, or the market's
+first factor dimension) by ``lie_factor``, with a truthful twin ``AuctionModel`` (same market,
+mechanism and mechanism seed) stepped in lockstep, one slot per step. The liar's paired gain after
+each slot is its TRUE surplus (``market.true_surplus``) as decided so far minus the twin's (0 while
+undecided; the final value is the gain of the run). Figures ``Admission timeline``, ``Prices and
+payments``, ``Liar's paired gain (auction)`` and ``Resources`` (:data:`AUCTION_TITLES`).
+
+Serving: :func:`serve` runs ``solara run analysis.viz:Page`` in this process; the scenario (or
+study) travels in the environment variable :data:`SCENARIO_ENV`.
 Nothing else in marketsim imports this module's dependencies (solara, altair).
 """
 
@@ -39,6 +48,7 @@ import solara
 from matplotlib.figure import Figure
 from mesa.visualization import Slider, SolaraViz
 
+from agents.auction import AuctionModel, BidStrategy
 from agents.config import ModelConfig
 from agents.model import MarketModel
 from agents.strategies import ScaleDims, Truthful
@@ -47,19 +57,30 @@ from market.registry import get, names
 from scenarios.loader import Scenario, load_scenario
 
 __all__ = [
+    "AUCTION_TITLES",
+    "AuctionPageModel",
+    "AuctionVizModel",
     "DEFAULT_SCENARIO",
+    "DEFAULT_STUDY",
     "SCENARIO_ENV",
     "TITLES",
     "MarketVizModel",
     "Page",
     "PageModel",
     "allocation_figure",
+    "auction_gain_figure",
+    "auction_studies",
+    "build_auction_page",
     "build_page",
     "fair_share_scenarios",
     "gain_figure",
+    "is_auction_study",
     "resolve_scenario",
+    "prices_figure",
+    "resources_figure",
     "serve",
     "throughput_figure",
+    "timeline_figure",
     "topology_figure",
     "viz_mechanisms",
 ]
@@ -74,6 +95,15 @@ TITLES = {
     "gain": "Liar's paired gain",
     "topology": "Server topology",
 }
+#: The auction page's figure titles (card keys distinct from the fair-share ones).
+AUCTION_TITLES = {
+    "timeline": "Admission timeline",
+    "prices": "Prices and payments",
+    "auction_gain": "Liar's paired gain (auction)",
+    "resources": "Resources",
+}
+ALL_TITLES = {**TITLES, **AUCTION_TITLES}
+DEFAULT_STUDY = "control_auction"
 LIE_FACTOR_RANGE = (0.25, 4.0)
 FIG_W, FIG_H, FIG_DPI = 5.0, 3.4, 90  # fits one card of Mesa's default 2 x 2 grid
 SEED_MAX = 999
@@ -133,8 +163,8 @@ def resolve_scenario(name: str) -> Scenario:
         raise InputError(
             "scenario",
             name,
-            f"is {what.get(kind, repr(kind))}, not a fair-share scenario (auctions are out of scope of the viz "
-            f"page); choose one of {fair_share_scenarios()}",
+            f"is {what.get(kind, repr(kind))}, not a fair-share scenario (auction studies get the auction page, "
+            f"AuctionVizModel); choose one of {fair_share_scenarios()}",
         )
     return load_scenario(name)
 
@@ -398,12 +428,305 @@ def topology_figure(model: MarketVizModel) -> Figure:
 
 
 # ---------------------------------------------------------------------------------------------------
+# the auction page: model
+
+
+def auction_studies() -> list[str]:
+    """Embedded auction reproduction studies (``kind = "study"``; ``marketsim list``)."""
+    from analysis.studies import study_names
+
+    return study_names()
+
+
+def is_auction_study(name: str) -> bool:
+    """Whether ``name`` is an embedded auction study or a study TOML file."""
+    from analysis.studies import is_study
+
+    return isinstance(name, str) and bool(name.strip()) and is_study(name)
+
+
+def load_auction_market(study_name: str, seed: int = 0) -> tuple[Any, Any]:
+    """(study, market) of the study's small ``[audit]`` instance drawn with replication ``seed``;
+    an unknown study raises :class:`InputError` naming ``study``."""
+    from analysis.studies import build_market, load_study
+
+    if not isinstance(study_name, str) or not study_name.strip():
+        raise InputError("study", study_name, f"must name an auction study, one of {auction_studies()}")
+    if not is_auction_study(study_name):
+        raise InputError("study", study_name, f"is neither an embedded auction study {auction_studies()} "
+                         "nor a study TOML file")  # fmt: skip
+    seed = check_int("seed", seed, minimum=0)
+    study = load_study(study_name)
+    market = build_market(study.paper, study.audit_params(), _streams(seed)[0])
+    return study, market
+
+
+def lie_dimension(market: Any, bid: Any) -> Any:
+    """The dimension the page's liar scales: ``value_scale`` if the market has it for ``bid``,
+    else its first factor dimension (``None`` if it has none)."""
+    dims = [d for d in market.dimensions(bid) if d.kind == "factor"]
+    return next((d for d in dims if d.name == "value_scale"), dims[0] if dims else None)
+
+
+class AuctionVizModel(AuctionModel):
+    """An auction study's ``[audit]`` instance under one mechanism in which ONE bidder (the liar,
+    by job id) scales its reported value by ``lie_factor`` (``value_scale``, or the market's first
+    factor dimension), everyone else truthful; with a truthful twin (:attr:`twin`: same market,
+    mechanism and mechanism seed) stepped in lockstep. One step = one slot of the horizon.
+
+    Parameters (keyword; SolaraViz re-creates the model from them on Reset): ``study`` (embedded
+    auction study or TOML path), ``mechanism`` (one of the instance's ``mechanisms()``; default
+    its first, the paper's own), ``liar`` (a job id), ``lie_factor`` (within the dimension's
+    limits; 1 = truthful) and ``seed`` (draws the instance and the mechanism seed).
+
+    :attr:`history` holds one row per slot: the liar's TRUE surplus as decided so far here
+    (``surplus``) and in the twin (``twin_surplus``; 0 while undecided) and ``gain`` = their
+    difference, so a factor of 1 gives a gain of exactly 0.
+    """
+
+    def __init__(
+        self,
+        study: str = DEFAULT_STUDY,
+        mechanism: str | None = None,
+        liar: int = 0,
+        lie_factor: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        seed = check_int("seed", seed, minimum=0)
+        spec, market = load_auction_market(study, seed)
+        mechs = tuple(market.mechanisms())
+        mechanism = mechs[0] if mechanism is None else mechanism
+        if mechanism not in mechs:
+            raise InputError("mechanism", mechanism, f"must be one of {list(mechs)} for study {spec.name}")
+        bids = {int(b.job_id): b for b in market.bids()}
+        liar = check_int("liar", liar, minimum=0)
+        if liar not in bids:
+            raise InputError("liar", liar, f"must be a job id of study {spec.name}'s instance: {sorted(bids)}")
+        factor = check_finite("lie_factor", lie_factor)
+        dim = lie_dimension(market, bids[liar])
+        if dim is None:
+            raise InputError("lie_factor", lie_factor, f"study {spec.name} has no factor dimension to scale")
+        if not dim.limit_lower <= factor <= dim.limit_upper:
+            raise InputError(
+                "lie_factor", lie_factor, f"must lie in [{dim.limit_lower}, {dim.limit_upper}] ({dim.name})"
+            )
+        strategy = BidStrategy({dim.name: factor}, name=f"{dim.name} x{factor:g}")
+        mech_seed = int(_streams(seed)[1].integers(0, 2**32))
+        super().__init__(market, mechanism, {liar: strategy}, rng=mech_seed)
+        #: the same market, mechanism and mechanism seed with everyone truthful, stepped in lockstep
+        self.twin = AuctionModel(market, mechanism, rng=mech_seed)
+        assert self.twin.mechanism_seed == self.mechanism_seed
+        self.study_name = study
+        self.study = spec
+        self.mechanism_name = mechanism
+        self.liar_id = liar
+        self.lie_dim = dim.name
+        self.lie_factor = factor
+        self.seed = seed
+        self.history: list[dict[str, float]] = []
+
+    def step(self) -> None:
+        """One slot of the lying auction and of its truthful twin (nothing after the horizon)."""
+        if self.slot >= self.T - 1:
+            self.running = False
+            return
+        super().step()
+        self.twin.step()
+        here, there = self.bidders[self.liar_id], self.twin.bidders[self.liar_id]
+        self.history.append(
+            {"slot": float(self.slot), "surplus": here.surplus, "twin_surplus": there.surplus,
+             "gain": here.surplus - there.surplus, "decided": float(here.decision is not None),
+             "twin_decided": float(there.decision is not None)}
+        )  # fmt: skip
+
+    # -- what the figures read ----------------------------------------------------------------------
+    def job_ids(self) -> list[int]:
+        """Every job id of the instance (phantom bidders of a lying tenant included), sorted."""
+        return sorted(self.bidders)
+
+    def job_state(self, job_id: int) -> str:
+        """``admitted`` / ``rejected`` (decided), ``pending`` (reported, undecided) or ``future``."""
+        b = self.bidders[job_id]
+        if b.decision is not None:
+            return "admitted" if b.decision.admitted else "rejected"
+        if b.report is not None and int(b.report.arrival) <= self.slot:
+            return "pending"
+        return "future"
+
+    def run_slots(self, job_id: int) -> list[int]:
+        """Slots the job's decided schedule runs in (its completion slot without a schedule)."""
+        d = self.bidders[job_id].decision
+        if d is None or not d.admitted:
+            return []
+        if d.schedule is not None and d.schedule.slots:
+            return [int(t) for t in d.schedule.slots]
+        return [] if d.completion is None else [int(d.completion)]
+
+    def reported_value(self, job_id: int) -> float:
+        """The value the mechanism saw: the reported utility at the decided completion for an
+        admitted job, else the report's ``value`` field if the market has one (NaN otherwise)."""
+        b = self.bidders[job_id]
+        if b.decision is not None and b.decision.admitted:
+            return float(b.decision.utility)
+        v = getattr(b.report, "value", None)
+        return float(v) if isinstance(v, (int, float)) else float("nan")
+
+    def usage(self) -> tuple[list[str], np.ndarray]:
+        """(row labels, rows x slots) workers (``W<i>``) and parameter servers (``PS<i>``) per
+        server of the admitted schedules decided so far, over the horizon."""
+        w_rows = ps_rows = 0
+        decided = [d for d in self.auctioneer.decisions if d.admitted and d.schedule is not None]
+        for d in decided:
+            for arr in d.schedule.workers.values():
+                w_rows = max(w_rows, int(np.size(arr)))
+            for arr in d.schedule.ps.values():
+                ps_rows = max(ps_rows, int(np.size(arr)))
+        U = np.zeros((w_rows + ps_rows, self.T))
+        for d in decided:
+            for t, arr in d.schedule.workers.items():
+                if 0 <= int(t) < self.T:
+                    U[: np.size(arr), int(t)] += np.ravel(arr)
+            for t, arr in d.schedule.ps.items():
+                if 0 <= int(t) < self.T:
+                    U[w_rows : w_rows + np.size(arr), int(t)] += np.ravel(arr)
+        labels = [f"W{i}" for i in range(w_rows)] + [f"PS{i}" for i in range(ps_rows)]
+        return labels, U
+
+    def caption(self) -> str:
+        """One line: study, mechanism, slot and the lie (changes with every step and parameter)."""
+        return (
+            f"{self.study.name} · {self.mechanism_name} · slot {self.slot + 1}/{self.T} · liar job {self.liar_id} "
+            f"{self.lie_dim} x{self.lie_factor:.2f} · seed {self.seed}" + ("" if self.running else " · finished")
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# the auction page: figures
+
+_STATE_COLOURS = {"admitted": "tab:green", "rejected": "tab:red", "pending": "tab:orange", "future": "0.8"}
+
+
+def _job_labels(model: AuctionVizModel) -> list[str]:
+    return [f"job {j} (liar)" if j == model.liar_id else f"job {j}" for j in model.job_ids()]
+
+
+def _bold_liar(ax: Any, model: AuctionVizModel) -> None:
+    for label in ax.get_yticklabels() + ax.get_xticklabels():
+        if label.get_text().endswith("(liar)"):
+            label.set_fontweight("bold")
+            label.set_color("tab:purple")
+
+
+def timeline_figure(model: AuctionVizModel) -> Figure:
+    """One row per job: true arrival (▼; the reported one ▽ when later), the slots its decided
+    schedule runs in, coloured admitted / rejected / pending / not arrived; the current slot."""
+    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
+    ax = fig.add_subplot()
+    ids = model.job_ids()
+    for row, j in enumerate(ids):
+        b = model.bidders[j]
+        state = model.job_state(j)
+        colour = _STATE_COLOURS[state]
+        slots = model.run_slots(j)
+        if slots:
+            ax.broken_barh([(t - 0.4, 0.8) for t in slots], (row - 0.3, 0.6), color=colour,
+                           edgecolor="tab:purple" if j == model.liar_id else "none", lw=1.5)  # fmt: skip
+        a = int(b.bid.arrival)
+        ax.plot([a], [row], marker="v", ms=7, color=colour, mec="k", mew=0.6, ls="none")
+        if b.report is not None and int(b.report.arrival) != a:
+            ax.plot([int(b.report.arrival)], [row], marker="v", ms=7, mfc="none", mec=colour, ls="none")
+        if state == "rejected":
+            ax.plot([a], [row], marker="x", ms=8, color="tab:red", ls="none")
+    for state, colour in _STATE_COLOURS.items():
+        ax.plot([], [], "s", color=colour, label="not arrived" if state == "future" else state)
+    ax.axvline(model.slot + 0.5, color="k", lw=0.8, ls="--")
+    ax.set_xlim(-0.7, model.T - 0.3)
+    ax.set_ylim(len(ids) - 0.5, -0.5)
+    ax.set_yticks(range(len(ids)), _job_labels(model), fontsize=7)
+    _bold_liar(ax, model)
+    ax.set_xlabel("slot (▼ arrival, bars: scheduled slots, -- now)")
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    ax.set_title(f"{AUCTION_TITLES['timeline']} · {model.mechanism_name} · slot {model.slot + 1}", fontsize=10)
+    return fig
+
+
+def prices_figure(model: AuctionVizModel) -> Figure:
+    """Per decided job: the payment next to the reported value (what the mechanism saw); for the
+    liar also its TRUE value (true surplus + payment) and, after the bars, its twin's payment."""
+    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
+    ax = fig.add_subplot()
+    decided = [j for j in model.job_ids() if model.bidders[j].decision is not None]
+    x = np.arange(len(decided))
+    pay = [model.bidders[j].payment for j in decided]
+    rep = [model.reported_value(j) for j in decided]
+    ax.bar(x - 0.2, rep, 0.4, label="reported value", color="tab:orange")
+    ax.bar(x + 0.2, pay, 0.4, label="payment", color="tab:blue")
+    if model.liar_id in decided:
+        i = decided.index(model.liar_id)
+        liar = model.bidders[model.liar_id]
+        true_value = liar.surplus + liar.payment
+        ax.plot([i - 0.2], [true_value], marker="*", ms=12, color="tab:purple", ls="none", label="liar's true value")
+    if not decided:
+        ax.text(0.5, 0.5, "no job decided yet", ha="center", va="center", transform=ax.transAxes)
+    labels = [f"job {j} (liar)" if j == model.liar_id else f"job {j}" for j in decided]
+    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+    _bold_liar(ax, model)
+    ax.set_ylabel("currency")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{AUCTION_TITLES['prices']} · {len(decided)}/{len(model.bidders)} decided", fontsize=10)
+    return fig
+
+
+def auction_gain_figure(model: AuctionVizModel) -> Figure:
+    """The liar's TRUE surplus (as decided so far) lying vs in the truthful twin, and the gain, per slot."""
+    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
+    ax = fig.add_subplot()
+    h = model.history
+    slots = [r["slot"] for r in h]
+    ax.step(slots, [r["surplus"] for r in h], "-o", where="post", ms=3, color="tab:red",
+            label=f"liar {model.lie_dim} x{model.lie_factor:.2f}")  # fmt: skip
+    ax.step(slots, [r["twin_surplus"] for r in h], "-s", where="post", ms=3, color="tab:gray",
+            label="same job, all truthful")  # fmt: skip
+    last = h[-1]["gain"] if h else 0.0
+    ax.step(slots, [r["gain"] for r in h], "-", where="post", lw=2, color="tab:green",
+            label=f"paired gain (now {last:+.2f})")  # fmt: skip
+    ax.axhline(0.0, color="k", lw=0.6)
+    ax.set_xlim(-0.5, model.T - 0.5)
+    ax.set_xlabel("slot")
+    ax.set_ylabel(f"job {model.liar_id}'s true surplus")
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(f"{AUCTION_TITLES['auction_gain']} · job {model.liar_id} · {model.mechanism_name}", fontsize=10)
+    return fig
+
+
+def resources_figure(model: AuctionVizModel) -> Figure:
+    """Heat map servers x slots of the workers / parameter servers the admitted schedules hold."""
+    labels, U = model.usage()
+    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
+    ax = fig.add_subplot()
+    n_res = len(model.resources)
+    ax.set_title(f"{AUCTION_TITLES['resources']} · {n_res or 'one pool of'} resources, slot {model.slot + 1}",
+                 fontsize=10)  # fmt: skip
+    if U.shape[0] == 0:
+        U = np.zeros((1, model.T))
+        labels = ["(none held)"]
+    im = ax.imshow(U, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(1.0, float(U.max())))
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xlabel("slot")
+    ax.axvline(model.slot + 0.5, color="w", lw=0.8, ls="--")
+    fig.colorbar(im, ax=ax, label="units held (admitted schedules)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------------
 # the page
 
 
-def _card(key: str, model: MarketVizModel, figure: Figure) -> Any:
+def _card(key: str, model: Any, figure: Figure) -> Any:
+    """One figure card (fair-share or auction): heading ``ALL_TITLES[key]``, the model's caption and
+    the figure, in a column with the CSS class ``marketsim-<key>`` (what the browser test queries)."""
     with solara.Column(gap="4px", classes=[f"marketsim-{key}"]) as col:
-        solara.HTML(tag="h3", unsafe_innerHTML=TITLES[key], classes=["marketsim-title"])
+        solara.HTML(tag="h3", unsafe_innerHTML=ALL_TITLES[key], classes=["marketsim-title"])
         solara.Text(model.caption(), classes=["marketsim-caption"])
         solara.FigureMatplotlib(figure, format="png", dpi=FIG_DPI)
     return col
@@ -485,12 +808,106 @@ def build_page(scenario: str | None = None, model: PageModel | None = None) -> A
     )
 
 
+def TimelineView(model: AuctionVizModel) -> Any:
+    """Auction card (a): the admission timeline."""
+    return _card("timeline", model, timeline_figure(model))
+
+
+def PricesView(model: AuctionVizModel) -> Any:
+    """Auction card (b): payments vs reported (and the liar's true) values."""
+    return _card("prices", model, prices_figure(model))
+
+
+def AuctionGainView(model: AuctionVizModel) -> Any:
+    """Auction card (c): the liar's paired gain over slots."""
+    return _card("auction_gain", model, auction_gain_figure(model))
+
+
+def ResourcesView(model: AuctionVizModel) -> Any:
+    """Auction card (d): per-slot usage of the resources."""
+    return _card("resources", model, resources_figure(model))
+
+
+class AuctionPageModel(AuctionVizModel):
+    """The auction page's model: like :class:`AuctionVizModel`, but lenient where the controls span
+    several studies: a mechanism the chosen study does not run falls back to its first one, a
+    liar id that is no job id picks the job at that position (modulo the number of jobs) and the
+    factor is clipped to the lie dimension's limits."""
+
+    def __init__(
+        self,
+        study: str = DEFAULT_STUDY,
+        mechanism: str | None = None,
+        liar: int = 0,
+        lie_factor: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        spec, market = load_auction_market(study, check_int("seed", seed, minimum=0))
+        if mechanism not in market.mechanisms():
+            mechanism = None
+        bids = {int(b.job_id): b for b in market.bids()}
+        ids = sorted(bids)
+        liar = check_int("liar", liar, minimum=0)
+        liar = liar if liar in bids else ids[liar % len(ids)]
+        factor = check_finite("lie_factor", lie_factor)
+        dim = lie_dimension(market, bids[liar])
+        if dim is not None:
+            factor = float(min(max(factor, dim.limit_lower), dim.limit_upper))
+        super().__init__(study, mechanism=mechanism, liar=liar, lie_factor=factor, seed=seed)
+
+
+@lru_cache(maxsize=8)
+def _study_summary(study: str) -> tuple[tuple[str, ...], int]:
+    """(mechanisms, largest job id) of a study's seed-0 instance (for the page's controls)."""
+    _, market = load_auction_market(study, 0)
+    return tuple(market.mechanisms()), max(int(b.job_id) for b in market.bids())
+
+
+def _auction_params(study: str, model: AuctionVizModel) -> dict[str, Any]:
+    studies = auction_studies()
+    if study not in studies:
+        studies.append(study)  # a study TOML path given on the command line
+    mechanisms = list(model.market.mechanisms())  # the given study's first: its default stays first
+    for s in studies:
+        mechanisms += [m for m in _study_summary(s)[0] if m not in mechanisms]
+    top = max([_study_summary(s)[1] for s in studies] + [max(model.bidders)])
+    lo, hi = LIE_FACTOR_RANGE
+    return {
+        "study": {"type": "Select", "value": study, "values": studies, "label": "study"},
+        "mechanism": {"type": "Select", "value": model.mechanism_name, "values": mechanisms, "label": "mechanism"},
+        "liar": Slider("liar (job id)", value=model.liar_id, min=0, max=top, step=1),
+        "lie_factor": Slider(
+            "liar's value-scale factor", value=model.lie_factor, min=lo, max=hi, step=0.05, dtype=float
+        ),
+        "seed": Slider("seed", value=model.seed, min=0, max=SEED_MAX, step=1),
+    }
+
+
+def build_auction_page(study: str | None = None, model: AuctionPageModel | None = None) -> Any:
+    """The SolaraViz page of auction study ``study`` (default :data:`DEFAULT_STUDY`); ``model``:
+    the initial page model (default: a fresh :class:`AuctionPageModel`). Step = one slot."""
+    name = study or DEFAULT_STUDY
+    if model is None:
+        model = AuctionPageModel(study=name)
+    return SolaraViz(
+        model,
+        components=[(TimelineView, 0), (PricesView, 0), (AuctionGainView, 0), (ResourcesView, 0)],
+        model_params=_auction_params(name, model),
+        name="marketsim · online auction",
+        play_interval=400,
+    )
+
+
 @solara.component
 def Page() -> Any:
-    """The app ``solara run analysis.viz:Page`` serves: one fresh model per browser session."""
+    """The app ``solara run analysis.viz:Page`` serves: one fresh model per browser session; an
+    auction study gets the auction page, anything else the fair-share page."""
     scenario = os.environ.get(SCENARIO_ENV) or DEFAULT_SCENARIO
-    model = solara.use_memo(lambda: PageModel(scenario_name=scenario), [])
-    return build_page(scenario, model=model)
+    auction = is_auction_study(scenario)
+    model = solara.use_memo(
+        lambda: AuctionPageModel(study=scenario) if auction else PageModel(scenario_name=scenario), []
+    )
+    return build_auction_page(scenario, model=model) if auction else build_page(scenario, model=model)
 
 
 def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765, open_browser: bool = True) -> int:
@@ -500,7 +917,10 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     (no telemetry, no version check). The scenario is validated first; a port in use raises
     :class:`InputError` naming ``--port``."""
     name = scenario or DEFAULT_SCENARIO
-    resolve_scenario(name)
+    if is_auction_study(name):
+        AuctionPageModel(study=name)  # builds the instance: a broken study fails here, not in the browser
+    else:
+        resolve_scenario(name)
     port = check_int("--port", port, minimum=0)
     if port > 65535:
         raise InputError("--port", port, "must be <= 65535")

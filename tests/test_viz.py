@@ -8,6 +8,7 @@ Needs the optional ``viz`` extra (``pip install -e '.[viz]'``); the browser test
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -121,10 +122,90 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
     assert len(lines) == 1 and "pip install -e '.[viz]'" in lines[0]
 
 
-def test_cli_viz_rejects_auction_study():
+def test_cli_viz_rejects_unknown_name():
     from analysis.cli import main
 
-    assert main(["viz", "oasis", "--no-browser"]) == 2
+    assert main(["viz", "no_such_study_or_scenario", "--no-browser"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# the auction page model, no browser
+
+
+@pytest.mark.parametrize("study", ["control_auction", "oasis", "eris", "pdors"])
+def test_auction_model_steps_to_horizon_with_titled_figures(study):
+    m = viz.AuctionVizModel(study=study, liar=1, lie_factor=1.5, seed=0)
+    assert m.twin.mechanism_seed == m.mechanism_seed
+    while m.running:
+        m.step()
+    assert m.slot == m.T - 1 and len(m.history) == m.T and m.twin.slot == m.T - 1
+    m.step()  # past the horizon: a no-op, not an error
+    assert len(m.history) == m.T
+    assert all(m.job_state(j) in ("admitted", "rejected") for j in m.job_ids())
+    figures = {
+        "timeline": viz.timeline_figure,
+        "prices": viz.prices_figure,
+        "auction_gain": viz.auction_gain_figure,
+        "resources": viz.resources_figure,
+    }
+    for key, make in figures.items():
+        fig = make(m)
+        assert fig.axes[0].get_title().startswith(viz.AUCTION_TITLES[key])
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(set(viz.AUCTION_TITLES.values()) | set(viz.TITLES.values())) == 8  # distinct titles
+
+
+@pytest.mark.parametrize("mechanism", ["fixed-price", "pay-your-bid"])
+def test_auction_truthful_factor_has_zero_gain(mechanism):
+    for liar in range(8):
+        m = viz.AuctionVizModel(study="control_auction", mechanism=mechanism, liar=liar, lie_factor=1.0, seed=0)
+        while m.running:
+            m.step()
+        assert [h["gain"] for h in m.history] == [0.0] * m.T
+
+
+def _final_gain(mechanism: str, liar: int, factor: float) -> tuple[float, bool]:
+    m = viz.AuctionVizModel(study="control_auction", mechanism=mechanism, liar=liar, lie_factor=factor, seed=0)
+    while m.running:
+        m.step()
+    return m.history[-1]["gain"], m.twin.bidders[liar].admitted
+
+
+def test_shading_pays_under_pay_your_bid_not_under_fixed_price():
+    # seed 0's winners value their bundles at 1.17-1.26x the posted cost: shading by 0.85 stays above it
+    gains = {j: _final_gain("pay-your-bid", j, 0.85) for j in range(8)}
+    winners = [j for j, (_, won) in gains.items() if won]
+    assert winners and any(gains[j][0] > 0 for j in winners), gains
+    for j in range(8):
+        for factor in (0.6, 0.85, 2.0):
+            assert _final_gain("fixed-price", j, factor)[0] <= 1e-12
+
+
+def test_auction_page_model_is_lenient_and_page_builds():
+    m = viz.AuctionPageModel(study="control_auction", mechanism="oasis", liar=100, lie_factor=9.0)
+    assert m.mechanism_name == "fixed-price" and m.liar_id in m.bidders and m.lie_factor == 4.0
+    assert {"control_auction", "oasis"} <= set(viz.auction_studies())
+    assert viz.is_auction_study("eris") and not viz.is_auction_study("default")
+    assert viz.build_auction_page("control_auction") is not None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"study": "no_such_study"}, "study"),
+        ({"study": "default"}, "study"),  # a fair-share scenario: the other page
+        ({"mechanism": "oasis"}, "mechanism"),  # not a control mechanism
+        ({"liar": 999}, "liar"),
+        ({"lie_factor": 0.0}, "lie_factor"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_auction_bad_inputs_name_the_field(kwargs, field):
+    with pytest.raises(InputError) as err:
+        viz.AuctionVizModel(**kwargs)
+    assert err.value.field == field
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -258,20 +339,19 @@ true
 """
 
 
-def test_page_in_headless_chromium(tmp_path):
-    """Serve the page, open it in headless Chromium, step it, switch the mechanism, screenshot it."""
+@contextlib.contextmanager
+def _served_page(tmp_path: Path, target: str):
+    """Serve ``marketsim viz target``, open it in headless Chromium; yield (CDP client, server log)."""
     ws_client = pytest.importorskip("websockets.sync.client", reason="websockets (viz extra) is not installed")
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)) and shutil.which(CHROMIUM) is None:
         pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM or apt-get install chromium)")
-    from PIL import Image
-
     server = chrome = None
     page_port, cdp_port = _free_port(), _free_port()
     server_log = tmp_path / "server.log"
     try:
         with open(server_log, "wb") as log:
             server = subprocess.Popen(
-                [sys.executable, "-m", "analysis.cli", "viz", "default", "--host", "127.0.0.1",
+                [sys.executable, "-m", "analysis.cli", "viz", target, "--host", "127.0.0.1",
                  "--port", str(page_port), "--no-browser"],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 env={**os.environ, "PYTHONWARNINGS": "always::FutureWarning,always::DeprecationWarning"},
@@ -294,59 +374,97 @@ def test_page_in_headless_chromium(tmp_path):
             cdp.call("Page.enable")
             cdp.call("Runtime.enable")
             cdp.call("Page.navigate", url=url)
-            titles = list(viz.TITLES.values())
-            cdp.wait_for(
-                "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
-                120,
-                f"the figure titles {titles}",
-            )
-            cdp.js(JS_HELPERS)
-            cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the allocation heat map image")
-            assert "Time: 0.0" in cdp.js("window.__mk.text()")
-            assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
-            before = cdp.js("window.__mk.imageSum('allocation')")
-
-            # Step: the step counter, the captions and the heat map all move on
-            assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
-            cdp.wait_for("window.__mk.text().includes('Time: 1.0')", 60, "the step counter to reach 1")
-            cdp.wait_for("window.__mk.caption('allocation').includes('round 1/24')", 60, "the round-1 caption")
-            after = cdp.wait_for(
-                f"(async () => {{ const s = await window.__mk.imageSum('allocation'); "
-                f"return s && s !== {json.dumps(before)} ? s : null; }})()",
-                60,
-                "the heat map image to change after Step",
-            )
-            assert after != before
-
-            # switch the mechanism, Reset (Mesa applies parameters on Reset), then step under it
-            assert "oef-noncoop" in cdp.js("window.__mk.caption('gain')")
-            assert cdp.js("window.__mk.selectOpen('mechanism')"), "no mechanism select"
-            cdp.wait_for("window.__mk.selectPick('max-throughput')", 30, "the max-throughput menu item")
-            cdp.wait_for("window.__mk.selectValue('mechanism') === 'max-throughput'", 30, "the select to show it")
-            assert cdp.js("window.__mk.click('Reset')"), "no Reset button"
-            for key in viz.TITLES:
-                cdp.wait_for(
-                    f"window.__mk.caption({json.dumps(key)}).includes('max-throughput · round 0/24')",
-                    60,
-                    f"the {key} card to show max-throughput after Reset",
-                )
-            assert cdp.js("window.__mk.click('Step')")
-            cdp.wait_for("window.__mk.caption('allocation').includes('max-throughput · round 1/24')", 60, "a step")
-            switched = cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the heat map under max-throughput")
-            assert switched not in (before, after)
-
-            shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
-        # Mesa deprecations must fail here too (the server runs in its own process)
-        log_text = server_log.read_text(errors="replace")
-        mesa_warnings = [line for line in log_text.splitlines() if "Warning" in line and "mesa" in line.lower()]
-        assert not mesa_warnings, "\n".join(mesa_warnings)
-        assert shot[:8] == b"\x89PNG\r\n\x1a\n"
-        assert len(shot) > 20_000, len(shot)
-        (tmp_path / "page.png").write_bytes(shot)
-        img = Image.open(io.BytesIO(shot)).convert("RGB")
-        assert img.size[0] >= 1000 and img.size[1] >= 600, img.size
-        colours = img.getcolors(maxcolors=1 << 20)
-        assert colours is None or len(colours) > 50, "the screenshot is (nearly) uniform"
+            yield cdp, server_log
     finally:
         _kill(chrome)
         _kill(server)
+
+
+def _check_shot_and_log(shot: bytes, server_log: Path, out: Path) -> None:
+    """Mesa deprecations must fail here too (the server runs in its own process); the PNG is real."""
+    from PIL import Image
+
+    log_text = server_log.read_text(errors="replace")
+    mesa_warnings = [line for line in log_text.splitlines() if "Warning" in line and "mesa" in line.lower()]
+    assert not mesa_warnings, "\n".join(mesa_warnings)
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(shot) > 20_000, len(shot)
+    out.write_bytes(shot)
+    img = Image.open(io.BytesIO(shot)).convert("RGB")
+    assert img.size[0] >= 1000 and img.size[1] >= 600, img.size
+    colours = img.getcolors(maxcolors=1 << 20)
+    assert colours is None or len(colours) > 50, "the screenshot is (nearly) uniform"
+
+
+def test_page_in_headless_chromium(tmp_path):
+    """Serve the page, open it in headless Chromium, step it, switch the mechanism, screenshot it."""
+    with _served_page(tmp_path, "default") as (cdp, server_log):
+        titles = list(viz.TITLES.values())
+        cdp.wait_for(
+            "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
+            120,
+            f"the figure titles {titles}",
+        )
+        cdp.js(JS_HELPERS)
+        cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the allocation heat map image")
+        assert "Time: 0.0" in cdp.js("window.__mk.text()")
+        assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
+        before = cdp.js("window.__mk.imageSum('allocation')")
+
+        # Step: the step counter, the captions and the heat map all move on
+        assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
+        cdp.wait_for("window.__mk.text().includes('Time: 1.0')", 60, "the step counter to reach 1")
+        cdp.wait_for("window.__mk.caption('allocation').includes('round 1/24')", 60, "the round-1 caption")
+        after = cdp.wait_for(
+            f"(async () => {{ const s = await window.__mk.imageSum('allocation'); "
+            f"return s && s !== {json.dumps(before)} ? s : null; }})()",
+            60,
+            "the heat map image to change after Step",
+        )
+        assert after != before
+
+        # switch the mechanism, Reset (Mesa applies parameters on Reset), then step under it
+        assert "oef-noncoop" in cdp.js("window.__mk.caption('gain')")
+        assert cdp.js("window.__mk.selectOpen('mechanism')"), "no mechanism select"
+        cdp.wait_for("window.__mk.selectPick('max-throughput')", 30, "the max-throughput menu item")
+        cdp.wait_for("window.__mk.selectValue('mechanism') === 'max-throughput'", 30, "the select to show it")
+        assert cdp.js("window.__mk.click('Reset')"), "no Reset button"
+        for key in viz.TITLES:
+            cdp.wait_for(
+                f"window.__mk.caption({json.dumps(key)}).includes('max-throughput · round 0/24')",
+                60,
+                f"the {key} card to show max-throughput after Reset",
+            )
+        assert cdp.js("window.__mk.click('Step')")
+        cdp.wait_for("window.__mk.caption('allocation').includes('max-throughput · round 1/24')", 60, "a step")
+        switched = cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the heat map under max-throughput")
+        assert switched not in (before, after)
+
+        shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
+    _check_shot_and_log(shot, server_log, tmp_path / "page.png")
+
+
+def test_auction_page_in_headless_chromium(tmp_path):
+    """Serve control_auction: the auction figure titles appear, Step moves a figure, screenshot."""
+    with _served_page(tmp_path, "control_auction") as (cdp, server_log):
+        titles = list(viz.AUCTION_TITLES.values())
+        cdp.wait_for(
+            "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
+            120,
+            f"the auction figure titles {titles}",
+        )
+        cdp.js(JS_HELPERS)
+        cdp.wait_for("window.__mk.imageSum('timeline')", 60, "the admission timeline image")
+        assert "slot 0/8" in cdp.js("window.__mk.caption('timeline')")
+        before = cdp.js("window.__mk.imageSum('timeline')")
+        assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
+        cdp.wait_for("window.__mk.caption('timeline').includes('slot 1/8')", 90, "the slot-1 caption")
+        after = cdp.wait_for(
+            f"(async () => {{ const s = await window.__mk.imageSum('timeline'); "
+            f"return s && s !== {json.dumps(before)} ? s : null; }})()",
+            90,
+            "the timeline image to change after Step",
+        )
+        assert after != before
+        shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
+    _check_shot_and_log(shot, server_log, tmp_path / "auction.png")
