@@ -73,6 +73,7 @@ __all__ = [
     "build_auction_page",
     "build_page",
     "fair_share_scenarios",
+    "loadable_scenarios",
     "gain_figure",
     "is_auction_study",
     "resolve_scenario",
@@ -769,9 +770,22 @@ class PageModel(MarketVizModel):
         super().__init__(scenario_name, mechanism=mechanism, liar=liar, lie_factor=lie_factor, seed=seed)
 
 
+def loadable_scenarios() -> dict[str, Scenario]:
+    """The embedded fair-share scenarios that load on this machine (``gavel_table`` needs the
+    measured throughputs in ``../shared/data``; without them it is left out of the page)."""
+    out = {}
+    for name in fair_share_scenarios():
+        try:
+            out[name] = load_scenario(name)
+        except InputError:
+            continue
+    return out
+
+
 def _model_params(scenario: str, model: MarketVizModel) -> dict[str, Any]:
-    scenarios = fair_share_scenarios()
-    most = max([load_scenario(s).workload.tenants for s in scenarios] + [model.market_scenario.workload.tenants])
+    loaded = loadable_scenarios()
+    scenarios = list(loaded)
+    most = max([sc.workload.tenants for sc in loaded.values()] + [model.market_scenario.workload.tenants])
     if scenario not in scenarios:
         scenarios.append(scenario)  # a TOML path given on the command line
     lo, hi = LIE_FACTOR_RANGE

@@ -468,3 +468,19 @@ def test_auction_page_in_headless_chromium(tmp_path):
         assert after != before
         shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
     _check_shot_and_log(shot, server_log, tmp_path / "auction.png")
+
+
+def test_page_builds_without_the_shared_data(monkeypatch) -> None:
+    """A scenario that cannot load here (gavel_table without ../shared/data) is left out of the
+    page's scenario list instead of breaking the page."""
+    real = viz.load_scenario
+
+    def no_data(name, *a, **k):
+        if name == "gavel_table":
+            raise viz.InputError("scenario gavel_table.profiles.file", "../../shared/data/x.csv", "does not exist")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(viz, "load_scenario", no_data)
+    loaded = viz.loadable_scenarios()
+    assert "gavel_table" not in loaded and "default" in loaded
+    assert viz.build_page("default") is not None
