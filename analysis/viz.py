@@ -37,6 +37,7 @@ import os
 import socket
 import tomllib
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -733,24 +734,38 @@ def _card(key: str, model: Any, figure: Figure) -> Any:
     return col
 
 
-def AllocationView(model: MarketVizModel) -> Any:
-    """Card (a): allocation heat map (Mesa wraps it in an auto-updating component)."""
-    return _card("allocation", model, allocation_figure(model))
+def _view(name: str, key: str, figure: Callable[[Any], Figure], doc: str) -> Callable[[Any], Any]:
+    """A Mesa component ``name(model)`` drawing ``figure(model)`` in the card ``key``."""
+
+    def view(model: Any) -> Any:
+        return _card(key, model, figure(model))
+
+    view.__name__ = view.__qualname__ = name
+    view.__doc__ = doc
+    return view
 
 
-def ThroughputView(model: MarketVizModel) -> Any:
-    """Card (b): true vs reported throughput per tenant."""
-    return _card("throughput", model, throughput_figure(model))
-
-
-def GainView(model: MarketVizModel) -> Any:
-    """Card (c): the liar's paired gain over rounds."""
-    return _card("gain", model, gain_figure(model))
-
-
-def TopologyView(model: MarketVizModel) -> Any:
-    """Card (d): the server topology."""
-    return _card("topology", model, topology_figure(model))
+AllocationView = _view(
+    "AllocationView",
+    "allocation",
+    allocation_figure,
+    "Card (a): allocation heat map (Mesa wraps it in an auto-updating component).",
+)
+ThroughputView = _view(
+    "ThroughputView", "throughput", throughput_figure, "Card (b): true vs reported throughput per tenant."
+)
+GainView = _view("GainView", "gain", gain_figure, "Card (c): the liar's paired gain over rounds.")
+TopologyView = _view("TopologyView", "topology", topology_figure, "Card (d): the server topology.")
+TimelineView = _view("TimelineView", "timeline", timeline_figure, "Auction card (a): the admission timeline.")
+PricesView = _view(
+    "PricesView", "prices", prices_figure, "Auction card (b): payments vs reported (and the liar's true) values."
+)
+AuctionGainView = _view(
+    "AuctionGainView", "auction_gain", auction_gain_figure, "Auction card (c): the liar's paired gain over slots."
+)
+ResourcesView = _view(
+    "ResourcesView", "resources", resources_figure, "Auction card (d): per-slot usage of the resources."
+)
 
 
 class PageModel(MarketVizModel):
@@ -820,26 +835,6 @@ def build_page(scenario: str | None = None, model: PageModel | None = None) -> A
         name="marketsim · fair-share market",
         play_interval=400,
     )
-
-
-def TimelineView(model: AuctionVizModel) -> Any:
-    """Auction card (a): the admission timeline."""
-    return _card("timeline", model, timeline_figure(model))
-
-
-def PricesView(model: AuctionVizModel) -> Any:
-    """Auction card (b): payments vs reported (and the liar's true) values."""
-    return _card("prices", model, prices_figure(model))
-
-
-def AuctionGainView(model: AuctionVizModel) -> Any:
-    """Auction card (c): the liar's paired gain over slots."""
-    return _card("auction_gain", model, auction_gain_figure(model))
-
-
-def ResourcesView(model: AuctionVizModel) -> Any:
-    """Auction card (d): per-slot usage of the resources."""
-    return _card("resources", model, resources_figure(model))
 
 
 class AuctionPageModel(AuctionVizModel):

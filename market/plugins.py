@@ -31,7 +31,7 @@ from typing import Any
 
 from market.errors import InputError
 
-__all__ = ["GROUP", "Plugin", "plugins", "add_plugin", "broken", "modules", "import_modules", "find", "reset"]
+__all__ = ["GROUP", "Plugin", "plugins", "add_plugin", "broken", "modules", "import_modules"]
 
 #: the entry-point group every plugin is published under
 GROUP = "marketsim.mechanisms"
@@ -178,19 +178,3 @@ def import_modules(pairs: Sequence[tuple[str, str]]) -> None:
             _mark_broken(plugin, f"module {mod!r} failed to import: {type(exc).__name__}: {exc}")
             continue
         _IMPORTED.add(mod)
-
-
-def find(kind: str, plugin: str) -> str | None:
-    """The ``market`` or ``studies`` module of ``plugin`` (``None`` when it has none)."""
-    p = plugins().get(plugin)
-    if p is None:
-        raise InputError("paper", plugin, f"is not an installed plugin; known: {sorted(plugins())}")
-    return getattr(p, kind)
-
-
-def reset() -> None:
-    """Forget discovered and added plugins (tests that install a plugin on the fly)."""
-    global _PLUGINS
-    _PLUGINS = None
-    _EXTRA.clear()
-    _BROKEN.clear()

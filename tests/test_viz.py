@@ -396,17 +396,23 @@ def _check_shot_and_log(shot: bytes, server_log: Path, out: Path) -> None:
     assert colours is None or len(colours) > 50, "the screenshot is (nearly) uniform"
 
 
+def _wait_for_cards(cdp, titles: dict[str, str], image_key: str) -> None:
+    """Wait until every figure title is on the page, install the JS helpers and wait for the
+    ``image_key`` card's image."""
+    shown = list(titles.values())
+    cdp.wait_for(
+        "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in shown),
+        120,
+        f"the figure titles {shown}",
+    )
+    cdp.js(JS_HELPERS)
+    cdp.wait_for(f"window.__mk.imageSum({json.dumps(image_key)})", 60, f"the {image_key} image")
+
+
 def test_page_in_headless_chromium(tmp_path):
     """Serve the page, open it in headless Chromium, step it, switch the mechanism, screenshot it."""
     with _served_page(tmp_path, "default") as (cdp, server_log):
-        titles = list(viz.TITLES.values())
-        cdp.wait_for(
-            "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
-            120,
-            f"the figure titles {titles}",
-        )
-        cdp.js(JS_HELPERS)
-        cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the allocation heat map image")
+        _wait_for_cards(cdp, viz.TITLES, "allocation")
         assert "Time: 0.0" in cdp.js("window.__mk.text()")
         assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
         before = cdp.js("window.__mk.imageSum('allocation')")
@@ -447,14 +453,7 @@ def test_page_in_headless_chromium(tmp_path):
 def test_auction_page_in_headless_chromium(tmp_path):
     """Serve control_auction: the auction figure titles appear, Step moves a figure, screenshot."""
     with _served_page(tmp_path, "control_auction") as (cdp, server_log):
-        titles = list(viz.AUCTION_TITLES.values())
-        cdp.wait_for(
-            "document.body && " + " && ".join(f"document.body.innerText.includes({json.dumps(t)})" for t in titles),
-            120,
-            f"the auction figure titles {titles}",
-        )
-        cdp.js(JS_HELPERS)
-        cdp.wait_for("window.__mk.imageSum('timeline')", 60, "the admission timeline image")
+        _wait_for_cards(cdp, viz.AUCTION_TITLES, "timeline")
         assert "slot 0/8" in cdp.js("window.__mk.caption('timeline')")
         before = cdp.js("window.__mk.imageSum('timeline')")
         assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"

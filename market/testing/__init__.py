@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,9 @@ __all__ = [
 BUDGETS: dict[str, AuditConfig] = {
     "fast": AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12, refine_starts=1, refine_maxfev=30),
     "default": AuditConfig(),
-    "thorough": AuditConfig(n_grid=20, n_zoom=4, n_tail=6, edge_steps=24, n_joint=96, refine_starts=3,
-                            refine_maxfev=120),  # fmt: skip
+    "thorough": AuditConfig(
+        n_grid=20, n_zoom=4, n_tail=6, edge_steps=24, n_joint=96, refine_starts=3, refine_maxfev=120
+    ),  # fmt: skip
 }
 _DIRECTIONS = {"any": None, "up": ("UP_*",), "down": ("DOWN_*",)}
 
@@ -154,8 +155,6 @@ def _config(budget: str | AuditConfig, direction: str) -> AuditConfig:
     fams = _DIRECTIONS[direction]
     if fams is None:
         return cfg
-    from dataclasses import replace
-
     return replace(cfg, families=fams, probes=False)
 
 
@@ -181,8 +180,6 @@ def assert_strategyproof(
     both utilities and the gain. Returns every :class:`AuditResult` when none violates."""
     name, family = _family(mechanism)
     cfg = _config(budget, direction)
-    from dataclasses import replace
-
     cfg = replace(cfg, rel_tol=float(rel_tol))
     dims = None if dims is None else list(dims)
     results: list[AuditResult] = []
@@ -312,9 +309,7 @@ def assert_individually_rational(mechanism: str, instances: Any, *, tol: float =
     return out
 
 
-def assert_budget_balanced(
-    mechanism: str, instances: Any, *, mode: str = "weak", tol: float = 1e-9
-) -> list[float]:
+def assert_budget_balanced(mechanism: str, instances: Any, *, mode: str = "weak", tol: float = 1e-9) -> list[float]:
     """Online auctions, truthful bids: payments collected versus incomes paid out to agents
     (each decision's ``log["income"]``, e.g. Astraea's Eq. (2) division). ``mode="weak"``: no
     deficit, ``sum incomes <= sum payments``; ``mode="exact"``: equal. Tolerance
