@@ -229,13 +229,20 @@ def _ignore_sigint() -> None:
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel every queued task of ``pool`` and terminate its workers without waiting for the
     running ones (their results are abandoned; what was already yielded is kept by the caller)."""
-    procs = list(getattr(pool, "_processes", {}).values())
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    results = getattr(pool, "_result_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
     for proc in procs:
         proc.join(timeout=2.0)
+    # A worker terminated while it was sending a result leaves the pool's manager thread blocked
+    # reading the rest of that message, and interpreter exit joins that thread: it would hang for
+    # good. This process never writes results; closing its copy of the pipe's write end lets the
+    # read end see EOF once the workers are gone, so the manager marks the pool broken and exits.
+    if results is not None:
+        results._writer.close()
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -87,6 +88,43 @@ def test_ctrl_c_with_the_process_executor_keeps_finished_runs(tmp_path: Path) ->
     runs = pd.read_csv(out / "runs.csv")
     assert 0 < len(runs) and runs["error"].isna().all()
     assert len(pd.read_parquet(out / "results.parquet")) > 0
+
+
+_CUT_SHORT = """
+import os, struct, sys, time
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from analysis.runner import _ignore_sigint, stop_pool
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
+    futures = [pool.submit(time.sleep, 60) for _ in range(4)]
+    while len(pool._processes or {}) < 2 or not all(p.is_alive() for p in pool._processes.values()):
+        time.sleep(0.05)
+    manager = pool._executor_manager_thread
+    # the start of a 1 MiB result message and no more: what a worker terminated mid-send leaves
+    os.write(pool._result_queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"x" * 100)
+    time.sleep(0.5)
+    stop_pool(pool)
+    manager.join(timeout=20)
+    print("manager stopped" if not manager.is_alive() else "manager blocked", flush=True)
+"""
+
+
+def test_stopping_a_pool_whose_worker_died_mid_send_lets_the_process_exit(tmp_path: Path) -> None:
+    """A CI run once hung after "interrupted": a worker terminated while sending its result left the
+    pool's manager thread waiting for the rest of the message, and exit joins that thread."""
+    script = tmp_path / "cut_short.py"
+    script.write_text(_CUT_SHORT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = p.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+        pytest.fail(f"the process did not exit after stop_pool ({out.strip()})")
+    assert out.strip() == "manager stopped" and p.returncode == 0
 
 
 @pytest.mark.slow
