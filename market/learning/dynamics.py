@@ -16,6 +16,8 @@ that do not learn always play truth).
   each tenant's average external regret (its CCE gap).
 * :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
   finer and wider than the learning grid (a lower bound on the exact epsilon).
+* :func:`pure_equilibrium_search`: two learners, one dimension: the smallest epsilon over zoomed
+  grids of pure profiles (does a pure approximate equilibrium exist at all?).
 * :func:`price_of_lying`: welfare and fairness at a profile against truthful play.
 """
 
@@ -43,6 +45,8 @@ __all__ = [
     "hedge",
     "exp3",
     "certify",
+    "pure_equilibrium_search",
+    "GapSearch",
     "price_of_lying",
     "default_grid",
 ]
@@ -408,6 +412,16 @@ def exp3(
     return _no_regret(game, "exp3", rounds, eta, float(gamma), seed, progress)
 
 
+def _admissible(game: Game, values: np.ndarray) -> np.ndarray:
+    """``values`` clipped to what every agent may report (an auction's validator bounds), plus the
+    learning grid."""
+    if isinstance(game, AuctionGame):
+        dims = [d for b in game.bids for d in game.market.dimensions(b) if d.name == game.dimension]
+        lo, hi = max(d.lower for d in dims), min(d.upper for d in dims)
+        values = values[(values >= lo) & (values <= hi)]
+    return np.union1d(values, game.grid_values)
+
+
 def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float = 0.01,
             high: float = 100.0) -> dict[str, Any]:  # fmt: skip
     """Epsilon of pure ``profile``: for each learner, the best TRUE gain over report factors on a
@@ -416,11 +430,7 @@ def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float 
     grid, others fixed. A lower bound on the exact epsilon. Returns ``eps_abs`` (utility units),
     ``eps_rel`` (relative to the learner's utility at ``profile``), the ``agent`` and its best
     ``factors``."""
-    fine = np.union1d(default_grid(points, low, high), game.grid_values)
-    if isinstance(game, AuctionGame):
-        dims = [d for b in game.bids for d in game.market.dimensions(b) if d.name == game.dimension]
-        lo, hi = max(d.lower for d in dims), min(d.upper for d in dims)
-        fine = np.union1d(fine[(fine >= lo) & (fine <= hi)], game.grid_values)
+    fine = _admissible(game, np.union1d(default_grid(points, low, high), game.grid_values))
     big = game.with_grid(fine)
     vals = game.strategies[np.asarray(profile, dtype=int)]
     index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
@@ -435,6 +445,92 @@ def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float 
             rel = gain / abs(u0[i]) if u0[i] != 0 else float("inf")
             best = {"eps_abs": gain, "eps_rel": float(rel), "agent": i, "factors": big.strategies[s].tolist()}
     return best
+
+
+@dataclass
+class GapSearch:
+    """Result of :func:`pure_equilibrium_search`. ``eps`` / ``eps_abs``: the smallest epsilon found
+    (relative to the learner's utility / in utility units, max over the two learners) at report
+    ``factors`` with TRUE ``utilities``; ``levels``: per grid level its log10 window centre and
+    width and best epsilon; ``grid`` (log10 factors) and ``surface``: the first level's epsilon over
+    (learner A factor, learner B factor); ``evaluations``: mechanism runs."""
+
+    eps: float
+    eps_abs: float
+    factors: tuple[float, float]
+    utilities: tuple[float, float]
+    levels: list[dict[str, float]]
+    grid: np.ndarray
+    surface: np.ndarray
+    evaluations: int
+
+
+def pure_equilibrium_search(
+    game: Game,
+    *,
+    low: float = 1e-3,
+    high: float = 1e3,
+    points: int = 25,
+    deviations: int = 241,
+    zooms: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+) -> GapSearch:
+    """Look for a pure profile with a small epsilon in a game with two learners and one reportable
+    dimension: a ``points`` x ``points`` log grid of report factors over ``[low, high]`` for the two
+    learners (the others truthful), then ``zooms`` grids of the same size over a window a quarter as
+    wide around the best profile so far. Epsilon at a profile: each learner's best TRUE gain over
+    ``deviations`` log-spaced factors in ``[low, high]`` (clipped to an auction's validator bounds,
+    plus the learning grid), the other fixed. The minimum over the visited profiles is evidence, not
+    proof, about the exact minimum: outcomes can jump between grid points."""
+    if len(game.learner_ids) != 2 or game.strategies.shape[1] != 1:
+        raise InputError("game", f"{len(game.learner_ids)} learners x {game.strategies.shape[1]} dimensions",
+                         "needs exactly two learners and one reportable dimension")  # fmt: skip
+    low, high = check_positive("low", low), check_positive("high", high)
+    if not low < high:
+        raise InputError("high", high, f"must exceed low = {low}")
+    points, zooms = check_int("points", points, minimum=2), check_int("zooms", zooms, minimum=0)
+    dev = _admissible(game, np.geomspace(low, high, check_int("deviations", deviations, minimum=2)))
+    a, b = game.learner_ids
+    cache: dict[tuple[float, float], np.ndarray] = {}
+
+    def u(fa: float, fb: float) -> np.ndarray:
+        key = (float(fa), float(fb))
+        if key not in cache:
+            F = np.ones((game.n, 1))
+            F[a, 0], F[b, 0] = fa, fb
+            cache[key] = np.asarray(game._evaluate(F), dtype=float)
+        return cache[key]
+
+    lo_a = lo_b = np.log10(low)
+    hi_a = hi_b = np.log10(high)
+    levels: list[dict[str, float]] = []
+    best: tuple[float, float, float, float] = (np.inf, np.inf, 1.0, 1.0)
+    first: tuple[np.ndarray, np.ndarray] | None = None
+    for level in range(zooms + 1):
+        ga, gb = np.linspace(lo_a, hi_a, points), np.linspace(lo_b, hi_b, points)
+        fa, fb = 10.0**ga, 10.0**gb
+        U = np.array([[u(x, y) for y in fb] for x in fa])  # (points, points, n)
+        best_a = np.array([max(u(d, y)[a] for d in dev) for y in fb])  # a's best reply to each b factor
+        best_b = np.array([max(u(x, d)[b] for d in dev) for x in fa])
+        gain = np.maximum(np.stack([best_a[None, :] - U[:, :, a], best_b[:, None] - U[:, :, b]]), 0.0)
+        base = np.abs(np.stack([U[:, :, a], U[:, :, b]]))
+        rel = np.where(gain > 0, np.divide(gain, base, out=np.full_like(gain, np.inf), where=base > 0), 0.0)
+        E = rel.max(axis=0)
+        i, j = np.unravel_index(int(np.argmin(E)), E.shape)
+        if first is None:
+            first = (ga, E)
+        if E[i, j] < best[0]:
+            best = (float(E[i, j]), float(gain[:, i, j].max()), float(fa[i]), float(fb[j]))
+        levels.append({"level": level, "centre_a": float(ga[i]), "centre_b": float(gb[j]),
+                       "width": float(hi_a - lo_a), "eps": float(E[i, j])})  # fmt: skip
+        if progress is not None:
+            progress(level + 1, zooms + 1)
+        ca, cb = np.log10(best[2]), np.log10(best[3])
+        wa, wb = (hi_a - lo_a) / 8, (hi_b - lo_b) / 8
+        lo_a, hi_a, lo_b, hi_b = ca - wa, ca + wa, cb - wb, cb + wb
+    ub = u(best[2], best[3])
+    return GapSearch(best[0], best[1], (best[2], best[3]), (float(ub[a]), float(ub[b])), levels,
+                     first[0], first[1], len(cache))  # fmt: skip
 
 
 def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
