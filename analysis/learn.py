@@ -17,6 +17,8 @@ and compared with truthful play (the price-of-lying table)::
     rounds = 300                    # hedge/exp3 rounds, best-response passes, episodes or ES rounds
     grid = {points = 13, low = 0.25, high = 4.0}   # report-factor grid (contains 1)
     learners = [0, 1]               # optional: who adapts (default: everyone)
+    options = {eta = 2.0}           # hedge: eta, optimistic = true, tol = 0.01 (stop at a 1%-CCE);
+                                    # exp3: eta, gamma; episodes: eta
     [learning.instance]             # fair-share: W, m (weights, caps optional)
     W = [[1, 2], [1, 5]]            # auction: paper, params (+ dimension, default "value_scale")
     m = [1, 1]                      # bayesian: n = [2, 3], options = {price = 0.4}
@@ -133,6 +135,13 @@ def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenari
     opts = sec.get("options", {})
     if not isinstance(opts, Mapping):
         raise InputError("learning.options", opts, "must be a table")
+    if rule == "hedge":
+        if not isinstance(opts.get("optimistic", False), bool):
+            raise InputError("learning.options.optimistic", opts["optimistic"], "must be true or false")
+        if "tol" in opts:
+            tol = opts["tol"]
+            if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < math.inf:
+                raise InputError("learning.options.tol", tol, "must be a number > 0 (relative regret)")
     return LearningScenario(
         _safe_name(doc.get("name", slug(default_name))), str(doc.get("description", "")), family, rule, tuple(mechs),
         seed, rounds, grid, learners, dict(inst), dict(opts),
@@ -183,7 +192,10 @@ def _dynamics(sc: LearningScenario, game: Game, progress: Callable[[int, int], N
         return best_response_dynamics(game, max_passes=sc.rounds)
     if sc.rule == "hedge":
         eta = float(sc.options.get("eta", math.sqrt(8 * math.log(game.S) / sc.rounds)))
-        return hedge(game, rounds=sc.rounds, eta=eta, seed=sc.seed, progress=progress)
+        tol = sc.options.get("tol")
+        return hedge(game, rounds=sc.rounds, eta=eta, seed=sc.seed, progress=progress,
+                     optimistic=bool(sc.options.get("optimistic", False)),
+                     tol=None if tol is None else float(tol))  # fmt: skip
     return exp3(game, rounds=sc.rounds, eta=float(sc.options.get("eta", 0.05)),
                 gamma=float(sc.options.get("gamma", 0.1)), seed=sc.seed, progress=progress)  # fmt: skip
 
@@ -279,6 +291,8 @@ def _dynamics_one(
                            "final_factors": game.strategies[res.profile].round(4).tolist()}  # fmt: skip
     if res.regret:
         row["max_regret"] = max(res.regret.values())
+        row["max_regret_rel"] = max(res.regret_rel.values())
+        row["rounds"] = res.rounds
     row.update(pol)
     return res.trajectory.assign(mechanism=mech), row
 
@@ -437,11 +451,14 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
         key = "total" if "truthful_total" in table.columns else "welfare"
         show = ["mechanism", "status", "period", "eps_rel", f"truthful_{key}", f"learned_{key}", "price_of_lying"]
         show += [c for c in ("truthful_revenue", "learned_revenue", "truthful_envy", "learned_envy",
-                             "truthful_jain", "learned_jain", "max_regret") if c in table.columns]  # fmt: skip
+                             "truthful_jain", "learned_jain", "max_regret", "max_regret_rel", "rounds")
+                 if c in table.columns]  # fmt: skip
         expl = ("Every learner starts truthful and adapts with TRUE utilities only. `eps_rel`: the largest "
                 "unilateral relative gain at the final profile on a wider, finer grid (a lower bound on the exact "
                 "epsilon); `price_of_lying` = truthful / learned welfare (>1: lying destroys welfare); for "
-                "no-regret rules the final profile is the modal one and `max_regret` the CCE gap.")  # fmt: skip
+                "no-regret rules the final profile is the modal one, `max_regret` the CCE gap (TRUE utility units) "
+                "and `max_regret_rel` that gap over the learner's mean utility: the epsilon of the empirical "
+                "play as a coarse correlated equilibrium of the grid game.")  # fmt: skip
     text = [f"# {sc.name}: {sc.rule} learning ({sc.family})", "", sc.description, "", expl, "",
             _md(table[show]), "", "![convergence](convergence.png)", ""]  # fmt: skip
     paths[3].write_text("\n".join(text), encoding="utf-8")

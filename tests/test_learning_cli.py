@@ -99,6 +99,10 @@ def test_bayesian_learning_from_the_cli(tmp_path: Path) -> None:
         ('kind = "learning"\nname = "../x"\n[learning]\nmechanisms = ["gavel"]\n', "name"),
         ('kind = "learning"\n[learning]\nmechanisms = ["nope"]\n[learning.instance]\nW = [[1,2]]\nm = [1,1]\n',
          "mechanism"),
+        ('kind = "learning"\n[learning]\nrule = "hedge"\nmechanisms = ["gavel"]\noptions = {optimistic = "yes"}\n',
+         "learning.options.optimistic"),
+        ('kind = "learning"\n[learning]\nrule = "hedge"\nmechanisms = ["gavel"]\noptions = {tol = -0.5}\n',
+         "learning.options.tol"),
     ],
 )  # fmt: skip
 def test_bad_learning_files_exit_2_naming_the_field(tmp_path: Path, capsys, body: str, needle: str) -> None:
@@ -167,3 +171,21 @@ def test_episode_learning_in_the_mesa_auction_model_from_the_cli(tmp_path: Path)
     traj = pd.read_parquet(tmp_path / "a" / "trajectories.parquet")
     assert set(traj["agent"]) == {0, 1} and traj["step"].max() == 15
     pd.testing.assert_frame_equal(traj, pd.read_parquet(tmp_path / "p" / "trajectories.parquet"))
+
+
+def test_optimistic_hedge_with_a_tolerance_from_the_cli(tmp_path: Path) -> None:
+    """``options = {optimistic = true, tol = 0.01}`` stops each population at a 1%-CCE of the grid
+    game; the table carries the relative CCE gap and the rounds played."""
+    toml = tmp_path / "h.toml"
+    toml.write_text(
+        'kind = "learning"\n[learning]\nrule = "hedge"\nmechanisms = ["oef-noncoop", "maxmin"]\nrounds = 1000\n'
+        "options = {eta = 10.0, optimistic = true, tol = 0.01}\n"
+        "[learning.instance]\nW = [[1, 2], [1, 3], [1, 5]]\nm = [1, 1]\n"
+    )
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
+    for mech in ("oef-noncoop", "maxmin"):
+        row = table.loc[mech]
+        assert row["status"] == "certified" and 1 <= row["rounds"] < 1000 and row["max_regret_rel"] <= 0.01
+    assert table.loc["oef-noncoop", "rounds"] > 1  # its first (uniformly drawn) round was no 1%-CCE: it had to learn
+    assert "max_regret_rel" in (tmp_path / "o" / "report.md").read_text()

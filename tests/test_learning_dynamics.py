@@ -247,3 +247,32 @@ def test_equilibrium_search_input_errors_name_the_field() -> None:
     with pytest.raises(InputError) as err:
         pure_equilibrium_search(FairShareGame(W=W2, m=[1, 1]), low=10, high=1)
     assert err.value.field == "high"
+
+
+def test_hedge_with_a_tolerance_stops_at_the_first_certified_round() -> None:
+    """``tol`` stops at the first round whose empirical play is a tol-CCE (re-derived here from the
+    joint distribution); one round fewer, same seed, is not yet one."""
+    g = FairShareGame(W=[[1, 2], [1, 3], [1, 5]], m=[1, 1])
+    res = hedge(g, rounds=1000, eta=10.0, optimistic=True, seed=3, tol=0.01)
+    assert res.status == "certified" and 1 < res.rounds < 1000
+    gap = _cce_gap(g, res.distribution)
+    mean_u = res.trajectory.groupby("agent")["utility"].mean()
+    for i in g.learner_ids:
+        assert res.regret[i] == pytest.approx(gap[i], abs=1e-9)
+        assert res.regret_rel[i] == pytest.approx(max(gap[i], 0.0) / mean_u[i], rel=1e-9)
+        assert res.regret_rel[i] <= 0.01
+    before = hedge(g, rounds=res.rounds - 1, eta=10.0, optimistic=True, seed=3)
+    assert before.status == "finished" and max(before.regret_rel.values()) > 0.01
+    assert before.trajectory.equals(res.trajectory.iloc[: len(before.trajectory)])
+
+
+def test_optimistic_hedge_is_a_different_rule_and_time_limits_stop_early() -> None:
+    g = FairShareGame(W=W2, m=[1, 1])
+    plain, opt = hedge(g, rounds=60, eta=10.0, seed=1), hedge(g, rounds=60, eta=10.0, seed=1, optimistic=True)
+    assert not plain.trajectory.equals(opt.trajectory)
+    cut = hedge(g, rounds=10_000, seed=1, time_limit=1e-9)
+    assert cut.status == "time-limit" and cut.rounds == 1 and cut.seconds > 0
+    for field, value in (("tol", 0.0), ("time_limit", -1.0)):
+        with pytest.raises(InputError) as err:
+            hedge(g, rounds=5, **{field: value})
+        assert err.value.field == field

@@ -24,6 +24,7 @@ that do not learn always play truth).
 from __future__ import annotations
 
 import itertools
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -279,7 +280,9 @@ class DynamicsResult:
     (best-response) or modal profile (no-regret), ``status`` (``converged`` / ``cycle`` /
     ``max-steps`` / ``finished``), ``period`` of a detected cycle, ``distribution`` (joint
     empirical frequency of profiles, no-regret only) and ``regret`` (average external regret per
-    learner, TRUE throughput units; no-regret only)."""
+    learner, TRUE throughput units; no-regret only). ``regret_rel``: each learner's regret over its
+    mean TRUE utility in play; its maximum is the epsilon of ``distribution`` as a coarse correlated
+    equilibrium of the grid game. ``rounds`` played and wall ``seconds`` (no-regret only)."""
 
     rule: str
     trajectory: pd.DataFrame
@@ -289,6 +292,9 @@ class DynamicsResult:
     cycle: list[tuple[int, ...]] = field(default_factory=list)
     distribution: dict[tuple[int, ...], float] = field(default_factory=dict)
     regret: dict[int, float] = field(default_factory=dict)
+    regret_rel: dict[int, float] = field(default_factory=dict)
+    rounds: int = 0
+    seconds: float = 0.0
 
 
 def _row(game: FairShareGame, step: int, agent: int, s: int, u: float) -> dict[str, Any]:
@@ -340,9 +346,17 @@ def _no_regret(
     gamma: float,
     seed: int,
     progress: Callable[[int, int], None] | None,
+    optimistic: bool = False,
+    tol: float | None = None,
+    time_limit: float | None = None,
 ) -> DynamicsResult:
     rounds = check_int("rounds", rounds, minimum=1)
     eta = check_positive("eta", eta)
+    if tol is not None:
+        tol = check_positive("tol", tol)
+    if time_limit is not None:
+        time_limit = check_positive("time_limit", time_limit)
+    start = time.perf_counter()
     rng = np.random.default_rng(seed)
     S, L = game.S, game.learner_ids
     scale = game.scales()
@@ -351,7 +365,9 @@ def _no_regret(
     cum_play = dict.fromkeys(L, 0.0)
     counts: dict[tuple[int, ...], int] = {}
     rows = []
+    last = {i: np.zeros(S) for i in L}  # optimistic Hedge: the last counterfactual, counted twice
     p = game.truthful_profile()
+    status, played = "finished", rounds
     for t in range(rounds):
         probs = {}
         for i in L:
@@ -369,7 +385,9 @@ def _no_regret(
             cum_cf[i] += cf
             cum_play[i] += float(u_now[i])
             if rule == "hedge":
-                logw[i] += eta * cf / scale[i]
+                step = cf / scale[i]
+                logw[i] += eta * (2.0 * step - last[i]) if optimistic else eta * step
+                last[i] = step
             else:
                 est = np.zeros(S)
                 est[p[i]] = u_now[i] / scale[i] / probs[i][p[i]]
@@ -377,10 +395,27 @@ def _no_regret(
             rows.append(_row(game, t, i, int(p[i]), float(u_now[i])))
         if progress is not None:
             progress(t + 1, rounds)
-    dist = {k: c / rounds for k, c in counts.items()}
+        if tol is not None and max(_rel_regret(cum_cf[i], cum_play[i]) for i in L) <= tol:
+            status, played = "certified", t + 1
+            break
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            status, played = "time-limit", t + 1
+            break
+    dist = {k: c / played for k, c in counts.items()}
     modal = np.array(max(dist, key=dist.get), dtype=int)
-    regret = {i: float((cum_cf[i].max() - cum_play[i]) / rounds) for i in L}
-    return DynamicsResult(rule, pd.DataFrame(rows), modal, "finished", distribution=dist, regret=regret)
+    regret = {i: float((cum_cf[i].max() - cum_play[i]) / played) for i in L}
+    rel = {i: _rel_regret(cum_cf[i], cum_play[i]) for i in L}
+    return DynamicsResult(rule, pd.DataFrame(rows), modal, status, distribution=dist, regret=regret,
+                          regret_rel=rel, rounds=played, seconds=time.perf_counter() - start)  # fmt: skip
+
+
+def _rel_regret(cum_cf: np.ndarray, cum_play: float) -> float:
+    """Cumulative external regret over cumulative TRUE utility in play (inf when that is <= 0 and
+    the regret is positive)."""
+    gain = max(float(cum_cf.max() - cum_play), 0.0)
+    if gain == 0.0:
+        return 0.0
+    return gain / cum_play if cum_play > 0 else float("inf")
 
 
 def hedge(
@@ -390,10 +425,20 @@ def hedge(
     eta: float = 2.0,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    optimistic: bool = False,
+    tol: float | None = None,
+    time_limit: float | None = None,
 ) -> DynamicsResult:
     """Hedge (multiplicative weights) with full-information counterfactual TRUE utilities, each
-    scaled by the tenant's whole-cluster throughput so ``eta`` is dimensionless."""
-    return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress)
+    scaled by the tenant's whole-cluster throughput so ``eta`` is dimensionless.
+
+    ``optimistic``: optimistic Hedge (the last round's counterfactuals count twice in the weights),
+    whose regret falls faster when every player runs it. ``tol``: stop after the first round at
+    which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``certified``: the
+    empirical play is a ``tol``-coarse correlated equilibrium of the grid game). ``time_limit``
+    (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
+    then depends on the machine, so results are reproducible only without it)."""
+    return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress, optimistic, tol, time_limit)
 
 
 def exp3(
@@ -478,7 +523,8 @@ def pure_equilibrium_search(
     """Look for a pure profile with a small epsilon in a game with two learners and one reportable
     dimension: a ``points`` x ``points`` log grid of report factors over ``[low, high]`` for the two
     learners (the others truthful), then ``zooms`` grids of the same size over a window a quarter as
-    wide around the best profile so far. Epsilon at a profile: each learner's best TRUE gain over
+    wide around the best profile so far (kept inside ``[low, high]``; among equal epsilons the
+    profile closest to truth wins). Epsilon at a profile: each learner's best TRUE gain over
     ``deviations`` log-spaced factors in ``[low, high]`` (clipped to an auction's validator bounds,
     plus the learning grid), the other fixed. The minimum over the visited profiles is evidence, not
     proof, about the exact minimum: outcomes can jump between grid points."""
@@ -501,8 +547,9 @@ def pure_equilibrium_search(
             cache[key] = np.asarray(game._evaluate(F), dtype=float)
         return cache[key]
 
-    lo_a = lo_b = np.log10(low)
-    hi_a = hi_b = np.log10(high)
+    lg_lo, lg_hi = float(np.log10(low)), float(np.log10(high))
+    lo_a = lo_b = lg_lo
+    hi_a = hi_b = lg_hi
     levels: list[dict[str, float]] = []
     best: tuple[float, float, float, float] = (np.inf, np.inf, 1.0, 1.0)
     first: tuple[np.ndarray, np.ndarray] | None = None
@@ -516,7 +563,9 @@ def pure_equilibrium_search(
         base = np.abs(np.stack([U[:, :, a], U[:, :, b]]))
         rel = np.where(gain > 0, np.divide(gain, base, out=np.full_like(gain, np.inf), where=base > 0), 0.0)
         E = rel.max(axis=0)
-        i, j = np.unravel_index(int(np.argmin(E)), E.shape)
+        # ties (often several exact equilibria) go to the profile closest to truth in log factors
+        ties = np.argwhere(E <= E.min() + 1e-12)
+        i, j = ties[np.argmin(np.abs(ga[ties[:, 0]]) + np.abs(gb[ties[:, 1]]))]
         if first is None:
             first = (ga, E)
         if E[i, j] < best[0]:
@@ -527,7 +576,9 @@ def pure_equilibrium_search(
             progress(level + 1, zooms + 1)
         ca, cb = np.log10(best[2]), np.log10(best[3])
         wa, wb = (hi_a - lo_a) / 8, (hi_b - lo_b) / 8
-        lo_a, hi_a, lo_b, hi_b = ca - wa, ca + wa, cb - wb, cb + wb
+        # the next window, shifted back inside [low, high] where it would stick out
+        lo_a, lo_b = (float(np.clip(c - w, lg_lo, lg_hi - 2 * w)) for c, w in ((ca, wa), (cb, wb)))
+        hi_a, hi_b = lo_a + 2 * wa, lo_b + 2 * wb
     ub = u(best[2], best[3])
     return GapSearch(best[0], best[1], (best[2], best[3]), (float(ub[a]), float(ub[b])), levels,
                      first[0], first[1], len(cache))  # fmt: skip
