@@ -7,6 +7,7 @@ throughput: X = [[1, 4/7], [0, 3/7]], each tenant 15/7, total 30/7.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from market.allocation import Allocation
@@ -14,6 +15,7 @@ from market.errors import InputError
 from market.learning.dynamics import (
     FairShareGame,
     best_response_dynamics,
+    cce_epsilon,
     certify,
     default_grid,
     exp3,
@@ -276,3 +278,35 @@ def test_optimistic_hedge_is_a_different_rule_and_time_limits_stop_early() -> No
         with pytest.raises(InputError) as err:
             hedge(g, rounds=5, **{field: value})
         assert err.value.field == field
+
+
+def test_hedge_counterfactuals_on_a_process_pool_give_the_same_play() -> None:
+    """``executor``: the counterfactual rows come from worker processes (the game pickled without its
+    cache); trajectory, regrets and stopping round equal the in-process run."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    g = FairShareGame(W=[[1, 2], [1, 3], [1, 5]], m=[1, 1])
+    here = hedge(g, rounds=300, eta=10.0, optimistic=True, seed=3, tol=0.01)
+    g2 = FairShareGame(W=[[1, 2], [1, 3], [1, 5]], m=[1, 1])
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        there = hedge(g2, rounds=300, eta=10.0, optimistic=True, seed=3, tol=0.01, executor=pool)
+    pd.testing.assert_frame_equal(here.trajectory, there.trajectory)
+    assert here.regret == there.regret and here.rounds == there.rounds and here.status == there.status
+    assert g2.evaluations >= g.evaluations  # workers' runs are counted too
+
+
+def test_cce_epsilon_on_the_own_grid_is_the_relative_regret_and_a_wider_grid_only_adds() -> None:
+    g = FairShareGame(W=[[1, 2], [1, 3], [1, 5]], m=[1, 1], grid=default_grid(5, 0.25, 4.0))
+    res = hedge(g, rounds=150, eta=10.0, optimistic=True, seed=2)
+    own = cce_epsilon(g, res.distribution, grid=g.grid_values)
+    wide = cce_epsilon(g, res.distribution, grid=default_grid(9, 0.01, 100.0))
+    for i in g.learner_ids:
+        assert own[i] == pytest.approx(res.regret_rel[i], rel=1e-9, abs=1e-12)
+        assert wide[i] >= own[i] - 1e-12
+    assert max(wide.values()) > max(own.values())  # shading below 0.25 pays against this play
+    # max-min ignores reports: no report gains, on any grid
+    mm = FairShareGame(mechanism="maxmin", W=[[1, 2], [1, 3], [1, 5]], m=[1, 1])
+    assert max(cce_epsilon(mm, hedge(mm, rounds=20).distribution, grid=default_grid(9, 0.01, 100.0)).values()) == 0
+    with pytest.raises(InputError, match="distribution"):
+        cce_epsilon(g, {}, grid=g.grid_values)

@@ -13,7 +13,8 @@ that do not learn always play truth).
 * :func:`hedge` (full information: every grid strategy is re-scored against the others' realised
   reports each round) and :func:`exp3` (bandit: only the played strategy's utility is seen).
   Both return the empirical distribution of play, a coarse correlated equilibrium candidate, with
-  each tenant's average external regret (its CCE gap).
+  each tenant's average external regret (its CCE gap); :func:`cce_epsilon` re-checks empirical play
+  against deviations on a wider grid.
 * :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
   finer and wider than the learning grid (a lower bound on the exact epsilon).
 * :func:`pure_equilibrium_search`: two learners, one dimension: the smallest epsilon over zoomed
@@ -26,7 +27,8 @@ from __future__ import annotations
 import itertools
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,6 +50,7 @@ __all__ = [
     "certify",
     "pure_equilibrium_search",
     "GapSearch",
+    "cce_epsilon",
     "price_of_lying",
     "default_grid",
 ]
@@ -131,6 +134,10 @@ class Game(ABC):
     def scales(self) -> np.ndarray:
         """Per-agent utility scale used to normalise no-regret updates (default: 1)."""
         return np.ones(self.n)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # sent to worker processes without the utility cache (it only grows) or its run count
+        return {**self.__dict__, "_cache": {}, "evaluations": 0}
 
 
 @dataclass
@@ -349,6 +356,7 @@ def _no_regret(
     optimistic: bool = False,
     tol: float | None = None,
     time_limit: float | None = None,
+    executor: Executor | None = None,
 ) -> DynamicsResult:
     rounds = check_int("rounds", rounds, minimum=1)
     eta = check_positive("eta", eta)
@@ -380,8 +388,9 @@ def _no_regret(
         key = tuple(int(x) for x in p)
         counts[key] = counts.get(key, 0) + 1
         u_now = game.utilities(p)
+        cfs = _all_deviations(game, p, L, executor)  # for regret accounting (both rules)
         for i in L:
-            cf = game.deviations(p, i)  # for regret accounting (both rules); EXP3 learns from u_now only
+            cf = cfs[i]  # EXP3 learns from u_now only
             cum_cf[i] += cf
             cum_play[i] += float(u_now[i])
             if rule == "hedge":
@@ -409,6 +418,25 @@ def _no_regret(
                           regret_rel=rel, rounds=played, seconds=time.perf_counter() - start)  # fmt: skip
 
 
+def _deviation_block(game: Game, profile: np.ndarray, agents: list[int]) -> tuple[np.ndarray, int]:
+    """Worker side of :func:`_all_deviations`: ``agents``' counterfactual rows and the runs made."""
+    return np.stack([game.deviations(profile, i) for i in agents]), game.evaluations
+
+
+def _all_deviations(game: Game, p: np.ndarray, L: list[int], executor: Executor | None) -> dict[int, np.ndarray]:
+    """Every learner's counterfactual TRUE utilities at ``p``, here or one task per learner on
+    ``executor`` (the game is sent without its cache; the numbers are the same either way)."""
+    if executor is None:
+        return {i: game.deviations(p, i) for i in L}
+    futures = [executor.submit(_deviation_block, game, p.copy(), [i]) for i in L]
+    out = {}
+    for i, fut in zip(L, futures, strict=True):
+        rows, runs = fut.result()
+        out[i] = rows[0]
+        game.evaluations += runs
+    return out
+
+
 def _rel_regret(cum_cf: np.ndarray, cum_play: float) -> float:
     """Cumulative external regret over cumulative TRUE utility in play (inf when that is <= 0 and
     the regret is positive)."""
@@ -428,6 +456,7 @@ def hedge(
     optimistic: bool = False,
     tol: float | None = None,
     time_limit: float | None = None,
+    executor: Executor | None = None,
 ) -> DynamicsResult:
     """Hedge (multiplicative weights) with full-information counterfactual TRUE utilities, each
     scaled by the tenant's whole-cluster throughput so ``eta`` is dimensionless.
@@ -437,8 +466,10 @@ def hedge(
     which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``certified``: the
     empirical play is a ``tol``-coarse correlated equilibrium of the grid game). ``time_limit``
     (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
-    then depends on the machine, so results are reproducible only without it)."""
-    return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress, optimistic, tol, time_limit)
+    then depends on the machine, so results are reproducible only without it). ``executor``: a
+    ``concurrent.futures`` executor (e.g. a 2-process pool, owned by the caller) that computes the
+    learners' counterfactuals in parallel, one task per learner; same numbers as without it."""
+    return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress, optimistic, tol, time_limit, executor)
 
 
 def exp3(
@@ -490,6 +521,35 @@ def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float 
             rel = gain / abs(u0[i]) if u0[i] != 0 else float("inf")
             best = {"eps_abs": gain, "eps_rel": float(rel), "agent": i, "factors": big.strategies[s].tolist()}
     return best
+
+
+def cce_epsilon(
+    game: Game,
+    distribution: Mapping[tuple[int, ...], float],
+    *,
+    grid: Any,
+    executor: Executor | None = None,
+) -> dict[int, float]:
+    """Relative epsilon of ``distribution`` (profile on ``game``'s grid -> probability, e.g. a Hedge
+    run's empirical play) as a coarse correlated equilibrium when every learner may instead commit
+    to any factor vector over ``grid`` joined with the game's own grid: per learner, (best expected
+    TRUE utility of a fixed report - expected TRUE utility in play) / expected utility in play, 0 when
+    no report gains. Deviations run on ``executor`` when given."""
+    if not distribution:
+        raise InputError("distribution", distribution, "is empty: no play to certify")
+    big = game.with_grid(_admissible(game, as_float_array("grid", grid, ndim=1, positive=True)))
+    index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
+    dev = {i: np.zeros(big.S) for i in game.learner_ids}
+    play = dict.fromkeys(game.learner_ids, 0.0)
+    for prof, w in distribution.items():
+        u = game.utilities(prof)
+        bp = np.array([index[tuple(np.round(v, 12))] for v in game.strategies[np.asarray(prof, dtype=int)]])
+        rows = _all_deviations(big, bp, game.learner_ids, executor)
+        for i in game.learner_ids:
+            dev[i] += w * rows[i]
+            play[i] += w * float(u[i])
+    game.evaluations += big.evaluations
+    return {i: _rel_regret(dev[i], play[i]) for i in game.learner_ids}
 
 
 @dataclass
@@ -597,4 +657,3 @@ def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
     for i in range(game.n):
         out[f"gain_{i}"] = float(ul[i] - ut[i])
     return out
-
