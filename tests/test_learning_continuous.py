@@ -74,3 +74,28 @@ def test_bad_inputs_name_the_field() -> None:
         continuous_best_response("gavel", [[1.0], [1.0]], M2)
     with pytest.raises(InputError, match="passes"):
         continuous_best_response("gavel", W2, M2, passes=0)
+
+
+def test_cooperative_oef_best_responses_chase_a_jump_in_the_allocation() -> None:
+    """Why 20-tenant cooperative OEF never settles (README, learning speed): at a profile its best
+    responses reach (tests/data/coop_knife_edge.json), tenant 1's TRUE throughput falls from ~3.03
+    to ~1.30 when its first fast-GPU factor moves from 2.337 to 2.349 (0.5%). Its best reply sits
+    just below that edge; the others' small replies move the edge, and it has to step back."""
+    import json
+    from pathlib import Path
+
+    from market.learning.dynamics import FairShareGame
+
+    d = json.loads((Path(__file__).parent / "data" / "coop_knife_edge.json").read_text())
+    g = FairShareGame(mechanism="oef-coop", W=d["W"], m=d["m"])
+    F = np.array(d["factors"])
+
+    def u1(f1: float) -> float:
+        X = F.copy()
+        X[1, 0] = f1
+        return float(g._evaluate(X)[1])
+
+    assert u1(F[1, 0]) == pytest.approx(1.296, abs=2e-3)  # where the chase left it
+    below, above = u1(2.337), u1(2.3487)
+    assert below > 3.0 and above < 1.31 and below / above > 2.3  # a jump of > 130% within 0.5%
+    assert all(u1(f) > 3.0 for f in np.linspace(2.30, 2.337, 4))  # the whole good side, not one lucky point
