@@ -9,9 +9,10 @@ self-play on the first-price control auction.
   is ``converged`` (then every learner searched against the final profile and found < 1%).
 * The same population with optimistic Hedge (:func:`market.learning.dynamics.hedge`, every tenant
   learning over a 5 x 5 log grid of factors in [0.25, 4] on its two speedup dimensions, full
-  counterfactual TRUE throughputs each round computed on a 2-process pool, ``eta`` 200, chosen
-  on non-cooperative OEF from 2, 50, 200 and 500, ``tol`` 1%): stops at the first round
-  whose empirical play is a 1%-coarse correlated equilibrium of the grid game (status
+  counterfactual TRUE throughputs each round computed on a 2-process pool, ``eta`` 200, picked
+  in ad hoc runs on non-cooperative OEF among 2, 50, 200 and 500 (not a shipped sweep),
+  ``tol`` 1%): stops at the first round whose empirical play is a 1%-coarse correlated
+  equilibrium of the grid game (status
   ``certified``), or at ``--limit`` seconds. This certifies the CCE only against the 25 grid
   reports, not against every report (the pure-profile certificate above uses a finer, wider grid);
   certified play is then re-checked against the 49 factor vectors {1/8, 1/4, ..., 8}^2

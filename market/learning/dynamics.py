@@ -418,9 +418,9 @@ def _no_regret(
                           regret_rel=rel, rounds=played, seconds=time.perf_counter() - start)  # fmt: skip
 
 
-def _deviation_block(game: Game, profile: np.ndarray, agents: list[int]) -> tuple[np.ndarray, int]:
-    """Worker side of :func:`_all_deviations`: ``agents``' counterfactual rows and the runs made."""
-    return np.stack([game.deviations(profile, i) for i in agents]), game.evaluations
+def _deviation_row(game: Game, profile: np.ndarray, agent: int) -> tuple[np.ndarray, int]:
+    """Worker side of :func:`_all_deviations`: ``agent``'s counterfactual row and the runs made."""
+    return game.deviations(profile, agent), game.evaluations
 
 
 def _all_deviations(game: Game, p: np.ndarray, L: list[int], executor: Executor | None) -> dict[int, np.ndarray]:
@@ -428,11 +428,10 @@ def _all_deviations(game: Game, p: np.ndarray, L: list[int], executor: Executor 
     ``executor`` (the game is sent without its cache; the numbers are the same either way)."""
     if executor is None:
         return {i: game.deviations(p, i) for i in L}
-    futures = [executor.submit(_deviation_block, game, p.copy(), [i]) for i in L]
+    futures = [executor.submit(_deviation_row, game, p.copy(), i) for i in L]
     out = {}
     for i, fut in zip(L, futures, strict=True):
-        rows, runs = fut.result()
-        out[i] = rows[0]
+        out[i], runs = fut.result()
         game.evaluations += runs
     return out
 
@@ -498,6 +497,14 @@ def _admissible(game: Game, values: np.ndarray) -> np.ndarray:
     return np.union1d(values, game.grid_values)
 
 
+def _regrid(game: Game, big: Game) -> Callable[[Sequence[int]], np.ndarray]:
+    """Maps a profile of ``game`` to the same reports as a profile of ``big`` (a superset grid)."""
+    index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
+    return lambda profile: np.array(
+        [index[tuple(np.round(v, 12))] for v in game.strategies[np.asarray(profile, dtype=int)]], dtype=int
+    )
+
+
 def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float = 0.01,
             high: float = 100.0) -> dict[str, Any]:  # fmt: skip
     """Epsilon of pure ``profile``: for each learner, the best TRUE gain over report factors on a
@@ -506,11 +513,9 @@ def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float 
     grid, others fixed. A lower bound on the exact epsilon. Returns ``eps_abs`` (utility units),
     ``eps_rel`` (relative to the learner's utility at ``profile``), the ``agent`` and its best
     ``factors``."""
-    fine = _admissible(game, np.union1d(default_grid(points, low, high), game.grid_values))
-    big = game.with_grid(fine)
-    vals = game.strategies[np.asarray(profile, dtype=int)]
-    index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
-    mapped = np.array([index[tuple(np.round(v, 12))] for v in vals], dtype=int)
+    big = game.with_grid(_admissible(game, default_grid(points, low, high)))
+    to_big = _regrid(game, big)
+    mapped = to_big(profile)
     u0 = game.utilities(profile)
     best: dict[str, Any] = {"eps_abs": 0.0, "eps_rel": 0.0, "agent": None, "factors": None}
     for i in game.learner_ids:
@@ -538,13 +543,12 @@ def cce_epsilon(
     if not distribution:
         raise InputError("distribution", distribution, "is empty: no play to certify")
     big = game.with_grid(_admissible(game, as_float_array("grid", grid, ndim=1, positive=True)))
-    index = {tuple(np.round(v, 12)): i for i, v in enumerate(big.strategies)}
+    to_big = _regrid(game, big)
     dev = {i: np.zeros(big.S) for i in game.learner_ids}
     play = dict.fromkeys(game.learner_ids, 0.0)
     for prof, w in distribution.items():
         u = game.utilities(prof)
-        bp = np.array([index[tuple(np.round(v, 12))] for v in game.strategies[np.asarray(prof, dtype=int)]])
-        rows = _all_deviations(big, bp, game.learner_ids, executor)
+        rows = _all_deviations(big, to_big(prof), game.learner_ids, executor)
         for i in game.learner_ids:
             dev[i] += w * rows[i]
             play[i] += w * float(u[i])
