@@ -225,23 +225,35 @@ def cmd_allocate(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the installed plugins, the registered mechanisms and the embedded scenarios."""
+    import warnings
+
     from market import plugins
-    from market.registry import get, names
+    from market.registry import check_name_clashes, get, names
     from scenarios.loader import scenario_names
 
+    # import every family first: a plugin whose mechanism module fails, or whose names clash, is only
+    # known after its modules were imported
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # listed below instead of warned about
+        clashes = check_name_clashes()
+        by_family = {family: names(family) for family in ("fair-share", "auction")}
+        broken = plugins.broken()
     print(f"plugins (entry-point group {plugins.GROUP!r}):")
-    for name, plugin in sorted(plugins.plugins().items()):
-        print(f"  {name:16s} {plugin.summary}")
-    for name, why in sorted(plugins.broken().items()):
-        print(f"  {name:16s} BROKEN, skipped: {why}")
-    for family in ("fair-share", "auction"):
-        found = names(family)
+    for name in sorted(set(plugins.plugins()) | set(broken)):
+        if name in broken:
+            print(f"  {name:16s} BROKEN, skipped: {broken[name]}")
+        else:
+            print(f"  {name:16s} {plugins.plugins()[name].summary}")
+        for why in clashes.get(name, ()):
+            print(f"  {'':16s} NAME CLASH: {why}")
+    for family, found in by_family.items():
         if not found:
             continue
         print(f"{family} mechanisms:")
         for name in found:
             info = get(name)
             flag = " [claims truthful]" if info.claims_truthful else ""
+            flag += f" [plugin {info.plugin}, BROKEN]" if info.plugin in broken else ""
             print(f"  {name:16s} {info.summary}{flag}")
     from analysis.learn import learning_names
     from analysis.studies import study_names

@@ -16,8 +16,13 @@ package adds one the same way::
 
 Nothing is imported from a string a user typed: the module names come from installed packages'
 metadata (or from :func:`add_plugin`). A plugin whose entry point or modules fail to import is
-skipped with a warning and listed by :func:`broken` (``marketsim list`` prints it), so one broken
-package never takes the framework down.
+skipped with a warning (once per process) and listed by :func:`broken` (``marketsim list`` marks it
+``BROKEN``), so one broken package never takes the framework down.
+
+Names are unique. marketsim's own modules (``market.*``) are always imported before any third-party
+module, so a built-in mechanism keeps its name: a plugin mechanism registered under a name that is
+already taken is not registered, and the clash is warned about and listed by :func:`clashes` (as is
+a plugin named like a mechanism of another paper, e.g. a plugin ``drf``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,19 @@ from typing import Any
 
 from market.errors import InputError
 
-__all__ = ["GROUP", "Plugin", "plugins", "add_plugin", "broken", "modules", "import_modules"]
+__all__ = [
+    "GROUP",
+    "Plugin",
+    "plugins",
+    "add_plugin",
+    "broken",
+    "clashes",
+    "note_clash",
+    "importing",
+    "is_builtin_module",
+    "modules",
+    "import_modules",
+]
 
 #: the entry-point group every plugin is published under
 GROUP = "marketsim.mechanisms"
@@ -84,6 +101,8 @@ _PLUGINS: dict[str, Plugin] | None = None
 _EXTRA: dict[str, Plugin] = {}
 _BROKEN: dict[str, str] = {}
 _IMPORTED: set[str] = set()
+_CLASHES: dict[str, list[str]] = {}
+_CURRENT: list[str] = []
 
 
 def _discover() -> dict[str, Plugin]:
@@ -110,7 +129,33 @@ def _discover() -> dict[str, Plugin]:
 
 def _mark_broken(name: str, why: str) -> None:
     _BROKEN[name] = why
-    warnings.warn(f"marketsim plugin {name!r} skipped: {why}", RuntimeWarning, stacklevel=3)
+    warnings.warn(f"marketsim plugin {name!r} skipped: {why} (see `marketsim list`)", RuntimeWarning, stacklevel=3)
+
+
+def is_builtin_module(mod: str) -> bool:
+    """Whether ``mod`` is one of marketsim's own modules (``market.*``)."""
+    return mod == "market" or mod.startswith("market.")
+
+
+def importing() -> str | None:
+    """The plugin whose module is being imported right now by :func:`import_modules` (``None``
+    outside such an import, e.g. a module imported directly by a test)."""
+    return _CURRENT[-1] if _CURRENT else None
+
+
+def note_clash(plugin: str, why: str) -> None:
+    """Record (and warn once about) a name clash of ``plugin``; listed by :func:`clashes`."""
+    seen = _CLASHES.setdefault(plugin, [])
+    if why not in seen:
+        seen.append(why)
+        warnings.warn(f"marketsim plugin {plugin!r}: {why}", RuntimeWarning, stacklevel=3)
+
+
+def clashes() -> dict[str, list[str]]:
+    """Name clashes found so far, by plugin: mechanism names already taken (the plugin's mechanism
+    was not registered) and plugin names equal to another paper's mechanism name. Complete once every
+    family has been loaded (``market.registry.names()``)."""
+    return {k: list(v) for k, v in _CLASHES.items()}
 
 
 def plugins() -> dict[str, Plugin]:
@@ -145,9 +190,10 @@ def broken() -> dict[str, str]:
     return dict(_BROKEN)
 
 
-def modules(kind: str, family: str | None = None) -> list[tuple[str, str]]:
+def modules(kind: str, family: str | None = None, *, builtin: bool | None = None) -> list[tuple[str, str]]:
     """``(plugin, module)`` pairs of ``kind`` (``"mechanisms"`` of ``family``, ``"claims"``,
-    ``"market"`` or ``"studies"``) over every plugin, in plugin-name order."""
+    ``"market"`` or ``"studies"``) over every plugin, in plugin-name order; ``builtin`` keeps only
+    marketsim's own modules (True) or only third-party ones (False)."""
     out: list[tuple[str, str]] = []
     for name, p in sorted(plugins().items()):
         if kind == "mechanisms":
@@ -161,6 +207,8 @@ def modules(kind: str, family: str | None = None) -> list[tuple[str, str]]:
                 out.append((name, mod))
         else:
             raise InputError("kind", kind, "must be 'mechanisms', 'claims', 'market' or 'studies'")
+    if builtin is not None:
+        out = [(p, m) for p, m in out if is_builtin_module(m) == builtin]
     return out
 
 
@@ -170,11 +218,14 @@ def import_modules(pairs: Sequence[tuple[str, str]]) -> None:
     for plugin, mod in pairs:
         if mod in _IMPORTED or plugin in _BROKEN:
             continue
+        _CURRENT.append(plugin)
         try:
             importlib.import_module(mod)
         except Exception as exc:
-            if mod.startswith("market."):
+            if is_builtin_module(mod):
                 raise
             _mark_broken(plugin, f"module {mod!r} failed to import: {type(exc).__name__}: {exc}")
             continue
+        finally:
+            _CURRENT.pop()
         _IMPORTED.add(mod)

@@ -21,7 +21,7 @@ from typing import Any
 
 from market.errors import InputError
 
-__all__ = ["MechanismInfo", "register", "get", "names", "FAMILIES"]
+__all__ = ["MechanismInfo", "register", "get", "names", "check_name_clashes", "FAMILIES"]
 
 FAMILIES = ("fair-share", "auction")
 
@@ -40,6 +40,7 @@ class MechanismInfo:
     paper: str = ""
     claims_truthful: bool = False
     screen: Callable[..., Any] | None = None
+    plugin: str = ""
 
 
 def register(
@@ -55,41 +56,86 @@ def register(
     ``screen`` (fair-share only, optional): ``screen(W, m, weights, caps, options) -> resolver | None``
     builds a fast misreport screen for one TRUE instance (``W`` rows normalised by column 0); the
     resolver's ``allocation(agent, row) -> X`` (n, k) must equal ``fn`` with ``agent``'s row replaced
-    by ``row``. The auditor screens with it and confirms every family's best with ``fn``."""
+    by ``row``. The auditor screens with it and confirms every family's best with ``fn``.
+
+    Names are unique across families. When a plugin's module (imported by :mod:`market.plugins`)
+    registers a name that is already taken, the mechanism is NOT registered: the clash is warned
+    about and listed by :func:`market.plugins.clashes` (marketsim's own modules are imported first,
+    so built-in names always win). Registering a taken name outside a plugin import raises
+    :class:`InputError`."""
     if family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
+    from market import plugins
+
+    owner = plugins.importing() or ""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise InputError("mechanism name", name, "is already registered")
-        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful, screen)
+        old = _REGISTRY.get(name)
+        if old is not None and old.fn is not fn:
+            if owner and owner != old.plugin and not plugins.is_builtin_module(getattr(fn, "__module__", "") or ""):
+                by = f"plugin {old.plugin!r}" if old.plugin else "marketsim"
+                plugins.note_clash(
+                    owner, f"mechanism name {name!r} is already registered by {by} ({old.family}); "
+                    f"the plugin's {family} mechanism {name!r} is ignored: rename it"
+                )  # fmt: skip
+                return fn
+            raise InputError("mechanism name", name, f"is already registered ({old.family}, paper {old.paper!r})")
+        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful, screen, owner)
         return fn
 
     return deco
 
 
-def _load(family: str | None = None) -> None:
+def _load(family: str | None = None, *, builtin_only: bool = False) -> None:
     """Import the plugin modules of ``family`` (``None``: every family); each module once.
-    Families are imported lazily so a fair-share run never pays for the auction papers."""
+    marketsim's own modules of the family come first; before any third-party module, marketsim's
+    own modules of EVERY family are imported, so a built-in name always wins a clash whatever the
+    order of lookups. ``builtin_only`` stops after marketsim's own modules of ``family``. Families
+    are imported lazily so a fair-share run never pays for the auction papers (unless a third-party
+    plugin has to be imported)."""
     if family is not None and family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
     from market import plugins
 
-    plugins.import_modules(plugins.modules("mechanisms", family))
+    plugins.import_modules(plugins.modules("mechanisms", family, builtin=True))
+    if builtin_only:
+        return
+    third = plugins.modules("mechanisms", family, builtin=False)
+    if third:
+        plugins.import_modules(plugins.modules("mechanisms", None, builtin=True))
+        plugins.import_modules(third)
+
+
+def check_name_clashes() -> dict[str, list[str]]:
+    """Import every family and return :func:`market.plugins.clashes`, after recording plugins named
+    like a mechanism of another paper (e.g. a plugin ``drf``: ``--paper drf`` and ``--mechanism drf``
+    would name different things)."""
+    from market import plugins
+
+    _load(None)
+    for pname in plugins.plugins():
+        info = _REGISTRY.get(pname)
+        if info is not None and pname not in info.paper.split(",") and info.plugin != pname:
+            plugins.note_clash(
+                pname, f"plugin name {pname!r} is also the name of the {info.family} mechanism {pname!r} "
+                f"(paper {info.paper!r}); rename the plugin"
+            )  # fmt: skip
+    return plugins.clashes()
 
 
 def get(name: str, family: str | None = None) -> MechanismInfo:
     """The mechanism registered as ``name``; a clear :class:`InputError` listing the known names
-    otherwise (restricted to ``family`` when given). Families are imported one at a time until
-    ``name`` is found."""
+    otherwise (restricted to ``family`` when given). marketsim's own families are imported one at a
+    time until ``name`` is found; third-party plugins only when it is not a built-in name."""
     info = _REGISTRY.get(name)
     for fam in FAMILIES if family is None else (family,):
         if info is not None:
             break
-        _load(fam)
+        _load(fam, builtin_only=True)
         info = _REGISTRY.get(name)
     if info is None:
         _load(family)
+        info = _REGISTRY.get(name)
     if info is None or (family is not None and info.family != family):
         kind = f"{family} " if family else ""
         raise InputError("mechanism", name, f"must be a registered {kind}mechanism (known: {', '.join(names(family))})")

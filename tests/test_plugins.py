@@ -138,7 +138,9 @@ def test_broken_plugin_is_skipped_and_reported(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "badplug" in r.stdout and "BROKEN" in r.stdout and "no such dependency: foo" in r.stdout
     assert "maxmin" in r.stdout  # the framework still works
-    assert "skipped" in r.stderr  # the warning
+    assert "skipped" not in r.stderr  # `list` shows it as BROKEN instead of warning as well
+    r2 = _run("from market import plugins; plugins.plugins()", path)
+    assert "marketsim plugin 'badplug' skipped" in r2.stderr  # elsewhere: one warning
 
 
 def test_entry_point_that_is_not_a_plugin(tmp_path: Path) -> None:
@@ -204,3 +206,75 @@ def test_add_plugin_rejects_a_clash() -> None:
         plugins.add_plugin(Plugin(name="oef", summary="impostor"))
     with pytest.raises(InputError, match="must be a market.plugins.Plugin"):
         plugins.add_plugin("oef")  # type: ignore[arg-type]
+
+
+def test_list_marks_a_plugin_broken_when_its_mechanism_module_fails(tmp_path: Path) -> None:
+    files = dict(UNIFORM)
+    files["uniplug/mech.py"] = "raise RuntimeError('mechanism module exploded')\n"
+    path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
+    r = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("uniplug "))
+    assert "BROKEN" in line and "mechanism module exploded" in line
+    assert "Uniform test plugin" not in r.stdout  # listed once, as broken, not with its summary
+    assert "maxmin" in r.stdout and "skipped" not in r.stderr  # listed, not warned about as well
+    # a later command that looks up a built-in mechanism does not import (nor warn about) the plugin
+    r2 = _run("from market import registry; print(registry.get('maxmin').family)", path)
+    assert r2.returncode == 0, r2.stderr
+    assert r2.stdout.strip() == "fair-share" and "uniplug" not in r2.stderr
+
+
+CLASH = {
+    "clashplug/__init__.py": "",
+    "clashplug/plugin.py": """
+        from market.plugins import Plugin
+        PLUGIN = Plugin(name="drf", summary="Clashing test plugin", mechanisms={"fair-share": ("clashplug.mech",)})
+    """,
+    "clashplug/mech.py": """
+        import numpy as np
+        from market.allocation import Allocation
+        from market.registry import register
+
+        def _split(W, m, *, weights=None, caps=None, **options):
+            W = np.asarray(W, float)
+            X = np.tile(np.asarray(m, float) / W.shape[0], (W.shape[0], 1))
+            return Allocation(X, "x", float((W * X).sum()))
+
+        register("drf", "fair-share", "clashes with the OASiS baseline")(_split)
+        register("maxmin", "fair-share", "clashes with OEF's max-min")(lambda W, m, **kw: _split(W, m))
+        register("clash-ok", "fair-share", "a fresh name")(lambda W, m, **kw: _split(W, m))
+    """,
+}
+
+
+def test_name_clashes_are_warned_listed_and_builtins_win(tmp_path: Path) -> None:
+    path = _fake_dist(tmp_path, "clashplug", "drf = clashplug.plugin:PLUGIN", CLASH)
+    r = _run(
+        """
+        import json
+        from market import registry
+        # the plugin's fair-share family is looked up first: the built-in auction 'drf' must still win
+        fresh = registry.get("clash-ok").plugin
+        print(json.dumps({"drf": registry.get("drf").family, "maxmin": registry.get("maxmin").fn.__module__,
+                          "fresh": fresh, "clashes": registry.check_name_clashes()}))
+        """,
+        path,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["drf"] == "auction" and out["maxmin"].startswith("market.") and out["fresh"] == "drf"
+    msgs = " ".join(out["clashes"]["drf"])
+    assert "mechanism name 'drf' is already registered" in msgs and "'maxmin'" in msgs
+    assert "plugin name 'drf' is also the name of the auction mechanism" in msgs
+    assert "mechanism name 'maxmin' is already registered" in r.stderr  # warned
+    cli = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.count("NAME CLASH") == 3 and "clash-ok" in cli.stdout
+
+
+def test_register_outside_a_plugin_still_rejects_a_taken_name() -> None:
+    from market.registry import get, register
+
+    get("maxmin")
+    with pytest.raises(InputError, match="already registered"):
+        register("maxmin", "fair-share", "impostor")(lambda W, m, **kw: None)
