@@ -37,6 +37,8 @@ __all__ = [
     "register_instance_builder",
     "build_case",
     "audit_case",
+    "agent_summary",
+    "format_relative_gain",
     "regret_frame",
     "gain_curve_frame",
     "plot_regret",
@@ -126,20 +128,7 @@ def audit_case(case: AuditCase, seed: int = 0, config: AuditConfig | None = None
     ``agent, truthful_utility, best_gain, relative_gain, witness`` (+ family and report of the best
     lie), and ``violations`` including ``strategyproofness`` (the largest best gain)."""
     results: list[AuditResult] = audit_all(case.target, config=config, rng=check_int("--seed", seed, minimum=0))
-    agents = [
-        {
-            "agent": _json(r.agent),
-            "truthful_utility": r.truthful_utility,
-            "best_gain": r.best_gain,
-            "relative_gain": _finite_or_str(r.relative_gain),
-            "witness": _json(r.witness),
-            "witness_family": r.witness_family,
-            "witness_report": _json(r.witness_report),
-            "at_limit": r.at_limit,
-            "violated": r.violated,
-        }
-        for r in results
-    ]
+    agents = [agent_summary(r) for r in results]
     violations = {"strategyproofness": max((r.best_gain for r in results), default=0.0), **case.violations}
     return {
         "mechanism": getattr(case.target, "name", ""),
@@ -152,14 +141,50 @@ def audit_case(case: AuditCase, seed: int = 0, config: AuditConfig | None = None
     }
 
 
+#: the note attached to an audit row whose relative gain is undefined (null in JSON)
+ZERO_TRUTHFUL_NOTE = "truthful utility is 0: the relative gain is undefined (null); best_gain is the absolute gain"
+#: the note attached to an audit row whose best lie sits at a dimension's hard limit
+AT_LIMIT_NOTE = (
+    "the best lie sits at a dimension's hard limit (by default its search bound): the gain may keep growing "
+    "at or past that limit, so best_gain is a lower bound on the supremum, not a maximum attained inside"
+)
+
+
+def agent_summary(r: AuditResult) -> dict[str, Any]:
+    """JSON-ready summary of one agent's audit, the same fields for every family (fair-share and
+    auction): ``agent, truthful_utility, best_gain, relative_gain, witness, witness_family,
+    witness_report, at_limit, violated`` and ``notes`` (a list of sentences, empty when nothing needs
+    saying). ``relative_gain`` is ``None`` when the truthful utility is 0 (a gain from nothing is
+    not a ratio); ``at_limit`` (see :class:`market.audit.AuditResult`) adds :data:`AT_LIMIT_NOTE`."""
+    rel = r.relative_gain if np.isfinite(r.relative_gain) else None
+    notes = []
+    if rel is None:
+        notes.append(ZERO_TRUTHFUL_NOTE)
+    if r.at_limit:
+        notes.append(AT_LIMIT_NOTE)
+    return {
+        "agent": _json(r.agent),
+        "truthful_utility": r.truthful_utility,
+        "best_gain": r.best_gain,
+        "relative_gain": rel,
+        "witness": _json(r.witness),
+        "witness_family": r.witness_family,
+        "witness_report": _json(r.witness_report),
+        "at_limit": bool(r.at_limit),
+        "violated": bool(r.violated),
+        "notes": notes,
+    }
+
+
+def format_relative_gain(rel: float | None) -> str:
+    """Text form of a relative gain: ``+12.34%``, or ``n/a (truthful 0)`` when it is undefined."""
+    return "n/a (truthful 0)" if rel is None or not np.isfinite(rel) else f"{100 * rel:+.2f}%"
+
+
 def _json(x: Any) -> Any:
     from market.audit.search import jsonable
 
     return jsonable(x)
-
-
-def _finite_or_str(x: float) -> float | str:
-    return x if np.isfinite(x) else str(x)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -408,6 +408,7 @@ def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
 
 def _audit_auction(args: argparse.Namespace) -> int:
     """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
+    from analysis.audit_report import agent_summary, format_relative_gain
     from analysis.studies import build_market, load_study, study_names
     from market.audit.online import OnlineAuctionTarget
     from market.audit.search import audit_all, jsonable
@@ -434,18 +435,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
         bidders = [int(b) for b in vals]
     target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
     results = audit_all(target, rng=args.seed)
-    agents = [
-        {
-            "agent": r.agent,
-            "truthful_utility": r.truthful_utility,
-            "best_gain": r.best_gain,
-            "relative_gain": r.relative_gain,
-            "witness": r.witness,
-            "witness_family": r.witness_family,
-            "violated": r.violated,
-        }
-        for r in results
-    ]
+    agents = [agent_summary(r) for r in results]  # the same fields as the fair-share audit
     out = {
         "mechanism": args.mechanism,
         "study": study.name,
@@ -476,13 +466,15 @@ def _audit_auction(args: argparse.Namespace) -> int:
     head = ["bidder", "truthful surplus", "best gain", "relative gain", "witness"]
     rows = []
     for a in agents:
-        rel = a["relative_gain"]
-        rel_s = f"{100 * rel:+.2f}%" if isinstance(rel, float) and np.isfinite(rel) else str(rel)
         wit = json.dumps(jsonable(a["witness"]), separators=(",", ":")) if a["witness"] is not None else "-"
+        if a["at_limit"]:
+            wit += " (at the limit)"
+        rel_s = format_relative_gain(a["relative_gain"])
         rows.append([str(a["agent"]), f"{a['truthful_utility']:.6g}", f"{a['best_gain']:.6g}", rel_s, wit])
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
+    _print_audit_notes(agents)
     print("property violations (max over bidders; 0 = holds):")
     for prop, v in out["violations"].items():
         print(f"  {prop:24s} {v:.6g}")
@@ -545,9 +537,16 @@ def _positive_matrix(field: str, text: str) -> np.ndarray:
     return W
 
 
+def _print_audit_notes(agents: Sequence[dict]) -> None:
+    """One line per distinct note of the audited agents (zero truthful utility, lie at a limit)."""
+    notes = list(dict.fromkeys(n for a in agents for n in a.get("notes", ())))
+    for note in notes:
+        print(f"note: {note}")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
-    from analysis.audit_report import AuditRequest, audit_case, build_case
+    from analysis.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
     from market.registry import get, names
 
     try:
@@ -600,18 +599,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     head = ["agent", "truthful utility", "best gain", "relative gain", "witness"]
     rows = []
     for a in out["agents"]:
-        rel = a["relative_gain"]
-        rel_s = f"{100 * rel:+.2f}%" if isinstance(rel, float) else str(rel)
+        rel_s = format_relative_gain(a["relative_gain"])
         wit = json.dumps(a["witness"], separators=(",", ":")) if a["witness"] is not None else "-"
-        if a.get("at_limit"):
-            wit += " (at the input limit: a supremum)"
+        if a["at_limit"]:
+            wit += " (at the limit)"
         rows.append([str(a["agent"]), f"{a['truthful_utility']:.6g}", f"{a['best_gain']:.6g}", rel_s, wit])
     widths = [max(len(r[c]) for r in [head, *rows]) for c in range(len(head))]
     for r in [head, *rows]:
         print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
-    if any(a.get("at_limit") for a in out["agents"]):
-        print("(at the input limit: the gain grows as that report approaches the validator's bound; the value shown "
-              "is the bound's, the supremum is not attained by any admissible report)")  # fmt: skip
+    _print_audit_notes(out["agents"])
     print("property violations (max over agents/resources; 0 = holds):")
     for prop, v in out["violations"].items():
         print(f"  {prop:20s} {v:.6g}")

@@ -44,6 +44,7 @@ class IncentiveChecks:
 
     def assert_strategyproof(self, mechanism: str | Callable[..., Any], instances: Any, **kw: Any) -> Any:
         """:func:`market.testing.assert_strategyproof` with this run's budget (overridable)."""
+        __tracebackhide__ = True  # pytest: show the violation, not this library's source
         kw.setdefault("budget", self.budget)
         return self._mt.assert_strategyproof(mechanism, instances, **kw)
 

@@ -13,6 +13,7 @@ import pytest
 from market import registry
 from market.audit.fairshare import FairShareTarget
 from market.audit.search import AuditConfig, audit
+from market.audit.target import BaseTarget, Dimension
 from market.oef.validate import validate_inputs
 
 W2 = [[1.0, 2.0], [1.0, 5.0]]
@@ -68,3 +69,60 @@ def test_no_proposed_report_leaves_what_the_validator_accepts() -> None:
     Wn = np.vstack(seen)
     assert Wn.min() >= 1e-4 * (1 - 1e-9) and Wn.max() <= 1e4 * (1 + 1e-9)
     assert Wn.min() < 0.01  # the tails really went far below the old box
+
+
+class _Shading(BaseTarget):
+    """A pay-your-bid bidder worth 1 facing a reserve ``r``: reporting ``s`` (a factor on its value)
+    wins iff ``s >= r`` and pays ``s``; true surplus ``1 - s``. The hand supremum is ``1 - r``, at
+    ``s -> r``. The value_scale dimension's hard limit is its search bound 0.1 (the default)."""
+
+    def __init__(self, reserve: float) -> None:
+        super().__init__(name="shading")
+        self.reserve = reserve
+
+    def agents(self) -> list[int]:
+        return [0]
+
+    def dimensions(self, agent: object) -> list[Dimension]:
+        return [Dimension("value_scale", lower=0.1, upper=4.0),
+                Dimension("delay", kind="value", lower=0, upper=3, truth=0, integer=True)]  # fmt: skip
+
+    def report(self, agent: object, params: dict) -> float:
+        return float(params.get("value_scale", 1.0))
+
+    def outcome(self, agent: object, report: float) -> float:
+        return report
+
+    def utility(self, agent: object, outcome: float) -> float:
+        return 1.0 - outcome if outcome >= self.reserve else 0.0
+
+
+def test_at_limit_when_the_hard_limit_is_the_search_bound() -> None:
+    # reserve 0.058 lies below the bound 0.1: the best searched lie is the bound itself, gain 0.9,
+    # while the supremum 0.942 lies beyond it; the result must say so
+    r = audit(_Shading(0.058), 0)
+    assert r.witness["value_scale"] == pytest.approx(0.1) and r.best_gain == pytest.approx(0.9)
+    assert r.at_limit and r.families["DOWN_value_scale"].at_limit
+    # reserve 0.3 inside the box: the best lie is found inside, not at the limit (and the other
+    # dimension, truthful at its own limit 0, does not count)
+    inner = audit(_Shading(0.3), 0)
+    assert inner.best_gain == pytest.approx(0.7, abs=1e-3) and inner.witness["value_scale"] > 0.29
+    assert not inner.at_limit
+
+
+def test_zero_truthful_utility_gives_a_null_relative_gain_with_a_note() -> None:
+    import json
+
+    from analysis.audit_report import ZERO_TRUTHFUL_NOTE, agent_summary, format_relative_gain
+
+    class _Zero(_Shading):
+        def utility(self, agent: object, outcome: float) -> float:
+            return max(0.0, 1.0 - outcome) if outcome < 1.0 else 0.0  # truthful surplus exactly 0
+
+    r = audit(_Zero(0.0), 0)
+    assert r.truthful_utility == 0.0 and r.best_gain > 0.5
+    row = agent_summary(r)
+    assert row["relative_gain"] is None and ZERO_TRUTHFUL_NOTE in row["notes"]
+    assert '"relative_gain": null' in json.dumps(row) and "inf" not in json.dumps(row)
+    assert format_relative_gain(row["relative_gain"]) == "n/a (truthful 0)"
+    assert r.to_dict()["relative_gain"] is None

@@ -50,6 +50,26 @@ def test_audit_json_matches_the_auditor(capsys: pytest.CaptureFixture[str]) -> N
     assert doc["agents"][0]["truthful_utility"] == pytest.approx(doc["agents"][1]["truthful_utility"])
 
 
+def test_auction_audit_json_has_the_fair_share_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    from analysis.audit_report import AT_LIMIT_NOTE, ZERO_TRUTHFUL_NOTE
+
+    _, fs_out, _ = _run(capsys, ["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--json"])
+    fields = set(json.loads(fs_out)["agents"][0])
+    assert {"at_limit", "witness_report", "notes"} <= fields
+    code, out, _ = _run(capsys, ["audit", "--mechanism", "pay-your-bid", "--bidders", "2,4", "--json"])
+    assert code == 0
+    doc = json.loads(out)
+    for a in doc["agents"]:
+        assert set(a) == fields, set(a) ^ fields
+        # the control study's bidders pay their posted cost: truthful surplus 0, so a gain is not a ratio
+        assert a["truthful_utility"] == 0.0 and a["best_gain"] > 0
+        assert a["relative_gain"] is None and ZERO_TRUTHFUL_NOTE in a["notes"]
+        assert a["at_limit"] == (AT_LIMIT_NOTE in a["notes"])
+    assert "inf" not in out
+    code, text, _ = _run(capsys, ["audit", "--mechanism", "pay-your-bid", "--bidders", "2"])
+    assert code == 0 and "n/a (truthful 0)" in text and "inf" not in text and "note: truthful utility is 0" in text
+
+
 def test_audit_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(
         capsys, ["audit", "--mechanism", "max-throughput", "--speedups", "1,2;1,5", "--capacity", "2,1"]

@@ -210,6 +210,30 @@ def test_pytest_plugin_prints_a_shrunk_witness(pytester: pytest.Pytester) -> Non
     assert "m=[1.0, 1.0]" in out
 
 
+def test_failing_assertion_hides_the_library_source(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_fail="""
+from market.testing import assert_envy_free, assert_strategyproof
+
+def test_direct():
+    assert_strategyproof("max-throughput", [([[1, 1], [1, 1]], [1, 1])])
+
+def test_fixture(incentive):
+    incentive.assert_strategyproof("max-throughput", [([[1, 1], [1, 1]], [1, 1])])
+
+def test_envy():
+    assert_envy_free("max-throughput", [([[1, 2], [1, 5]], [1, 1])])
+""")
+    r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::FutureWarning")
+    r.assert_outcomes(failed=3)
+    out = r.stdout.str()
+    assert out.count("is not strategy-proof") >= 2 and "is not envy-free" in out
+    # the traceback stops at the user's call: no line of market/testing or the pytest plugin
+    assert "raise IncentiveViolation" not in out and "market/testing/__init__.py" not in out
+    assert "market/pytest_plugin.py" not in out
+    failures = out.split("= FAILURES =", 1)[1].split("short test summary")[0]
+    assert len(failures.splitlines()) < 60, failures  # three short reports, not ~70 lines each
+
+
 def test_pytest_plugin_budget_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_b="def test_b(incentive):\n    assert incentive.budget == 'thorough'\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--marketsim-budget", "thorough").assert_outcomes(passed=1)

@@ -117,10 +117,13 @@ class AuditResult:
     """Outcome of :func:`audit` for one deviating agent.
 
     ``best_gain`` = best true utility found minus ``truthful_utility`` (absolute, >= 0 because the
-    truthful report is evaluated); ``relative_gain`` = ``best_gain / |truthful_utility|`` (``inf`` when that is 0).
+    truthful report is evaluated); ``relative_gain`` = ``best_gain / |truthful_utility|`` (``inf`` when
+    that is 0 and the gain positive; :meth:`to_dict` writes ``None`` then).
     ``witness`` is the parameter dict (or probe label) of the best lie, ``witness_report`` the report
-    itself; ``at_limit`` says the best lie sits at a dimension's hard limit, i.e. the gain is a
-    supremum approached as the report goes to the limit rather than one attained inside.
+    itself; ``at_limit`` says the best lie sits at a dimension's hard limit (``limit_lower`` /
+    ``limit_upper``, which default to the search bounds): the gain may keep growing as the report
+    goes to or past that limit, so it is a lower bound on the supremum rather than a maximum
+    attained inside the searched range.
     ``families`` holds the best per family; ``in_scope_gain`` is the best over the paper's
     stated scope. ``evaluations`` counts mechanism runs, ``points`` all misreports scored (incl.
     cache hits).
@@ -171,7 +174,7 @@ class AuditResult:
             "agent": jsonable(self.agent),
             "truthful_utility": self.truthful_utility,
             "best_gain": self.best_gain,
-            "relative_gain": self.relative_gain,
+            "relative_gain": self.relative_gain if math.isfinite(self.relative_gain) else None,
             "violated": self.violated,
             "tol": self.tol,
             "witness": jsonable(self.witness),
@@ -466,11 +469,7 @@ def audit(
                             fb.gain, fb.params, fb.report = g, params, rep
 
     for fb in s.families.values():
-        fb.at_limit = fb.params is not None and any(
-            d.limit_lower < d.lower and np.isclose(fb.params[d.name], d.limit_lower, rtol=1e-9, atol=0)
-            or d.limit_upper > d.upper and np.isclose(fb.params[d.name], d.limit_upper, rtol=1e-9, atol=0)
-            for d in all_dims
-        )
+        fb.at_limit = fb.params is not None and any(_at_limit(d, fb.params[d.name]) for d in all_dims)
     best = max(s.families.values(), key=lambda fb: fb.gain, default=None)
     if best is None or best.gain <= 0:
         gain, witness, wrep, wfam = 0.0, None, None, None
@@ -493,6 +492,15 @@ def audit(
         families=s.families,
         at_limit=bool(best is not None and best.gain > 0 and best.at_limit),
     )
+
+
+def _at_limit(d: Dimension, value: float) -> bool:
+    """Whether a misreported ``value`` of ``d`` sits at one of its hard limits (the edge of what the
+    auditor may search), whether or not the limit equals the search bound (the default)."""
+    if d.side(float(value)) == 0:
+        return False  # truthful in this dimension, even when the truth is itself a limit
+    return any(np.isclose(value, lim, rtol=1e-9, atol=1e-12) and not np.isclose(lim, d.truth, rtol=1e-12, atol=0)
+               for lim in (d.limit_lower, d.limit_upper))  # fmt: skip
 
 
 def _edge_walk(s: _Search, i: int, d: Dimension, fb: FamilyBest, sign: int, z0: np.ndarray, steps: int) -> None:

@@ -92,6 +92,8 @@ class IncentiveViolation(AssertionError):
 
 
 def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, dict):
@@ -178,6 +180,7 @@ def assert_strategyproof(
     :class:`AuditConfig`). A gain above ``rel_tol × max(1, |truthful utility|)`` (TRUE utility
     units: normalised throughput, or currency) raises :class:`IncentiveViolation` with the lie,
     both utilities and the gain. Returns every :class:`AuditResult` when none violates."""
+    __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name, family = _family(mechanism)
     cfg = _config(budget, direction)
     cfg = replace(cfg, rel_tol=float(rel_tol))
@@ -215,7 +218,7 @@ def assert_strategyproof(
                         "truthful_utility": float(res.truthful_utility),
                         "lying_utility": float(res.truthful_utility + res.best_gain),
                         "gain": float(res.best_gain),
-                        "relative_gain": float(res.relative_gain),
+                        "relative_gain": float(res.relative_gain) if np.isfinite(res.relative_gain) else None,
                         "at_limit": bool(res.at_limit),
                     },
                 )
@@ -239,6 +242,7 @@ def assert_envy_free(mechanism: str | Callable[..., Any], instances: Any, *, tol
     """Fair share, truthful reports: no tenant prefers another's (weight-scaled) bundle under its
     TRUE speedups by more than ``tol × max(1, its throughput)`` (normalised throughput units).
     Returns the max envy per instance."""
+    __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "envy-freeness is a fair-share property")
     from market.oef.properties import envy, envy_matrix
 
@@ -261,6 +265,7 @@ def assert_sharing_incentive(mechanism: str | Callable[..., Any], instances: Any
     """Fair share, truthful reports: every tenant gets at least the TRUE throughput of its
     (weighted) equal split of every GPU type, ``(pi_l / sum pi) W_l . m``, up to
     ``tol × max(1, threshold)``. Returns the max shortfall per instance."""
+    __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "sharing incentive is a fair-share property")
     from market.oef.properties import si_threshold
 
@@ -289,6 +294,7 @@ def assert_individually_rational(mechanism: str, instances: Any, *, tol: float =
     currency) is at least ``-tol × max(1, its payment)``. Fair-share allocators have no payments
     (their participation guarantee is :func:`assert_sharing_incentive`). Returns the worst surplus
     per instance."""
+    __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "auction", "fair-share allocators have no payments: use assert_sharing_incentive")
     from market.auction.market import decisions_by_id
 
@@ -315,6 +321,7 @@ def assert_budget_balanced(mechanism: str, instances: Any, *, mode: str = "weak"
     deficit, ``sum incomes <= sum payments``; ``mode="exact"``: equal. Tolerance
     ``tol × max(1, sum payments)`` (currency). Returns the residual ``sum payments - sum incomes``
     per instance."""
+    __tracebackhide__ = True  # pytest: show the violation, not this library's source
     check_choice("mode", mode, ("weak", "exact"))
     name = _require(mechanism, "auction", "fair-share allocators have no payments to balance")
     out = []
