@@ -153,16 +153,37 @@ ZERO_PAYOFF_MARKET = {"seed": 390790834, "params": {"jobs": 10, "T": 20, "H": 4,
                       "minibatches_max": 100, "n_calib": 300}}  # fmt: skip
 
 
-def test_c_o5b_float_noise_rejection_is_not_a_violation() -> None:
+def test_c_o5b_tolerance_rejection_is_a_violation() -> None:
     """Job 0 arrives late; its sigmoid value has decayed to 6.6e-10 (peak 19.46) by the earliest
-    completion, so its best payoff is zero at float precision; the 1e-9 absolute guard rejects it."""
+    completion and the empty cluster's price is ~4e-45, so its best payoff μ = 6.6e-10 is positive far
+    beyond float noise; OASiS's 1e-9·max(1, f̂) admission guard rejects it. The claim's zero-payoff
+    threshold sits below the admission threshold, so this tolerance rejection counts."""
     from market.oasis.claims import _empty_rejections, _market
 
     m = _market(ZERO_PAYOFF_MARKET)
     q = m.true_request(0)
     zero: list = []
-    assert _empty_rejections(m.cluster, [q], m.constants, zero) == []
-    assert len(zero) == 1 and 0 < zero[0][1] < 1e-9 * q.utility(1)
+    tol: list = []
+    bad = _empty_rejections(m.cluster, [q], m.constants, zero, tol)
+    assert [j for j, _ in bad] == [0] and zero == []
+    assert tol == bad and 1e-10 < tol[0][1] < 1e-9 < 1e-9 * q.utility(1)
+
+
+@pytest.mark.parametrize(("f_hat", "cost"), [(6.6e-10, 4e-45), (0.5, 0.4999), (19.46, 3.0), (1e6, 1e6 - 1.0)])
+def test_c_o5b_zero_threshold_is_below_the_admission_threshold(f_hat: float, cost: float) -> None:
+    import inspect
+    from types import SimpleNamespace
+
+    from market.oasis.claims import _zero_payoff_threshold
+    from market.oasis.mechanism import Oasis
+
+    admit_tol = inspect.signature(Oasis.__init__).parameters["admit_tol"].default
+    q = SimpleNamespace(arrival=0, utility=lambda n: f_hat)
+    res = SimpleNamespace(schedule=SimpleNamespace(completion=0), cost=cost, mu=f_hat - cost)
+    z = _zero_payoff_threshold(q, res)
+    assert 0 < z < admit_tol * max(1.0, f_hat)
+    assert res.mu > z  # every one of these payoffs is positive beyond float noise
+    assert _zero_payoff_threshold(q, SimpleNamespace(schedule=None, cost=0.0, mu=-1.0)) == float("inf")
 
 
 def test_c_o5b_reports_a_real_rejection(monkeypatch) -> None:
@@ -178,6 +199,11 @@ def test_c_o5b_reports_a_real_rejection(monkeypatch) -> None:
     assert c.verdict == "violated" and c.witness is not None and max(c.witness["mu"]) > 1e-3
 
 
-def test_c_o5b_holds_with_enough_instances() -> None:
+def test_c_o5b_counts_only_tolerance_rejections() -> None:
+    """Every violation the ledger finds is a rejection by OASiS's admission tolerance (the search
+    itself finds the schedule), and the detail says which thresholds are used."""
     (c,) = run_claims("oasis", ids=["C-O5b"])
-    assert c.verdict == "holds" and not c.weak and c.details["zero_payoff_rejections"] >= 0
+    assert c.verdict == "violated" and not c.weak
+    assert c.details["tolerance_rejections"] == sum(v["jobs_rejected"] for v in c.details["per_source"].values())
+    assert c.details["tolerance_rejections_max_mu"] < 1e-9
+    assert "below the admission threshold" in c.details["note"] and "admission tolerance" in c.reason
