@@ -71,12 +71,14 @@ def test_c6_structural_check_reports_the_gap_row(mechanism: str) -> None:
     assert measure("structural_noncontiguous", mechanism, W_GAP, M_GAP) == 1.0
 
 
-def test_c6_tie_breaking_vertex_is_not_a_violation() -> None:
-    """A non-contiguous vertex whose row can be made contiguous at another optimum."""
+def test_c6_slack_made_tie_is_not_an_alternative_optimum() -> None:
+    """Row 1 of the cooperative vertex uses types {0, 2}. This was once read as a tie: on a face with
+    slack 1e-9·|f*| the LP put s = 1.78e-7 > 1e-7 on type 1, but s shrinks in proportion to the slack
+    (1.8e-10 at 1e-12, 0 at 0): no other optimum exists, and the row is counted."""
     W = np.array([[1.0, 1.51, 1.87], [1.0, 1.33, 1.72]])
     m = np.array([3.0, 2.0, 3.0])
     assert measure("noncontiguous_rows", "oef-coop", W, m) == 1.0
-    assert measure("structural_noncontiguous", "oef-coop", W, m) == 0.0
+    assert measure("structural_noncontiguous", "oef-coop", W, m) == 1.0
 
 
 def test_c6_ledger_row_is_violated_with_a_witness_and_split_by_generator() -> None:
@@ -207,3 +209,43 @@ def test_c_o5b_counts_only_tolerance_rejections() -> None:
     assert c.details["tolerance_rejections"] == sum(v["jobs_rejected"] for v in c.details["per_source"].values())
     assert c.details["tolerance_rejections_max_mu"] < 1e-9
     assert "below the admission threshold" in c.details["note"] and "admission tolerance" in c.reason
+
+
+C6_W = np.array([[1.0, 1.5019, 1.6983], [1.0, 1.4480, 2.0830]])
+C6_M = np.array([2.0, 2.0, 1.0])
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_c6_counts_a_unique_noncontiguous_optimum(scale: float) -> None:
+    """The ledger's own unrestricted non-cooperative instance: the optimum is unique and row 1 uses
+    GPU types 0 and 2 only. With a fixed face slack 1e-9·|f*| against a fixed threshold 1e-7 the
+    slack alone let the face LP put s = 1.3e-7 on type 1 and the row passed as contiguous."""
+    from market.oef.claims import _no_contiguous_optimum, _p_structural
+
+    m = C6_M * scale
+    a = registry.get("oef-noncoop").fn(C6_W, m)
+    assert a.X[1, 1] == pytest.approx(0.0, abs=1e-9) and a.X[1, 0] > 0.1 and a.X[1, 2] > 0.1
+    assert _no_contiguous_optimum("oef-noncoop", C6_W, m, a.X, 1)
+    assert _p_structural(a, C6_W, m, None, mechanism="oef-noncoop") == 1.0
+
+
+def test_c6_tied_optimum_with_a_contiguous_alternative_is_not_counted() -> None:
+    """Identical rows: every equal-throughput split is optimal; row 0 of X uses types {0, 2}, but
+    X' = [[1, 1, 0], [0, 0, 1]] (both rows at throughput 3) is optimal and contiguous."""
+    from market.oef.claims import _no_contiguous_optimum
+
+    W = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    X = np.array([[1.0, 0.0, 2 / 3], [0.0, 1.0, 1 / 3]])
+    assert not _no_contiguous_optimum("oef-noncoop", W, np.ones(3), X, 0)
+
+
+def test_c6_tolerances_are_relative_and_consistent() -> None:
+    from market.oef.claims import C6_SUPPORT_REL, C6_TIE_REL, c6_tolerances
+
+    c = -np.array([1.0, 2.0, 3.0])
+    tol1, slack1 = c6_tolerances(c, np.array([1.0, 2.0]))
+    tol2, slack2 = c6_tolerances(1000 * c, np.array([1000.0, 2000.0]))
+    assert tol1 == pytest.approx(2 * C6_SUPPORT_REL) and tol2 == pytest.approx(1000 * tol1)
+    assert slack2 == pytest.approx(1e6 * slack1)  # objective and mass both scale by 1000
+    # moving support_tol GPUs at a rate of C6_TIE_REL·max|c| costs more than the slack
+    assert C6_TIE_REL * 3.0 * tol1 > slack1

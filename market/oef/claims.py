@@ -95,24 +95,53 @@ def _dense_opt(mode: str, W: np.ndarray, m: np.ndarray) -> float:
     return float(-res.fun)
 
 
+C6_SUPPORT_REL = 1e-7
+"""C6: an entry of a row counts as allocated when it exceeds ``C6_SUPPORT_REL · max(1, max m)`` GPUs
+(the ledger's ε convention, relative to the instance's largest capacity); the same threshold
+decides the solver vertex's support and whether an optimum with a given support exists."""
+C6_TIE_REL = 1e-6
+"""C6: objective rates (throughput per GPU) within ``C6_TIE_REL · max|c|`` of each other count as
+ties; the optimal face's slack is chosen so that the face LP can move ``C6_SUPPORT_REL`` of a GPU
+only along such ties (see :func:`c6_tolerances`)."""
+
+
+def c6_tolerances(c: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    """``(support_tol, face_slack)`` of C6's structural check for an LP with objective ``c`` on
+    capacities ``m`` (both relative, and consistent with each other).
+
+    ``support_tol = C6_SUPPORT_REL · max(1, max m)`` GPUs. On the face ``c·x <= f* + face_slack``
+    a point can move mass ``s`` onto GPU types no optimum uses only if it costs at most the slack:
+    ``g · s <= face_slack`` where ``g`` is the objective lost per GPU moved. With ``face_slack =
+    C6_TIE_REL · max|c| · support_tol / 2``, a mass of ``support_tol`` is reachable only along rates
+    ``g <= C6_TIE_REL · max|c| / 2``, i.e. true ties; a fixed slack (1e-9 · |f*|) against a fixed
+    threshold (1e-7) let a unique non-contiguous optimum pass as contiguous (``s = 1.3e-7`` on
+    ``W = [[1, 1.5019, 1.6983], [1, 1.4480, 2.0830]], m = [2, 2, 1]``)."""
+    ma = np.asarray(m, dtype=float)
+    support_tol = C6_SUPPORT_REL * max(1.0, float(ma.max()) if ma.size else 1.0)
+    cmax = float(np.max(np.abs(c))) if np.size(c) else 1.0
+    return support_tol, 0.5 * C6_TIE_REL * max(cmax, 1e-300) * support_tol
+
+
 def _no_contiguous_optimum(mode: str, W: np.ndarray, m: np.ndarray, X: np.ndarray, row: int) -> bool:
     """C6 over the whole optimal face: True when NO optimum of ``mode``'s LP gives row ``row`` a
     contiguous support (an interval of consecutive GPU ranks, or nothing).
 
-    The face is every feasible point whose objective is within ``1e-9 * max(1, |f*|)`` of the
-    optimum ``f*``. For each interval ``[a, b]`` an LP maximises ``s`` subject to the face, the row's
-    entries outside ``[a, b]`` fixed at 0 and ``x_row,j >= s`` inside; ``s > 1e-7`` means an optimum
-    with exactly that support exists (the face is convex, so averaging points that make each entry
-    positive makes all of them positive). Rows are decided separately: each row may use a
-    different optimum. ``X`` (the mechanism's vertex) is a shortcut: a contiguous row there is done."""
+    The face is every feasible point whose objective is within ``face_slack`` of the optimum ``f*``
+    (:func:`c6_tolerances`). For each interval ``[a, b]`` an LP maximises ``s`` subject to the face,
+    the row's entries outside ``[a, b]`` fixed at 0 and ``x_row,j >= s`` inside; ``s > support_tol``
+    means an optimum with exactly that support exists (the face is convex, so averaging points that
+    make each entry positive makes all of them positive). Rows are decided separately: each row may
+    use a different optimum. ``X`` (the mechanism's vertex) is a shortcut: a row contiguous there
+    (entries above ``support_tol``) is done."""
     from market.oef import lp
     from market.oef.properties import is_contiguous
 
-    if is_contiguous(X[row], lp.ZERO_TOL):
-        return False
     R, k = W.shape
     ma = np.asarray(m, dtype=float)
     prog = lp.build_coop(W, ma) if mode == "oef-coop" else lp.build_noncoop(W, ma)
+    support_tol, slack = c6_tolerances(prog.c, ma)
+    if is_contiguous(X[row], support_tol):
+        return False
     A_ub0 = prog.A_ub.toarray()
     A_eq0 = None if prog.A_eq is None else prog.A_eq.toarray()
     res0 = linprog(prog.c, A_ub=A_ub0, b_ub=prog.b_ub, A_eq=A_eq0, b_eq=prog.b_eq, bounds=prog.bounds,
@@ -130,7 +159,7 @@ def _no_contiguous_optimum(mode: str, W: np.ndarray, m: np.ndarray, X: np.ndarra
             if not a <= j <= b:
                 bnds[row * k + j] = (0.0, 0.0)
         rows = [np.r_[prog.c, 0.0]]
-        rhs = [f_star + 1e-9 * max(1.0, abs(f_star))]
+        rhs = [f_star + slack]
         for j in range(a, b + 1):
             r = np.zeros(nv + 1)
             r[row * k + j], r[-1] = -1.0, 1.0
@@ -142,8 +171,11 @@ def _no_contiguous_optimum(mode: str, W: np.ndarray, m: np.ndarray, X: np.ndarra
         obj = np.zeros(nv + 1)
         obj[-1] = -1.0
         res = linprog(obj, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=prog.b_eq, bounds=bnds, method="highs-ds")
-        if res.status == 0 and (a > b or -res.fun > 1e-7):
+        if res.status == 0 and (a > b or -res.fun > support_tol):
             return False
+        if res.status != 0 and (a, b) == (0, k - 1):
+            # the whole row range with s >= 0 contains the optimum itself: infeasible means numerics
+            raise InputError("C6 face LP", mode, f"the optimal face is numerically empty: {res.message}")
     return True
 
 
@@ -180,16 +212,21 @@ def _p_single(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> f
     return max(0.0, (n - k + 1) / n - single_type_fraction(a.X))
 
 
+def _c6_support_tol(m: np.ndarray) -> float:
+    ma = np.asarray(m, dtype=float)
+    return C6_SUPPORT_REL * max(1.0, float(ma.max()) if ma.size else 1.0)
+
+
 def _p_noncontig(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> float:
     from market.oef.properties import contiguous_rows
 
-    return float((~contiguous_rows(a.X)).sum())
+    return float((~contiguous_rows(a.X, _c6_support_tol(m))).sum())
 
 
 def _p_structural(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, mechanism: str = "", **_: Any) -> float:
     from market.oef.properties import contiguous_rows
 
-    bad = np.flatnonzero(~contiguous_rows(a.X))
+    bad = np.flatnonzero(~contiguous_rows(a.X, _c6_support_tol(m)))
     return float(sum(_no_contiguous_optimum(mechanism, W, m, a.X, int(r)) for r in bad))
 
 
@@ -605,7 +642,9 @@ def c5(ctx: ClaimContext) -> Measurement:
     "Both modes, unrestricted and ordered generators reported separately; a non-contiguous row of the "
     "solver's vertex is a violation only if NO optimum gives that row a contiguous support: for each "
     "interval of GPU ranks an LP over the optimal face (objective fixed at the optimum) maximises the "
-    "row's smallest entry inside the interval with zeros outside (rows decided separately).",
+    "row's smallest entry inside the interval with zeros outside (rows decided separately). Relative, "
+    "consistent tolerances: an entry is allocated above 1e-7·max(1, max m) GPUs (vertex and face alike); "
+    "the face's slack lets that much mass move only along objective rates tied within 1e-6·max|c|.",
 )
 def c6(ctx: ClaimContext) -> Measurement:
     out = {}
