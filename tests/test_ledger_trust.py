@@ -249,3 +249,16 @@ def test_c6_tolerances_are_relative_and_consistent() -> None:
     assert slack2 == pytest.approx(1e6 * slack1)  # objective and mass both scale by 1000
     # moving support_tol GPUs at a rate of C6_TIE_REL·max|c| costs more than the slack
     assert C6_TIE_REL * 3.0 * tol1 > slack1
+
+
+def test_c6_ordered_instance_without_a_contiguous_optimum() -> None:
+    """An instance of the ordered generator (step ratios sorted over users, as Theorem 5.2's proof
+    assumes): cooperative OEF gives row 2 types {2, 4}. Moving mass onto type 3 costs ~7.5e-4 of
+    throughput per GPU: the old face slack (1e-9·|f*| = 4.2e-8) let s reach 5.6e-5 > 1e-7 there."""
+    W = np.array([[1.0, 1.0258, 1.2204, 1.4705, 1.515], [1.0, 1.1384, 1.5004, 1.9299, 2.7699],
+                  [1.0, 1.2254, 1.7451, 2.2626, 3.3813], [1.0, 1.321, 2.0114, 2.6209, 3.9311]])  # fmt: skip
+    assert (np.diff(np.log(W), axis=1)[1:] >= np.diff(np.log(W), axis=1)[:-1]).all()  # ordered
+    m = np.array([7.0, 1.0, 5.0, 5.0, 4.0])
+    X = registry.get("oef-coop", "fair-share").fn(W, m).X
+    assert X[2, 2] > 1 and X[2, 4] > 1 and X[2, 3] == pytest.approx(0.0, abs=1e-9)
+    assert measure("structural_noncontiguous", "oef-coop", W, m) == 1.0
