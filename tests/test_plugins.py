@@ -278,3 +278,98 @@ def test_register_outside_a_plugin_still_rejects_a_taken_name() -> None:
     get("maxmin")
     with pytest.raises(InputError, match="already registered"):
         register("maxmin", "fair-share", "impostor")(lambda W, m, **kw: None)
+
+
+# -- the worked plugins of docs/plugins.md, run from the page itself -------------------------------
+DOC = ROOT / "docs" / "plugins.md"
+
+
+def _doc_files(project: str) -> dict[str, str]:
+    """``{path inside the project: text}`` of every code block of docs/plugins.md whose first line is
+    ``# file: <project>/<path>`` (the marker line dropped)."""
+    import re
+
+    text = DOC.read_text(encoding="utf-8")
+    out = {}
+    for m in re.finditer(r"```(?:python|toml)\n# file: ([^\n]+)\n(.*?)```", text, re.S):
+        proj, _, rel = m.group(1).strip().partition("/")
+        if proj == project:
+            out[rel] = m.group(2)
+    return out
+
+
+def _install_from_doc(tmp: Path, project: str) -> tuple[Path, dict]:
+    """Write the doc's project under ``tmp`` as an installed distribution (its entry points in a
+    ``*.dist-info``, empty ``__init__.py`` for every declared package); return the path and its
+    parsed pyproject."""
+    import tomllib
+
+    files = _doc_files(project)
+    meta = tomllib.loads(files.pop("pyproject.toml"))
+    for pkg in meta["tool"]["setuptools"]["packages"]:
+        files.setdefault(pkg.replace(".", "/") + "/__init__.py", "")
+    eps = meta["project"]["entry-points"]["marketsim.mechanisms"]
+    return _fake_dist(tmp, meta["project"]["name"].replace("-", "_"),
+                      "\n".join(f"{k} = {v}" for k, v in eps.items()), files), meta  # fmt: skip
+
+
+def test_doc_fair_share_plugin_is_the_shipped_example(tmp_path: Path) -> None:
+    files = _doc_files("marketsim-proportional")
+    assert {"pyproject.toml", "marketsim_proportional/plugin.py", "marketsim_proportional/mechanism.py",
+            "marketsim_proportional/claims.py"} <= set(files)  # fmt: skip
+    for rel, text in files.items():
+        assert text == (ROOT / "examples" / "marketsim-proportional" / rel).read_text(), rel
+    path, _ = _install_from_doc(tmp_path, "marketsim-proportional")
+    r = _run("from analysis.cli import main; raise SystemExit(main(['audit', '--mechanism', 'proportional-share', "
+             "'--speedups', '1,2;1,5', '--json']))", path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["violations"]["strategyproofness"] > 0.01  # inflating pays (hand: tenant 0 gets 4/9 > 2/7)
+
+
+def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path) -> None:
+    path, meta = _install_from_doc(tmp_path, "reserve-auction")
+    # the package-data line that ships the study TOMLs
+    assert meta["tool"]["setuptools"]["package-data"] == {"reserve_auction.studies": ["*.toml"]}
+    lst = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    assert lst.returncode == 0, lst.stderr
+    assert "first-price-reserve" in lst.stdout and "posted-reserve" in lst.stdout and "reserve_demo" in lst.stdout
+    assert "BROKEN" not in lst.stdout and "NAME CLASH" not in lst.stdout
+    r = _run(
+        """
+        import json, io, contextlib
+        from analysis.cli import main
+        from market.testing import IncentiveViolation, assert_individually_rational, assert_strategyproof
+        from market.testing import auction_instance
+        out = {}
+        for mech in ("first-price-reserve", "posted-reserve"):
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert main(["audit", "--mechanism", mech, "--json"]) == 0
+            out[mech] = json.loads(buf.getvalue())
+        inst = auction_instance("reserve_demo")
+        assert_individually_rational("posted-reserve", [inst])
+        assert_strategyproof("posted-reserve", [inst])
+        try:
+            assert_strategyproof("first-price-reserve", [inst])
+            out["fp_violation"] = None
+        except IncentiveViolation as e:
+            out["fp_violation"] = e.witness
+        print(json.dumps(out))
+        """,
+        path,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    fp, pr = out["first-price-reserve"], out["posted-reserve"]
+    assert pr["violations"]["strategyproofness"] <= 1e-9
+    winners = [a for a in fp["agents"] if a["best_gain"] > 0]
+    assert winners and fp["violations"]["strategyproofness"] > 0.1
+    for a in winners:  # every value is >= 0.5 and the reserve 0.05: the best shading is below the box
+        assert a["witness"]["value_scale"] == pytest.approx(0.1) and a["at_limit"]
+        assert a["truthful_utility"] == 0.0 and a["relative_gain"] is None and len(a["notes"]) == 2
+    assert out["fp_violation"] is not None and out["fp_violation"]["at_limit"]
+    run = _run(f"from analysis.cli import main; raise SystemExit(main(['run', 'reserve_demo', '--reps', '1', "
+               f"'--quiet', '--out', {str(tmp_path / 'out')!r}]))", path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "out" / "results.parquet").exists()

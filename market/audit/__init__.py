@@ -11,6 +11,13 @@
 * :mod:`market.audit.claims` — the claims ledger (:func:`run_claims`, :func:`to_frame`,
   :func:`to_markdown`, :func:`to_records`, :func:`recheck_witness`); OEF claims in
   :mod:`market.oef.claims`.
+* :mod:`market.audit.instances` — :func:`random_instance`, :class:`FairShareInstance`.
+
+This package is the stable public API for plugin authors (``docs/plugins.md``): import what a
+claim or an auction adapter needs from ``market.audit`` itself — :func:`register_claim`,
+:class:`ClaimContext`, :class:`Measurement`, :class:`FairShareTarget`, :func:`random_instance`,
+:class:`AuditConfig`, :func:`audit`, :class:`Dimension` — not from its submodules, whose layout
+may change.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from market.audit.claims import (
 )
 from market.audit.controls import SealedBidTarget, first_price, max_throughput, posted_price, second_price
 from market.audit.fairshare import FairShareTarget, TenantTarget
+from market.audit.instances import SIZES, FairShareInstance, random_instance
 from market.audit.metrics import (
     budget_balance_violation,
     contribution_violation,
@@ -61,9 +69,11 @@ __all__ = [
     "ClaimContext",
     "ClaimResult",
     "Dimension",
+    "FairShareInstance",
     "FairShareTarget",
     "Measurement",
     "Probe",
+    "SIZES",
     "SealedBidTarget",
     "TenantTarget",
     "agent_table",
@@ -80,6 +90,7 @@ __all__ = [
     "max_throughput",
     "pe_violation",
     "posted_price",
+    "random_instance",
     "recheck_witness",
     "register_claim",
     "register_witness_checker",

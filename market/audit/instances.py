@@ -76,7 +76,12 @@ def random_instance(
     m_max: int = 8,
     step: tuple[float, float] = (1.0, 1.6),
 ) -> FairShareInstance:
-    """Draw one instance; ``n``/``k`` are fixed ints or inclusive ``(lo, hi)`` ranges."""
+    """Draw one fair-share instance from ``rng`` (the only source of randomness).
+
+    ``kind``: ``"unrestricted"``, ``"ordered"`` or ``"slowest"`` (module docstring). ``n`` tenants
+    and ``k`` GPU types are fixed ints or inclusive ``(lo, hi)`` ranges; speedup rows start at 1
+    (column 0 = slowest type) and grow by a factor drawn from ``step`` per type; ``m_j`` whole GPUs
+    drawn from ``1..m_max``. Returns a :class:`FairShareInstance` (``.W``, ``.m``)."""
     check_choice("kind", kind, ("unrestricted", "ordered", "slowest"))
     check_int("m_max", m_max, minimum=1)
 

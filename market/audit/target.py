@@ -66,13 +66,26 @@ __all__ = ["Dimension", "Probe", "AuditTarget", "BaseTarget", "check_params"]
 
 @dataclass(frozen=True)
 class Dimension:
-    """One reportable real parameter of an agent.
+    """One reportable real parameter of an agent (what the auditor and learning bidders misreport).
 
-    ``kind="factor"``: the report is ``truth_value * param``; ``truth`` is 1 and the search runs in
-    log space between ``lower`` and ``upper`` (> 0). ``kind="value"``: ``param`` is the reported
-    value itself; ``truth`` is the true value and the search runs in linear space. ``over`` is +1
-    when a parameter above ``truth`` is over-reporting (inflation), -1 when below is. ``integer``
-    rounds the parameter (epochs, worker counts, arrival slots).
+    Fields:
+
+    * ``name``: the key of the parameter in the ``params`` dict passed to the target's / market's
+      ``report`` / ``misreport``; families are named after it (``UP_<name>``, ``DOWN_<name>``).
+    * ``kind``: ``"factor"`` (default) — the report is ``true value * param``, ``truth`` is 1 and
+      the search runs in log space between ``lower`` and ``upper`` (both > 0); ``"value"`` —
+      ``param`` is the reported value itself (a count, a slot, a shape parameter), ``truth`` is the
+      true value and the search runs in linear space.
+    * ``lower``, ``upper``: the search box (default 0.25..4 for a factor); ``truth`` must lie inside.
+      ``lower == truth`` makes the parameter one-sided (e.g. an arrival can only be reported later).
+    * ``truth``: the truthful setting (1 for a factor; the true value for a value dimension).
+    * ``over``: +1 (default) when a parameter above ``truth`` is over-reporting (inflation, family
+      ``UP_``), -1 when below is (e.g. a smaller reported bandwidth inflates the demand).
+    * ``integer``: round the parameter (epochs, worker counts, arrival slots).
+    * ``limit_lower``, ``limit_upper``: hard limits the search may reach beyond the box (tails and
+      the boundary walk go out to them); default = ``lower`` / ``upper``. A best lie sitting at a
+      limit is reported with ``at_limit = True`` (the gain may keep growing past it), whether or
+      not the limit equals the box bound.
     """
 
     name: str

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.audit.claims import ClaimContext, Measurement, register_claim
-from market.audit.fairshare import FairShareTarget
-from market.audit.instances import random_instance
-from market.audit.search import AuditConfig, audit
+from market.audit import AuditConfig, ClaimContext, FairShareTarget, Measurement, audit, random_instance, register_claim
 
 PAPER = "proportional"
 FAST = AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12, refine_starts=1, refine_maxfev=30)
