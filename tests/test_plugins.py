@@ -373,3 +373,18 @@ def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path
                f"'--quiet', '--out', {str(tmp_path / 'out')!r}]))", path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "results.parquet").exists()
+
+
+def test_plugin_author_api_is_exported_documented_and_described() -> None:
+    import market.audit as api
+
+    for name in ("FairShareTarget", "random_instance", "FairShareInstance", "AuditConfig", "audit", "Dimension",
+                 "register_claim", "ClaimContext", "Measurement"):  # fmt: skip
+        assert name in api.__all__ and getattr(api, name).__doc__, name
+    fields = ("kind", "truth", "over", "integer", "limit_lower", "limit_upper")
+    assert all(f"``{f}``" in api.Dimension.__doc__ for f in fields)
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## 6. `Dimension`", 1)[1].split("## 7.", 1)[0]
+    assert all(f"`{f}`" in section for f in fields)
+    assert "[audit]" in text and "package-data" in text and "mechanism(name, rng)" in text
+    assert "Register a factory" not in text  # the old, wrong description of auction registration
