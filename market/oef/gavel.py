@@ -12,11 +12,12 @@ fair-share policy) and ``info["time_fractions"]`` holds ``x``.
   The framework's ``max-throughput`` is LP (4) of the OEF paper, which normalises each row by its
   slowest type first; on raw throughputs the two differ.
 * ``gavel-max-min-perf`` (Gavel ``MaxMinFairnessPolicyWithPerf``): ``max min_l s_l T_l . x_l /
-  (w_l * I_l)`` where ``I_l = T_l . x^iso_l`` is job ``l``'s throughput under the isolated policy
-  (the same program with every throughput 1: equal time shares, scale factors counted).
+  (w_l P_l)`` where ``P_l = sum_j T[l, j] m_j / sum(m)`` is job ``l``'s throughput under Gavel's
+  proportional share (``ProportionalPolicy``: time fraction ``m_j / sum(m)`` of every type, the
+  same for every job, scale factors not counted).
 
-Both solve one HiGHS LP (two for max-min) with ``solver="auto"`` by default: dual simplex on small
-programs, interior point on large ones (:func:`market.oef.lp.choose_solver`).
+Both solve one HiGHS LP with ``solver="auto"`` by default: dual simplex on small programs,
+interior point on large ones (:func:`market.oef.lp.choose_solver`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from market.oef.validate import SOLVERS
 from market.registry import register
 from market.types import check_capacity_vector
 
-__all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "GavelInput", "validate_gavel"]
+__all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "proportional_throughputs", "GavelInput", "validate_gavel"]
 
 
 class GavelInput:
@@ -150,15 +151,24 @@ def _maxmin_lp(g: GavelInput, coef: np.ndarray) -> tuple[np.ndarray, float]:
     return x[: n * k].reshape(n, k), -fun
 
 
+def proportional_throughputs(T: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Gavel's normalisers ``P_l = sum_j T[l, j] m_j / sum(m)`` (raw throughput units): job ``l``'s
+    throughput under ``ProportionalPolicy``, which gives every job the time fraction ``m_j / sum(m)``
+    of type ``j`` (the cluster split evenly over jobs, rescaled so each job's row sums to 1)."""
+    return T @ m / float(m.sum())
+
+
 @register(
     "gavel-max-min-perf",
     "fair-share",
-    "Gavel max-min fairness (perf) on raw throughputs with scale factors, priority weights and isolated normalisers",
+    "Gavel max-min fairness (perf) on raw throughputs: scale factors, priority weights, proportional-share normalisers",
 )
 def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
-    """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l I_l)`` with the
-    isolated throughputs ``I_l`` from the all-ones program; same constraints as the sum policy. A
-    job that can run nowhere (all-zero row) is rejected: its ratio would pin the minimum at 0."""
+    """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l P_l)`` with Gavel's
+    proportional-share throughputs ``P_l`` (:func:`proportional_throughputs`); same constraints as
+    the sum policy. ``info["min_ratio"]`` is the optimal ``min_l``, ``info["proportional_throughputs"]``
+    holds ``P``. A job that can run nowhere (all-zero row), or only on types with no GPUs
+    (``P_l = 0``), is rejected: its ratio would pin the minimum at 0."""
     g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf")
     dead = np.flatnonzero(~(g.T > 0).any(axis=1)) if g.n else np.zeros(0, dtype=int)
     if dead.size:
@@ -168,14 +178,12 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     t0 = time.perf_counter()
     if g.n == 0 or not g.m.any():
         return _finish("gavel-max-min-perf", g, np.zeros((g.n, g.k)), 0.0, 0.0, {})
-    ones = (g.T > 0).astype(float)
-    x_iso, _ = _maxmin_lp(g, ones * (g.s / g.w)[:, None])
-    iso = (g.T * x_iso).sum(axis=1)
-    if (iso <= 0).any():
-        l = int(np.flatnonzero(iso <= 0)[0])
-        reason = "gets no isolated throughput (no capacity on the types it runs on)"
+    prop = proportional_throughputs(g.T, g.m)
+    if (prop <= 0).any():
+        l = int(np.flatnonzero(prop <= 0)[0])
+        reason = "runs only on GPU types with no GPUs (proportional-share throughput 0)"
         raise InputError(f"W[{l}]", g.T[l].tolist(), reason)
-    coef = g.T * (g.s / (g.w * iso))[:, None]
+    coef = g.T * (g.s / (g.w * prop))[:, None]
     x, t = _maxmin_lp(g, coef)
     return _finish("gavel-max-min-perf", g, x, float((g.T * np.clip(x, 0, 1)).sum()), time.perf_counter() - t0,
-                   {"min_ratio": t, "isolated_throughputs": iso.tolist()})  # fmt: skip
+                   {"min_ratio": t, "proportional_throughputs": prop.tolist(), "solver": g.solver})  # fmt: skip
