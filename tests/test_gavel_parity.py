@@ -215,3 +215,44 @@ def test_cli_allocate_accepts_zero_throughput_and_scale_factors(capsys) -> None:
     assert main(["allocate", "--policy", "oef-noncoop", "--speedups", "0,2;3,1"]) == 2
     assert "must be > 0" in capsys.readouterr().err
     assert main(["allocate", "--policy", "gavel", "--speedups", "1,2", "--scale-factors", "2"]) == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_identical_jobs_solved_once_give_the_same_optimum(seed: int) -> None:
+    """Aggregation (market.oef.roundlp): a workload of 5 job types repeated; same s* / min ratio as
+    the full LP, identical jobs get identical shares, capacity and caps hold."""
+    rng = np.random.default_rng(seed)
+    types = rng.uniform(0.5, 6.0, (5, 3))
+    pick = rng.integers(0, 5, 60)
+    T, m = types[pick], np.array([12.0, 9.0, 6.0])
+    s = rng.integers(1, 3, 5)[pick].astype(float)
+    full, agg = (MAXMIN(T, m, scale_factors=s, aggregate=a) for a in (False, True))
+    assert agg.info["aggregated_classes"] == np.unique(pick).size and full.info["aggregated_classes"] is None
+    assert agg.info["min_ratio"] == pytest.approx(full.info["min_ratio"], rel=1e-7)
+    x = np.asarray(agg.info["time_fractions"])
+    for c in np.unique(pick):
+        assert np.allclose(x[pick == c], x[pick == c][0], atol=1e-12)
+    assert (agg.X.sum(axis=0) <= m + 1e-7).all() and (x.sum(axis=1) <= 1 + 1e-9).all()
+    ratios = s * (T * x).sum(axis=1) / (T @ m / m.sum())
+    assert ratios.min() == pytest.approx(full.info["min_ratio"], rel=1e-7)
+    gavel = registry.get("gavel", "fair-share").fn
+    W = T / T[:, :1]
+    caps = np.where(pick % 2 == 0, 1.0, 2.0)
+    a, b = (gavel(W, m, caps=caps, aggregate=v, cache=False) for v in (False, True))
+    assert b.info["aggregated_classes"] is not None
+    assert b.info["s_star"] == pytest.approx(a.info["s_star"], rel=1e-7)
+    assert (b.X.sum(axis=1) <= caps + 1e-7).all() and (b.X.sum(axis=0) <= m + 1e-7).all()
+    assert (np.einsum("lj,lj->l", W, b.X) >= b.info["s_star"] * np.asarray(b.info["normalisers"]) - 1e-7).all()
+
+
+def test_aggregation_auto_only_on_large_programs_and_bad_values() -> None:
+    T = np.tile([[1.0, 2.0, 3.0], [2.0, 2.0, 5.0]], (5, 1))
+    assert MAXMIN(T, [3, 3, 3]).info["aggregated_classes"] is None  # small: today's simplex vertex
+    big = np.tile(T, (60, 1))  # 600 jobs, 1,800 variables: interior-point size
+    assert MAXMIN(big, [90, 90, 90]).info["aggregated_classes"] == 2
+    for fn in (MAXMIN, registry.get("gavel", "fair-share").fn):
+        with pytest.raises(InputError) as err:
+            fn(T, [3, 3, 3], aggregate="yes")
+        assert err.value.field == "aggregate"
+    with pytest.raises(InputError):
+        SUM(T, [3, 3, 3], aggregate=True)  # the sum policy has no such option
