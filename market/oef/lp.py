@@ -533,7 +533,8 @@ class NoncoopWarmStart:
     ``rounds`` counts solves, ``warm_rounds`` those that started from a stored basis."""
 
     def __init__(self) -> None:
-        self.cols: dict[Any, np.ndarray] = {}
+        self.index: dict[Any, int] = {}
+        self.pos = np.zeros((0, 0), dtype=bool)
         self.cap: np.ndarray | None = None
         self.types: bytes | None = None
         self.rounds = 0
@@ -542,14 +543,16 @@ class NoncoopWarmStart:
 
     def basis(self, ids: list[Any], k: int, types: bytes) -> highspy.HighsBasis | None:
         """The stored basis mapped onto rows ``ids`` with ``k`` active types, or ``None``."""
-        if self.cap is None or self.types != types or not any(i in self.cols for i in ids):
+        if self.cap is None or self.types != types:
             return None
         R = len(ids)
-        get, none = self.cols.get, np.ones(k, dtype=bool)
-        cells = [get(i) for i in ids]
-        new = np.array([c is None for c in cells], dtype=bool)
+        get = self.index.get
+        where = np.array([get(i, -1) for i in ids], dtype=np.int64)
+        new = where < 0
+        if new.all():
+            return None
         col = np.empty(R * k + 1, dtype=bool)
-        col[: R * k] = np.concatenate([none if c is None else c for c in cells]) & np.repeat(~new, k)
+        col[: R * k] = (self.pos[where] & ~new[:, None]).ravel()
         col[-1] = True  # t
         row = np.concatenate([self.cap, new])  # a new row: its equal-value row basic, nothing allocated yet
         deficit = k + R - int(col.sum()) - int(row.sum())
@@ -578,8 +581,8 @@ class NoncoopWarmStart:
         if int(pos.sum()) + 1 + int(cap.sum()) != k + R:
             self.cap = None
             return False
-        self.cols = dict(zip(ids, pos, strict=True))
-        self.cap, self.types = cap, types
+        self.index = {i: n for n, i in enumerate(ids)}
+        self.pos, self.cap, self.types = pos, cap, types
         return True
 
 

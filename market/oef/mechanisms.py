@@ -45,9 +45,11 @@ class _Rows:
         limit = opts["weight_denominator_limit"]
         if not v.has_weights or (np.all(v.weights == v.weights[0]) and not _any_fraction(v.weight_objs)):
             # equal weights: one row each, omega = 1 (only weight ratios matter)
+            self.equal = True
             self.omegas = [Fraction(1)] * v.n
             self.copies = np.ones(v.n, dtype=np.int64)
         else:
+            self.equal = False
             self.omegas = weight_fractions(v.weight_objs, limit)
             self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
         replicate = opts["replicate"]
@@ -67,7 +69,7 @@ class _Rows:
 
     def aggregate(self, X_rows: np.ndarray) -> np.ndarray:
         """Sum the replicas of each input row."""
-        if not self.replicated:
+        if not self.replicated or self.row_of.size == self.n:  # one LP row per input row
             return X_rows
         out = np.zeros((self.n, X_rows.shape[1]))
         np.add.at(out, self.row_of, X_rows)
@@ -78,7 +80,7 @@ class _Rows:
             "form": "replicated" if self.replicated else "direct",
             "lp_rows": int(self.W.shape[0]),
             "copies": self.copies.tolist(),
-            "weights_exact": [str(f) for f in self.omegas],
+            "weights_exact": ["1"] * self.n if self.equal else [str(f) for f in self.omegas],
         }
 
 
