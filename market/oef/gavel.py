@@ -57,11 +57,11 @@ class GavelInput:
 
 
 def validate_gavel(
-    W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any], policy: str, extra: tuple[str, ...] = ()
+    W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any], policy: str, more: tuple[str, ...] = ()
 ) -> GavelInput:
     """Check Gavel inputs; errors name the field and value (scale factors: ``scale_factors[l]``).
-    ``extra`` names further options the policy accepts (``aggregate``)."""
-    known = {"scale_factors", "solver", *extra}
+    ``more`` names further options the policy accepts (``aggregate``)."""
+    known = {"scale_factors", "solver", *more}
     extra = sorted(set(options) - known)
     if extra:
         raise InputError("option", extra[0], f"is not an option of policy {policy!r}; known: {sorted(known)}")
