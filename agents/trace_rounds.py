@@ -141,6 +141,7 @@ class TraceRounds:
         self.solves = 0
         self.solve_seconds = 0.0
         self._m_key: bytes | None = None
+        self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
 
@@ -165,6 +166,7 @@ class TraceRounds:
         new = np.arange(self.next_arrival, end)
         self.next_arrival = end
         self.active = np.concatenate([self.active, new])
+        self._counts = None
         self.job_time[new] = self.dt / 2.0  # Gavel's add_job: every type starts at half a round
         self.deficit[new] = 0.0
         self.has_alloc[new] = False
@@ -188,6 +190,7 @@ class TraceRounds:
         self.solve_log.append((int(A.size), dt))
         self.alloc[A] = x
         self.has_alloc[A] = True
+        self._counts = None
 
     def _solve(self, A: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Time fractions (|A|, k) of the active jobs under the policy."""
@@ -248,12 +251,15 @@ class TraceRounds:
             if not cand.any():
                 continue
             c = idx[cand]
-            order = np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))
-            c = c[order]
             sz = sizes[c]
-            if np.all(sz == 1):
+            if int(sz.sum()) <= left[t]:  # everyone fits: the order cannot matter
+                pick = c
+            elif np.all(sz == 1):
+                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
                 pick = c[: left[t]]
             else:
+                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
+                sz = sizes[c]
                 chosen = []
                 room = int(left[t])
                 for p, g in zip(c.tolist(), sz.tolist(), strict=True):
@@ -299,10 +305,11 @@ class TraceRounds:
             raise RuntimeError(f"trace round at {self.now} s leased no GPU to {self.active.size} active jobs")
         A = self.active
         res.active_jobs = int(A.size)
-        res.active_tenants = int(np.unique(self.tenant[A]).size)
-        res.active_rows = int(A.size if (self.per_job or self.native) else np.unique(self.klass[A]).size)
-        aA = self.alloc[A]
-        res.total_est = float((aA * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
+        if self._counts is None:  # recomputed only when the active set or the allocation changed
+            rows = A.size if (self.per_job or self.native) else np.unique(self.klass[A]).size
+            est = float((self.alloc[A] * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
+            self._counts = (int(np.unique(self.tenant[A]).size), int(rows), est)
+        res.active_tenants, res.active_rows, res.total_est = self._counts
         jobs = A[pos]
         rate = self.T[jobs, typ]
         need = self.remaining[jobs] / rate
@@ -324,6 +331,7 @@ class TraceRounds:
             res.finished_at = self.now + need[fin]
             self.done_at[f] = res.finished_at
             self.active = A[~np.isin(A, f)]
+            self._counts = None
             self.need_realloc = True
         self.ran_last = True
         self.now += length
