@@ -336,3 +336,36 @@ def test_cli_runs_a_trace_scenario(tmp_path: Path, capsys: pytest.CaptureFixture
     report = (out / "report.md").read_text()
     assert "until every job completed" in report and "mean_jct_s" in report
     assert json.loads((out / "meta.json").read_text())["trace"]["tenancy"] == "job"
+
+
+@pytest.mark.parametrize(("tenancy", "expected"), [("user", {"0": 1800.0, "1": 2160.0, "2": 1440.0}),
+                                                   ("job", {"0": 1440.0, "1": 1800.0, "2": 2160.0})])  # fmt: skip
+def test_user_tenancy_splits_class_share(tmp_path: Path, tenancy: str, expected: dict[str, float]) -> None:
+    """Philly format, one K80, user u1 with jobs 0 and 1, user u2 with job 2, all 720 steps at
+    1 step/s at t=0 (steps = duration x the K80 throughput), max-min, re-solve on every change.
+
+    tenancy "user": classes (u1: cap 2) and (u2: cap 1) get 1/2 GPU each, so jobs 0 and 1 have time
+    fraction 1/4 and job 2 1/2. Round 0: fractions 1/3 each -> priorities .75, .75, 1.5: job 2 runs.
+    t=360: fractions 180/900, 180/900, 540/900 -> 1.25, 1.25, .83: job 0. t=720: 540/1260,
+    180/1260, 540/1260 -> .58, 1.75, 1.17: job 1. t=1080: 1/3 each -> .75, .75, 1.5: job 2 finishes at
+    1440. t=1440: reset, u1's class gets the GPU, 1/2 per job, equal priorities and deficits: job 0
+    finishes at 1800; job 1 at 2160.
+    tenancy "job": 1/3 each: round robin 0, 1, 2, then job 0 finishes at 1440, job 1 at 1800 and
+    job 2 at 2160.
+    """
+    (tmp_path / "table.csv").write_text(TABLE)
+    rows = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    rows += [f"2017-10-01 00:00:00,720.0,1,720.0,{u}" for u in ("u1", "u1", "u2")]
+    (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "s.toml").write_text(
+        'policies = ["maxmin"]\n[cluster]\ngpu_types = ["k80"]\ngpus = [1]\nround_seconds = 360.0\n'
+        'reallocation_interval_s = 0.0\n[profiles]\nfile = "table.csv"\n[workload]\ntrace = "p.csv"\n'
+        f'trace_format = "philly"\ntenancy = "{tenancy}"\nduration_reference = "k80"\n'
+    )
+    model = load_scenario(tmp_path / "s.toml").build_model("maxmin", "truthful", 0)
+    model.run()
+    comp = model.completions()
+    assert dict(zip(comp["job_id"], comp["jct_s"], strict=True)) == pytest.approx(expected)
+    assert set(comp["job_type"]) == {"A"}
+    if tenancy == "user":
+        assert dict(zip(comp["job_id"], comp["tenant"], strict=True)) == {"0": "u1", "1": "u1", "2": "u2"}
