@@ -10,6 +10,8 @@
 2. **Solve time vs active jobs**: the per-solve policy seconds binned by the number of active jobs,
    from section 1 and from Gavel's own trace (``gavel_trace``: 1,301 jobs on 12+12+12 GPUs, one
    tenant per job, so up to hundreds of rows per solve).
+3. **Profile** of the round loop: cProfile of one more ``maxmin`` Philly run (the cheapest policy,
+   so the loop dominates), the functions with the most own time.
 
 Usage: ``python benchmarks/bench_trace.py [--policies a,b] [--gavel-policies a,b] [--no-gavel]``;
 writes ``benchmarks/results/trace.json`` and ``trace.md`` with the machine's load average (other
@@ -19,7 +21,10 @@ jobs share the 2 CPUs, so absolute seconds are pessimistic).
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import pstats
 import os
 import platform
 import sys
@@ -95,6 +100,7 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(PHILLY_POLICIES))
     ap.add_argument("--gavel-policies", default=",".join(GAVEL_POLICIES))
     ap.add_argument("--no-gavel", action="store_true")
+    ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -110,6 +116,19 @@ def main() -> None:
             print(f"gavel {p}: {r['wall_s']:.1f} s, {r['rounds']} rounds, {r['solves']} solves {r['solve_s']:.1f} s",
                   flush=True)  # fmt: skip
             runs.append(r)
+    prof_text = ""
+    if not args.no_profile:
+        scen = load_scenario("philly_trace")
+        model = scen.build_model("maxmin", "truthful", args.seed)
+        model.progress = False
+        prof = cProfile.Profile()
+        prof.enable()
+        model.run()
+        prof.disable()
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("tottime").print_stats(12)
+        prof_text = buf.getvalue().strip()
+        print("profiled", flush=True)
     meta = {"started": started, "python": f"{platform.python_implementation()} {platform.python_version()}",
             "machine": platform.machine(), "cpus": os.cpu_count(), "seed": args.seed}  # fmt: skip
     for r in runs:
@@ -143,6 +162,10 @@ def main() -> None:
         for b in r["solve_bins"]:
             lines.append(f"| {r['scenario']} | {r['policy']} | {b['active_jobs']} | {b['solves']} | "
                          f"{b['mean_ms']:.2f} | {b['max_ms']:.2f} |")  # fmt: skip
+    if prof_text:
+        lines += ["", "## Profile of the round loop (maxmin, Philly, cProfile; own time first)", "",
+                  "cProfile's overhead inflates the per-call cost of small functions; read it for shares.", "",
+                  "```", prof_text, "```"]  # fmt: skip
     (RESULTS / "trace.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS / 'trace.md'}")
 
