@@ -24,9 +24,9 @@ import argparse
 import cProfile
 import io
 import json
-import pstats
 import os
 import platform
+import pstats
 import sys
 import time
 from pathlib import Path
