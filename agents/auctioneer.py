@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import mesa
 import numpy as np
 
-from agents.trace_rounds import TraceRounds
+from agents.trace_rounds import TraceRoundResult, TraceRounds
 from market.allocation import Allocation
 from market.oef.placer import DeviationRounder, RunnableJob, assign_jobs, pack_hosts
 from market.oef.throughput import job_rate
@@ -84,6 +84,8 @@ class Auctioneer(mesa.Agent):
         self.stats = RoundStats()
         self.last_counts: dict[ClassKey, np.ndarray] = {}
         self.trace: TraceRounds | None = None
+        #: trace runs: what the last round did (:class:`agents.trace_rounds.TraceRoundResult`)
+        self.last_trace: TraceRoundResult | None = None
         tw = model.config.trace
         if tw is not None:
             tr = tw.trace
@@ -179,6 +181,7 @@ class Auctioneer(mesa.Agent):
         assert eng is not None
         m = model.m_avail()
         res = eng.step(m)
+        self.last_trace = res
         model.now = res.now
         st = self.stats = RoundStats()
         st.available_gpus = int(m.sum())

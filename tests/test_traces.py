@@ -369,3 +369,36 @@ def test_user_tenancy_splits_class_share(tmp_path: Path, tenancy: str, expected:
     assert set(comp["job_type"]) == {"A"}
     if tenancy == "user":
         assert dict(zip(comp["job_id"], comp["tenant"], strict=True)) == {"0": "u1", "1": "u1", "2": "u2"}
+
+
+@pytest.mark.parametrize("policy", ["gavel-max-min-perf", "oef-noncoop"])
+def test_lease_invariants_on_a_loaded_cluster(policy: str) -> None:
+    """Gavel's trace (first 150 jobs) on 2 + 2 + 2 GPUs, 300 rounds. Every round: leased GPUs per type
+    <= capacity, no job leased twice, only on types it can run on; work conservation of the greedy
+    pass: an unleased job with an allocation could not fit in the GPUs its types have left."""
+    import dataclasses
+
+    scen = load_scenario("gavel_trace")
+    ts = dataclasses.replace(scen.workload.trace, max_jobs=150, until_done=False)
+    cl = dataclasses.replace(scen.cluster, gpus=(2, 2, 2), reallocation_interval_s=0.0)
+    scen = dataclasses.replace(scen, rounds=300, cluster=cl, workload=dataclasses.replace(scen.workload, trace=ts))
+    model = scen.build_model(policy, "truthful", 0)
+    eng = model.auctioneer.trace
+    m = np.array([2, 2, 2])
+    queued = 0
+    for _ in range(300):
+        model.step()
+        st = model.auctioneer.stats
+        busy = np.array(st.busy_by_type)
+        assert (busy <= m).all()
+        leased = model.auctioneer.last_trace.leased
+        types = model.auctioneer.last_trace.leased_type
+        assert len(set(leased.tolist())) == leased.size
+        assert (eng.T[leased, types] > 0).all()
+        during = np.union1d(eng.active, model.auctioneer.last_trace.finished)
+        idle = np.setdiff1d(during, leased)
+        left = m - busy
+        for j in idle[eng.has_alloc[idle]]:
+            queued += 1
+            assert not ((eng.T[j] > 0) & (eng.s[j] <= left)).any(), (j, left)
+    assert queued > 100  # the cluster was loaded: many jobs waited
