@@ -16,7 +16,8 @@ Schema (all keys optional unless marked)::
     name, description, policies = [registry names], rounds, replications, seed,
     placement = "auto"|"oef"|"naive", kappa, migration_cost_s, backfill, stop_when_idle
     [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
-                round_seconds, reallocation_interval_s (trace runs; Gavel's 1920 s by default)
+                round_seconds (300; 360 = Gavel's with a trace), reallocation_interval_s (trace
+                runs; Gavel's 1920 s by default)
     [profiles]  file (throughput CSV; relative to the scenario file), num_gpus, reference,
                 generator = "assumed"|"ordered", step = [lo, hi], job_types = [..], jitter
     [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
@@ -638,6 +639,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     backfill = top.boolean("backfill", True)
     stop_when_idle = top.boolean("stop_when_idle", True)
 
+    raw_wl = top.data.get("workload")
+    is_trace = isinstance(raw_wl, dict) and "trace" in raw_wl
     c = top.table("cluster")
     gpu_types = _strings(c.key("gpu_types"), c.array("gpu_types", required=True) or [])
     if not gpu_types or len(set(gpu_types)) != len(gpu_types):
@@ -652,12 +655,10 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         gpus,
         gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
         racks=c.integer("racks", 1, minimum=1),
-        round_seconds=c.number("round_seconds", 300.0, positive=True),
+        round_seconds=c.number("round_seconds", 360.0 if is_trace else 300.0, positive=True),
         reallocation_interval_s=c.number("reallocation_interval_s", GAVEL_REALLOCATION_S, minimum=0.0),
     )
     c.done()
-    raw_wl = top.data.get("workload")
-    is_trace = isinstance(raw_wl, dict) and "trace" in raw_wl
 
     p = top.table("profiles")
     file = p.string("file")

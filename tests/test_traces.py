@@ -402,3 +402,16 @@ def test_lease_invariants_on_a_loaded_cluster(policy: str) -> None:
             queued += 1
             assert not ((eng.T[j] > 0) & (eng.s[j] <= left)).any(), (j, left)
     assert queued > 100  # the cluster was loaded: many jobs waited
+
+
+def test_trace_round_default_is_gavels(tmp_path: Path) -> None:
+    """Without round_seconds a trace scenario uses Gavel's 360 s rounds (synthetic ones keep 300 s)."""
+    (tmp_path / "table.csv").write_text(TABLE)
+    (tmp_path / "t.trace").write_text(_line("A", 10, 0.0) + "\n")
+    (tmp_path / "s.toml").write_text(
+        'policies = ["maxmin"]\n[cluster]\ngpu_types = ["k80"]\ngpus = [1]\n[profiles]\nfile = "table.csv"\n'
+        '[workload]\ntrace = "t.trace"\n'
+    )
+    scen = load_scenario(tmp_path / "s.toml")
+    assert scen.cluster.round_seconds == 360.0 and scen.cluster.reallocation_interval_s == 1920.0
+    assert load_scenario("default").cluster.round_seconds == 300.0
