@@ -332,7 +332,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
         f"{executor} executor) in {wall:.1f} s"
     )
-    files = [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]
+    files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
+             paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
     if exp.interrupted:
         print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)

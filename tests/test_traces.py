@@ -323,8 +323,12 @@ def test_cli_runs_a_trace_scenario(tmp_path: Path, capsys: pytest.CaptureFixture
     )
     out = tmp_path / "out"
     assert main(["run", str(tmp_path / "g.toml"), "--out", str(out), "--quiet"]) == 0
-    for name in ("results.parquet", "report.md", "jct_cdf.png", "meta.json"):
+    for name in ("results.parquet", "completions.parquet", "report.md", "jct_cdf.png", "meta.json"):
         assert (out / name).is_file(), name
+    comp = pd.read_parquet(out / "completions.parquet")
+    assert len(comp) == 80 and set(comp["policy"]) == {"maxmin", "gavel-max-min-perf"}
+    assert set(comp["job_id"]) == {str(i) for i in range(40)}
+    assert (comp["jct_s"] - (comp["completion_s"] - comp["arrival_s"])).abs().max() < 1e-9
     df = pd.read_parquet(out / "results.parquet")
     jct = df[df["measure"] == "jct_s"]
     assert len(jct) == 80 and set(jct["tenant"]) == {str(i) for i in range(40)}
