@@ -283,7 +283,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
-    from analysis.plots import plot_lying_gain, plot_throughput
+    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
     from analysis.report import write_report
     from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
@@ -330,7 +330,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
     plots: list[Path] = []
-    if not frame.empty:
+    if not frame.empty and scenario.workload.trace is not None:  # trace runs: no per-tenant rounds, JCTs
+        if (frame["measure"] == "jct_s").any():
+            plots.append(plot_jct_cdf(frame, out / "jct_cdf.png"))
+    elif not frame.empty:
         plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
             plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))
@@ -341,7 +344,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
         f"{executor} executor) in {wall:.1f} s"
     )
-    files = [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]
+    files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
+             paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
     if exp.interrupted:
         print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)

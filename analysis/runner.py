@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -91,6 +91,7 @@ class RunResult:
     rounds: int = 0
     resolves: int = 0
     parts: list[str] = field(default_factory=list)  # spilled Parquet files, in row order
+    completions: pd.DataFrame | None = None  # trace runs: one row per finished job (with job_id)
 
 
 def plan_runs(
@@ -173,6 +174,14 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
         if spill_dir is not None:
             model.flush()
         frame = None if spill_dir is not None else _with_run_columns(model.tidy(), spec)
+        comp = None
+        if model.config.trace is not None:
+            comp = model.completions()
+            for i, (col, val) in enumerate(
+                (("run_id", spec.run_id), ("policy", spec.policy), ("variant", spec.variant),
+                 ("replication", spec.replication))  # fmt: skip
+            ):
+                comp.insert(i, col, val)
         return RunResult(
             spec.run_id,
             frame,
@@ -180,6 +189,7 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
             rounds=int(model.steps),
             resolves=int(model.auctioneer.resolves),
             parts=parts,
+            completions=comp,
         )
     except Exception as exc:  # a failing run must not take the others down
         for p in parts:
@@ -310,6 +320,7 @@ class Experiment:
     seconds: float = 0.0
     interrupted: bool = False  # Ctrl-C: the finished runs are kept, the rest never ran
     parts: list[str] = field(default_factory=list)  # spilled records in SORT_KEYS order (frame empty)
+    completions: pd.DataFrame | None = None  # trace runs: every finished job of every run
 
     @property
     def deviators(self) -> dict[str, str]:
@@ -337,6 +348,7 @@ class Experiment:
             "runs": len(self.runs),
             "failed_runs": len(self.errors),
             "interrupted": self.interrupted,
+            "trace": None if s.workload.trace is None else asdict(s.workload.trace),
         }
 
 
@@ -387,6 +399,8 @@ def run_experiment(
     # variant, replication) order gives the SORT_KEYS order without a second full copy for a sort
     in_order = sorted((s for s in specs if s.run_id in results), key=lambda s: (s.policy, s.variant, s.replication))
     parts = [p for s in in_order for p in results[s.run_id].parts]
+    comps = [c for s in in_order if (c := results[s.run_id].completions) is not None]
+    completions = pd.concat(comps, ignore_index=True) if comps else None
     frames = [results[s.run_id].frame for s in in_order]
     frames = [f for f in frames if f is not None and len(f)]
     for s in in_order:  # the frames now live only in ``frames`` (freed by the concat below)
@@ -420,8 +434,9 @@ def run_experiment(
     else:
         runs = runs[runs["run_id"].isin(results)].reset_index(drop=True)
     return Experiment(
-        scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds, interrupted, parts
-    )
+        scenario, int(root), int(reps), frame, runs, errors, getattr(ex, "name", "custom"), seconds, interrupted, parts,
+        completions,
+    )  # fmt: skip
 
 
 def _stream_parts(parts: Sequence[str], path: Path) -> None:
@@ -462,8 +477,10 @@ def load_report_frame(path: str | Path, deviators: Mapping[str, str] | None = No
 
 
 def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``results.parquet`` (tidy data), ``runs.csv``, ``meta.json`` and, if any run failed,
-    ``errors.txt`` into ``out_dir`` (created). Returns the paths by kind."""
+    """Write ``results.parquet`` (tidy data), ``runs.csv``, ``meta.json``, for trace runs
+    ``completions.parquet`` (one row per finished job: run columns, round, tenant, job_id, job_type,
+    workers, arrival_s, completion_s, jct_s) and, if any run failed, ``errors.txt`` into
+    ``out_dir`` (created). Returns the paths by kind."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -475,6 +492,9 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
     else:
         exp.frame.to_parquet(paths["results"], index=False)
     exp.runs.to_csv(paths["runs"], index=False)
+    if exp.completions is not None:  # trace runs: per-job JCTs with job ids
+        paths["completions"] = out / "completions.parquet"
+        exp.completions.to_parquet(paths["completions"], index=False)
     paths["meta"].write_text(json.dumps(exp.meta(), indent=2) + "\n", encoding="utf-8")
     err = out / "errors.txt"
     if exp.errors:
