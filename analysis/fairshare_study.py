@@ -155,6 +155,13 @@ def validate_fair_study(study: Study) -> None:
         if k in study.scenario:
             raise InputError(f"study {study.name}: scenario.{k}", study.scenario[k], "is set by the study, not here")
     names = {v.name for v in study.variants}
+    first = panel_scenario(study, 0, study.panels[0].values[0])
+    for v in study.variants:  # the variant as written (a panel may sweep one of its keys)
+        from scenarios.loader import _strategy, _Table
+
+        t = _Table(dict(v.params), f"study {study.name}: variant {v.name}")
+        _strategy(t, first.cluster.gpu_types)
+        t.done()
     for pi, panel in enumerate(study.panels):
         for k in _STUDY_SETS:
             if k in panel.scenario:
@@ -192,19 +199,28 @@ def _liar_indices(variant: Variant, n: int, rng: np.random.Generator) -> list[in
     return sorted(int(i) for i in rng.choice(n, size=min(k, n), replace=False))
 
 
-def summarise_run(model: Any, liars: Sequence[str] = ()) -> tuple[dict[str, float], pd.DataFrame]:
+def summarise_run(
+    model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None
+) -> tuple[dict[str, float], pd.DataFrame]:
     """Metrics of one finished :class:`agents.model.MarketModel` run (see the module docstring)
-    and its per-tenant rows (``tenant, index, est, act, jct_h, jobs_done, liar``)."""
-    f = model.tidy()
+    and its per-tenant rows (``tenant, index, est, act, jct_h, jobs_done, liar``). ``frame``: the
+    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed."""
+    f = model.tidy() if frame is None else frame
     rounds = max(int(model.steps), 1)
     cl = f[f["tenant"] == ""]
-    means = cl.groupby("measure", sort=False)["value"].mean()
-    sums = cl.groupby("measure", sort=False)["value"].sum()
+    by = cl.groupby("measure", sort=False)["value"]
+    means, sums = by.mean(), by.sum()
     ids = [t.tenant_id for t in model.config.tenants]
-    index = {t: i for i, t in enumerate(ids)}
     ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act"])]
-    per = ten.pivot_table(index="tenant", columns="measure", values="value", aggfunc=["sum", "count"])
+    agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
+
+    def col(measure: str, what: str) -> dict[str, float]:
+        return agg.loc[measure, what].to_dict() if measure in agg.index.get_level_values(0) else {}
+
+    s_est, s_act, c_est = col("est", "sum"), col("act", "sum"), col("est", "count")
     jct = f[f["measure"] == "jct_s"]
+    jct_by = jct.groupby("tenant", sort=False)["value"].agg(["sum", "count"])
+    jsum, jcount = jct_by["sum"].to_dict(), jct_by["count"].to_dict()
     n_jobs = sum(len(t.jobs) for t in model.config.tenants)
     est, act = float(means.get("total_est", 0.0)), float(means.get("total_act", 0.0))
     row: dict[str, float] = {
@@ -220,50 +236,41 @@ def summarise_run(model: Any, liars: Sequence[str] = ()) -> tuple[dict[str, floa
         "rounds": float(rounds),
     }
 
-    def total(measure: str, who: Sequence[str]) -> float:
-        col = ("sum", measure)
-        if col not in per.columns:
-            return 0.0
-        return float(per[col].reindex(list(who)).fillna(0.0).sum() / rounds)
+    def mean_of(sums_: dict[str, float], t: str) -> float:
+        c = c_est.get(t, 0)
+        return float(sums_.get(t, 0.0) / c) if c > 0 else math.nan
 
-    def mean_jct(who: Sequence[str]) -> float:
-        sub = jct[jct["tenant"].isin(list(who))]["value"]
-        return float(sub.mean() / 3600.0) if len(sub) else math.nan
+    def jct_of(who: Sequence[str]) -> float:
+        n = sum(jcount.get(t, 0) for t in who)
+        return float(sum(jsum.get(t, 0.0) for t in who) / n / 3600.0) if n else math.nan
 
     if len(ids) <= _PER_TENANT_MAX:
-        for t in ids:
-            for measure in ("est", "act"):
-                s, c = per.get(("sum", measure)), per.get(("count", measure))
-                ok = s is not None and t in s.index and c[t] > 0
-                row[f"{measure}_t{index[t]}"] = float(s[t] / c[t]) if ok else math.nan
+        for i, t in enumerate(ids):
+            row[f"est_t{i}"] = mean_of(s_est, t)
+            row[f"act_t{i}"] = mean_of(s_act, t)
     if liars:
-        honest = [t for t in ids if t not in set(liars)]
+        liar_set = set(liars)
+        honest = [t for t in ids if t not in liar_set]
         row.update(
-            liar_est=total("est", liars),
-            liar_act=total("act", liars),
-            honest_est=total("est", honest),
-            honest_act=total("act", honest),
-            liar_jct_h=mean_jct(liars),
-            honest_jct_h=mean_jct(honest),
+            liar_est=sum(s_est.get(t, 0.0) for t in liars) / rounds,
+            liar_act=sum(s_act.get(t, 0.0) for t in liars) / rounds,
+            honest_est=sum(s_est.get(t, 0.0) for t in honest) / rounds,
+            honest_act=sum(s_act.get(t, 0.0) for t in honest) / rounds,
+            liar_jct_h=jct_of(liars),
+            honest_jct_h=jct_of(honest),
         )
-    trows = []
-    for t in ids:
-        s_e, c_e = per.get(("sum", "est")), per.get(("count", "est"))
-        s_a, c_a = per.get(("sum", "act")), per.get(("count", "act"))
-        present = s_e is not None and t in s_e.index and c_e[t] > 0
-        tj = jct[jct["tenant"] == t]["value"]
-        trows.append(
-            {
-                "tenant": t,
-                "index": index[t],
-                "est": float(s_e[t] / c_e[t]) if present else math.nan,
-                "act": float(s_a[t] / c_a[t]) if present else math.nan,
-                "jct_h": float(tj.mean() / 3600.0) if len(tj) else math.nan,
-                "jobs_done": len(tj),
-                "liar": t in set(liars),
-            }
-        )
-    return row, pd.DataFrame(trows)
+    trows = pd.DataFrame(
+        {
+            "tenant": ids,
+            "index": range(len(ids)),
+            "est": [mean_of(s_est, t) for t in ids],
+            "act": [mean_of(s_act, t) for t in ids],
+            "jct_h": [jct_of([t]) for t in ids],
+            "jobs_done": [int(jcount.get(t, 0)) for t in ids],
+            "liar": [t in set(liars) for t in ids],
+        }
+    )
+    return row, trows
 
 
 _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "honest_jct_h")
@@ -298,7 +305,7 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
         trows: list[dict[str, Any]] = []
         for mech in spec.mechanisms:
             truthful: dict[str, float] = {}
-            truthful_model: Any = None
+            truthful_run: tuple[Any, pd.DataFrame] | None = None
             for vname, liars in variants:
                 t0 = time.perf_counter()
                 work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
@@ -309,12 +316,14 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                     config = replace(config, tenants=tenants)
                 model = MarketModel(config, rng=np.random.default_rng(model_ss))
                 model.run()
-                metrics, tframe = summarise_run(model, sorted(liars))
+                tidy = model.tidy()
+                metrics, tframe = summarise_run(model, sorted(liars), tidy)
                 if vname == TRUTHFUL:
-                    truthful, truthful_model = metrics, model
+                    truthful, truthful_run = metrics, (model, tidy)
                     metrics["liar_gain"] = 0.0
                 else:
-                    twin, _ = summarise_run(truthful_model, sorted(liars))
+                    assert truthful_run is not None
+                    twin, _ = summarise_run(truthful_run[0], sorted(liars), truthful_run[1])
                     for name in _TWINS:
                         metrics[f"{name}_truthful"] = twin[name]
                     for name in ("total_est", "total_act", "mean_jct_h"):
