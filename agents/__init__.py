@@ -2,14 +2,17 @@
 
 Build a model from a :class:`ModelConfig` (or from a scenario with
 :meth:`scenarios.loader.Scenario.build_model`), run it, and read :meth:`MarketModel.tidy`.
+Trace workloads: :class:`TraceWorkload` in ``ModelConfig(trace=...)``, rounds by
+:class:`TraceRounds` (see ``docs/trace_simulation.md``).
 """
 
 from agents.auctioneer import Auctioneer, RoundStats
-from agents.config import JobConfig, ModelConfig, TenantConfig
+from agents.config import JobConfig, ModelConfig, TenantConfig, TraceWorkload
 from agents.model import CLUSTER_MEASURES, TENANT_MEASURES, MarketModel
 from agents.server import GPUServerAgent
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
 from agents.tenant import JobState, TenantAgent
+from agents.trace_rounds import TraceRounds
 
 __all__ = [
     "Auctioneer",
@@ -17,6 +20,8 @@ __all__ = [
     "JobConfig",
     "ModelConfig",
     "TenantConfig",
+    "TraceWorkload",
+    "TraceRounds",
     "MarketModel",
     "TENANT_MEASURES",
     "CLUSTER_MEASURES",

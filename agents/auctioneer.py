@@ -12,6 +12,10 @@ Per round ``t`` (start ``now = t·Δ``, ``Δ = round_seconds``):
 
 The per-round measures go onto the tenant agents and :attr:`Auctioneer.stats` for the
 DataCollector.
+
+With a trace workload (``ModelConfig.trace``) the round is instead Gavel's lease round of
+:class:`agents.trace_rounds.TraceRounds` (job state in numpy arrays, no tenant agents, no host
+packing): see that module and ``docs/trace_simulation.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import mesa
 import numpy as np
 
+from agents.trace_rounds import TraceRoundResult, TraceRounds
 from market.allocation import Allocation
 from market.oef.placer import DeviationRounder, RunnableJob, assign_jobs, pack_hosts
 from market.oef.throughput import job_rate
@@ -55,6 +60,10 @@ class RoundStats:
     cross_host_jobs: int = 0
     max_abs_dev: float = 0.0
     jobs_completed: int = 0
+    # trace runs only (agents.model.TRACE_MEASURES)
+    active_jobs: int = 0
+    round_start_s: float = 0.0
+    round_s: float = 0.0
 
 
 class Auctioneer(mesa.Agent):
@@ -74,6 +83,28 @@ class Auctioneer(mesa.Agent):
         self.solve_seconds = 0.0  # wall-clock seconds spent in the policy (kept out of the tidy data)
         self.stats = RoundStats()
         self.last_counts: dict[ClassKey, np.ndarray] = {}
+        self.trace: TraceRounds | None = None
+        #: trace runs: what the last round did (:class:`agents.trace_rounds.TraceRoundResult`)
+        self.last_trace: TraceRoundResult | None = None
+        tw = model.config.trace
+        if tw is not None:
+            tr = tw.trace
+            _, type_code = np.unique(tr.job_type, return_inverse=True)
+            _, tenant_code = np.unique(tw.tenants, return_inverse=True)
+            self.trace = TraceRounds(
+                throughputs=tw.throughputs,
+                scale=tr.scale,
+                total_steps=tr.total_steps,
+                arrival_s=tr.arrival_s,
+                priority=tr.priority,
+                tenant_code=tenant_code.ravel(),
+                job_type_code=type_code.ravel(),
+                policy=policy,
+                mechanism=self.mechanism,
+                round_seconds=model.round_seconds,
+                reallocation_interval_s=tw.reallocation_interval_s,
+                per_job=tw.tenancy == "job",
+            )
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------
     def _problem(
@@ -143,9 +174,40 @@ class Auctioneer(mesa.Agent):
             ten.learn(jt, np.array(utils))
 
     # -- the round ----------------------------------------------------------------------------------
+    def _trace_step(self) -> None:
+        """One Gavel-style lease round of a trace run; completions go to the model's table."""
+        model = self.model
+        eng = self.trace
+        assert eng is not None
+        m = model.m_avail()
+        res = eng.step(m)
+        self.last_trace = res
+        model.now = res.now
+        st = self.stats = RoundStats()
+        st.available_gpus = int(m.sum())
+        st.busy_by_type = tuple(int(b) for b in res.busy_by_type)
+        st.busy_gpus = int(res.busy_by_type.sum())
+        st.utilisation = res.used_gpu_seconds / (st.available_gpus * res.length_s) if res.length_s > 0 else 0.0
+        st.total_est = res.total_est
+        st.total_act = res.total_act
+        st.active_tenants = res.active_tenants
+        st.active_classes = res.active_rows
+        st.active_jobs = res.active_jobs
+        st.resolved = int(res.resolved)
+        st.jobs_completed = int(res.finished.size)
+        st.round_start_s = res.now
+        st.round_s = res.length_s
+        self.resolves = eng.solves
+        self.solve_seconds = eng.solve_seconds
+        if res.finished.size:
+            model.record_trace_completions(res.finished, res.finished_at)
+
     def step(self) -> None:
         """Run one scheduling round (spec A9 steps 2-4) and record its measures. The model has
         already applied arrivals/exits and reset the tenants' and servers' per-round state."""
+        if self.trace is not None:
+            self._trace_step()
+            return
         model = self.model
         now = model.now
         dt = model.round_seconds

@@ -14,9 +14,13 @@ import numpy as np
 
 from agents.strategies import Strategy, Truthful
 from market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
+from market.traces import Trace
 from market.types import Cluster
 
-__all__ = ["JobConfig", "TenantConfig", "ModelConfig", "PLACEMENTS"]
+__all__ = ["JobConfig", "TenantConfig", "ModelConfig", "TraceWorkload", "PLACEMENTS", "GAVEL_REALLOCATION_S"]
+
+#: Gavel's ``minimum_time_between_allocation_resets`` (s): the default of trace runs
+GAVEL_REALLOCATION_S = 1920.0
 
 PLACEMENTS = ("auto", "oef", "naive")
 
@@ -88,6 +92,37 @@ class TenantConfig:
             raise InputError(f"tenant {tid}.strategy", self.strategy, "must be a reporting strategy")
 
 
+@dataclass(frozen=True, eq=False)
+class TraceWorkload:
+    """A trace workload (see :mod:`market.traces` and :mod:`agents.trace_rounds`).
+
+    ``trace``: a :class:`market.traces.Trace` of N jobs; ``throughputs`` (N, k) consolidated
+    steps/s of each job on its scale factor per cluster GPU type (0 = cannot run); ``tenants`` (N,)
+    tenant name per job under ``tenancy`` ("job" | "user" | N); ``reallocation_interval_s``: least
+    time between two policy re-solves (Gavel: 1920 s; 0 = re-solve at every change of the job
+    set); ``until_done``: run until every job has completed (the model's ``rounds`` is then only the
+    safety cap, and reaching it is reported by a warning and :attr:`MarketModel.cap_reached`)."""
+
+    trace: Trace
+    throughputs: np.ndarray
+    tenants: np.ndarray
+    tenancy: str | int = "job"
+    reallocation_interval_s: float = GAVEL_REALLOCATION_S
+    until_done: bool = True
+
+    def __post_init__(self) -> None:
+        n = len(self.trace)
+        T = np.asarray(self.throughputs, dtype=float)
+        if T.ndim != 2 or T.shape[0] != n:
+            raise InputError("trace throughputs", T.shape, f"must have shape (jobs={n}, gpu types)")
+        if not np.all(np.isfinite(T)) or (T < 0).any():
+            raise InputError("trace throughputs", T.tolist()[:3], "must be finite and >= 0")
+        if len(self.tenants) != n:
+            raise InputError("trace tenants", len(self.tenants), f"must name one tenant per job ({n})")
+        check_nonneg("reallocation_interval_s", self.reallocation_interval_s)
+        object.__setattr__(self, "throughputs", T)
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """A whole simulation: the cluster, the tenants, the fair-share ``policy`` (registry name),
@@ -105,9 +140,12 @@ class ModelConfig:
     migration_cost_s: float = 0.0
     backfill: bool = True
     stop_when_idle: bool = True
+    trace: TraceWorkload | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tenants", tuple(self.tenants))
+        if self.trace is not None:
+            self._check_trace()
         check_int("rounds", self.rounds, minimum=1)
         check_choice("placement", self.placement, PLACEMENTS)
         check_nonneg("kappa", self.kappa)
@@ -132,6 +170,34 @@ class ModelConfig:
                     raise InputError(
                         f"job {j.job_id}.workers", j.workers, f"exceeds the cluster's {G} GPUs (it could never run)"
                     )
+
+    def _check_trace(self) -> None:
+        from agents.trace_rounds import GAVEL_NATIVE
+
+        if self.tenants:
+            raise InputError("tenants", len(self.tenants), "must be empty with a trace workload")
+        tw = self.trace
+        assert tw is not None
+        T = tw.throughputs
+        m = self.cluster.capacity
+        if T.shape[1] != self.cluster.k:
+            raise InputError("trace throughputs", T.shape, f"must have one column per GPU type ({self.cluster.k})")
+        fits = ((T > 0) & (tw.trace.scale[:, None] <= m[None, :])).any(axis=1)
+        if not fits.all():
+            i = int(np.flatnonzero(~fits)[0])
+            raise InputError(
+                f"trace job {tw.trace.job_id[i]}",
+                f"{tw.trace.job_type[i]} on {int(tw.trace.scale[i])} GPUs",
+                f"can run on no GPU type of the cluster {m.tolist()} (a job runs on one type at a time)",
+            )
+        if self.policy not in GAVEL_NATIVE and not (T > 0).all():
+            i, j = (int(v) for v in np.argwhere(T <= 0)[0])
+            raise InputError(
+                f"trace job {tw.trace.job_id[i]}",
+                f"{tw.trace.job_type[i]} on {int(tw.trace.scale[i])} GPUs",
+                f"cannot run on GPU type {j}; policy {self.policy!r} needs speedups > 0 on every type "
+                f"(use {sorted(GAVEL_NATIVE)} or drop the job)",
+            )
 
     @property
     def resolved_placement(self) -> str:

@@ -6,6 +6,15 @@ when they arrive and removes them when they leave, and lets the :class:`Auctione
 loop (spec A9). A :class:`mesa.DataCollector` records per-round cluster measures, per-tenant
 measures (``agenttype_reporters``) and a ``completions`` table (JCT).
 
+With a trace workload (``ModelConfig.trace``) there are no tenant agents: job state lives in the
+numpy arrays of :class:`agents.trace_rounds.TraceRounds`, the DataCollector records the cluster
+measures plus :data:`TRACE_MEASURES`, every finished job adds a ``completions`` row (its tenant
+under the scenario's tenancy), rounds start at the end of the previous one (not at
+``round * round_seconds``) and, with ``trace.until_done``, the run ends when every job has
+completed or at the safety cap ``config.rounds`` (reported: :attr:`MarketModel.cap_reached`, a
+``RuntimeWarning`` and a ``safety_cap`` event). A tqdm bar (jobs completed, simulated days) shows
+on a terminal (:attr:`MarketModel.progress`).
+
 Randomness: the model's RNG (``rng=...``, a seed, ``SeedSequence`` or ``Generator``) feeds the
 strategies (e.g. profiling noise) through :attr:`MarketModel.strategy_rng`; the round loop itself
 is deterministic.
@@ -13,6 +22,8 @@ is deterministic.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from functools import partial
 from typing import Any
 
@@ -26,7 +37,7 @@ from agents.config import ModelConfig
 from agents.server import GPUServerAgent
 from agents.tenant import JobState, TenantAgent
 
-__all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES"]
+__all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES"]
 
 #: Per-tenant measures recorded every round (see :class:`agents.tenant.TenantAgent`).
 TENANT_MEASURES = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
@@ -45,6 +56,8 @@ CLUSTER_MEASURES = (
     "max_abs_dev",
     "jobs_completed",
 )
+#: Extra cluster measures of trace runs: active jobs, round start and length (s).
+TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s")
 COMPLETION_COLUMNS = ["round", "tenant", "job_id", "job_type", "workers", "arrival_s", "completion_s", "jct_s"]
 
 
@@ -95,12 +108,18 @@ class MarketModel(mesa.Model):
         self._drained: list[pd.DataFrame] = []  # compact records moved out of the DataCollector
         self._drained_rounds = 0
         self._sent_completions = 0  # completions rows already passed to the sink
+        #: trace runs: the safety cap ``config.rounds`` ended the run before every job completed
+        self.cap_reached = False
+        #: trace runs: show the tqdm bar (None: only when stderr is a terminal)
+        self.progress: bool | None = None
 
+        measures = (*CLUSTER_MEASURES, *(TRACE_MEASURES if config.trace is not None else ()), "busy_by_type")
+        tenant_reporters = {
+            TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
+        }
         self.datacollector = mesa.DataCollector(
-            model_reporters={name: partial(_stat, name=name) for name in (*CLUSTER_MEASURES, "busy_by_type")},
-            agenttype_reporters={
-                TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
-            },
+            model_reporters={name: partial(_stat, name=name) for name in measures},
+            agenttype_reporters=tenant_reporters if config.trace is None else {},
             tables={"completions": COMPLETION_COLUMNS},
         )
 
@@ -142,6 +161,27 @@ class MarketModel(mesa.Model):
             },
         )
 
+    def record_trace_completions(self, jobs: np.ndarray, times: np.ndarray) -> None:
+        """Add the trace jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``."""
+        tw = self.config.trace
+        assert tw is not None
+        tr = tw.trace
+        for j, t in zip(jobs.tolist(), times.tolist(), strict=True):
+            arrival = float(tr.arrival_s[j])
+            self.datacollector.add_table_row(
+                "completions",
+                {
+                    "round": self.round,
+                    "tenant": str(tw.tenants[j]),
+                    "job_id": str(tr.job_id[j]),
+                    "job_type": str(tr.job_type[j]),
+                    "workers": int(tr.scale[j]),
+                    "arrival_s": arrival,
+                    "completion_s": t,
+                    "jct_s": t - arrival,
+                },
+            )
+
     # -- A9 step 1: arrivals and exits ----------------------------------------------------------------
     def _arrivals_and_exits(self) -> None:
         now = self.now
@@ -161,8 +201,33 @@ class MarketModel(mesa.Model):
             self._tenants[cfg.tenant_id] = TenantAgent(self, cfg, true)
             self.events.append({"round": self.round, "tenant": cfg.tenant_id, "event": "arrive", "time_s": now})
 
+    def _trace_step(self) -> None:
+        self.round = self.steps - 1
+        self.auctioneer.step()
+        self.datacollector.collect(self)
+        if len(self.datacollector._collection_steps) >= self.DRAIN_ROUNDS:
+            self._drain()
+        eng = self.auctioneer.trace
+        assert eng is not None and self.config.trace is not None
+        if eng.finished and (self.config.stop_when_idle or self.config.trace.until_done):
+            self.running = False
+        elif self.steps >= self.config.rounds:
+            self.running = False
+            if self.config.trace.until_done:
+                self.cap_reached = True
+                left = len(self.config.trace.trace) - eng.completed
+                msg = (
+                    f"trace run stopped at the safety cap of {self.config.rounds} rounds "
+                    f"(t = {eng.now:.0f} s) with {left} job(s) unfinished; raise max_rounds"
+                )
+                self.events.append({"round": self.round, "tenant": "", "event": "safety_cap", "time_s": eng.now})
+                warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
     def step(self) -> None:
         """One scheduling round: arrivals/exits, the auctioneer's round, data collection."""
+        if self.config.trace is not None:
+            self._trace_step()
+            return
         self.round = self.steps - 1
         self.now = self.round * self.round_seconds
         self._arrivals_and_exits()
@@ -183,8 +248,21 @@ class MarketModel(mesa.Model):
     def run(self, rounds: int | None = None) -> MarketModel:
         """Step until the horizon (``config.rounds``, or ``rounds`` more steps) or until idle."""
         limit = self.config.rounds if rounds is None else self.steps + rounds
-        while self.running and self.steps < limit:
-            self.step()
+        eng = self.auctioneer.trace
+        show = sys.stderr.isatty() if self.progress is None else self.progress
+        if eng is None or not show:
+            while self.running and self.steps < limit:
+                self.step()
+            return self
+        from tqdm.auto import tqdm
+
+        with tqdm(total=eng.n, unit="job", desc=self.config.policy, file=sys.stderr, leave=False) as bar:
+            while self.running and self.steps < limit:
+                self.step()
+                done = eng.completed
+                if done != bar.n:
+                    bar.update(done - bar.n)
+                    bar.set_postfix_str(f"t={eng.now / 86400:.2f} d, round {self.steps}", refresh=False)
         return self
 
     # -- results ------------------------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
-    from analysis.plots import plot_lying_gain, plot_throughput
+    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
     from analysis.report import write_report
     from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
@@ -318,7 +318,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
     plots: list[Path] = []
-    if not frame.empty:
+    if not frame.empty and scenario.workload.trace is not None:  # trace runs: no per-tenant rounds, JCTs
+        if (frame["measure"] == "jct_s").any():
+            plots.append(plot_jct_cdf(frame, out / "jct_cdf.png"))
+    elif not frame.empty:
         plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
             plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))

@@ -24,7 +24,7 @@ import seaborn as sns  # noqa: E402
 
 from analysis.stats import gain_summary, paired_gains  # noqa: E402
 
-__all__ = ["plot_throughput", "plot_lying_gain", "MEASURE_LABELS"]
+__all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "MEASURE_LABELS"]
 
 MEASURE_LABELS = {
     "act": "actual throughput (slowest-GPU equiv.)",
@@ -72,6 +72,24 @@ def plot_throughput(
     out = Path(path)
     g.figure.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(g.figure)
+    return out
+
+
+def plot_jct_cdf(frame: pd.DataFrame, path: str | Path, variant: str = "truthful") -> Path:
+    """Empirical CDF of the job completion times (``jct_s`` rows, in hours, log axis), one line per
+    policy, all replications pooled, for ``variant`` (the plot of trace-driven runs)."""
+    sub = frame[(frame["measure"] == "jct_s") & (frame["variant"] == variant)]
+    if sub.empty:
+        raise ValueError(f"no 'jct_s' rows for variant '{variant}' to plot")
+    data = pd.DataFrame({"policy": sub["policy"].astype(object), "jct_h": sub["value"].to_numpy() / 3600.0})
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    sns.ecdfplot(data=data, x="jct_h", hue="policy", hue_order=sorted(data["policy"].unique()), log_scale=True, ax=ax)
+    ax.set_xlabel("job completion time (h)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"JCT distribution ({variant})")
+    out = Path(path)
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
     return out
 
 

@@ -28,6 +28,18 @@ def _table(df: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
+def _horizon(meta: Mapping[str, Any]) -> str:
+    """The run length line: fixed rounds, or a trace replayed until every job completed."""
+    tr = meta.get("trace")
+    if not tr:
+        return f"{meta.get('rounds')} rounds of {meta.get('round_seconds')} s"
+    src = f"trace {Path(str(tr.get('path'))).name} ({tr.get('format')} format, tenancy {tr.get('tenancy')})"
+    if tr.get("until_done"):
+        return f"{src}, rounds of up to {meta.get('round_seconds')} s until every job completed " \
+               f"(safety cap {tr.get('max_rounds')} rounds)"  # fmt: skip
+    return f"{src}, {meta.get('rounds')} rounds of up to {meta.get('round_seconds')} s"
+
+
 def render_report(
     meta: Mapping[str, Any],
     frame: pd.DataFrame,
@@ -45,7 +57,7 @@ def render_report(
     out += [
         f"- seed {meta.get('seed')}, {meta.get('replications')} replication(s), {meta.get('runs')} run(s), "
         f"executor {meta.get('executor')}, wall time {meta.get('wall_seconds')} s",
-        f"- cluster: {cluster}; {meta.get('rounds')} rounds of {meta.get('round_seconds')} s",
+        f"- cluster: {cluster}; {_horizon(meta)}",
         "- throughput unit: slowest-GPU equivalents (work-seconds per second); 'est' = fractional allocation "
         "valued with TRUE speedups, 'act' = measured progress of running jobs",
         "",

@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -337,6 +337,7 @@ class Experiment:
             "runs": len(self.runs),
             "failed_runs": len(self.errors),
             "interrupted": self.interrupted,
+            "trace": None if s.workload.trace is None else asdict(s.workload.trace),
         }
 
 

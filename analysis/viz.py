@@ -787,13 +787,16 @@ class PageModel(MarketVizModel):
 
 def loadable_scenarios() -> dict[str, Scenario]:
     """The embedded fair-share scenarios that load on this machine (``gavel_table`` needs the
-    measured throughputs in ``../shared/data``; without them it is left out of the page)."""
+    measured throughputs in ``../shared/data``; without them it is left out of the page), trace
+    replays (``gavel_trace``, ``philly_trace``) excepted."""
     out = {}
     for name in fair_share_scenarios():
         try:
-            out[name] = load_scenario(name)
+            scen = load_scenario(name)
         except InputError:
             continue
+        if scen.workload.trace is None:  # trace replays have no lying tenant to show
+            out[name] = scen
     return out
 
 

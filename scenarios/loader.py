@@ -16,13 +16,19 @@ Schema (all keys optional unless marked)::
     name, description, policies = [registry names], rounds, replications, seed,
     placement = "auto"|"oef"|"naive", kappa, migration_cost_s, backfill, stop_when_idle
     [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
-                round_seconds
+                round_seconds, reallocation_interval_s (trace runs; Gavel's 1920 s by default)
     [profiles]  file (throughput CSV; relative to the scenario file), num_gpus, reference,
                 generator = "assumed"|"ordered", step = [lo, hi], job_types = [..], jitter
     [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
                 jobs_per_tenant, jobs_poisson, workers = [..], workers_probs = [..],
                 duration_median_s, duration_sigma, duration_cap_s, backlogged,
                 arrival_window_s, weights = [..]
+                -- or a trace workload (docs/trace_simulation.md): trace = "PATH" (relative to
+                the scenario file), trace_format = "gavel"|"philly", tenancy = "job"|"user"|N,
+                max_jobs (first N jobs), duration_reference (Philly: GPU type whose throughput
+                turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
+                omitted: the run then ends when every job has completed; default 200000).
+                The throughput table is [profiles] file (default: the packaged Gavel table).
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
     [[variant]] name (required), tenant (required: index or id), strategy =
                 "truthful"|"scale"|"fast"|"report"|"noise"|"hedge", factors = {gpu type = f}, factor,
@@ -42,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import PLACEMENTS, JobConfig, ModelConfig, TenantConfig
+from agents.config import GAVEL_REALLOCATION_S, PLACEMENTS, JobConfig, ModelConfig, TenantConfig, TraceWorkload
 from agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
 from market.errors import InputError, check_name, slug
 from market.profiles import (
@@ -55,6 +61,7 @@ from market.profiles import (
 )
 from market.registry import names as mechanism_names
 from market.topology import multi_rack_tree, single_rack
+from market.traces import GAVEL_THROUGHPUTS, TRACE_FORMATS, Trace, data_path, load_trace, tenant_of_jobs
 from market.types import Cluster
 from scenarios.catalog import embedded, embedded_file
 
@@ -65,6 +72,7 @@ __all__ = [
     "WorkloadSpec",
     "TenantOverride",
     "VariantSpec",
+    "TraceSpec",
     "load_scenario",
     "parse_scenario",
     "scenario_names",
@@ -201,6 +209,7 @@ class ClusterSpec:
     gpus_per_host: int = 4
     racks: int = 1
     round_seconds: float = 300.0
+    reallocation_interval_s: float = GAVEL_REALLOCATION_S
 
     def build(self) -> Cluster:
         """The :class:`market.types.Cluster` (topology from :mod:`market.topology`)."""
@@ -257,6 +266,23 @@ class WorkloadSpec:
     backlogged: bool = False
     arrival_window_s: float = 0.0
     weights: tuple[float, ...] | None = None
+    trace: TraceSpec | None = None
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """A trace workload (module docstring; ``docs/trace_simulation.md``): ``path`` (absolute),
+    ``format`` "gavel" | "philly", ``tenancy`` "job" | "user" | N, ``max_jobs`` (first jobs only,
+    None = all), ``duration_reference`` (Philly), ``until_done`` (``rounds`` omitted: run until
+    every job has completed, at most ``max_rounds`` rounds)."""
+
+    path: str
+    format: str = "gavel"
+    tenancy: str | int = "job"
+    max_jobs: int | None = None
+    duration_reference: str = "v100"
+    until_done: bool = True
+    max_rounds: int = 200_000
 
 
 @dataclass(frozen=True)
@@ -371,12 +397,45 @@ class Scenario:
         return {n: W[i] for i, n in enumerate(names)}
 
     # -- building models ---------------------------------------------------------------------------
+    def trace_workload(self, seed: int | None = None) -> TraceWorkload:
+        """The :class:`agents.config.TraceWorkload` of a trace scenario; ``seed`` drives the Philly
+        job-type draw (default: the scenario seed). Raises if the scenario has no trace."""
+        ts = self.workload.trace
+        if ts is None:
+            raise InputError(f"scenario {self.name}: workload.trace", None, "is not set (not a trace scenario)")
+        types = self.cluster.gpu_types
+        table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
+        tr = _cached_trace(ts.path, ts.format, table_path, types, self.seed if seed is None else int(seed),
+                           ts.duration_reference, ts.max_jobs)  # fmt: skip
+        T = tr.throughputs(_cached_table(table_path), types)
+        return TraceWorkload(
+            tr,
+            T,
+            tenant_of_jobs(tr, ts.tenancy),
+            ts.tenancy,
+            reallocation_interval_s=self.cluster.reallocation_interval_s,
+            until_done=ts.until_done,
+        )
+
     def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
         """The :class:`ModelConfig` of ``policy`` and ``variant``; every random draw (job types,
         jitter, jobs, arrivals) comes from ``rng`` in a fixed order that does not depend on the
-        policy or the variant (common random numbers)."""
+        policy or the variant (common random numbers). A trace scenario draws only the seed of
+        the Philly job-type assignment from ``rng`` (Gavel traces are deterministic)."""
         if policy not in self.policies:
             raise InputError("policy", policy, f"is not one of the scenario's policies {list(self.policies)}")
+        ts = self.workload.trace
+        if ts is not None:
+            self.deviator(variant)
+            seed = int(rng.integers(0, 2**63 - 1))
+            return ModelConfig(
+                self.cluster.build(),
+                (),
+                policy=policy,
+                rounds=self.rounds if not ts.until_done else ts.max_rounds,
+                stop_when_idle=self.stop_when_idle,
+                trace=self.trace_workload(seed),
+            )
         deviator = self.deviator(variant)
         strategy = next((v.strategy for v in self.variants if v.name == variant), None)
         cluster = self.cluster.build()
@@ -470,6 +529,27 @@ def _cached_table(path: str) -> Any:
     return load_throughput_table(path)
 
 
+def _cached_trace(
+    path: str, fmt: str, table: str, types: tuple[str, ...], seed: int, reference: str, max_jobs: int | None
+) -> Trace:
+    """The trace, cached on its arguments and the trace file's size and modification time."""
+    try:
+        st = Path(path).stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)  # load_trace raises the clear error
+    return _cached_trace_at(path, stamp, fmt, table, types, seed, reference, max_jobs)
+
+
+@lru_cache(maxsize=16)
+def _cached_trace_at(
+    path: str, stamp: tuple[int, int], fmt: str, table: str, types: tuple[str, ...], seed: int, reference: str,
+    max_jobs: int | None,
+) -> Trace:  # fmt: skip
+    tr = load_trace(path, fmt, _cached_table(table), types, seed, reference)
+    return tr if max_jobs is None else tr.head(max_jobs)
+
+
 # ---------------------------------------------------------------------------------------------------
 # parsing
 
@@ -546,6 +626,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
             )
     if len(set(policies)) != len(policies):
         raise InputError(top.key("policies"), pol, "must not repeat a mechanism")
+    rounds_given = top.has("rounds")
     rounds = top.integer("rounds", 24, minimum=1)
     replications = top.integer("replications", 3, minimum=1)
     seed = top.integer("seed", 0, minimum=0)
@@ -572,8 +653,11 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
         racks=c.integer("racks", 1, minimum=1),
         round_seconds=c.number("round_seconds", 300.0, positive=True),
+        reallocation_interval_s=c.number("reallocation_interval_s", GAVEL_REALLOCATION_S, minimum=0.0),
     )
     c.done()
+    raw_wl = top.data.get("workload")
+    is_trace = isinstance(raw_wl, dict) and "trace" in raw_wl
 
     p = top.table("profiles")
     file = p.string("file")
@@ -603,7 +687,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     )
     if profiles.jitter >= 1:
         raise InputError(p.key("jitter"), profiles.jitter, "must be < 1")
-    if file is None and generator == "assumed":
+    if file is None and generator == "assumed" and not is_trace:
         if len(gpu_types) != 3:
             raise InputError(
                 p.key("generator"),
@@ -618,35 +702,16 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     p.done()
 
     w = top.table("workload")
-    wprobs = _numbers(w.key("workers_probs"), w.array("workers_probs", [0.6, 0.2, 0.15, 0.05]) or [], minimum=0.0)
-    wvals = _ints(w.key("workers"), w.array("workers", [1, 2, 4, 8]) or [], minimum=1)
-    if not wvals or len(wvals) != len(wprobs) or sum(wprobs) <= 0:
-        raise InputError(
-            w.key("workers_probs"), list(wprobs), f"must give one weight >= 0 per workers value {list(wvals)}"
-        )
-    n_tenants = w.integer("tenants", required=True, minimum=1)
-    weights = w.array("weights")
-    choice = w.string("job_type_choice", "random")
-    if choice not in ("random", "cycle"):
-        raise InputError(w.key("job_type_choice"), choice, "must be 'random' or 'cycle'")
-    workload = WorkloadSpec(
-        tenants=n_tenants,
-        job_types_per_tenant=w.integer("job_types_per_tenant", 1, minimum=1),
-        job_type_choice=choice,
-        jobs_per_tenant=w.number("jobs_per_tenant", 6, minimum=1.0),
-        jobs_poisson=w.boolean("jobs_poisson", False),
-        workers=wvals,
-        workers_probs=wprobs,
-        duration_median_s=w.number("duration_median_s", 1800.0, positive=True),
-        duration_sigma=w.number("duration_sigma", 1.0, minimum=0.0),
-        duration_cap_s=w.number("duration_cap_s", 86400.0, positive=True),
-        backlogged=w.boolean("backlogged", False),
-        arrival_window_s=w.number("arrival_window_s", 0.0, minimum=0.0),
-        weights=_numbers(w.key("weights"), weights, positive=True) if weights is not None else None,
-    )
-    if workload.weights is not None and len(workload.weights) != n_tenants:
-        raise InputError(w.key("weights"), weights, f"must have one weight per tenant ({n_tenants})")
+    if is_trace:
+        workload = _trace_workload(w, base_dir, cluster, profiles, rounds_given, seed)
+    else:
+        workload = _synthetic_workload(w)
+    n_tenants = workload.tenants
     w.done()
+    if is_trace:
+        for key in ("tenant", "variant"):
+            if top.has(key):
+                raise InputError(top.key(key), top.data[key], "is not supported with a trace workload (yet)")
 
     overrides: list[TenantOverride] = []
     for i, raw in enumerate(top.array("tenant", []) or []):
@@ -703,6 +768,12 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         variants=tuple(variants),
         source=source,
     )
+    if is_trace:
+        tw = scen.trace_workload()
+        built = cluster.build()
+        for p in policies:  # every job must be runnable under every policy
+            ModelConfig(built, (), policy=p, rounds=1, trace=tw)
+        return scen
     for v in variants:
         scen.deviator(v.name)  # validates the tenant reference
     base = scen.base_profiles()  # validates profile sources and job-type names
@@ -713,6 +784,81 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
                     f"scenario {name}: tenant index {o.index} job_types", jt, f"is not one of {list(base)}"
                 )
     return scen
+
+
+_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds")
+
+
+def _trace_workload(
+    w: _Table, base_dir: Path | None, cluster: ClusterSpec, profiles: ProfileSpec, rounds_given: bool, seed: int
+) -> WorkloadSpec:
+    """The ``[workload]`` table of a trace scenario (module docstring)."""
+    other = sorted(set(w.data) - set(_TRACE_KEYS))
+    if other:
+        raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a trace workload; trace keys: "
+                         f"{list(_TRACE_KEYS)}")  # fmt: skip
+    raw = w.string("trace", required=True) or ""
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    path = path.resolve()
+    if not path.is_file():
+        raise InputError(w.key("trace"), raw, f"does not exist (resolved to {path})")
+    fmt = w.string("trace_format", "gavel")
+    if fmt not in TRACE_FORMATS:
+        raise InputError(w.key("trace_format"), fmt, f"must be one of {list(TRACE_FORMATS)}")
+    tenancy = w.raw("tenancy", "job")
+    if isinstance(tenancy, bool) or not (tenancy in ("job", "user") or (isinstance(tenancy, int) and tenancy >= 1)):
+        raise InputError(w.key("tenancy"), tenancy, "must be 'job', 'user' or an integer >= 1")
+    if tenancy == "user" and fmt != "philly":
+        raise InputError(w.key("tenancy"), tenancy, f"needs a trace with users; the {fmt} format has none")
+    spec = TraceSpec(
+        str(path),
+        fmt or "gavel",
+        tenancy,
+        max_jobs=w.integer("max_jobs", minimum=1),
+        duration_reference=w.string("duration_reference", "v100") or "v100",
+        until_done=not rounds_given,
+        max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+    )
+    table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
+    tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
+                       spec.max_jobs)  # fmt: skip
+    n_tenants = tenancy if isinstance(tenancy, int) else len(set(tenant_of_jobs(tr, tenancy).tolist()))
+    return WorkloadSpec(tenants=n_tenants, trace=spec)
+
+
+def _synthetic_workload(w: _Table) -> WorkloadSpec:
+    """The ``[workload]`` table of a synthetic scenario (module docstring)."""
+    wprobs = _numbers(w.key("workers_probs"), w.array("workers_probs", [0.6, 0.2, 0.15, 0.05]) or [], minimum=0.0)
+    wvals = _ints(w.key("workers"), w.array("workers", [1, 2, 4, 8]) or [], minimum=1)
+    if not wvals or len(wvals) != len(wprobs) or sum(wprobs) <= 0:
+        raise InputError(
+            w.key("workers_probs"), list(wprobs), f"must give one weight >= 0 per workers value {list(wvals)}"
+        )
+    n_tenants = w.integer("tenants", required=True, minimum=1)
+    weights = w.array("weights")
+    choice = w.string("job_type_choice", "random")
+    if choice not in ("random", "cycle"):
+        raise InputError(w.key("job_type_choice"), choice, "must be 'random' or 'cycle'")
+    workload = WorkloadSpec(
+        tenants=n_tenants,
+        job_types_per_tenant=w.integer("job_types_per_tenant", 1, minimum=1),
+        job_type_choice=choice,
+        jobs_per_tenant=w.number("jobs_per_tenant", 6, minimum=1.0),
+        jobs_poisson=w.boolean("jobs_poisson", False),
+        workers=wvals,
+        workers_probs=wprobs,
+        duration_median_s=w.number("duration_median_s", 1800.0, positive=True),
+        duration_sigma=w.number("duration_sigma", 1.0, minimum=0.0),
+        duration_cap_s=w.number("duration_cap_s", 86400.0, positive=True),
+        backlogged=w.boolean("backlogged", False),
+        arrival_window_s=w.number("arrival_window_s", 0.0, minimum=0.0),
+        weights=_numbers(w.key("weights"), weights, positive=True) if weights is not None else None,
+    )
+    if workload.weights is not None and len(workload.weights) != n_tenants:
+        raise InputError(w.key("weights"), weights, f"must have one weight per tenant ({n_tenants})")
+    return workload
 
 
 def scenario_names() -> list[str]:

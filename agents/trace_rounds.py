@@ -1,0 +1,338 @@
+"""Gavel-style scheduling rounds over a job trace, on numpy arrays of job state (no Mesa here).
+
+:class:`TraceRounds` is the round engine of trace-driven runs (``ModelConfig.trace``); the
+:class:`agents.auctioneer.Auctioneer` calls :meth:`TraceRounds.step` once per Mesa step. It follows
+the simulator of Gavel (``scheduler/scheduler.py``: ``simulate``, ``_update_priorities``,
+``_schedule_jobs_on_workers``; semantics read from the public code, nothing copied). Every
+difference is listed in ``docs/trace_simulation.md``. One round starting at ``now``:
+
+1. **Arrivals.** Jobs with ``arrival_s <= now`` join (a job arriving inside a round waits for the
+   next one). With nothing to run the clock jumps to the next arrival (no empty rounds).
+2. **Allocation reset** (Gavel's ``_reset_time_run_so_far``), only when the job set changed and
+   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s), or when no job ran
+   in the previous round: each job's deficit grows by ``alloc * elapsed - received``, every job's
+   received time restarts at ``round_seconds / 2`` per type, and the policy is re-solved. A job that
+   arrived after the last reset has no allocation and is not leased until the next reset.
+3. **Priorities:** ``priority[j, t] = alloc[j, t] / fraction[j, t]`` with ``fraction`` = job ``j``'s
+   share of the time type ``t`` ran jobs since the reset; ``alloc * 1e9`` when ``fraction = 0``;
+   0 when ``alloc = 0`` or the job cannot run on ``t``. ``alloc`` is the policy's time fraction
+   (devices / scale factor).
+4. **Leases:** GPU types fastest first (the cluster lists them slowest first); per type the jobs in
+   descending ``(priority, deficit, alloc)`` (ties: arrival order); a job is leased ``scale`` GPUs of
+   that type if it is not leased yet, can run there (throughput > 0) and fits. Priority-0 entries
+   stay in the queue, so idle GPUs go to any job that fits (work conservation as in Gavel).
+5. **Progress** at the consolidated throughput of the job's scale factor on its type (steps/s of the
+   whole job). A job that finishes inside the round completes at its exact time
+   ``now + remaining / rate``; its GPUs idle until the round ends. The round ends when the last
+   lease ends (``now + max ran``, = ``round_seconds`` unless every leased job finished early, as in
+   Gavel, whose round ends at the latest micro-task finish).
+
+Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs, cap = scale
+factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
+factor) with cap = total GPUs of its active jobs and weight ``1 / (classes of the tenant)``; each
+job of a class gets the class's devices per GPU (``X[c] / cap[c]``) as its time fraction. Gavel's
+own policies (``gavel-max-min-perf``, ``gavel-max-sum-throughput``) always get one row per job
+with raw throughputs and ``scale_factors`` (weights ``priority / active jobs of the tenant`` unless
+``tenancy = "job"``). A time-fraction row summing above 1 (policies without caps, e.g. OEF) is
+scaled down to 1.
+
+Units: seconds, steps, steps/s, GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from market.errors import InputError
+
+__all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE"]
+
+#: policies that take raw throughputs and scale factors (Gavel's own formulations)
+GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput"})
+
+
+@dataclass
+class TraceRoundResult:
+    """What one round did: start ``now`` and length ``length_s`` (s); ``leased`` job indices and
+    their GPU type; ``finished`` job indices with their completion times (s); ``resolved``: the
+    policy was re-solved; GPU and throughput aggregates (throughputs in slowest-GPU equivalents)."""
+
+    now: float = 0.0
+    length_s: float = 0.0
+    leased: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    leased_type: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    finished: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    resolved: bool = False
+    active_jobs: int = 0
+    active_rows: int = 0
+    active_tenants: int = 0
+    busy_by_type: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    used_gpu_seconds: float = 0.0
+    total_est: float = 0.0
+    total_act: float = 0.0
+
+
+class TraceRounds:
+    """The round engine (module docstring). ``throughputs`` (N, k) steps/s per job and GPU type
+    (0 = cannot run), ``scale`` (N,) GPUs, ``total_steps`` (N,), ``arrival_s`` (N,) ascending,
+    ``priority`` (N,) > 0, ``tenant_code`` (N,) ints, ``job_type_code`` (N,) ints; ``policy`` a
+    registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
+    per job (tenancy "job")."""
+
+    def __init__(
+        self,
+        *,
+        throughputs: np.ndarray,
+        scale: np.ndarray,
+        total_steps: np.ndarray,
+        arrival_s: np.ndarray,
+        priority: np.ndarray,
+        tenant_code: np.ndarray,
+        job_type_code: np.ndarray,
+        policy: str,
+        mechanism: Any,
+        round_seconds: float,
+        reallocation_interval_s: float,
+        per_job: bool,
+    ) -> None:
+        self.T = np.asarray(throughputs, dtype=float)
+        n, k = self.T.shape
+        self.n, self.k = n, k
+        self.s = np.asarray(scale, dtype=np.int64)
+        self.remaining = np.asarray(total_steps, dtype=float).copy()
+        self.arrival = np.asarray(arrival_s, dtype=float)
+        if n and np.any(np.diff(self.arrival) < 0):
+            raise InputError("arrival_s", self.arrival.tolist()[:10], "must be in ascending order")
+        self.priority = np.asarray(priority, dtype=float)
+        self.tenant = np.asarray(tenant_code, dtype=np.int64)
+        self.policy = policy
+        self.mechanism = mechanism
+        self.native = policy in GAVEL_NATIVE
+        self.dt = float(round_seconds)
+        self.interval = float(reallocation_interval_s)
+        self.per_job = bool(per_job)
+        # class of each job: (tenant, job type, scale factor), numbered by first appearance
+        keys = np.stack([self.tenant, np.asarray(job_type_code, dtype=np.int64), self.s], axis=1)
+        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        self.klass = rank[inv.ravel()]
+        pos = np.where(self.T > 0, self.T, np.inf).min(axis=1)
+        #: steps per GPU-second on the job's slowest feasible type (the slowest-GPU-equivalent unit)
+        self.unit = pos / self.s
+        # state
+        self.now = 0.0
+        self.next_arrival = 0  # index of the first job not yet arrived
+        self.active = np.zeros(0, dtype=np.int64)  # arrived, unfinished jobs in arrival order
+        self.done_at = np.full(n, np.nan)
+        self.alloc = np.zeros((n, k))  # time fractions of the last solve
+        self.has_alloc = np.zeros(n, dtype=bool)
+        self.job_time = np.zeros((n, k))  # Gavel's _job_time_so_far (s since the reset, per type)
+        self.worker_time = np.zeros(k)  # Gavel's _worker_time_so_far
+        self.deficit = np.zeros((n, k))
+        self.last_reset: float | None = None
+        self.need_realloc = False
+        self.ran_last = False
+        self.solves = 0
+        self.solve_seconds = 0.0
+        self._m_key: bytes | None = None
+        self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
+        #: (active jobs, policy seconds) of every solve, for the benchmark
+        self.solve_log: list[tuple[int, float]] = []
+
+    # -- queries ---------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """Every job of the trace has completed."""
+        return self.next_arrival >= self.n and self.active.size == 0
+
+    @property
+    def completed(self) -> int:
+        """Number of jobs completed so far."""
+        return int(np.count_nonzero(~np.isnan(self.done_at)))
+
+    # -- the round --------------------------------------------------------------------------------
+    def _admit(self) -> bool:
+        if self.active.size == 0 and self.next_arrival < self.n:
+            self.now = max(self.now, float(self.arrival[self.next_arrival]))  # idle: jump to the next arrival
+        end = int(np.searchsorted(self.arrival, self.now, side="right"))
+        if end <= self.next_arrival:
+            return False
+        new = np.arange(self.next_arrival, end)
+        self.next_arrival = end
+        self.active = np.concatenate([self.active, new])
+        self._counts = None
+        self.job_time[new] = self.dt / 2.0  # Gavel's add_job: every type starts at half a round
+        self.deficit[new] = 0.0
+        self.has_alloc[new] = False
+        return True
+
+    def _reset_and_solve(self, m: np.ndarray) -> None:
+        A = self.active
+        elapsed = 0.0 if self.last_reset is None else self.now - self.last_reset
+        received = self.job_time[A] - self.dt / 2.0
+        should = self.alloc[A] * elapsed
+        self.deficit[A] += should - received
+        self.job_time[A] = self.dt / 2.0
+        self.worker_time[:] = A.size * self.dt / 2.0
+        self.last_reset = self.now
+        self.need_realloc = False
+        t0 = time.perf_counter()
+        x = self._solve(A, m)
+        dt = time.perf_counter() - t0
+        self.solve_seconds += dt
+        self.solves += 1
+        self.solve_log.append((int(A.size), dt))
+        self.alloc[A] = x
+        self.has_alloc[A] = True
+        self._counts = None
+
+    def _solve(self, A: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """Time fractions (|A|, k) of the active jobs under the policy."""
+        if A.size == 0:
+            return np.zeros((0, self.k))
+        T = self.T[A]
+        s = self.s[A]
+        ten = self.tenant[A]
+        if self.native:
+            w = self.priority[A].copy()
+            if not self.per_job:
+                _, tinv, tcnt = np.unique(ten, return_inverse=True, return_counts=True)
+                w = w / tcnt[tinv]
+            alloc = self.mechanism.fn(T, m, weights=w, scale_factors=s.astype(float))
+            x = np.asarray(alloc.info["time_fractions"], dtype=float).reshape(A.size, self.k)
+        elif self.per_job:
+            alloc = self.mechanism.fn(T, m, weights=self.priority[A], caps=s.astype(float))
+            x = np.asarray(alloc.X, dtype=float) / s[:, None]
+        else:
+            cls, first, inv = np.unique(self.klass[A], return_index=True, return_inverse=True)
+            inv = inv.ravel()
+            caps = np.bincount(inv, weights=s.astype(float), minlength=cls.size)
+            ct = ten[first]
+            _, cinv, ccnt = np.unique(ct, return_inverse=True, return_counts=True)
+            alloc = self.mechanism.fn(T[first], m, weights=1.0 / ccnt[cinv], caps=caps)
+            X = np.asarray(alloc.X, dtype=float)
+            x = X[inv] / caps[inv, None]
+        x = np.where(self.T[A] > 0, np.clip(x, 0.0, None), 0.0)
+        tot = x.sum(axis=1)
+        over = tot > 1.0
+        x[over] /= tot[over, None]
+        return x
+
+    def _lease(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gavel's priority-ordered greedy lease (module docstring, step 4)."""
+        A = self.active
+        if A.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        a = self.alloc[A]
+        T = self.T[A]
+        wt = self.worker_time
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(wt > 0, self.job_time[A] / np.where(wt > 0, wt, 1.0), 0.0)
+            prio = np.where(frac > 0, a / np.where(frac > 0, frac, 1.0), a * 1e9)
+        prio[(a == 0) | (T <= 0)] = 0.0
+        ok = (T > 0) & self.has_alloc[A][:, None]
+        deficit = self.deficit[A]
+        sizes = self.s[A]
+        left = m.astype(np.int64).copy()
+        taken = np.zeros(A.size, dtype=bool)
+        pos_out: list[np.ndarray] = []
+        typ_out: list[np.ndarray] = []
+        idx = np.arange(A.size)
+        for t in range(self.k - 1, -1, -1):  # fastest type first
+            if left[t] <= 0:
+                continue
+            cand = ok[:, t] & ~taken & (sizes <= left[t])
+            if not cand.any():
+                continue
+            c = idx[cand]
+            sz = sizes[c]
+            if int(sz.sum()) <= left[t]:  # everyone fits: the order cannot matter
+                pick = c
+            elif np.all(sz == 1):
+                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
+                pick = c[: left[t]]
+            else:
+                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
+                sz = sizes[c]
+                chosen = []
+                room = int(left[t])
+                for p, g in zip(c.tolist(), sz.tolist(), strict=True):
+                    if g <= room:
+                        chosen.append(p)
+                        room -= g
+                        if room == 0:
+                            break
+                pick = np.asarray(chosen, dtype=np.int64)
+            left[t] -= int(sizes[pick].sum())
+            taken[pick] = True
+            pos_out.append(pick)
+            typ_out.append(np.full(pick.size, t, dtype=np.int64))
+        if not pos_out:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        pos = np.concatenate(pos_out)
+        return pos, np.concatenate(typ_out)
+
+    def step(self, m: np.ndarray) -> TraceRoundResult:
+        """Simulate one round with ``m`` (k,) GPUs per type; advances :attr:`now` to its end."""
+        m = np.asarray(m, dtype=np.int64)
+        res = TraceRoundResult(busy_by_type=np.zeros(self.k, dtype=np.int64))
+        if self._admit():
+            self.need_realloc = True
+        mk = m.tobytes()
+        if mk != self._m_key:
+            self._m_key = mk
+            self.need_realloc = True
+        res.now = self.now
+        if self.active.size == 0:
+            self.ran_last = False
+            return res
+        force = self.last_reset is None or not self.ran_last
+        if self.need_realloc and (force or self.now - self.last_reset >= self.interval):  # type: ignore[operator]
+            self._reset_and_solve(m)
+            res.resolved = True
+        pos, typ = self._lease(m)
+        if pos.size == 0 and self.need_realloc:  # only unallocated jobs left: reset now
+            self._reset_and_solve(m)
+            res.resolved = True
+            pos, typ = self._lease(m)
+        if pos.size == 0:  # cannot happen: every job fits on some type (checked by ModelConfig)
+            raise RuntimeError(f"trace round at {self.now} s leased no GPU to {self.active.size} active jobs")
+        A = self.active
+        res.active_jobs = int(A.size)
+        if self._counts is None:  # recomputed only when the active set or the allocation changed
+            rows = A.size if (self.per_job or self.native) else np.unique(self.klass[A]).size
+            est = float((self.alloc[A] * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
+            self._counts = (int(np.unique(self.tenant[A]).size), int(rows), est)
+        res.active_tenants, res.active_rows, res.total_est = self._counts
+        jobs = A[pos]
+        rate = self.T[jobs, typ]
+        need = self.remaining[jobs] / rate
+        fin = need <= self.dt * (1.0 + 1e-12)
+        ran = np.where(fin, need, self.dt)
+        done = rate * ran
+        self.remaining[jobs] = np.where(fin, 0.0, self.remaining[jobs] - done)
+        np.add.at(self.job_time, (jobs, typ), ran)
+        np.add.at(self.worker_time, typ, ran)
+        length = float(ran.max())
+        res.length_s = length
+        res.leased, res.leased_type = jobs, typ
+        res.busy_by_type = np.bincount(typ, weights=self.s[jobs], minlength=self.k).astype(np.int64)
+        res.used_gpu_seconds = float((self.s[jobs] * ran).sum())
+        res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0
+        if fin.any():
+            f = jobs[fin]
+            res.finished = f
+            res.finished_at = self.now + need[fin]
+            self.done_at[f] = res.finished_at
+            self.active = A[~np.isin(A, f)]
+            self._counts = None
+            self.need_realloc = True
+        self.ran_last = True
+        self.now += length
+        return res

@@ -1,0 +1,382 @@
+"""Job traces for trace-driven cluster simulation: parsing and job-type assignment (no Mesa).
+
+Public API (stable; used by :mod:`scenarios.loader` and by the studies):
+
+* :class:`Trace`: a columnar job trace (numpy arrays, one entry per job, sorted by arrival).
+  ``job_id`` (str), ``job_type`` (str), ``scale`` (GPUs, int >= 1), ``total_steps`` (training
+  steps, float > 0), ``arrival_s`` (seconds from the trace start, float >= 0, ascending),
+  ``priority`` (Gavel priority weight, float > 0), ``user`` (str; "" when the format has none),
+  ``duration_s`` (the trace's run time, s, NaN when the format has none). ``len(trace)`` jobs;
+  :meth:`Trace.head` keeps the first ``n`` jobs; :meth:`Trace.throughputs` gives the (N, k) matrix
+  of consolidated throughputs (steps/s of the whole job on ``scale`` GPUs of each type).
+* :func:`read_gavel_trace` (Gavel's ``.trace`` format), :func:`read_philly_csv` (the Philly
+  per-job CSV), :func:`load_trace` (either, plus Philly's job-type assignment).
+* :func:`tenant_of_jobs`: tenancy rule ``"job"`` | ``"user"`` | ``N`` -> tenant names per job.
+* :func:`data_path` / :data:`GAVEL_THROUGHPUTS`: the reference data shipped in ``market/data``.
+
+**Gavel's format** (as Gavel's simulator writes it, ``scheduler/utils.py:parse_trace``): one job a
+line, tab-separated, 10 columns, no header: job_type, command, working_directory, num_steps_arg,
+needs_data_dir, total_steps, scale_factor, priority_weight, SLO, arrival_time (s). Job ids are the
+0-based line indices (Gavel numbers jobs in trace order). Lines must be in arrival order (Gavel
+asserts this too).
+
+**The Philly sample** (columns timestamp, duration, num_gpus, gpu_time, cluster): arrival =
+seconds since the earliest timestamp (read as a naive wall clock, no time zone or DST; rows
+sorted by time, ties keep file order); ``user`` = the
+``cluster`` (virtual cluster) id. The trace has no model names, so each job gets a Gavel job type
+by this seeded rule (:func:`assign_philly_job_types`):
+
+1. *GPU count -> table scale factor.* A count the table measures (1, 2, 4, 8) is used as is. Any
+   other count ``g`` (16 and 32 in the sample) uses the largest measured count ``s < g`` and
+   scales that row's throughputs linearly by ``g / s`` (perfect weak scaling beyond the table;
+   Gavel's table has no such rows).
+2. *Candidates.* The job types with rows at that scale factor whose throughput is > 0 on every
+   GPU type of the cluster (so every job can run anywhere and every speedup-based policy accepts
+   it).
+3. *Draw.* One ``u ~ U[0, 1)`` per job, in file order, from
+   ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(0x7A11,)))``; the job takes
+   candidate ``floor(u * len(candidates))`` of the candidates sorted by name. Same seed, same
+   types, whatever the policy.
+4. *Work.* ``total_steps = duration * throughput(job type, scale factor, reference)`` with the
+   reference GPU type ``"v100"`` by default (Gavel's own convention for generated jobs): the job
+   takes exactly its trace duration when it runs alone on V100s.
+
+**Tenancy** (:func:`tenant_of_jobs`): ``"job"`` makes every job its own tenant (Gavel's
+semantics, tenant name = the job id); ``"user"`` uses the trace's user (Philly's VC id; Gavel
+traces have none); an integer ``N >= 1`` puts job ``i`` into tenant ``t{crc32(job_id) mod N}``
+(``zlib.crc32`` of the UTF-8 job id: stable across runs, platforms and Python versions, unlike
+``hash``).
+
+Units: seconds, steps, steps per second, GPUs.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from market.errors import InputError
+from market.profiles import ThroughputTable, load_throughput_table
+
+__all__ = [
+    "Trace",
+    "TRACE_FORMATS",
+    "GAVEL_THROUGHPUTS",
+    "GAVEL_TRACE",
+    "PHILLY_SAMPLE",
+    "PHILLY_SALT",
+    "data_path",
+    "read_gavel_trace",
+    "read_philly_csv",
+    "assign_philly_job_types",
+    "load_trace",
+    "tenant_of_jobs",
+    "scale_row",
+]
+
+TRACE_FORMATS = ("gavel", "philly")
+#: file names of the data shipped in ``market/data`` (see :func:`data_path`)
+GAVEL_THROUGHPUTS = "gavel_throughputs.csv"
+GAVEL_TRACE = "gavel_trace_seed1.trace"
+PHILLY_SAMPLE = "philly_sample.csv"
+#: spawn key of the Philly job-type stream (keeps it apart from the scenario's other streams)
+PHILLY_SALT = 0x7A11
+
+_GAVEL_COLUMNS = (
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
+)
+
+
+def data_path(name: str) -> Path:
+    """Absolute path of a file shipped in ``market/data`` (e.g. :data:`GAVEL_THROUGHPUTS`)."""
+    p = Path(str(resources.files("market.data").joinpath(name)))
+    if not p.is_file():
+        raise InputError("packaged data file", name, f"is not shipped in market/data ({p} does not exist)")
+    return p
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """A job trace, one array entry per job, sorted by ``arrival_s`` (see the module docstring)."""
+
+    job_id: np.ndarray
+    job_type: np.ndarray
+    scale: np.ndarray
+    total_steps: np.ndarray
+    arrival_s: np.ndarray
+    priority: np.ndarray
+    user: np.ndarray
+    duration_s: np.ndarray
+    source: str = ""
+    format: str = "gavel"
+    #: Philly: the throughput scale factor of each job's table row (== ``scale`` unless extrapolated)
+    table_scale: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.job_id.size)
+
+    def head(self, n: int) -> Trace:
+        """The first ``n`` jobs (by arrival)."""
+        sl = slice(0, int(n))
+        ts = None if self.table_scale is None else self.table_scale[sl]
+        return replace(
+            self,
+            job_id=self.job_id[sl],
+            job_type=self.job_type[sl],
+            scale=self.scale[sl],
+            total_steps=self.total_steps[sl],
+            arrival_s=self.arrival_s[sl],
+            priority=self.priority[sl],
+            user=self.user[sl],
+            duration_s=self.duration_s[sl],
+            table_scale=ts,
+        )
+
+    def throughputs(self, table: ThroughputTable, gpu_types: Sequence[str]) -> np.ndarray:
+        """(N, k) consolidated throughputs (steps/s of the whole job on ``scale`` GPUs of type j),
+        columns in ``gpu_types`` order; 0 = the job cannot run on that type. Counts beyond the
+        table use :func:`scale_row`. Raises :class:`InputError` naming the job for an unknown job
+        type or a GPU type the table lacks."""
+        missing = [g for g in gpu_types if g not in table.gpu_types]
+        if missing:
+            raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
+        cols = [table.gpu_types.index(g) for g in gpu_types]
+        out = np.zeros((len(self), len(cols)))
+        cache: dict[tuple[str, int], np.ndarray] = {}
+        for i, (jt, s) in enumerate(zip(self.job_type.tolist(), self.scale.tolist(), strict=True)):
+            key = (jt, int(s))
+            row = cache.get(key)
+            if row is None:
+                row = scale_row(table, jt, int(s), where=f"{self.source}: job {self.job_id[i]}")[cols]
+                cache[key] = row
+            out[i] = row
+        return out
+
+
+def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "job") -> np.ndarray:
+    """Throughputs (k,) of ``job_type`` on ``gpus`` GPUs in the table's GPU-type order: the table's
+    row when it measures that count, else the largest measured count ``s < gpus`` scaled by
+    ``gpus / s`` (linear extrapolation, documented in the module docstring)."""
+    row = table.values.get((job_type, gpus))
+    if row is not None:
+        return row
+    known = table.scale_factors(job_type)
+    if not known:
+        raise InputError(f"{where} job_type", job_type, f"is not in the throughput table {table.source}")
+    below = [s for s in known if s < gpus]
+    if not below:
+        raise InputError(f"{where} scale_factor", gpus, f"has no row for {job_type!r} (measured: {known})")
+    s = max(below)
+    return table.values[(job_type, s)] * (gpus / s)
+
+
+def _float(where: str, text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise InputError(where, text, "must be a number") from None
+    if not math.isfinite(x):
+        raise InputError(where, text, "must be finite")
+    return x
+
+
+def _int(where: str, text: str) -> int:
+    x = _float(where, text)
+    if not x.is_integer():
+        raise InputError(where, text, "must be an integer")
+    return int(x)
+
+
+def read_gavel_trace(path: str | Path) -> Trace:
+    """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("trace", str(p), "does not exist or is not a file")
+    types, steps, scale, prio, arr = [], [], [], [], []
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        f = line.split("\t")
+        where = f"{p}:{n}"
+        if len(f) != len(_GAVEL_COLUMNS):
+            raise InputError(where, line[:80], f"must have {len(_GAVEL_COLUMNS)} tab-separated columns, has {len(f)}")
+        if not f[0].strip():
+            raise InputError(f"{where} column 'job_type'", f[0], "must not be empty")
+        t = _int(f"{where} column 'total_steps'", f[5])
+        s = _int(f"{where} column 'scale_factor'", f[6])
+        w = _float(f"{where} column 'priority_weight'", f[7])
+        a = _float(f"{where} column 'arrival_time'", f[9])
+        if t <= 0:
+            raise InputError(f"{where} column 'total_steps'", f[5], "must be > 0")
+        if s < 1:
+            raise InputError(f"{where} column 'scale_factor'", f[6], "must be >= 1")
+        if w <= 0:
+            raise InputError(f"{where} column 'priority_weight'", f[7], "must be > 0")
+        if a < 0:
+            raise InputError(f"{where} column 'arrival_time'", f[9], "must be >= 0")
+        if arr and a < arr[-1]:
+            raise InputError(f"{where} column 'arrival_time'", f[9], f"must not decrease (previous {arr[-1]})")
+        types.append(f[0].strip())
+        steps.append(t)
+        scale.append(s)
+        prio.append(w)
+        arr.append(a)
+    if not types:
+        raise InputError("trace", str(p), "has no jobs")
+    n = len(types)
+    return Trace(
+        job_id=np.array([str(i) for i in range(n)]),
+        job_type=np.array(types),
+        scale=np.array(scale, dtype=np.int64),
+        total_steps=np.array(steps, dtype=float),
+        arrival_s=np.array(arr, dtype=float),
+        priority=np.array(prio, dtype=float),
+        user=np.full(n, "", dtype=object).astype(str),
+        duration_s=np.full(n, np.nan),
+        source=str(p),
+        format="gavel",
+    )
+
+
+def read_philly_csv(path: str | Path) -> Trace:
+    """Parse the Philly per-job CSV (columns timestamp, duration, num_gpus, cluster; gpu_time is
+    ignored). Job types are left empty and ``total_steps`` NaN: see :func:`assign_philly_job_types`."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("trace", str(p), "does not exist or is not a file")
+    rows: list[tuple[float, float, int, str]] = []
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            need = ("timestamp", "duration", "num_gpus", "cluster")
+            missing = [c for c in need if c not in header]
+            if missing:
+                raise InputError(f"{p}: header", header, f"is missing column(s) {missing}")
+            for n, r in enumerate(reader, start=2):
+                where = f"{p}:{n}"
+                try:
+                    stamp = datetime.strptime((r["timestamp"] or "").strip(), "%Y-%m-%d %H:%M:%S")
+                except ValueError:
+                    reason = "must be YYYY-MM-DD HH:MM:SS"
+                    raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
+                ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
+                d = _float(f"{where} column 'duration'", r["duration"] or "")
+                g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
+                if d <= 0:
+                    raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
+                if g < 1:
+                    raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
+                u = (r["cluster"] or "").strip()
+                if not u:
+                    raise InputError(f"{where} column 'cluster'", r["cluster"], "must not be empty")
+                rows.append((ts, d, int(g), u))
+    except UnicodeDecodeError as exc:
+        raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
+    if not rows:
+        raise InputError("trace", str(p), "has no jobs")
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep file order
+    t0 = rows[order[0]][0]
+    n = len(rows)
+    return Trace(
+        job_id=np.array([str(i) for i in range(n)]),
+        job_type=np.full(n, "", dtype=object).astype(str),
+        scale=np.array([rows[i][2] for i in order], dtype=np.int64),
+        total_steps=np.full(n, np.nan),
+        arrival_s=np.array([rows[i][0] - t0 for i in order], dtype=float),
+        priority=np.ones(n),
+        user=np.array([rows[i][3] for i in order]),
+        duration_s=np.array([rows[i][1] for i in order], dtype=float),
+        source=str(p),
+        format="philly",
+    )
+
+
+def assign_philly_job_types(
+    trace: Trace, table: ThroughputTable, gpu_types: Sequence[str], seed: int, reference: str = "v100"
+) -> Trace:
+    """Give every Philly job a Gavel job type and ``total_steps`` by the seeded rule of the module
+    docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count)."""
+    if reference not in table.gpu_types:
+        raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
+    missing = [g for g in gpu_types if g not in table.gpu_types]
+    if missing:
+        raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
+    cols = [table.gpu_types.index(g) for g in gpu_types]
+    ref = table.gpu_types.index(reference)
+    measured = sorted({s for _, s in table.values})
+    cand: dict[int, tuple[int, list[str]]] = {}
+    for g in sorted(set(trace.scale.tolist())):
+        s = g if g in measured else max((x for x in measured if x < g), default=0)
+        if s == 0:
+            raise InputError(f"{trace.source}: num_gpus", g, f"is below every measured scale factor {measured}")
+        names = sorted(jt for (jt, sf), row in table.values.items() if sf == s and bool(np.all(row[cols] > 0)))
+        if not names:
+            reason = f"has no job type runnable on every GPU type {list(gpu_types)}"
+            raise InputError(f"{trace.source}: num_gpus", g, reason)
+        cand[g] = (s, names)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(PHILLY_SALT,)))
+    u = rng.random(len(trace))
+    types: list[str] = []
+    steps = np.empty(len(trace))
+    tscale = np.empty(len(trace), dtype=np.int64)
+    for i, g in enumerate(trace.scale.tolist()):
+        s, names = cand[g]
+        jt = names[int(u[i] * len(names))]
+        types.append(jt)
+        tscale[i] = s
+        steps[i] = float(trace.duration_s[i]) * float(table.values[(jt, s)][ref]) * (g / s)
+    return replace(trace, job_type=np.array(types), total_steps=steps, table_scale=tscale)
+
+
+def load_trace(
+    path: str | Path,
+    fmt: str,
+    table: ThroughputTable | None = None,
+    gpu_types: Sequence[str] = ("k80", "p100", "v100"),
+    seed: int = 0,
+    reference: str = "v100",
+) -> Trace:
+    """Read a trace of format ``fmt`` ("gavel" | "philly"); a Philly trace gets its job types and
+    steps from ``table`` (default: the packaged Gavel table) by :func:`assign_philly_job_types`."""
+    if fmt not in TRACE_FORMATS:
+        raise InputError("workload.trace_format", fmt, f"must be one of {list(TRACE_FORMATS)}")
+    if fmt == "gavel":
+        return read_gavel_trace(path)
+    table = table if table is not None else load_throughput_table(data_path(GAVEL_THROUGHPUTS))
+    return assign_philly_job_types(read_philly_csv(path), table, gpu_types, seed, reference)
+
+
+def tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:
+    """Tenant name per job (str array) under ``tenancy`` (module docstring)."""
+    if tenancy == "job":
+        return trace.job_id.astype(str)
+    if tenancy == "user":
+        if trace.format != "philly" and not np.any(trace.user != ""):
+            raise InputError("workload.tenancy", "user", f"needs a trace with users; {trace.format} traces have none")
+        return trace.user.astype(str)
+    if isinstance(tenancy, bool) or not isinstance(tenancy, int) or tenancy < 1:
+        raise InputError("workload.tenancy", tenancy, "must be 'job', 'user' or an integer >= 1")
+    width = len(str(tenancy - 1))
+    return np.array([f"t{zlib.crc32(j.encode('utf-8')) % tenancy:0{width}d}" for j in trace.job_id.tolist()])
