@@ -69,26 +69,26 @@ def test_zero_throughput_is_accepted_and_never_allocated() -> None:
         a = fn(T, [1, 1])
         assert (a.X[T == 0] == 0).all()
     mm = MAXMIN(T, [1, 1])
-    # by hand: isolated shares are 1/3 of a GPU-time each (I = 2/3, 1, 2/3 ... ratios equalised at 1)
+    # by hand: proportional throughputs P = T.m / sum(m) = (1, 1.5, 1); job 0 needs x01 = t/2, job 1
+    # x10 = t/2, job 2 the rest with its row sum <= 1: t <= 1, reached
+    assert mm.info["proportional_throughputs"] == pytest.approx([1.0, 1.5, 1.0])
     assert mm.info["min_ratio"] == pytest.approx(1.0)
-    ratios = (T * np.asarray(mm.info["time_fractions"])).sum(axis=1) / np.asarray(mm.info["isolated_throughputs"])
+    ratios = (T * np.asarray(mm.info["time_fractions"])).sum(axis=1) / np.array([1.0, 1.5, 1.0])
     assert ratios.min() == pytest.approx(1.0, abs=1e-7)
 
 
-def test_max_min_matches_an_independent_lp() -> None:
-    rng = np.random.default_rng(3)
-    n, k = 5, 3
-    T = rng.uniform(0.5, 4.0, (n, k))
-    m = np.array([2.0, 1.0, 2.0])
-    w = rng.uniform(1, 3, n)
-    a = MAXMIN(T, m, weights=w)
-    iso = np.asarray(a.info["isolated_throughputs"])
-    # independent: max t s.t. T_l.x_l / (w_l I_l) >= t, sum_l x_lj <= m_j, sum_j x_lj <= 1
+def _independent_max_min(T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+    """Gavel's MaxMinFairnessPolicyWithPerf written out densely, with its own normaliser: Gavel's
+    ProportionalPolicy gives every job time m_j / sum(m) of type j, so P_l = sum_j T_lj m_j / sum(m);
+    max t s.t. s_l T_l.x_l / (w_l P_l) >= t, sum_l s_l x_lj <= m_j, sum_j x_lj <= 1, x >= 0.
+    Returns (t*, x*)."""
+    n, k = T.shape
+    P = np.array([sum(T[l_, j] * m[j] for j in range(k)) / sum(m) for l_ in range(n)])
     nv = n * k + 1
     A, b = [], []
     for l_ in range(n):
         r = np.zeros(nv)
-        r[l_ * k : (l_ + 1) * k] = -T[l_] / (w[l_] * iso[l_])
+        r[l_ * k : (l_ + 1) * k] = -s[l_] * T[l_] / (w[l_] * P[l_])
         r[-1] = 1
         A.append(r)
         b.append(0)
@@ -98,13 +98,72 @@ def test_max_min_matches_an_independent_lp() -> None:
         b.append(1)
     for j in range(k):
         r = np.zeros(nv)
-        r[j : n * k : k] = 1
+        r[j : n * k : k] = s
         A.append(r)
         b.append(m[j])
     c = np.zeros(nv)
     c[-1] = -1
-    res = linprog(c, A_ub=np.array(A), b_ub=np.array(b), bounds=[(0, None)] * (nv - 1) + [(None, None)])
-    assert a.info["min_ratio"] == pytest.approx(-res.fun, rel=1e-7)
+    bounds = [(0, 0) if T.ravel()[i] == 0 else (0, None) for i in range(n * k)] + [(None, None)]
+    res = linprog(c, A_ub=np.array(A), b_ub=np.array(b), bounds=bounds, method="highs-ipm")
+    assert res.status == 0
+    return -float(res.fun), res.x[:-1].reshape(n, k)
+
+
+def test_max_min_perf_is_gavels_policy_on_the_toy() -> None:
+    """[[1, 2], [1, 5]], one GPU each: P = (1.5, 3); equal ratios need job 0 on (a, 1 - a) with
+    2 - a = 1.5 t and job 1 on (1 - a, a) with 1 + 4a = 3 t: a = 1/2, t = 1, throughputs (1.5, 3)
+    (the isolated normaliser this policy used before gave (2, 1))."""
+    T, m = np.array([[1.0, 2.0], [1.0, 5.0]]), np.array([1.0, 1.0])
+    a = MAXMIN(T, m)
+    assert a.info["proportional_throughputs"] == pytest.approx([1.5, 3.0])
+    assert a.info["min_ratio"] == pytest.approx(1.0)
+    assert (T * a.X).sum(axis=1) == pytest.approx([1.5, 3.0], abs=1e-7)
+    assert np.allclose(a.X, 0.5, atol=1e-7)
+    t_ind, x_ind = _independent_max_min(T, m, np.ones(2), np.ones(2))
+    assert t_ind == pytest.approx(1.0) and (T * x_ind).sum(axis=1) == pytest.approx([1.5, 3.0], abs=1e-6)
+
+
+def test_max_min_perf_scale_factors_and_priority_weights_by_hand() -> None:
+    """m = (2, 2), job 0 needs 2 GPUs (s = (2, 1)), priority weights w = (2, 1). P = T.m / 4 =
+    (1.5, 3); coefficients s_l T_l / (w_l P_l): job 0 (2/3, 4/3), job 1 (1/3, 5/3). Job 1 on
+    (1 - b, b), job 0 fills its row on what is left, (b/2, 1 - b/2): ratios 4/3 - b/3 and
+    1/3 + 4b/3, equal at b = 3/5, t = 17/15; throughputs (1.7, 3.4), time fractions
+    ((0.3, 0.7), (0.4, 0.6)), devices ((0.6, 1.4), (0.4, 0.6))."""
+    T, m = np.array([[1.0, 2.0], [1.0, 5.0]]), np.array([2.0, 2.0])
+    s, w = np.array([2.0, 1.0]), np.array([2.0, 1.0])
+    a = MAXMIN(T, m, scale_factors=s, weights=w)
+    assert a.info["min_ratio"] == pytest.approx(17 / 15)
+    x = np.asarray(a.info["time_fractions"])
+    assert np.allclose(x, [[0.3, 0.7], [0.4, 0.6]], atol=1e-7)
+    assert np.allclose(a.X, [[0.6, 1.4], [0.4, 0.6]], atol=1e-7)
+    assert (T * x).sum(axis=1) == pytest.approx([1.7, 3.4])
+    t_ind, x_ind = _independent_max_min(T, m, s, w)
+    assert t_ind == pytest.approx(17 / 15) and (T * x_ind).sum(axis=1) == pytest.approx([1.7, 3.4], abs=1e-6)
+    # the weights matter: swapped, job 1 is held at its best (all of type 1), t = 5/6
+    assert MAXMIN(T, m, scale_factors=s, weights=w[::-1]).info["min_ratio"] == pytest.approx(5 / 6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_min_matches_an_independent_lp(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(2, 8)), int(rng.integers(1, 4))
+    T = rng.uniform(0.5, 4.0, (n, k)) * (rng.random((n, k)) > 0.2)
+    T[:, 0] = np.maximum(T[:, 0], 0.3)  # every job runs on type 0, which has GPUs
+    m = np.r_[float(rng.integers(1, 4)), rng.integers(0, 4, k - 1).astype(float)]
+    s = rng.integers(1, 3, n).astype(float)
+    w = rng.uniform(1, 3, n)
+    a = MAXMIN(T, m, weights=w, scale_factors=s)
+    t_ind, x_ind = _independent_max_min(T, m, s, w)
+    assert a.info["min_ratio"] == pytest.approx(t_ind, rel=1e-7)
+    ratios = s * (T * np.asarray(a.info["time_fractions"])).sum(axis=1) / (w * (T @ m / m.sum()))
+    assert ratios.min() == pytest.approx(t_ind, rel=1e-6)
+    assert (a.X.sum(axis=0) <= m + 1e-9).all() and (a.X[T == 0] == 0).all()
+
+
+def test_max_min_rejects_a_job_only_on_types_without_gpus() -> None:
+    with pytest.raises(InputError) as err:
+        MAXMIN([[0.0, 3.0], [1.0, 2.0]], [1, 0])
+    assert err.value.field == "W[0]"
 
 
 @pytest.mark.parametrize(
@@ -151,6 +210,49 @@ def test_cli_allocate_accepts_zero_throughput_and_scale_factors(capsys) -> None:
     assert out["total"] == pytest.approx(5.0) and out["allocation"] == [[2.0, 0.0], [0.0, 1.0]]
     assert main(["allocate", "--policy", "gavel-max-min-perf", "--speedups", "0,2;3,0;1,1"]) == 0
     assert "-0.0000" not in capsys.readouterr().out
+    assert main(["allocate", "--policy", "gavel-max-min-perf", "--speedups", "1,2;1,5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["throughput"] == pytest.approx([1.5, 3.0], abs=1e-7)
     assert main(["allocate", "--policy", "oef-noncoop", "--speedups", "0,2;3,1"]) == 2
     assert "must be > 0" in capsys.readouterr().err
     assert main(["allocate", "--policy", "gavel", "--speedups", "1,2", "--scale-factors", "2"]) == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_identical_jobs_solved_once_give_the_same_optimum(seed: int) -> None:
+    """Aggregation (market.oef.roundlp): a workload of 5 job types repeated; same s* / min ratio as
+    the full LP, identical jobs get identical shares, capacity and caps hold."""
+    rng = np.random.default_rng(seed)
+    types = rng.uniform(0.5, 6.0, (5, 3))
+    pick = rng.integers(0, 5, 60)
+    T, m = types[pick], np.array([12.0, 9.0, 6.0])
+    s = rng.integers(1, 3, 5)[pick].astype(float)
+    full, agg = (MAXMIN(T, m, scale_factors=s, aggregate=a) for a in (False, True))
+    assert agg.info["aggregated_classes"] == np.unique(pick).size and full.info["aggregated_classes"] is None
+    assert agg.info["min_ratio"] == pytest.approx(full.info["min_ratio"], rel=1e-7)
+    x = np.asarray(agg.info["time_fractions"])
+    for c in np.unique(pick):
+        assert np.allclose(x[pick == c], x[pick == c][0], atol=1e-12)
+    assert (agg.X.sum(axis=0) <= m + 1e-7).all() and (x.sum(axis=1) <= 1 + 1e-9).all()
+    ratios = s * (T * x).sum(axis=1) / (T @ m / m.sum())
+    assert ratios.min() == pytest.approx(full.info["min_ratio"], rel=1e-7)
+    gavel = registry.get("gavel", "fair-share").fn
+    W = T / T[:, :1]
+    caps = np.where(pick % 2 == 0, 1.0, 2.0)
+    a, b = (gavel(W, m, caps=caps, aggregate=v, cache=False) for v in (False, True))
+    assert b.info["aggregated_classes"] is not None
+    assert b.info["s_star"] == pytest.approx(a.info["s_star"], rel=1e-7)
+    assert (b.X.sum(axis=1) <= caps + 1e-7).all() and (b.X.sum(axis=0) <= m + 1e-7).all()
+    assert (np.einsum("lj,lj->l", W, b.X) >= b.info["s_star"] * np.asarray(b.info["normalisers"]) - 1e-7).all()
+
+
+def test_aggregation_auto_only_on_large_programs_and_bad_values() -> None:
+    T = np.tile([[1.0, 2.0, 3.0], [2.0, 2.0, 5.0]], (5, 1))
+    assert MAXMIN(T, [3, 3, 3]).info["aggregated_classes"] is None  # small: today's simplex vertex
+    big = np.tile(T, (60, 1))  # 600 jobs, 1,800 variables: interior-point size
+    assert MAXMIN(big, [90, 90, 90]).info["aggregated_classes"] == 2
+    for fn in (MAXMIN, registry.get("gavel", "fair-share").fn):
+        with pytest.raises(InputError) as err:
+            fn(T, [3, 3, 3], aggregate="yes")
+        assert err.value.field == "aggregate"
+    with pytest.raises(InputError):
+        SUM(T, [3, 3, 3], aggregate=True)  # the sum policy has no such option

@@ -27,14 +27,14 @@ from market.testing.strategies import fair_share_instances
 
 A = ([[1, 2], [1, 5]], [1, 1])  # OEF spec fixture (one slow, one fast GPU)
 B = ([[1, 1], [1, 1.01]], [1, 1])  # shrunk by hypothesis: non-coop OEF misses SI by 2.5e-5
-C = ([[1, 1], [1, 1], [1, 1.01]], [1, 1])  # shrunk by hypothesis: Gavel envy, Gavel-perf lie
+C = ([[1, 1], [1, 1], [1, 1.01]], [1, 1])  # shrunk by hypothesis: Gavel (and Gavel-perf) envy, Gavel-perf lie
 D = ([[1, 1.5, 3], [1, 2, 2.5], [1, 4, 6]], [2, 2, 2])
 
 # mechanism -> property -> None (holds: hypothesis instances) or the instance that violates it
 FAIR: dict[str, dict[str, tuple | None]] = {
     "gandiva-fair": {"sp": A, "ef": D, "si": None},
     "gavel": {"sp": A, "ef": C, "si": None},
-    "gavel-max-min-perf": {"sp": C, "ef": A, "si": A},
+    "gavel-max-min-perf": {"sp": C, "ef": C, "si": D},  # D: a job runs on one GPU at a time, equal split is 2
     "gavel-max-sum-throughput": {"sp": A, "ef": A, "si": A},
     "max-throughput": {"sp": A, "ef": A, "si": A},
     "maxmin": {"sp": None, "ef": None, "si": None},

@@ -176,3 +176,57 @@ def test_staircase_with_weights_on_ordered_speedups(replicate):
     assert fast.info["noncoop_path"] == "staircase"
     assert fast.objective == pytest.approx(ref.objective, rel=REL)
     np.testing.assert_allclose(fast.throughput(W) / np.asarray(w, dtype=float), fast.common_value, rtol=1e-9)
+
+
+def _unordered_rows(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    return np.exp(np.concatenate([np.zeros((n, 1)), np.cumsum(np.log(rng.uniform(0.8, 1.6, (n, k - 1))), axis=1)], 1))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_noncoop_warm_start_across_rounds_matches_cold_solves(seed):
+    """lp.NoncoopWarmStart: a sequence of rounds, each dropping and adding a few rows (and one
+    with a weight), reaches the cold solve's allocation (unique optimum on these generic rows)
+    from the previous round's basis, in fewer simplex iterations."""
+    rng = np.random.default_rng(seed)
+    n, k = 40, 5
+    W, m = _unordered_rows(rng, n, k), np.array([20, 20, 10, 15, 20])
+    ids, nxt = list(range(n)), n
+    warm = lp.NoncoopWarmStart()
+    warm_it = cold_it = 0
+    for r in range(6):
+        a = oef_noncoop(W, m, warm_start=warm, row_ids=ids)
+        b = oef_noncoop(W, m, cache=False)
+        assert a.info.get("warm_start", False) is (r > 0 and a.info["noncoop_path"] == "highs")
+        np.testing.assert_allclose(a.X, b.X, atol=1e-8)
+        assert a.common_value == pytest.approx(b.common_value, rel=1e-10)
+        if r > 0:
+            warm_it += a.info["simplex_iterations"]
+            cold_it += b.info["simplex_iterations"]
+        drop = rng.choice(len(ids), 3, replace=False)
+        keep = np.setdiff1d(np.arange(len(ids)), drop)
+        W = np.vstack([W[keep], _unordered_rows(rng, 3, k)])
+        ids = [ids[i] for i in keep] + [nxt, nxt + 1, nxt + 2]
+        nxt += 3
+    assert warm.rounds == 6 and warm.warm_rounds >= 4
+    assert warm_it < cold_it
+    # weighted, replicated rows get (id, copy) keys; the next round reuses them
+    w = [2] + [1] * (len(ids) - 1)
+    a1 = oef_noncoop(W, m, weights=w, warm_start=warm, row_ids=ids)
+    a2 = oef_noncoop(W, m, weights=w, warm_start=warm, row_ids=ids)
+    ref = oef_noncoop(W, m, weights=w, cache=False)
+    assert a2.info["warm_start"] is True and a2.info["simplex_iterations"] == 0
+    np.testing.assert_allclose(a1.X, ref.X, atol=1e-8)
+    np.testing.assert_allclose(a2.X, ref.X, atol=1e-8)
+
+
+def test_noncoop_warm_start_bad_options():
+    from market.errors import InputError
+
+    W = [[1.0, 2.0], [1.0, 3.0]]
+    for kwargs, field in (({"warm_start": object()}, "warm_start"), ({"row_ids": [1]}, "row_ids"),
+                          ({"row_ids": [1, 1]}, "row_ids"), ({"row_ids": [[1], [2]]}, "row_ids")):  # fmt: skip
+        with pytest.raises(InputError) as err:
+            oef_noncoop(W, [1, 1], **kwargs)
+        assert err.value.field == field
+    with pytest.raises(InputError):
+        oef_coop(W, [1, 1], warm_start=lp.NoncoopWarmStart())  # non-cooperative only

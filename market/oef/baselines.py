@@ -16,6 +16,7 @@ import numpy as np
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, check_choice, check_int
 from market.oef import lp
+from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
 from market.registry import register
 
@@ -46,18 +47,28 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     targets = v.weights * N
     if not (targets > 0).any():  # every row capped at 0 GPUs: nothing to share, s is unbounded
         return _finish(policy, v, np.zeros((v.n, v.k)), 0.0, {"s_star": None, "normalisers": N.tolist()})
+    first, cls, counts = row_classes(v.W, v.caps, targets)
+    full_nnz = 2 * v.n * v.k + v.n + v.k * int(np.isfinite(v.caps).sum())
+    agg = use_aggregation(opts["aggregate"], opts["solver"], first.size, v.n, full_nnz)
+    if agg:  # identical jobs solved once (market.oef.roundlp): n_c W_c-rows with n_c times the targets and caps
+        W_, caps_, targets_ = v.W[first], v.caps[first] * counts, targets[first] * counts
+    else:
+        W_, caps_, targets_ = v.W, v.caps, targets
     X, extra, dt, sizes, _ = lp.solve_rows(
-        policy, lambda W_, m_: lp.build_gavel(W_, m_, v.caps, targets), v.W, v.m, opts["solver"]
+        policy, lambda W0, m0: lp.build_gavel(W0, m0, caps_, targets_), W_, v.m, opts["solver"]
     )
     s_star = float(extra[0])
-    info: dict[str, Any] = {"s_star": s_star, "normalisers": N.tolist(), "lp_sizes": sizes, "tiebreak": "none"}
+    info: dict[str, Any] = {"s_star": s_star, "normalisers": N.tolist(), "lp_sizes": sizes, "tiebreak": "none",
+                            "aggregated_classes": int(first.size) if agg else None}  # fmt: skip
     if opts["tiebreak"] == "max_total":
         floor = s_star * (1.0 - 1e-9)
         X, _, dt2, sizes2, _ = lp.solve_rows(
-            policy, lambda W_, m_: lp.build_gavel(W_, m_, v.caps, targets, total_floor=floor), v.W, v.m, opts["solver"]
+            policy, lambda W0, m0: lp.build_gavel(W0, m0, caps_, targets_, total_floor=floor), W_, v.m, opts["solver"]
         )
         dt += dt2
         info.update(tiebreak="max_total", lp_sizes_stage2=sizes2)
+    if agg:
+        X = X[cls] / counts[cls][:, None]
     X = lp.clip_solution(policy, X)
     u = np.einsum("lj,lj->l", v.W, X)
     resid = float(max(0.0, (s_star * targets - u).max()) if opts["tiebreak"] == "none" else 0.0)
@@ -67,16 +78,23 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     return _finish(policy, v, X, dt, info)
 
 
+_GAVEL_OPTIONS: dict[str, Any] = {"tiebreak": "none", "solver": "auto", "aggregate": "auto"}
+
+
 @register("gavel", "fair-share", "Gavel heterogeneity-aware max-min fairness with row caps d_l (spec §4.1)")
 def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Gavel (spec §4.1): ``max s`` s.t. ``W_l.x_l >= s pi_l N_l``, capacity, ``sum_j x_l^j <= d_l``.
 
     ``caps`` are the row caps ``d_l`` (``None`` = no cap; the paper's toy examples use ``d = 1``).
     ``N_l = W_l.p_l`` with the proportional share ``p_l`` rescaled to ``d_l``. ``info["s_star"]``
-    holds ``s*``. Option ``tiebreak``: ``"none"`` (single LP, default) or ``"max_total"``.
+    holds ``s*``. Option ``tiebreak``: ``"none"`` (single LP, default) or ``"max_total"``. Option
+    ``aggregate`` (``"auto"`` default, ``True``, ``False``): solve identical rows (same speedups,
+    cap and weight) once and give them equal shares (:mod:`market.oef.roundlp`; same ``s*``);
+    ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point.
     """
-    opts, v = prepare("gavel", W, m, weights, caps, options, {"tiebreak": "none", "solver": "auto"})
+    opts, v = prepare("gavel", W, m, weights, caps, options, _GAVEL_OPTIONS)
     check_choice("tiebreak", opts["tiebreak"], ("none", "max_total"))
+    check_aggregate(opts["aggregate"])
     triv = trivial_allocation("gavel", v)
     if triv is not None:
         return triv

@@ -12,11 +12,12 @@ fair-share policy) and ``info["time_fractions"]`` holds ``x``.
   The framework's ``max-throughput`` is LP (4) of the OEF paper, which normalises each row by its
   slowest type first; on raw throughputs the two differ.
 * ``gavel-max-min-perf`` (Gavel ``MaxMinFairnessPolicyWithPerf``): ``max min_l s_l T_l . x_l /
-  (w_l * I_l)`` where ``I_l = T_l . x^iso_l`` is job ``l``'s throughput under the isolated policy
-  (the same program with every throughput 1: equal time shares, scale factors counted).
+  (w_l P_l)`` where ``P_l = sum_j T[l, j] m_j / sum(m)`` is job ``l``'s throughput under Gavel's
+  proportional share (``ProportionalPolicy``: time fraction ``m_j / sum(m)`` of every type, the
+  same for every job, scale factors not counted).
 
-Both solve one HiGHS LP (two for max-min) with ``solver="auto"`` by default: dual simplex on small
-programs, interior point on large ones (:func:`market.oef.lp.choose_solver`).
+Both solve one HiGHS LP with ``solver="auto"`` by default: dual simplex on small programs,
+interior point on large ones (:func:`market.oef.lp.choose_solver`).
 """
 
 from __future__ import annotations
@@ -30,18 +31,21 @@ import scipy.sparse as sp
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, as_float_array, check_choice
 from market.oef import lp as lpmod
+from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import SOLVERS
 from market.registry import register
 from market.types import check_capacity_vector
 
-__all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "GavelInput", "validate_gavel"]
+__all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "proportional_throughputs", "GavelInput", "validate_gavel"]
 
 
 class GavelInput:
     """Validated Gavel inputs: ``T`` (n, k) >= 0, ``m`` (k,), ``s`` (n,) ints >= 1, ``w`` (n,) > 0."""
 
-    def __init__(self, T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray, solver: str) -> None:
-        self.T, self.m, self.s, self.w, self.solver = T, m, s, w, solver
+    def __init__(
+        self, T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray, solver: str, aggregate: object = "auto"
+    ) -> None:
+        self.T, self.m, self.s, self.w, self.solver, self.aggregate = T, m, s, w, solver, aggregate
 
     @property
     def n(self) -> int:
@@ -53,10 +57,11 @@ class GavelInput:
 
 
 def validate_gavel(
-    W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any], policy: str
+    W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any], policy: str, more: tuple[str, ...] = ()
 ) -> GavelInput:
-    """Check Gavel inputs; errors name the field and value (scale factors: ``scale_factors[l]``)."""
-    known = {"scale_factors", "solver"}
+    """Check Gavel inputs; errors name the field and value (scale factors: ``scale_factors[l]``).
+    ``more`` names further options the policy accepts (``aggregate``)."""
+    known = {"scale_factors", "solver", *more}
     extra = sorted(set(options) - known)
     if extra:
         raise InputError("option", extra[0], f"is not an option of policy {policy!r}; known: {sorted(known)}")
@@ -82,11 +87,16 @@ def validate_gavel(
         w = as_float_array("weights", weights, shape=(n,), positive=True)
     solver = options.get("solver", "auto")
     check_choice("solver", solver, SOLVERS)
-    return GavelInput(T, ma, s, w, solver)
+    aggregate = options.get("aggregate", "auto")
+    check_aggregate(aggregate)
+    return GavelInput(T, ma, s, w, solver, aggregate)
 
 
-def _program(g: GavelInput, c: np.ndarray, extra_rows: sp.csr_array | None, extra_cols: int) -> lpmod.LinearProgram:
-    """Variables: ``x`` (n*k, row-major) then ``extra_cols`` free ones; capacity and time rows."""
+def _program(
+    g: GavelInput, c: np.ndarray, extra_rows: sp.csr_array | None, extra_cols: int, time_ub: np.ndarray | None = None
+) -> lpmod.LinearProgram:
+    """Variables: ``x`` (n*k, row-major) then ``extra_cols`` free ones; capacity and time rows
+    (``sum_j x[l, j] <= time_ub[l]``, ones by default)."""
     n, k = g.n, g.k
     nv = n * k + extra_cols
     rows_l = np.repeat(np.arange(n), k)
@@ -95,7 +105,8 @@ def _program(g: GavelInput, c: np.ndarray, extra_rows: sp.csr_array | None, extr
     tim = sp.csr_array((np.ones(n * k), (rows_l, cols)), shape=(n, nv))
     blocks = [cap, tim] + ([extra_rows] if extra_rows is not None else [])
     A = sp.vstack(blocks, format="csr")
-    b = np.concatenate([g.m, np.ones(n), np.zeros(0 if extra_rows is None else extra_rows.shape[0])])
+    tub = np.ones(n) if time_ub is None else np.asarray(time_ub, dtype=float)
+    b = np.concatenate([g.m, tub, np.zeros(0 if extra_rows is None else extra_rows.shape[0])])
     zero = (g.T.ravel() <= 0) | np.repeat(g.m[None, :] <= 0, n, axis=0).ravel()
     bounds = [(0.0, 0.0) if z else (0.0, None) for z in zero] + [(None, None)] * extra_cols
     return lpmod.LinearProgram(c, A, b, bounds=bounds)
@@ -136,30 +147,41 @@ def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any =
     return _finish("gavel-max-sum-throughput", g, x, obj, time.perf_counter() - t0, {"solver": g.solver})
 
 
-def _maxmin_lp(g: GavelInput, coef: np.ndarray) -> tuple[np.ndarray, float]:
+def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows."""
     n, k = g.n, g.k
-    rows_l = np.repeat(np.arange(n), k)
-    cols = np.arange(n * k)
-    fair = sp.csr_array((-coef.ravel(), (rows_l, cols)), shape=(n, n * k + 1)).tolil()
-    fair[:, n * k] = np.ones((n, 1))
+    rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
+    cols = np.concatenate([np.arange(n * k), np.full(n, n * k)])
+    fair = sp.csr_array((np.concatenate([-coef.ravel(), np.ones(n)]), (rows, cols)), shape=(n, n * k + 1))
     c = np.zeros(n * k + 1)
     c[-1] = -1.0
-    prog = _program(g, c, sp.csr_array(fair), 1)
+    prog = _program(g, c, fair, 1, time_ub)
     x, fun, _ = lpmod.solve("gavel-max-min-perf", prog, g.solver)
     return x[: n * k].reshape(n, k), -fun
+
+
+def proportional_throughputs(T: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Gavel's normalisers ``P_l = sum_j T[l, j] m_j / sum(m)`` (raw throughput units): job ``l``'s
+    throughput under ``ProportionalPolicy``, which gives every job the time fraction ``m_j / sum(m)``
+    of type ``j`` (the cluster split evenly over jobs, rescaled so each job's row sums to 1)."""
+    return T @ m / float(m.sum())
 
 
 @register(
     "gavel-max-min-perf",
     "fair-share",
-    "Gavel max-min fairness (perf) on raw throughputs with scale factors, priority weights and isolated normalisers",
+    "Gavel max-min fairness (perf) on raw throughputs: scale factors, priority weights, proportional-share normalisers",
 )
 def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
-    """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l I_l)`` with the
-    isolated throughputs ``I_l`` from the all-ones program; same constraints as the sum policy. A
-    job that can run nowhere (all-zero row) is rejected: its ratio would pin the minimum at 0."""
-    g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf")
+    """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l P_l)`` with Gavel's
+    proportional-share throughputs ``P_l`` (:func:`proportional_throughputs`); same constraints as
+    the sum policy. ``info["min_ratio"]`` is the optimal ``min_l``, ``info["proportional_throughputs"]``
+    holds ``P``. Option ``aggregate`` (``"auto"`` default, ``True``, ``False``): solve identical jobs
+    (same throughputs, scale factor and weight) once, with equal time fractions
+    (:mod:`market.oef.roundlp`; same optimum); ``"auto"`` does so when jobs repeat and
+    ``solver="auto"`` would pick interior point. A job that can run nowhere (all-zero row), or only
+    on types with no GPUs (``P_l = 0``), is rejected: its ratio would pin the minimum at 0."""
+    g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf", ("aggregate",))
     dead = np.flatnonzero(~(g.T > 0).any(axis=1)) if g.n else np.zeros(0, dtype=int)
     if dead.size:
         raise InputError(f"W[{int(dead[0])}]", g.T[dead[0]].tolist(),
@@ -168,14 +190,20 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     t0 = time.perf_counter()
     if g.n == 0 or not g.m.any():
         return _finish("gavel-max-min-perf", g, np.zeros((g.n, g.k)), 0.0, 0.0, {})
-    ones = (g.T > 0).astype(float)
-    x_iso, _ = _maxmin_lp(g, ones * (g.s / g.w)[:, None])
-    iso = (g.T * x_iso).sum(axis=1)
-    if (iso <= 0).any():
-        l = int(np.flatnonzero(iso <= 0)[0])
-        reason = "gets no isolated throughput (no capacity on the types it runs on)"
+    prop = proportional_throughputs(g.T, g.m)
+    if (prop <= 0).any():
+        l = int(np.flatnonzero(prop <= 0)[0])
+        reason = "runs only on GPU types with no GPUs (proportional-share throughput 0)"
         raise InputError(f"W[{l}]", g.T[l].tolist(), reason)
-    coef = g.T * (g.s / (g.w * iso))[:, None]
-    x, t = _maxmin_lp(g, coef)
+    coef = g.T * (g.s / (g.w * prop))[:, None]
+    first, cls, counts = row_classes(g.T, g.s, g.w)
+    agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
+    if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c, class ratio coef . Y_c / n_c
+        ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
+        xa, t = _maxmin_lp(ga, coef[first] / counts[:, None], counts.astype(float))
+        x = xa[cls] / counts[cls][:, None]
+    else:
+        x, t = _maxmin_lp(g, coef)
     return _finish("gavel-max-min-perf", g, x, float((g.T * np.clip(x, 0, 1)).sum()), time.perf_counter() - t0,
-                   {"min_ratio": t, "isolated_throughputs": iso.tolist()})  # fmt: skip
+                   {"min_ratio": t, "proportional_throughputs": prop.tolist(), "solver": g.solver,
+                    "aggregated_classes": int(first.size) if agg else None})  # fmt: skip

@@ -45,6 +45,7 @@ __all__ = [
     "Staircase",
     "staircase",
     "solve_noncoop",
+    "NoncoopWarmStart",
     "solve_coop",
     "row_envy",
     "AllocationCache",
@@ -350,11 +351,18 @@ def _highs(
     row_lower: np.ndarray,
     row_upper: np.ndarray,
     solver: str = "highs-ds",
+    h: highspy.Highs | None = None,
 ) -> highspy.Highs:
     """A silent HiGHS model ``min c.x`` s.t. ``row_lower <= A x <= row_upper``, ``x >= 0`` (``A`` in
     CSC arrays), set up like scipy's ``solver`` (``"highs-ds"``: dual simplex, presolve off so a
-    given basis is kept; single-threaded, fixed seed: deterministic)."""
-    h = new_highs()
+    given basis is kept; single-threaded, fixed seed: deterministic). ``h``: an instance to reuse
+    (cleared and reset to the defaults first)."""
+    if h is None:
+        h = new_highs()
+    else:
+        h.clearModel()
+        h.resetOptions()
+        h.setOptionValue("output_flag", False)
     solver = choose_solver(solver, int(index.size))
     h.setOptionValue("solver", _HIGHS_SOLVER[solver])
     if solver == "highs-ds":
@@ -510,33 +518,126 @@ def _set_basis(h: highspy.Highs, basic_cols: np.ndarray, n_col: int, n_cap: int,
     return h.setBasis(basis) == highspy.HighsStatus.kOk
 
 
+class NoncoopWarmStart:
+    """Explicit warm start of LP (9) across scheduling rounds (``oef-noncoop`` option
+    ``warm_start``, with ``row_ids`` naming each input row across rounds).
+
+    After every solve it keeps the optimal simplex basis per row id (the statuses of the row's
+    ``k`` allocation columns and of its equal-value row), of the capacity rows and of ``t``. The
+    next round's HiGHS model starts from that basis mapped onto its rows: rows seen before keep
+    their statuses, new rows start with their equal-value row basic (nothing allocated), and
+    capacity rows are made basic where rows that left took basic columns with them, so the basis
+    has one basic variable per row. When only a few jobs arrive or leave, the dual simplex needs
+    a few pivots instead of a solve from the staircase crash. The optimum is the same LP's; where
+    LP (9) has several optimal vertices the warm and cold solves may return different ones.
+    ``rounds`` counts solves, ``warm_rounds`` those that started from a stored basis."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.pos = np.zeros((0, 0), dtype=bool)
+        self.cap: np.ndarray | None = None
+        self.types: bytes | None = None
+        self.rounds = 0
+        self.warm_rounds = 0
+        self.highs: highspy.Highs | None = None  # reused across rounds (building one costs milliseconds)
+
+    def basis(self, ids: list[Any], k: int, types: bytes) -> highspy.HighsBasis | None:
+        """The stored basis mapped onto rows ``ids`` with ``k`` active types, or ``None``."""
+        if self.cap is None or self.types != types:
+            return None
+        R = len(ids)
+        get = self.index.get
+        where = np.array([get(i, -1) for i in ids], dtype=np.int64)
+        new = where < 0
+        if new.all():
+            return None
+        col = np.empty(R * k + 1, dtype=bool)
+        col[: R * k] = (self.pos[where] & ~new[:, None]).ravel()
+        col[-1] = True  # t
+        row = np.concatenate([self.cap, new])  # a new row: its equal-value row basic, nothing allocated yet
+        deficit = k + R - int(col.sum()) - int(row.sum())
+        free = np.flatnonzero(~row[:k])[: max(deficit, 0)]  # rows that left took basic columns
+        row[free] = True
+        if k + R != int(col.sum()) + int(row.sum()):
+            return None
+        S = highspy.HighsBasisStatus
+        lower, upper = [S.kLower, S.kBasic], [S.kUpper, S.kBasic]
+        b = highspy.HighsBasis()
+        b.col_status = [lower[v] for v in col.view(np.int8).tolist()]
+        b.row_status = [upper[v] for v in row[:k].view(np.int8).tolist()] + [
+            lower[v] for v in row[k:].view(np.int8).tolist()
+        ]
+        b.valid = True
+        return b
+
+    def store(self, ids: list[Any], k: int, types: bytes, x: np.ndarray, m: np.ndarray) -> bool:
+        """Keep the basis of the optimal vertex ``x`` (row-major allocation then ``t``) of rows
+        ``ids`` with capacities ``m``: positive columns and slack capacity rows basic. Returns
+        whether that is a complete basis (a nondegenerate vertex); if not, nothing is kept."""
+        R = len(ids)
+        scale = max(1.0, float(np.abs(x).max()))
+        pos = (x[: R * k] > 1e-9 * scale).reshape(R, k)
+        cap = x[: R * k].reshape(R, k).sum(axis=0) < m - 1e-9 * np.maximum(1.0, m)
+        if int(pos.sum()) + 1 + int(cap.sum()) != k + R:
+            self.cap = None
+            return False
+        self.index = {i: n for n, i in enumerate(ids)}
+        self.pos, self.cap, self.types = pos, cap, types
+        return True
+
+
 def solve_noncoop(
-    policy: str, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, solver: str = "highs-ds"
+    policy: str,
+    W: np.ndarray,
+    m: np.ndarray,
+    omega: np.ndarray | None = None,
+    solver: str = "highs-ds",
+    warm: NoncoopWarmStart | None = None,
+    ids: list[Any] | None = None,
 ) -> tuple[np.ndarray, float, float, dict[str, int], dict[str, Any]]:
     """LP (9) (compact A2 / A2') on the types with ``m_j > 0`` in scaled variables.
 
     With ``solver="highs-ds"`` the :func:`staircase` vertex is returned when its dual certificate
     holds (an optimal basic solution, found without a solver); otherwise HiGHS's primal simplex
-    (highspy) starts from the staircase basis, which is primal feasible. Returns
-    ``(X (R, k), t, seconds, sizes, info)``; ``info["noncoop_path"]`` is ``"staircase"`` or
-    ``"highs"``, with the simplex iterations."""
+    (highspy) starts from the staircase basis, which is primal feasible, or, given ``warm`` (a
+    :class:`NoncoopWarmStart`) holding a previous round's basis and ``ids`` (one hashable id per
+    LP row), the dual simplex starts from that basis. Returns ``(X (R, k), t, seconds, sizes,
+    info)``; ``info["noncoop_path"]`` is ``"staircase"`` or ``"highs"``, with the simplex
+    iterations and ``info["warm_start"]`` whether a stored basis was used."""
     t0 = time.perf_counter()
     R, k = W.shape
     active, Wa, ma, s = _reduce(W, m)
     ka = Wa.shape[1]
+    types = active.tobytes()
     sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
-    st = staircase(Wa, ma, omega) if solver == "highs-ds" else None
+    basis = warm.basis(ids, ka, types) if warm is not None and ids is not None and solver == "highs-ds" else None
+    # a stored basis replaces the staircase (its certificate holds on ordered speedups only)
+    st = staircase(Wa, ma, omega) if solver == "highs-ds" and basis is None else None
     if st is not None and st.optimal:
         x = np.append(st.matrix(R, ka).ravel(), st.t)
         info: dict[str, Any] = {"noncoop_path": "staircase", "simplex_iterations": 0}
+        if warm is not None and ids is not None:
+            warm.rounds += 1
+            warm.store(ids, ka, types, x, ma)
     else:
-        h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver)
-        crash = st is not None and _set_basis(h, np.append(st.columns(ka), R * ka), R * ka + 1, ka, R)
-        if crash:  # the staircase basis is primal feasible: continue with primal simplex
-            h.setOptionValue("simplex_strategy", 4)
+        reuse = warm.highs if warm is not None and ids is not None else None
+        h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver, h=reuse)
+        if warm is not None and ids is not None:
+            warm.highs = h
+        used = basis is not None and h.setBasis(basis) == highspy.HighsStatus.kOk
+        crash = False
+        if not used:
+            crash = st is not None and _set_basis(h, np.append(st.columns(ka), R * ka), R * ka + 1, ka, R)
+            if crash:  # the staircase basis is primal feasible: continue with primal simplex
+                h.setOptionValue("simplex_strategy", 4)
         x, _ = _run(policy, h)
         iterations = int(h.getInfo().simplex_iteration_count)
         info = {"noncoop_path": "highs", "staircase_crash": bool(crash), "simplex_iterations": iterations}
+        if warm is not None and ids is not None:
+            warm.rounds += 1
+            warm.warm_rounds += int(used)
+            info["warm_start"] = bool(used)
+            warm.store(ids, ka, types, x, ma)
     dt = time.perf_counter() - t0
     return _expand(x, R, k, active, s), float(x[-1]), dt, sizes, info
 

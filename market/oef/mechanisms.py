@@ -45,9 +45,11 @@ class _Rows:
         limit = opts["weight_denominator_limit"]
         if not v.has_weights or (np.all(v.weights == v.weights[0]) and not _any_fraction(v.weight_objs)):
             # equal weights: one row each, omega = 1 (only weight ratios matter)
+            self.equal = True
             self.omegas = [Fraction(1)] * v.n
             self.copies = np.ones(v.n, dtype=np.int64)
         else:
+            self.equal = False
             self.omegas = weight_fractions(v.weight_objs, limit)
             self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
         replicate = opts["replicate"]
@@ -67,7 +69,7 @@ class _Rows:
 
     def aggregate(self, X_rows: np.ndarray) -> np.ndarray:
         """Sum the replicas of each input row."""
-        if not self.replicated:
+        if not self.replicated or self.row_of.size == self.n:  # one LP row per input row
             return X_rows
         out = np.zeros((self.n, X_rows.shape[1]))
         np.add.at(out, self.row_of, X_rows)
@@ -78,7 +80,7 @@ class _Rows:
             "form": "replicated" if self.replicated else "direct",
             "lp_rows": int(self.W.shape[0]),
             "copies": self.copies.tolist(),
-            "weights_exact": [str(f) for f in self.omegas],
+            "weights_exact": ["1"] * self.n if self.equal else [str(f) for f in self.omegas],
         }
 
 
@@ -111,7 +113,16 @@ def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     policy = "oef-noncoop"
     rows = _Rows(v, opts)
     if opts["solver"] == "highs-ds":
-        X_rows, t, dt, sizes, solve_info = lp.solve_noncoop(policy, rows.W, v.m, rows.omega)
+        warm, ids = opts["warm_start"], None
+        if warm is not None:
+            base = list(range(v.n)) if opts["row_ids"] is None else list(opts["row_ids"])
+            if rows.replicated:
+                first = np.searchsorted(rows.row_of, rows.row_of)  # row_of is sorted: first LP row of each input row
+                pairs = zip(rows.row_of.tolist(), first.tolist(), strict=True)
+                ids = [(base[i], r - f) for r, (i, f) in enumerate(pairs)]
+            else:
+                ids = base
+        X_rows, t, dt, sizes, solve_info = lp.solve_noncoop(policy, rows.W, v.m, rows.omega, warm=warm, ids=ids)
     else:
         X_rows, extra, dt, sizes, _ = lp.solve_rows(
             policy, lambda W_, m_: lp.build_noncoop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
@@ -174,17 +185,38 @@ _COOP_OPTIONS: dict[str, Any] = {
 }
 
 
+_NONCOOP_OPTIONS: dict[str, Any] = {**_OEF_OPTIONS, "warm_start": None, "row_ids": None}
+
+
+def _check_warm(opts: dict[str, Any], n: int) -> None:
+    warm, ids = opts["warm_start"], opts["row_ids"]
+    if warm is not None and not isinstance(warm, lp.NoncoopWarmStart):
+        raise InputError("warm_start", warm, "must be None or a market.oef.lp.NoncoopWarmStart")
+    if ids is not None:
+        try:
+            ids = list(ids)
+            unique = len(set(ids)) == len(ids)
+        except TypeError as exc:
+            raise InputError("row_ids", opts["row_ids"], "must be a sequence of hashable ids") from exc
+        if len(ids) != n or not unique:
+            raise InputError("row_ids", opts["row_ids"], f"must hold {n} distinct ids, one per row")
+
+
 def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, options: dict[str, Any]) -> Allocation:
-    opts, v = prepare(policy, W, m, weights, caps, options, _COOP_OPTIONS if policy == "oef-coop" else _OEF_OPTIONS)
+    extra = {"oef-coop": _COOP_OPTIONS, "oef-noncoop": _NONCOOP_OPTIONS}.get(policy, _OEF_OPTIONS)
+    opts, v = prepare(policy, W, m, weights, caps, options, extra)
     if policy == "oef-coop":
         check_choice("ef_rows", opts["ef_rows"], ("auto", "full", "lazy"))
         check_int("lazy_min_rows", opts["lazy_min_rows"], minimum=0)
         check_int("lazy_per_row", opts["lazy_per_row"], minimum=1)
         check_int("lazy_window", opts["lazy_window"], minimum=0)
+    if policy == "oef-noncoop":
+        _check_warm(opts, v.n)
     triv = trivial_allocation(policy, v)
     if triv is not None:
         return triv
-    return lp.CACHE.get_or_compute(cache_key(policy, v, opts), lambda: compute(v, opts), bool(opts["cache"]))
+    use_cache = bool(opts["cache"]) and opts.get("warm_start") is None  # a warm start must see every round
+    return lp.CACHE.get_or_compute(cache_key(policy, v, opts), lambda: compute(v, opts), use_cache)
 
 
 @register(
@@ -202,7 +234,13 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
     the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
     ["noncoop_path"] == "staircase"``; always on ordered speedups), else HiGHS's simplex from that
-    basis (``"highs"``); other solvers go through scipy's ``linprog`` on the compact LP."""
+    basis (``"highs"``); other solvers go through scipy's ``linprog`` on the compact LP.
+
+    Warm start across rounds (default solver only): pass ``warm_start=``
+    :class:`market.oef.lp.NoncoopWarmStart` (one object kept across rounds) and ``row_ids`` (one
+    distinct hashable id per row, e.g. job ids; default the row positions); HiGHS then starts from
+    the previous round's optimal basis mapped onto this round's rows (``info["warm_start"]``).
+    The cache is bypassed for such calls."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
