@@ -246,3 +246,33 @@ def test_embedded_oef_study_is_registered_and_well_formed() -> None:
     paper = load_study("oef_paper")  # the paper-scale twin keeps the same panels and headlines
     assert paper.headlines == study.headlines and paper.replications == 20
     assert [p.values for p in paper.panels] == [p.values for p in study.panels]
+
+
+def test_gavel_duration_rule_draws_gavels_generator() -> None:
+    """``duration_rule = "gavel"``: 10^U(1.5, 3) minutes w.p. 0.8 else 10^U(3, 4), on the job's fastest
+    GPU type, so work (slowest-GPU seconds, one worker) / largest speedup lies in [60·10^1.5, 60·10^4]
+    and about 80% of the jobs are below 60·10^3."""
+    import numpy as np
+
+    from scenarios.loader import parse_scenario
+
+    doc = {
+        "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [4, 4, 4]},
+        "profiles": {"file": str(Path(__file__).parents[1] / "market/data/gavel_throughputs.csv"), "jitter": 0.0},
+        "workload": {"tenants": 2000, "jobs_per_tenant": 1, "workers": [1], "workers_probs": [1.0],
+                     "duration_rule": "gavel", "arrival_window_s": 1000.0},
+    }  # fmt: skip
+    cfg = parse_scenario(doc, "g").instantiate("gavel", "truthful", np.random.default_rng(0))
+    v100 = np.array([j.work / (max(t.speedups[j.job_type]) / t.speedups[j.job_type][0]) for t in cfg.tenants
+                     for j in t.jobs])  # fmt: skip
+    assert v100.min() >= 60 * 10**1.5 - 1e-6 and v100.max() <= 60 * 10**4 + 1e-6
+    assert abs((v100 < 60 * 10**3).mean() - 0.8) < 0.03  # 3 sigma of a binomial(2000, 0.8) share is 0.027
+    doc["workload"]["duration_rule"] = "weibull"
+    with pytest.raises(InputError, match="workload.duration_rule"):
+        parse_scenario(doc, "g")
+
+
+def test_embedded_gavel_jct_study_loads() -> None:
+    study = load_study("gavel_jct")
+    assert study.family == "fair-share" and len(study.headlines) == 3
+    assert study.variants[0].fraction == pytest.approx(0.2)
