@@ -408,7 +408,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.scenario:
         study = load_study(args.scenario)
     else:
-        found = [n for n in study_names() if args.mechanism in load_study(n).mechanisms]
+        found = [n for n in study_names("auction") if args.mechanism in load_study(n).mechanisms]
         if not found:
             raise InputError("--mechanism", args.mechanism, "appears in no embedded study; pass --scenario FILE.toml")
         study = load_study(found[0])
