@@ -264,7 +264,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     plain = [n for n in scenario_names() if n not in sweeps and n not in studies and n not in learns]
     for title, found in (
         ("scenarios (marketsim run NAME):", plain),
-        ("reproduction studies of the auction papers (marketsim run NAME):", studies),
+        ("reproduction studies of the papers (marketsim run NAME):", studies),
         ("sweeps (marketsim sweep NAME):", sweeps),
         ("learning populations (marketsim learn NAME):", learns),
     ):
@@ -368,7 +368,7 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
 
 
 def _run_study(args: argparse.Namespace) -> int:
-    """``marketsim run STUDY``: a reproduction study of an auction paper (see analysis.studies)."""
+    """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.studies)."""
     from analysis.studies import load_study, run_study, write_study
 
     study = load_study(args.scenario)
@@ -422,7 +422,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.scenario:
         study = load_study(args.scenario)
     else:
-        found = [n for n in study_names() if args.mechanism in load_study(n).mechanisms]
+        found = [n for n in study_names("auction") if args.mechanism in load_study(n).mechanisms]
         if not found:
             raise InputError("--mechanism", args.mechanism, "appears in no embedded study; pass --scenario FILE.toml")
         study = load_study(found[0])

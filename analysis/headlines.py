@@ -8,6 +8,9 @@ replication, one variant, default truthful) and computes, per headline:
   over the cells where both ran (same workload), with a 95% percentile interval from a seeded
   paired bootstrap over cells (:data:`BOOTSTRAP` resamples); undefined when the baseline's mean
   is <= 0 (a ratio of a loss is not a speed-up);
+* with a ``baseline_metric`` instead: the paired ratio ``mean(metric) / mean(baseline_metric)`` of two
+  columns of the SAME rows (mechanism, variant, cell), e.g. a liar's true throughput when lying over
+  the same tenant's throughput in the truthful twin run of the cell (fair-share studies);
 * without a baseline: the mean of ``metric`` with a 95% Student-t interval.
 
 Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by hand:
@@ -56,7 +59,8 @@ __all__ = [
 HEADLINE_VERDICTS = ("reproduced", "direction only", "not reproduced")
 DEFAULT_TOLERANCE = 0.25
 BOOTSTRAP = 2000
-_KEYS = {"text", "panel", "metric", "mechanism", "baseline", "paper", "x", "tolerance", "note", "variant"}
+_KEYS = {"text", "panel", "metric", "mechanism", "baseline", "baseline_metric", "paper", "x", "tolerance", "note",
+         "variant"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,12 @@ class Headline:
     note: str = ""
     variant: str = "truthful"
     direction: str = ""  # "higher" / "lower": a qualitative claim (paper gave no number)
+    baseline_metric: str = ""  # ratio of two columns of the same rows instead of two mechanisms
+
+    @property
+    def is_ratio(self) -> bool:
+        """Whether the headline is a ratio (over a baseline mechanism or a baseline metric)."""
+        return bool(self.baseline or self.baseline_metric)
 
 
 def _num(where: str, v: Any, *, positive: bool = False) -> float:
@@ -120,18 +130,27 @@ def parse_headline(
             raise InputError(f"{where}.{role}", name, f"must be one of the study's mechanisms {list(mechanisms)}")
     if roles["baseline"] == roles["mechanism"]:
         raise InputError(f"{where}.baseline", roles["baseline"], "must differ from the mechanism")
+    bmetric = t.get("baseline_metric", "")
+    if bmetric != "":
+        if not isinstance(bmetric, str) or (metrics is not None and bmetric not in metrics):
+            raise InputError(f"{where}.baseline_metric", bmetric, "must name a metric column of the study")
+        if roles["baseline"]:
+            raise InputError(f"{where}.baseline_metric", bmetric, "give either baseline or baseline_metric, not both")
+        if bmetric == metric:
+            raise InputError(f"{where}.baseline_metric", bmetric, "must differ from the metric")
+    ratio = bool(roles["baseline"] or bmetric)
     direction = ""
     if t.get("paper") in ("higher", "lower"):  # the paper states a direction, not a number
-        if not roles["baseline"]:
+        if not ratio:
             raise InputError(f"{where}.paper", t.get("paper"), "a direction ('higher'/'lower') needs a baseline")
         direction, paper = str(t["paper"]), math.nan
     elif t.get("paper") == "at most 0":  # e.g. truthfulness: a liar's gain is never positive
-        if roles["baseline"]:
+        if ratio:
             raise InputError(f"{where}.paper", t.get("paper"), "'at most 0' is a level claim: drop the baseline")
         direction, paper = "at most 0", 0.0
     else:
         paper = _num(f"{where}.paper", t.get("paper"))
-    if roles["baseline"] and paper <= 0:
+    if ratio and paper <= 0:
         raise InputError(f"{where}.paper", paper, "must be > 0 (a ratio over the baseline)")
     xs = t.get("x", [])
     xs = list(xs) if isinstance(xs, list) else [xs]
@@ -160,17 +179,27 @@ def parse_headline(
         " ".join(note.split()),
         str(variant),
         direction,
+        str(bmetric),
     )
 
 
 def _cells(frame: pd.DataFrame, h: Headline) -> pd.DataFrame:
-    """Per-cell values of ``h.metric``: index (x, replication), one column per mechanism."""
+    """Per-cell values of ``h.metric``: index (x, replication), one column per mechanism (with a
+    ``baseline_metric``: the columns ``metric`` and ``baseline_metric`` of the mechanism's rows)."""
     need = {"panel", "variant", "mechanism", "x", "replication", h.metric}
+    if h.baseline_metric:
+        need.add(h.baseline_metric)
     if frame.empty or not need <= set(frame.columns):
         return pd.DataFrame()
     sub = frame[(frame["panel"] == h.panel) & (frame["variant"] == h.variant)]
     if h.x:
         sub = sub[sub["x"].isin([float(v) if isinstance(v, (int, float)) else v for v in h.x])]
+    if h.baseline_metric:
+        sub = sub[sub["mechanism"] == h.mechanism]
+        if sub.empty:
+            return pd.DataFrame()
+        both = sub.set_index(["x", "replication"])[[h.metric, h.baseline_metric]]
+        return both.rename(columns={h.metric: "__metric", h.baseline_metric: "__baseline"}).dropna()
     mechs = [h.mechanism, *([h.baseline] if h.baseline else [])]
     sub = sub[sub["mechanism"].isin(mechs)]
     if sub.empty:
@@ -183,6 +212,8 @@ def _cells(frame: pd.DataFrame, h: Headline) -> pd.DataFrame:
 
 def _rng(seed: int, h: Headline) -> np.random.Generator:
     key = f"{h.panel}|{h.metric}|{h.mechanism}|{h.baseline}|{h.variant}|{h.x}"
+    if h.baseline_metric:
+        key += f"|{h.baseline_metric}"
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(key.encode()),)))
 
 
@@ -209,7 +240,7 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
         "panel": h.panel,
         "metric": h.metric,
         "mechanism": h.mechanism,
-        "baseline": h.baseline,
+        "baseline": h.baseline or (f"[{h.baseline_metric}]" if h.baseline_metric else ""),
         "variant": h.variant,
         "paper": h.paper,
         "direction": h.direction,
@@ -226,11 +257,17 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
     if n == 0:
         return {**row, "ours": float("nan"), "low": float("nan"), "high": float("nan"),
                 "verdict": "not reproduced", "reason": _join("no cells measured", h.note)}  # fmt: skip
-    a = cells[h.mechanism].to_numpy(dtype=float)
-    if h.baseline:
-        b = cells[h.baseline].to_numpy(dtype=float)
+    if h.baseline_metric:
+        a, b = cells["__metric"].to_numpy(dtype=float), cells["__baseline"].to_numpy(dtype=float)
+    else:
+        a = cells[h.mechanism].to_numpy(dtype=float)
+        b = cells[h.baseline].to_numpy(dtype=float) if h.baseline else a
+    if h.is_ratio:
         if b.mean() <= 0:
-            reason = (f"ratio undefined: {h.baseline}'s mean {h.metric} is {b.mean():.4g} <= 0 "
+            what = f"{h.baseline}'s mean {h.metric}"
+            if h.baseline_metric:
+                what = f"{h.mechanism}'s mean {h.baseline_metric}"
+            reason = (f"ratio undefined: {what} is {b.mean():.4g} <= 0 "
                       f"({h.mechanism}: {a.mean():.4g})")
             return {**row, "ours": float("nan"), "low": float("nan"), "high": float("nan"),
                     "verdict": "not reproduced", "reason": _join(reason, h.note)}  # fmt: skip
@@ -268,10 +305,10 @@ def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple
             return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci}, paper: {h.direction} (n={n})"
         return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1 (n={n})"
     close = abs(ours - h.paper) <= h.tolerance * abs(h.paper)
-    if h.baseline and h.paper != 1:  # effect scale: compare log-ratios, not ratios
+    if h.is_ratio and h.paper != 1:  # effect scale: compare log-ratios, not ratios
         close = ours > 0 and abs(math.log(ours) / math.log(h.paper) - 1) <= h.tolerance
     inside = has_ci and low <= h.paper <= high
-    if not h.baseline:
+    if not h.is_ratio:
         if inside or close:
             how = "inside our 95% CI" if inside else f"within {h.tolerance:.0%}"
             return "reproduced", f"paper's {h.paper:.4g} {how} (ours {ours:.4g} {ci}, n={n})"

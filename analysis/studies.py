@@ -1,4 +1,9 @@
-"""Reproduction studies of the auction papers: ``marketsim run NAME`` on a ``kind = "study"`` TOML.
+"""Reproduction studies: ``marketsim run NAME`` on a ``kind = "study"`` TOML.
+
+Two families share this runner, the report and the headline verdicts: the auction papers (below)
+and, when the TOML has a ``[scenario]`` table, the fair-share papers (OEF), whose cells run the Mesa
+:class:`agents.model.MarketModel` (:mod:`analysis.fairshare_study`, which documents their schema
+and metrics).
 
 A study sweeps one parameter per *panel* (e.g. the number of jobs, of sites, the price parameter
 gamma) and, for every value and replication, builds ONE instance with the paper's builder
@@ -54,7 +59,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.auction import AuctionModel, BidStrategy
-from analysis.headlines import Headline, evaluate_headlines, headline_markdown, parse_headline
+from analysis.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
 from analysis.runner import make_executor
 from analysis.stats import t_interval
 from market import plugins
@@ -82,13 +87,17 @@ __all__ = [
     "run_study",
     "write_study",
     "paired_differences",
+    "headline_sensitivity",
+    "study_family",
+    "FAMILIES",
 ]
 
 
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
 TRUTHFUL = "truthful"
 _TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
-_TABLES = {"base", "audit", "panel", "reported", "variant", "headline"}
+_TABLES = {"base", "audit", "panel", "reported", "variant", "headline", "scenario"}
+FAMILIES = ("auction", "fair-share")
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,9 @@ class Panel:
     label: str = ""
     fixed: Mapping[str, Any] = field(default_factory=dict)
     common_workload: bool = False
+    scenario: Mapping[str, Any] = field(default_factory=dict)  # fair-share: overrides of the study's [scenario]
+    mechanisms: tuple[str, ...] = ()  # fair-share: the panel's subset of the study's mechanisms (empty: all)
+    variants: tuple[str, ...] | None = None  # fair-share: the panel's lying variants (None: all)
 
 
 @dataclass(frozen=True)
@@ -114,10 +126,11 @@ class PaperNote:
 @dataclass(frozen=True)
 class Variant:
     """A lying variant: bidders ``bidders`` (job ids), a ``fraction`` of them, or whole ``tenants``
-    (tenant-level strategy) report with ``params``."""
+    (tenant-level strategy) report with ``params`` (fair-share: the strategy table, e.g.
+    ``{"strategy": "fast", "factor": 1.3}``, and ``tenants`` / ``fraction`` pick tenants)."""
 
     name: str
-    params: Mapping[str, float]
+    params: Mapping[str, Any]
     bidders: tuple[int, ...] = ()
     fraction: float = 0.0
     tenants: tuple[int, ...] = ()
@@ -141,6 +154,9 @@ class Study:
     metrics: tuple[str, ...] = DEFAULT_METRICS
     source: str = ""
     headlines: tuple[Headline, ...] = ()
+    family: str = "auction"
+    scenario: Mapping[str, Any] = field(default_factory=dict)  # fair-share: the base scenario document
+    base_dir: str = ""  # fair-share: resolves a relative profiles.file
 
     def params(self, panel: int, x: Any) -> dict[str, Any]:
         """Builder parameters of panel ``panel`` at ``x``."""
@@ -185,25 +201,38 @@ def _unknown(name: str, key: str, t: Mapping[str, Any], allowed: set[str]) -> No
             raise InputError(_where(name, f"{key}.{k}"), t[k], f"is not a known key (allowed: {sorted(allowed)})")
 
 
-def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
-    """Validate a study TOML document (see the module docstring for the schema)."""
+def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: str | Path | None = None) -> Study:
+    """Validate a study TOML document (see the module docstring for the schema; a ``[scenario]``
+    table makes it a fair-share study, :mod:`analysis.fairshare_study`). ``base_dir`` resolves a
+    fair-share scenario's relative ``profiles.file`` (default: the current directory)."""
     from market.registry import names as mechanism_names
 
     _unknown(name, "", {k: v for k, v in data.items() if k not in _TABLES}, _TOP)
     if data.get("kind") != "study":
         raise InputError(_where(name, "kind"), data.get("kind"), "must be 'study'")
     name = check_name(_where(name, "name"), data.get("name", slug(name)))
+    family = "fair-share" if "scenario" in data else "auction"
     paper = data.get("paper")
-    if paper not in builders():
-        raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(builders())}")
+    papers = builders() if family == "auction" else plugins.plugins()
+    if paper not in papers:
+        raise InputError(_where(name, "paper"), paper, f"must be one of {sorted(papers)}")
     mechs = _str_list(name, "mechanisms", data.get("mechanisms"))
-    known = set(mechanism_names("auction"))
+    known = set(mechanism_names(family))
     for m in mechs:
         if m not in known:
-            raise InputError(_where(name, "mechanisms"), m, f"is not a registered auction mechanism {sorted(known)}")
+            raise InputError(_where(name, "mechanisms"), m, f"is not a registered {family} mechanism {sorted(known)}")
+    if family == "fair-share":
+        from analysis.fairshare_study import FAIR_METRICS
+
+        default_metrics: tuple[str, ...] = FAIR_METRICS
+        if data.get("base") or data.get("audit"):
+            raise InputError(_where(name, "base"), data.get("base") or data.get("audit"),
+                             "is for auction studies; a fair-share study sets [scenario]")  # fmt: skip
+    else:
+        default_metrics = DEFAULT_METRICS
     reps = check_int(_where(name, "replications"), data.get("replications", 3), minimum=1)
     seed = check_int(_where(name, "seed"), data.get("seed", 0), minimum=0)
-    metrics = _str_list(name, "metrics", data["metrics"]) if "metrics" in data else DEFAULT_METRICS
+    metrics = _str_list(name, "metrics", data["metrics"]) if "metrics" in data else default_metrics
     base = _table(name, "base", data.get("base", {}))
     audit = _table(name, "audit", data.get("audit", {}))
     panels = []
@@ -212,7 +241,8 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         raise InputError(_where(name, "panel"), [], "must define at least one [[panel]]")
     for i, t in enumerate(raw_panels):
         key = f"panel[{i}]"
-        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload"})
+        extra = {"scenario", "mechanisms", "variants"} if family == "fair-share" else set()
+        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", *extra})
         x = t.get("x")
         if not isinstance(x, str) or not x:
             raise InputError(_where(name, f"{key}.x"), x, "must name a builder parameter")
@@ -225,6 +255,18 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         if not isinstance(common, bool):
             raise InputError(_where(name, f"{key}.common_workload"), common, "must be true or false")
         fixed = _table(name, f"{key}.fixed", t.get("fixed", {}))
+        if family == "fair-share":
+            if fixed:
+                raise InputError(_where(name, f"{key}.fixed"), fixed, "is for auction studies; use [panel.scenario]")
+            pmechs = _str_list(name, f"{key}.mechanisms", t["mechanisms"]) if "mechanisms" in t else ()
+            pvars = t.get("variants")
+            if pvars is not None:
+                if not isinstance(pvars, list) or not all(isinstance(v, str) for v in pvars):
+                    raise InputError(_where(name, f"{key}.variants"), pvars, "must be a list of variant names")
+                pvars = tuple(pvars)
+            pscen = _table(name, f"{key}.scenario", t.get("scenario", {}))
+            panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars))
+            continue
         panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common))
     notes = []
     for i, t in enumerate(_tables(name, "reported", data.get("reported", []))):
@@ -240,10 +282,31 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
     variants = []
     for i, t in enumerate(_tables(name, "variant", data.get("variant", []))):
         key = f"variant[{i}]"
-        _unknown(name, key, t, {"name", "params", "bidders", "fraction", "tenants"})
+        if family == "fair-share":
+            from analysis.fairshare_study import VARIANT_KEYS
+
+            _unknown(name, key, t, {"name", "tenants", "fraction", *VARIANT_KEYS})
+        else:
+            _unknown(name, key, t, {"name", "params", "bidders", "fraction", "tenants"})
         vname = t.get("name")
         if not isinstance(vname, str) or not vname or vname == TRUTHFUL:
             raise InputError(_where(name, f"{key}.name"), vname, f"must be a non-empty name other than '{TRUTHFUL}'")
+        if family == "fair-share":
+            frac = t.get("fraction", 0.0)
+            if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 <= frac <= 1:
+                raise InputError(_where(name, f"{key}.fraction"), frac, "must be a number in [0, 1]")
+            tenants = t.get("tenants", [])
+            if not isinstance(tenants, list) or not all(
+                isinstance(u, int) and not isinstance(u, bool) and u >= 0 for u in tenants
+            ):
+                raise InputError(_where(name, f"{key}.tenants"), tenants, "must be tenant indices (ints >= 0)")
+            if bool(tenants) + (frac > 0) != 1:
+                raise InputError(_where(name, key), vname, "must give exactly one of tenants = [..] or fraction > 0")
+            if "strategy" not in t:
+                raise InputError(_where(name, f"{key}.strategy"), None, "is required (e.g. 'fast' with factor = 1.3)")
+            strategy = {k: v for k, v in t.items() if k in VARIANT_KEYS}
+            variants.append(Variant(vname, strategy, (), float(frac), tuple(tenants)))
+            continue
         params = _table(name, f"{key}.params", t.get("params"))
         if not params:
             raise InputError(_where(name, f"{key}.params"), params, "must misreport at least one dimension")
@@ -278,7 +341,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         for i, t in enumerate(_tables(name, "headline", data.get("headline", [])))
     )
     desc = " ".join(str(data.get("description", "")).split())
-    return Study(
+    study = Study(
         name,
         paper,
         mechs,
@@ -293,7 +356,15 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "") -> Study:
         metrics,
         source,
         headlines,
+        family,
+        _table(name, "scenario", data.get("scenario", {})),
+        str(base_dir) if base_dir is not None else "",
     )
+    if family == "fair-share":
+        from analysis.fairshare_study import validate_fair_study
+
+        validate_fair_study(study)
+    return study
 
 
 def _embedded(name: str) -> Any:
@@ -321,17 +392,33 @@ def _read(path: Path) -> dict[str, Any]:
         raise InputError(f"study file {path}", "", "is not UTF-8 text") from None
 
 
-def study_names() -> list[str]:
-    """Embedded studies (``scenarios/*.toml`` with ``kind = "study"``)."""
+def study_names(family: str | None = None) -> list[str]:
+    """Embedded studies (TOMLs with ``kind = "study"``), optionally only one ``family``
+    (``"auction"`` or ``"fair-share"``: a study with a ``[scenario]`` table)."""
     out = []
     for p in embedded().values():
         if p.name.endswith(".toml"):
             try:
-                if tomllib.loads(p.read_text(encoding="utf-8")).get("kind") == "study":
-                    out.append(p.name[:-5])
+                doc = tomllib.loads(p.read_text(encoding="utf-8"))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
                 continue
+            if doc.get("kind") == "study" and (family is None or _family(doc) == family):
+                out.append(p.name[:-5])
     return sorted(out)
+
+
+def _family(doc: Mapping[str, Any]) -> str:
+    return "fair-share" if "scenario" in doc else "auction"
+
+
+def study_family(name_or_path: str | Path) -> str | None:
+    """``"auction"`` / ``"fair-share"`` for a study (embedded name or TOML path), else None."""
+    if not is_study(name_or_path):
+        return None
+    text = str(name_or_path)
+    if "/" not in text and not text.endswith(".toml"):
+        return "fair-share" if text in study_names("fair-share") else "auction"
+    return _family(_read(Path(text).expanduser()))
 
 
 def is_study(name_or_path: str | Path) -> bool:
@@ -355,13 +442,13 @@ def load_study(name_or_path: str | Path) -> Study:
         if text not in study_names():
             raise InputError("study", text, f"is not an embedded study {study_names()}")
         with resources.as_file(_embedded(text)) as real:
-            return parse_study(_read(Path(real)), text, source=_source(text))
+            return parse_study(_read(Path(real)), text, source=_source(text), base_dir=Path(real).parent)
     path = Path(text).expanduser()
     if path.is_dir():
         raise InputError("study", text, "is a directory, not a study TOML file")
     if not path.is_file():
         raise InputError("study", text, "does not exist")
-    return parse_study(_read(path), path.stem, source=str(path))
+    return parse_study(_read(path), path.stem, source=str(path), base_dir=path.resolve().parent)
 
 
 def builders() -> dict[str, str]:
@@ -424,11 +511,17 @@ def plan_cells(
         if m not in study.mechanisms:
             raise InputError("mechanisms", m, f"is not one of the study's mechanisms {list(study.mechanisms)}")
     return [
-        CellSpec(f"{study.name}-p{pi}-x{xi}-r{rep}", study, pi, xi, rep, mechs)
+        CellSpec(f"{study.name}-p{pi}-x{xi}-r{rep}", study, pi, xi, rep, _panel_mechs(study, pi, mechs))
         for pi, panel in enumerate(study.panels)
         for xi in range(len(panel.values))
         for rep in range(reps)
+        if _panel_mechs(study, pi, mechs)
     ]
+
+
+def _panel_mechs(study: Study, pi: int, mechs: tuple[str, ...]) -> tuple[str, ...]:
+    own = study.panels[pi].mechanisms
+    return tuple(m for m in mechs if m in own) if own else mechs
 
 
 def _liars(variant: Variant, market: AuctionMarket, rng: np.random.Generator) -> list[int]:
@@ -445,6 +538,10 @@ def _liars(variant: Variant, market: AuctionMarket, rng: np.random.Generator) ->
 def execute_cell(spec: CellSpec) -> CellResult:
     """Build the cell's instance once and run every mechanism and variant on it."""
     study = spec.study
+    if study.family == "fair-share":
+        from analysis.fairshare_study import execute_fair_cell
+
+        return execute_fair_cell(spec)
     try:
         xi = 0 if study.panels[spec.panel].common_workload else spec.xi
         ss = np.random.SeedSequence(study.seed, spawn_key=(spec.panel, xi, spec.rep))
@@ -517,6 +614,7 @@ class StudyResult:
         return {
             "study": self.study.name,
             "paper": self.study.paper,
+            "family": self.study.family,
             "source": self.study.source,
             "mechanisms": list(self.study.mechanisms),
             "panels": [
@@ -526,10 +624,14 @@ class StudyResult:
                     "label": p.label,
                     "fixed": dict(p.fixed),
                     "common_workload": p.common_workload,
+                    **({"scenario": dict(p.scenario), "mechanisms": list(p.mechanisms),
+                        "variants": None if p.variants is None else list(p.variants)}
+                       if self.study.family == "fair-share" else {}),
                 }
                 for p in self.study.panels
             ],
             "base": dict(self.study.base),
+            **({"scenario": dict(self.study.scenario)} if self.study.family == "fair-share" else {}),
             "variants": [
                 {
                     "name": v.name,
@@ -601,12 +703,31 @@ def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain
     out = []
     for vname, sub in frame[frame["variant"] != TRUTHFUL].groupby("variant", sort=True):
         s = sub.set_index(keys)
-        for metric in metrics:
+        for metric in (m for m in metrics if m in frame.columns):
             d = s[metric] if metric == "liar_gain" else s[metric] - base[metric].reindex(s.index)
             dd = d.rename("d").reset_index()
             for (p, x, mech), g in dd.groupby(["panel", "x", "mechanism"], sort=True):
                 mean, lo, hi = t_interval(g["d"].to_numpy())
                 out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, len(g)), strict=True)))
+    return pd.DataFrame(out, columns=cols)
+
+
+def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) -> pd.DataFrame:
+    """Every headline that pins ``x``, re-evaluated at each value of its panel (one row per value):
+    ``headline, x_name, x, ours, low, high, CI, n, verdict``."""
+    from dataclasses import replace
+
+    cols = ["headline", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
+    out = []
+    for h in study.headlines:
+        panel = study.panels[h.panel]
+        if not h.x or len(panel.values) < 2:
+            continue
+        for v in panel.values:
+            r = evaluate_headline(frame, replace(h, x=(v,)), seed=seed)
+            ci = f"[{_fmt(r['low'])}, {_fmt(r['high'])}]"
+            out.append(dict(zip(cols, (h.text, panel.x, v, r["ours"], r["low"], r["high"], ci, r["n"],
+                                       r["verdict"]), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
 
@@ -693,11 +814,14 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     lines = [f"# {study.name}: reproduction study ({study.paper})", ""]
     if study.description:
         lines += [study.description, ""]
+    if study.family == "fair-share":
+        base = "the study's `[scenario]` with each panel's overrides (meta.json)"
+    else:
+        base = ", ".join(f"`{k}={v}`" for k, v in study.base.items())
     lines += [
         f"Mechanisms: {', '.join(study.mechanisms)}. Replications: {result.replications} (seed {result.seed}, "
-        f"common random numbers across mechanisms). Base parameters: "
-        + ", ".join(f"`{k}={v}`" for k, v in study.base.items())
-        + f". Wall time {result.seconds:.1f} s ({result.executor} executor).",
+        f"common random numbers across mechanisms). Base parameters: {base}"
+        f". Wall time {result.seconds:.1f} s ({result.executor} executor).",
         "",
     ]
     if result.errors:
@@ -723,7 +847,8 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             lines += ["What the paper reports:", ""]
             lines += [f"* {f'({n.metric}) ' if n.metric else ''}{n.text}" for n in notes]
             lines += [""]
-    pairs = paired_differences(result.frame)
+    pair_metrics = ("liar_gain", "total_act") if study.family == "fair-share" else ("liar_gain", "welfare")
+    pairs = paired_differences(result.frame, pair_metrics)
     if not pairs.empty:
         lines += ["## Lying variants: paired differences (variant − truthful, 95% t CI)", ""]
         pairs = pairs.assign(CI=[f"[{_fmt(a)}, {_fmt(b)}]" for a, b in zip(pairs["low"], pairs["high"], strict=True)])
@@ -742,6 +867,20 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             "",
             headline_markdown(table),
         ]
+        sens = headline_sensitivity(result.frame, study, seed=result.seed)
+        if not sens.empty:
+            paths["sensitivity"] = out / "headlines_sensitivity.csv"
+            sens.to_csv(paths["sensitivity"], index=False)
+            lines += [
+                "### Sensitivity: each headline at every value of its panel",
+                "",
+                "The verdicts above are read at the value the headline pins (the paper's or the spec's setting); "
+                "where the paper leaves the setting open, the panel sweeps it, and this table gives the same "
+                "headline at every value.",
+                "",
+                _md(sens[["headline", "x_name", "x", "ours", "CI", "verdict"]]),
+                "",
+            ]
     else:
         lines += ["This study lists no `[[headline]]`: it claims nothing as reproduced.", ""]
     paths["report"] = out / "report.md"

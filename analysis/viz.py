@@ -161,7 +161,7 @@ def resolve_scenario(name: str) -> Scenario:
     elif Path(name).expanduser().is_file():
         kind = _toml_kind(Path(name).expanduser())
     if kind is not None:
-        what = {"study": "an auction study", "learning": "a learning population", "sweep": "a sweep config"}
+        what = {"study": "a reproduction study", "learning": "a learning population", "sweep": "a sweep config"}
         raise InputError(
             "scenario",
             name,
@@ -437,14 +437,14 @@ def auction_studies() -> list[str]:
     """Embedded auction reproduction studies (``kind = "study"``; ``marketsim list``)."""
     from analysis.studies import study_names
 
-    return study_names()
+    return study_names("auction")
 
 
 def is_auction_study(name: str) -> bool:
     """Whether ``name`` is an embedded auction study or a study TOML file."""
-    from analysis.studies import is_study
+    from analysis.studies import study_family
 
-    return isinstance(name, str) and bool(name.strip()) and is_study(name)
+    return isinstance(name, str) and bool(name.strip()) and study_family(name) == "auction"
 
 
 def load_auction_market(study_name: str, seed: int = 0) -> tuple[Any, Any]:

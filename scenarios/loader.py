@@ -23,6 +23,7 @@ Schema (all keys optional unless marked)::
     [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
                 jobs_per_tenant, jobs_poisson, workers = [..], workers_probs = [..],
                 duration_median_s, duration_sigma, duration_cap_s, backlogged,
+                duration_rule = "lognormal"|"gavel",
                 arrival_window_s, weights = [..]
                 -- or a trace workload (docs/trace_simulation.md): trace = "PATH" (relative to
                 the scenario file), trace_format = "gavel"|"philly", tenancy = "job"|"user"|N,
@@ -252,7 +253,11 @@ class WorkloadSpec:
     ``work = duration · workers``. ``backlogged``: work large enough to outlast the horizon
     (duration at least twice the horizon times the tenant's largest speedup).
     Tenants arrive at 0, or uniformly at random in ``[0, arrival_window_s]``; all of a tenant's
-    jobs are submitted on arrival. ``weights``: per-tenant priorities (default 1)."""
+    jobs are submitted on arrival. ``weights``: per-tenant priorities (default 1).
+    ``duration_rule = "gavel"`` replaces the lognormal by Gavel's generator: with probability 0.8
+    ``10^U(1.5, 3)`` minutes, else ``10^U(3, 4)`` minutes, read as the run time on the job type's
+    fastest GPU type (Gavel's V100 convention), so the duration on the slowest type is that times
+    the job's largest speedup (no cap)."""
 
     tenants: int
     job_types_per_tenant: int = 1
@@ -265,6 +270,7 @@ class WorkloadSpec:
     duration_sigma: float = 1.0
     duration_cap_s: float = 86400.0
     backlogged: bool = False
+    duration_rule: str = "lognormal"  # "gavel": Gavel's generator, run time on the fastest type (below)
     arrival_window_s: float = 0.0
     weights: tuple[float, ...] | None = None
     trace: TraceSpec | None = None
@@ -473,6 +479,11 @@ class Scenario:
                 rng.lognormal(math.log(wl.duration_median_s), wl.duration_sigma, size=n_jobs), wl.duration_cap_s
             )
             jt_idx = rng.integers(0, len(types), size=n_jobs)
+            if wl.duration_rule == "gavel":  # extra draws only under this rule: other scenarios keep their stream
+                short = rng.random(n_jobs) < 0.8
+                exps = np.where(short, rng.uniform(1.5, 3.0, n_jobs), rng.uniform(3.0, 4.0, n_jobs))
+                fastest = np.array([max(speedups[types[int(t)]]) / speedups[types[int(t)]][0] for t in jt_idx])
+                durations = 60.0 * 10.0**exps * fastest  # minutes on the fastest type -> s on the slowest
             arrival = float(arrivals[i]) if arrivals is not None else 0.0
             if o is not None and o.arrival_s is not None:
                 arrival = o.arrival_s
@@ -603,6 +614,13 @@ def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
     raise InputError(
         t.key("strategy"), kind, "must be one of ['truthful', 'scale', 'fast', 'report', 'noise', 'hedge']"
     )
+
+
+def _choice(t: _Table, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    v = t.string(name, default)
+    if v not in allowed:
+        raise InputError(t.key(name), v, f"must be one of {list(allowed)}")
+    return str(v)
 
 
 def _need(t: _Table, name: str) -> Any:
@@ -854,6 +872,7 @@ def _synthetic_workload(w: _Table) -> WorkloadSpec:
         duration_sigma=w.number("duration_sigma", 1.0, minimum=0.0),
         duration_cap_s=w.number("duration_cap_s", 86400.0, positive=True),
         backlogged=w.boolean("backlogged", False),
+        duration_rule=_choice(w, "duration_rule", "lognormal", ("lognormal", "gavel")),
         arrival_window_s=w.number("arrival_window_s", 0.0, minimum=0.0),
         weights=_numbers(w.key("weights"), weights, positive=True) if weights is not None else None,
     )

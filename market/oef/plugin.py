@@ -9,4 +9,5 @@ PLUGIN = Plugin(
     summary="OEF: envy-free and efficient fair allocation on heterogeneous GPUs, with Gavel, Gandiva_fair and max-min",
     mechanisms={"fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel")},
     claims=("market.oef.claims",),
+    studies="market.oef.studies",
 )

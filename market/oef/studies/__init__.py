@@ -1,0 +1,1 @@
+"""Reproduction studies shipped with the OEF plugin (TOML files; ``marketsim run oef``)."""

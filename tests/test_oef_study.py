@@ -1,0 +1,278 @@
+"""Fair-share reproduction studies (``marketsim run oef``): schema, cells, headlines, report."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.cli import main
+from analysis.headlines import HEADLINE_VERDICTS
+from analysis.studies import load_study, plan_cells, run_study, study_family, study_names, write_study
+from market.errors import InputError
+
+# Two GPU types, two tenants: H2 of the OEF spec (W = [[1, 2], [1, 5]], m = (1, 1)).
+CSV = "job_type,gpu_type,num_gpus,throughput_steps_per_s\na,slow,1,1.0\na,fast,1,2.0\nb,slow,1,1.0\nb,fast,1,5.0\n"
+
+H2 = """
+kind = "study"
+name = "tiny_h2"
+paper = "oef"
+mechanisms = ["oef-noncoop", "maxmin"]
+replications = 2
+seed = 3
+
+[scenario]
+rounds = 2
+[scenario.cluster]
+gpu_types = ["slow", "fast"]
+gpus = [1, 1]
+gpus_per_host = 1
+[scenario.profiles]
+file = "w.csv"
+jitter = 0.0
+[scenario.workload]
+tenants = 2
+jobs_per_tenant = 1
+workers = [1]
+workers_probs = [1.0]
+backlogged = true
+[[scenario.tenant]]
+index = 0
+job_types = ["a"]
+[[scenario.tenant]]
+index = 1
+job_types = ["b"]
+
+[[panel]]
+x = "kappa"
+values = [0.1]
+
+[[headline]]
+text = "hand: non-cooperative OEF's estimated throughput over max-min's"
+panel = 0
+metric = "total_est"
+mechanism = "oef-noncoop"
+baseline = "maxmin"
+paper = 0.952381
+"""
+
+TINY = """
+kind = "study"
+name = "tiny_oef"
+paper = "oef"
+mechanisms = ["oef-coop", "oef-noncoop", "maxmin"]
+replications = 2
+seed = 5
+
+[scenario]
+rounds = 3
+[scenario.cluster]
+gpu_types = ["RTX3070", "RTX3080", "RTX3090"]
+gpus = [2, 2, 2]
+gpus_per_host = 2
+[scenario.profiles]
+generator = "assumed"
+jitter = 0.03
+[scenario.workload]
+tenants = 3
+jobs_per_tenant = 2
+backlogged = true
+[[scenario.tenant]]
+index = 0
+job_types = ["LSTM"]
+[[scenario.tenant]]
+index = 1
+job_types = ["VGG"]
+[[scenario.tenant]]
+index = 2
+job_types = ["ResNet"]
+
+[[panel]]
+x = "variant.inflate.factor"
+values = [1.3, 2.0]
+common_workload = true
+variants = ["inflate"]
+mechanisms = ["oef-noncoop", "maxmin"]
+
+[[panel]]
+x = "kappa"
+values = [0.0, 0.2]
+common_workload = true
+variants = []
+
+[[variant]]
+name = "inflate"
+tenants = [0]
+strategy = "fast"
+factor = 1.3
+
+[[headline]]
+text = "cooperative OEF's estimated throughput is at least max-min's"
+panel = 1
+metric = "total_est"
+mechanism = "oef-coop"
+baseline = "maxmin"
+paper = "higher"
+
+[[headline]]
+text = "CONTRADICTED: cooperative OEF halves max-min's estimated throughput"
+panel = 1
+x = 0.2
+metric = "total_est"
+mechanism = "oef-coop"
+baseline = "maxmin"
+paper = 0.5
+
+[[headline]]
+text = "the liar under max-min keeps exactly its truthful throughput"
+panel = 0
+x = 1.3
+variant = "inflate"
+metric = "liar_est"
+baseline_metric = "liar_est_truthful"
+mechanism = "maxmin"
+paper = 1.0
+tolerance = 0.0
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str) -> Path:
+    (tmp_path / "w.csv").write_text(CSV, encoding="utf-8")
+    p = tmp_path / f"{name}.toml"
+    p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return p
+
+
+def test_headline_figure_matches_the_hand_calculation(tmp_path: Path) -> None:
+    """H2: non-coop OEF gives both tenants 15/7 (total 30/7); max-min's halves give 1.5 + 3 = 4.5,
+    so the headline's ratio is (30/7) / 4.5 = 20/21 in every cell (no spread, so the CI is a point)."""
+    study = load_study(_write(tmp_path, H2, "tiny_h2"))
+    assert study.family == "fair-share"
+    res = run_study(study, progress=False)
+    assert not res.errors, res.errors
+    f = res.frame.set_index("mechanism")
+    assert f.loc["oef-noncoop", "total_est"].tolist() == pytest.approx([30 / 7] * 2, rel=1e-6)
+    assert f.loc["maxmin", "total_est"].tolist() == pytest.approx([4.5] * 2, rel=1e-9)
+    assert f.loc["oef-noncoop", "est_t0"].tolist() == pytest.approx([15 / 7] * 2, rel=1e-6)
+    assert f.loc["maxmin", "est_t1"].tolist() == pytest.approx([3.0] * 2, rel=1e-9)
+    out = write_study(res, tmp_path / "out")
+    table = pd.read_csv(out["headlines"])
+    assert table.loc[0, "ours"] == pytest.approx(20 / 21, rel=1e-6)
+    assert table.loc[0, "low"] == pytest.approx(20 / 21, rel=1e-6) and table.loc[0, "high"] == pytest.approx(20 / 21)
+    assert table.loc[0, "verdict"] == "reproduced"
+
+
+def test_tiny_fair_share_study_end_to_end_with_a_contradicted_headline(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, TINY, "tiny_oef")
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 0
+    assert "tiny_oef: 8 cell(s)" in capsys.readouterr().out
+    frame = pd.read_parquet(out / "results.parquet")
+    # panel 0 runs only its two mechanisms, truthful and lying; panel 1 all three, truthful only
+    p0, p1 = frame[frame["panel"] == 0], frame[frame["panel"] == 1]
+    assert set(p0["mechanism"]) == {"oef-noncoop", "maxmin"} and set(p0["variant"]) == {"truthful", "inflate"}
+    assert set(p1["mechanism"]) == {"oef-coop", "oef-noncoop", "maxmin"} and set(p1["variant"]) == {"truthful"}
+    # the paired twin is the truthful run's value for the same tenant (tenant 0)
+    lie = p0[p0["variant"] == "inflate"].set_index(["x", "replication", "mechanism"])
+    tru = p0[p0["variant"] == "truthful"].set_index(["x", "replication", "mechanism"])
+    assert (lie["liar_act_truthful"] - tru["act_t0"].reindex(lie.index)).abs().max() < 1e-9
+    assert (lie["total_act_truthful"] - tru["total_act"].reindex(lie.index)).abs().max() < 1e-12
+    # a common-workload panel over the lie factor: the truthful rows are identical at every x
+    t = tru.reset_index()
+    a, b = (t[t["x"] == v].sort_values(["replication", "mechanism"])["total_act"].to_numpy() for v in (1.3, 2.0))
+    assert a.tolist() == b.tolist()
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "| paper's headline | ours (95% CI) | paper | verdict | reason |" in report
+    table = pd.read_csv(out / "headlines.csv")
+    assert len(table) == 3 and set(table["verdict"]) <= set(HEADLINE_VERDICTS)
+    by = table.set_index("headline")["verdict"]
+    assert by["CONTRADICTED: cooperative OEF halves max-min's estimated throughput"] == "not reproduced"
+    assert by["cooperative OEF's estimated throughput is at least max-min's"] == "reproduced"
+    assert by["the liar under max-min keeps exactly its truthful throughput"] == "reproduced"
+    rows = [line for line in report.splitlines() if line.startswith("| CONTRADICTED") and "(panel 1," in line]
+    assert len(rows) == 1 and "**not reproduced**" in rows[0] and "opposite direction" in rows[0]
+    # the pinned headlines are re-read at every value of their panel
+    sens = pd.read_csv(out / "headlines_sensitivity.csv")
+    assert sorted(sens["x"].tolist()) == [0.0, 0.2, 1.3, 2.0]
+    assert "### Sensitivity" in report
+
+
+def test_fair_share_study_is_deterministic_across_executors(tmp_path: Path) -> None:
+    study = load_study(_write(tmp_path, TINY, "tiny_oef"))
+    a = run_study(study, replications=1, progress=False)
+    b = run_study(study, replications=1, progress=False, executor="process", workers=2)
+    cols = [c for c in a.frame.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(a.frame[cols], b.frame[cols])
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (("[scenario]\nrounds = 3", "[scenario]\nrounds = 3\npolicies = ['maxmin']"), "scenario.policies"),
+        (('x = "kappa"', 'x = "variant.nobody.factor"'), "panel[1].x"),
+        (('variants = []', 'variants = ["ghost"]'), "panel[1].variants"),
+        (("tenants = [0]", "tenants = [7]"), "variant inflate.tenants"),
+        (('factor = 1.3', 'factor = -1.0'), "factor"),
+        (('strategy = "fast"', 'strategy = "bribe"'), "strategy"),
+        (("tenants = 3\n", "tenants = 3\nbogus = 1\n"), "workload.bogus"),
+        (('mechanisms = ["oef-noncoop", "maxmin"]', 'mechanisms = ["oef-noncoop", "gavel"]'), "panel[0].mechanisms"),
+        (('mechanisms = ["oef-coop", "oef-noncoop", "maxmin"]', 'mechanisms = ["oef-coop", "eris"]'), "mechanisms"),
+    ],
+)
+def test_fair_share_study_validation_names_the_field(tmp_path: Path, edit: tuple[str, str], field: str) -> None:
+    text = textwrap.dedent(TINY)
+    assert edit[0] in text
+    path = _write(tmp_path, text.replace(edit[0], edit[1], 1), "bad")
+    with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        load_study(path)
+
+
+def test_embedded_oef_study_is_registered_and_well_formed() -> None:
+    assert "oef" in study_names("fair-share") and "oef" not in study_names("auction")
+    assert study_family("oef") == "fair-share" and study_family("eris") == "auction"
+    study = load_study("oef")
+    assert study.source.endswith("market/oef/studies/oef.toml")
+    assert len(study.headlines) >= 15 and study.replications >= 5
+    # every headline names a panel value it can be read at
+    for h in study.headlines:
+        assert h.x and all(v in study.panels[h.panel].values for v in h.x)
+    cells = plan_cells(study)
+    assert {c.mechanisms for c in cells if c.panel == 3} == {("oef-noncoop", "oef-coop", "gavel", "gandiva-fair")}
+    assert math.isclose(study.panels[0].values[1], 1.3)
+    paper = load_study("oef_paper")  # the paper-scale twin keeps the same panels and headlines
+    assert paper.headlines == study.headlines and paper.replications == 20
+    assert [p.values for p in paper.panels] == [p.values for p in study.panels]
+
+
+def test_gavel_duration_rule_draws_gavels_generator() -> None:
+    """``duration_rule = "gavel"``: 10^U(1.5, 3) minutes w.p. 0.8 else 10^U(3, 4), on the job's fastest
+    GPU type, so work (slowest-GPU seconds, one worker) / largest speedup lies in [60·10^1.5, 60·10^4]
+    and about 80% of the jobs are below 60·10^3."""
+    import numpy as np
+
+    from scenarios.loader import parse_scenario
+
+    doc = {
+        "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [4, 4, 4]},
+        "profiles": {"file": str(Path(__file__).parents[1] / "market/data/gavel_throughputs.csv"), "jitter": 0.0},
+        "workload": {"tenants": 2000, "jobs_per_tenant": 1, "workers": [1], "workers_probs": [1.0],
+                     "duration_rule": "gavel", "arrival_window_s": 1000.0},
+    }  # fmt: skip
+    cfg = parse_scenario(doc, "g").instantiate("gavel", "truthful", np.random.default_rng(0))
+    v100 = np.array([j.work / (max(t.speedups[j.job_type]) / t.speedups[j.job_type][0]) for t in cfg.tenants
+                     for j in t.jobs])  # fmt: skip
+    assert v100.min() >= 60 * 10**1.5 - 1e-6 and v100.max() <= 60 * 10**4 + 1e-6
+    assert abs((v100 < 60 * 10**3).mean() - 0.8) < 0.03  # 3 sigma of a binomial(2000, 0.8) share is 0.027
+    doc["workload"]["duration_rule"] = "weibull"
+    with pytest.raises(InputError, match="workload.duration_rule"):
+        parse_scenario(doc, "g")
+
+
+def test_embedded_gavel_jct_study_loads() -> None:
+    study = load_study("gavel_jct")
+    assert study.family == "fair-share" and len(study.headlines) == 3
+    assert study.variants[0].fraction == pytest.approx(0.2)
