@@ -346,3 +346,103 @@ def test_known_equilibria_mean_over_five_seeds(label, mech, n, values, opts) -> 
     print(_report(label, l2s, gaps))
     assert l2s.mean() <= 0.02, _report(label, l2s, gaps)
     assert abs(gaps.mean()) <= 0.02, _report(label, l2s, gaps)
+
+
+# --- the learn command ----------------------------------------------------------------------------
+
+_HEAD = 'kind = "learning"\n[learning]\nfamily = "bayesian"\nrule = "es"\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [('mechanisms = ["first-price"]\n[learning.instance]\ndistribution = "power"\n',
+      "learning.instance.distribution"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\noptions = {reserv = 0.3}\n',
+      "learning.instance.options.reserv"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\noptions = {reserve = -0.3}\n',
+      "learning.instance.options.reserve"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\noptions = {price = 0.3}\n',
+      "learning.instance.options.price"),
+     ('mechanisms = ["posted-price"]\n', "learning.instance.options.price"),
+     ('mechanisms = ["all-pay-auction"]\n', "learning.mechanisms"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nvalues = {distribution = "nope"}\n',
+      "learning.instance.values.distribution"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nvalues = {distribution = "power", a = -1}\n',
+      "learning.instance.values.a"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nvalues = {distribution = "uniform", hgih = 2}\n',
+      "learning.instance.values.hgih"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nvalues = {distribution = "gamma", a = 2}\n',
+      "learning.instance.values.high"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nseeds = 0\n', "learning.instance.seeds"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nn = [1]\n', "learning.instance.n"),
+     ('mechanisms = ["first-price"]\noptions = {eta = 2}\n', "learning.options.eta"),
+     ('mechanisms = ["first-price"]\noptions = {population = 7}\n', "learning.options.population"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nn = 2\nclasses = [{count = 2}]\n', "learning.instance.n"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nclasses = [{count = 1, cnt = 2}, {count = 1}]\n',
+      "learning.instance.classes[0].cnt"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nclasses = [{count = 1}]\n', "learning.instance.classes"),
+     ('mechanisms = ["first-price"]\n[learning.instance]\nclasses = [{values = {distribution = "power"}}]\n',
+      "learning.instance.classes[0].values.a")],
+)  # fmt: skip
+def test_bad_bayesian_learning_files_exit_2_naming_the_field(tmp_path, capsys, body: str, needle: str) -> None:
+    from analysis.cli import main
+
+    toml = tmp_path / "bad.toml"
+    toml.write_text(_HEAD + body)
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_learn_command_reports_seed_means_with_intervals_and_plots_bids(tmp_path) -> None:
+    import pandas as pd
+
+    from analysis.cli import main
+
+    toml = tmp_path / "b.toml"
+    toml.write_text(_HEAD + 'mechanisms = ["all-pay", "first-price"]\nrounds = 20\noptions = {batch = 2048}\n'
+                    '[learning.instance]\nn = [2]\nseeds = 3\noptions = {reserve = 0.1}\n'
+                    'values = {distribution = "power", a = 2}\n')  # fmt: skip
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
+    d = make_distribution({"distribution": "power", "a": 2})
+    for mech in ("all-pay", "first-price"):
+        row = table.loc[mech]
+        assert row["seeds"] == 3 and row["l2_to_bne_lo"] <= row["l2_to_bne"] <= row["l2_to_bne_hi"]
+        assert row["bne_revenue"] == pytest.approx(symmetric_bne(mech, d, 2, {"reserve": 0.1}).revenue)
+    traj = pd.read_parquet(tmp_path / "o" / "trajectories.parquet")
+    assert sorted(traj["seed"].unique()) == [0, 1, 2]
+    assert (tmp_path / "o" / "bids.png").stat().st_size > 0
+    assert "] |" in (tmp_path / "o" / "report.md").read_text()  # "mean [lo, hi]" cells
+
+
+def test_learn_command_with_bidder_classes(tmp_path) -> None:
+    import pandas as pd
+
+    from analysis.cli import main
+
+    toml = tmp_path / "a.toml"
+    toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 10\noptions = {batch = 1024}\n'
+                    '[learning.instance]\nclasses = [{values = {distribution = "uniform", high = 1}, count = 1},\n'
+                    '  {values = {distribution = "uniform", high = 2}, count = 1}]\n')  # fmt: skip
+    assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
+    fp = table.loc["first-price"]
+    assert fp["n"] == 2 and fp["bne_revenue"] == pytest.approx(0.459, abs=1e-3) and "l2_by_class" in table.columns
+    assert pd.isna(table.loc["all-pay", "l2_to_bne"])  # no asymmetric all-pay BNE is computed: none is claimed
+
+
+def test_bayesian_learning_is_identical_with_two_processes(tmp_path) -> None:
+    import pandas as pd
+
+    from analysis.cli import main
+
+    toml = tmp_path / "p.toml"
+    toml.write_text(_HEAD + 'mechanisms = ["first-price"]\nrounds = 8\noptions = {batch = 512}\n'
+                    "[learning.instance]\nn = [2, 3]\nseeds = 2\n")  # fmt: skip
+    for d, extra in {"a": [], "p": ["--workers", "2"]}.items():
+        assert main(["learn", str(toml), "--out", str(tmp_path / d), "--quiet", *extra]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / "trajectories.parquet"),
+                                  pd.read_parquet(tmp_path / "p" / "trajectories.parquet"))  # fmt: skip
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "price_of_lying.csv"),
+                                  pd.read_csv(tmp_path / "p" / "price_of_lying.csv"))  # fmt: skip
