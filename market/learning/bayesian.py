@@ -118,10 +118,25 @@ def _rule_batch(name: str) -> Callable[..., np.ndarray]:
     return f
 
 
+class _RuleView(Mapping[str, Callable[..., np.ndarray]]):
+    """A live read-only view of :data:`~market.learning.payments.PAYMENT_RULES` as utility functions."""
+
+    def __getitem__(self, name: str) -> Callable[..., np.ndarray]:
+        if name not in PAYMENT_RULES:
+            raise KeyError(name)
+        return _rule_batch(name)
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(list(PAYMENT_RULES))
+
+    def __len__(self) -> int:
+        return len(PAYMENT_RULES)
+
+
 #: Vectorised TRUE expected utility of a bidder (ties broken uniformly at random) given its bids
 #: ``own`` (pop, batch), the highest opposing bid ``top`` (batch,), its value (batch,), the options
-#: and the number of opponents tied at ``top`` (batch,). A view of the payment-rule registry.
-SEALED_BID_BATCH: dict[str, Callable[..., np.ndarray]] = {name: _rule_batch(name) for name in PAYMENT_RULES}
+#: and the number of opponents tied at ``top`` (batch,). A live view of the payment-rule registry.
+SEALED_BID_BATCH: Mapping[str, Callable[..., np.ndarray]] = _RuleView()
 
 
 def _top_and_ties(other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -62,13 +62,17 @@ def _interp(x: np.ndarray, y: np.ndarray, lo: float) -> Callable[[np.ndarray], n
 
 def symmetric_bne(
     mechanism: str, dist: ValueDistribution, n: int, options: Mapping[str, Any] | None = None, *, points: int = 4096
-) -> BneReference:
-    """Symmetric BNE of ``mechanism`` with ``n`` i.i.d. bidders (module docstring), by quadrature."""
+) -> BneReference | None:
+    """Symmetric BNE of ``mechanism`` with ``n`` i.i.d. bidders (module docstring), by quadrature;
+    ``None`` for a registered rule that gives no ``screening``/``bid`` (no reference is claimed)."""
     opts = check_options(mechanism, options)
     n = check_int("n", n, minimum=2)
     rule = PAYMENT_RULES[mechanism]
     r = opts["reserve"]
-    if rule.screening is None or rule.bid is None:  # posted price: threshold strategies, revenue n p (1 - F(p))
+    if rule.screening is None or rule.bid is None:
+        if mechanism != "posted-price":
+            return None
+        # posted price: threshold strategies, revenue n p (1 - F(p))
         p = max(opts.get("price", 0.0), r)
         rev = n * p * (1.0 - float(dist.cdf(p)))
         return BneReference(mechanism, (None,), (p,), rev, "posted price: any bid on the right side of p")
@@ -186,7 +190,6 @@ def bne_reference(
     opts = check_options(mechanism, options)
     if len(dists) == 1:
         return symmetric_bne(mechanism, dists[0], int(counts[0]), opts)
-    rule = PAYMENT_RULES[mechanism]
     if mechanism == "first-price":
         return asymmetric_first_price_bne(dists, counts, opts["reserve"])
     if mechanism == "second-price":
@@ -194,7 +197,7 @@ def bne_reference(
         ident = tuple(_interp(np.array([d.low, d.high]), np.array([d.low, d.high]), max(r, d.low)) for d in dists)
         rev = _second_price_revenue(dists, counts, r)
         return BneReference(mechanism, ident, tuple(max(r, d.low) for d in dists), rev, "truthful (dominant strategy)")
-    if rule.screening is None:
+    if mechanism == "posted-price":
         p = max(opts.get("price", 0.0), opts["reserve"])
         rev = sum(c * p * (1.0 - float(d.cdf(p))) for d, c in zip(dists, counts, strict=True))
         return BneReference(mechanism, tuple(None for _ in dists), tuple(p for _ in dists), rev,
