@@ -318,8 +318,8 @@ def _five_seeds(mech: str, n, values=None, opts=None, ref=None) -> tuple[np.ndar
     l2s, gaps = [], []
     for seed in SEEDS:
         res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts)
-        r = ref or bne_reference(mech, list(res.values), list(res.counts), opts)
-        l2, gap = _gap(mech, res, r, opts)
+        ref = ref or bne_reference(mech, list(res.values), list(res.counts), opts)  # computed once
+        l2, gap = _gap(mech, res, ref, opts)
         l2s.append(l2)
         gaps.append(gap)
     return np.array(l2s), np.array(gaps)
