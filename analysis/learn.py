@@ -456,6 +456,6 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
     text = [f"# {sc.name}: {sc.rule} learning ({sc.family})", "", sc.description, "", expl, "",
             body, "", "![convergence](convergence.png)", ""]  # fmt: skip
     if sc.family == "bayesian":
-        text[-1:] = ["![learned bids vs BNE](bids.png)", ""]
+        text[-1:] = ["", "![learned bids vs BNE](bids.png)", ""]
     paths[3].write_text("\n".join(text), encoding="utf-8")
     return paths

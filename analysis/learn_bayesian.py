@@ -218,8 +218,9 @@ def report_table(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
         out["revenue_gap"] = fmt("revenue_gap", 3)
     if "truthful_revenue" in table.columns:
         out["truthful_revenue"] = table["truthful_revenue"]
-    if "status" in table.columns:
-        out["status"] = table["status"].fillna("")
+    for col in ("status", "error"):
+        if col in table.columns:
+            out[col] = table[col].fillna("")
     expl = ("ES self-play from truthful bidding, ties broken uniformly at random. With several seeds each cell is "
             "the mean over seeds with its 95% t interval in brackets. `factor` = E[b(V)] / E[V]; `l2_to_bne` = "
             "root-mean-square distance of the learned bid to the BNE bid under the value distribution, over values "

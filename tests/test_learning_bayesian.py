@@ -446,3 +446,27 @@ def test_bayesian_learning_is_identical_with_two_processes(tmp_path) -> None:
                                   pd.read_parquet(tmp_path / "p" / "trajectories.parquet"))  # fmt: skip
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "price_of_lying.csv"),
                                   pd.read_csv(tmp_path / "p" / "price_of_lying.csv"))  # fmt: skip
+
+
+def test_a_failing_bayesian_task_keeps_the_others_and_the_report(tmp_path, monkeypatch) -> None:
+    import analysis.learn as L
+    import analysis.learn_bayesian as LB
+
+    toml = tmp_path / "f.toml"
+    toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 4\noptions = {batch = 256}\n'
+                    "[learning.instance]\nn = [2]\n")  # fmt: skip
+    sc = L.load_learning(str(toml))
+    real = LB.bayesian_row
+
+    def flaky(sc_, mech, n, progress):
+        if mech == "all-pay":
+            raise RuntimeError("quadrature exploded")
+        return real(sc_, mech, n, progress)
+
+    monkeypatch.setattr(LB, "bayesian_row", flaky)
+    traj, table = L.run_learning(sc)
+    row = table.set_index("mechanism").loc["all-pay"]
+    assert row["status"] == "error" and "quadrature exploded" in row["error"]
+    paths = L.write_learning(sc, traj, table, tmp_path / "o")
+    assert "quadrature exploded" in (tmp_path / "o" / "report.md").read_text()
+    assert (tmp_path / "o" / "bids.png") in paths and (tmp_path / "o" / "bids.png").stat().st_size > 0
