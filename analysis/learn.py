@@ -21,7 +21,7 @@ and compared with truthful play (the price-of-lying table)::
                                     # exp3: eta, gamma; episodes: eta
     [learning.instance]             # fair-share: W, m (weights, caps optional)
     W = [[1, 2], [1, 5]]            # auction: paper, params (+ dimension, default "value_scale")
-    m = [1, 1]                      # bayesian: n = [2, 3], options = {price = 0.4}
+    m = [1, 1]                      # bayesian: n, values, classes, options, seeds (analysis/learn_bayesian.py)
 
 Outputs in ``--out``: ``trajectories.parquet`` (every step, every mechanism), ``price_of_lying.csv``,
 ``convergence.png`` and ``report.md``.
@@ -203,19 +203,9 @@ def _dynamics(sc: LearningScenario, game: Game, progress: Callable[[int, int], N
 def _bayesian_one(
     sc: LearningScenario, mech: str, n: int, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    from market.learning.bayesian import bne_first_price, expected_revenue, learn_bid_function
+    from analysis.learn_bayesian import bayesian_row
 
-    opts = dict(sc.instance.get("options", {}))
-    mopts = opts if mech == "posted-price" else {k: v for k, v in opts.items() if k == "reserve"}
-    res = learn_bid_function(mech, n, rounds=sc.rounds, seed=sc.seed, options=mopts, progress=progress)
-    truth_rev = expected_revenue(mech, type(res.bid).truthful(res.bid.degree), n, options=mopts)
-    rev = expected_revenue(mech, res.bid, n, options=mopts)
-    row = {"mechanism": mech, "n": n, "factor": res.bid.factor(), "revenue": rev,
-           "truthful_revenue": truth_rev, "coef": res.bid.coef.round(4).tolist()}  # fmt: skip
-    if mech == "first-price":
-        row["l2_to_bne"] = res.bid.l2_distance(bne_first_price(n))
-        row["bne_revenue"] = (n - 1) / (n + 1)
-    return res.history.assign(mechanism=mech, n=n), row
+    return bayesian_row(sc, mech, n, progress)
 
 
 def _continuous_one(
@@ -343,9 +333,9 @@ def learn_tasks(sc: LearningScenario) -> list[LearnTask]:
     if sc.family != "bayesian":
         _game(sc, sc.mechanisms[0])  # bad instances fail here, as an InputError naming the field
         return [LearnTask(sc, m) for m in sc.mechanisms]
-    ns = sc.instance.get("n", [2, 3, 4, 5])
-    ns = [check_int("learning.instance.n", n, minimum=2) for n in (ns if isinstance(ns, list) else [ns])]
-    return [LearnTask(sc, m, n) for m in sc.mechanisms for n in ns]
+    from analysis.learn_bayesian import parse_bayesian
+
+    return [LearnTask(sc, m, n) for m in sc.mechanisms for n in parse_bayesian(sc).ns]
 
 
 def run_learning(
@@ -394,12 +384,13 @@ def _plot(sc: LearningScenario, traj: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     if sc.family == "bayesian":
+        from analysis.learn_bayesian import plot_convergence
+
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
-        for (mech, n), g in traj.groupby(["mechanism", "n"]):
-            axes[0, 0].plot(g["round"], g["factor"], label=f"{mech}, n={n}")
-            axes[0, 1].plot(g["round"], g["utility"].rolling(20, min_periods=1).mean(), label=f"{mech}, n={n}")
-        axes[0, 0].set_ylabel("mean bid / mean value (1 = truthful)")
-        axes[0, 1].set_ylabel("bidder 0's TRUE utility (20-round mean)")
+        if len(traj):
+            plot_convergence(traj, axes[0])
+        axes[0, 0].set_ylabel("E[b(V)] / E[V] (1 = truthful; mean over seeds)")
+        axes[0, 1].set_ylabel("a learner's TRUE utility (20-round mean)")
         for ax in axes[0]:
             ax.set_xlabel("round")
         axes[0, 0].legend(fontsize=6, ncol=3)
@@ -436,17 +427,19 @@ def _md(frame: pd.DataFrame) -> str:
 
 
 def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
-    """Write trajectories.parquet, price_of_lying.csv, convergence.png and report.md into ``out``."""
+    """Write trajectories.parquet, price_of_lying.csv, convergence.png and report.md into ``out``
+    (Bayesian auctions: also bids.png, learned bids against the BNE)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "trajectories.parquet", out / "price_of_lying.csv", out / "convergence.png", out / "report.md"]
     traj.to_parquet(paths[0], index=False)
     table.to_csv(paths[1], index=False)
     _plot(sc, traj, paths[2])
     if sc.family == "bayesian":
-        show = [c for c in ("mechanism", "n", "factor", "l2_to_bne", "revenue", "bne_revenue", "truthful_revenue")
-                if c in table.columns]  # fmt: skip
-        expl = ("Symmetric ES self-play from truthful bidding; `factor` = mean bid / mean value; first price is "
-                "compared with its BNE b(v) = (n-1)/n v and revenue (n-1)/(n+1).")  # fmt: skip
+        from analysis.learn_bayesian import plot_bids, report_table
+
+        shown, expl = report_table(table)
+        paths.append(out / "bids.png")
+        plot_bids(sc, table, paths[-1])
     else:
         key = "total" if "truthful_total" in table.columns else "welfare"
         show = ["mechanism", "status", "period", "eps_rel", f"truthful_{key}", f"learned_{key}", "price_of_lying"]
@@ -459,7 +452,10 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
                 "no-regret rules the final profile is the modal one, `max_regret` the CCE gap (TRUE utility units) "
                 "and `max_regret_rel` that gap over the learner's mean utility: the epsilon of the empirical "
                 "play as a coarse correlated equilibrium of the grid game.")  # fmt: skip
+    body = _md(shown if sc.family == "bayesian" else table[show])
     text = [f"# {sc.name}: {sc.rule} learning ({sc.family})", "", sc.description, "", expl, "",
-            _md(table[show]), "", "![convergence](convergence.png)", ""]  # fmt: skip
+            body, "", "![convergence](convergence.png)", ""]  # fmt: skip
+    if sc.family == "bayesian":
+        text[-1:] = ["", "![learned bids vs BNE](bids.png)", ""]
     paths[3].write_text("\n".join(text), encoding="utf-8")
     return paths

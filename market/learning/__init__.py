@@ -1,7 +1,10 @@
 """Learning agents and equilibrium analysis: strategic populations that adapt their reports.
 
-* :mod:`market.learning.bayesian`: evolution-strategy learning of bid functions in symmetric
-  Bayesian sealed-bid auctions (first-price, second-price, posted price).
+* :mod:`market.learning.bayesian`: evolution-strategy learning of bid functions in Bayesian
+  sealed-bid auctions (symmetric or bidder classes), with the registries of
+  :mod:`market.learning.payments` (first, second, all-pay, posted price; reserve) and
+  :mod:`market.learning.distributions` (uniform, power, scipy.stats), and BNE references from
+  :mod:`market.learning.bne` (quadrature; asymmetric first price by shooting).
 * :mod:`market.learning.dynamics`: best-response, Hedge and EXP3 dynamics over report-factor grids
   for fair-share allocators, with an epsilon-equilibrium certificate and price-of-lying metrics.
 """

@@ -1,0 +1,147 @@
+"""Time per learned Bayesian equilibrium on 2 cores, and how close each learned equilibrium is.
+
+Every configuration of issue #19's "must show" list is learned from truthful bidding with the
+default ES settings (:func:`market.learning.bayesian.learn_bid_functions`: 400 rounds, population
+32, batch 16384, degree 4), one task per (configuration, seed), seeds 0..4, on a pool of
+``--workers`` processes (default 2). Each process runs single-threaded BLAS
+(``OPENBLAS_NUM_THREADS=1``): the learner's matrix products are small, and on a loaded 2-core machine
+threaded BLAS made it about 3x slower in ad hoc runs.
+
+Per configuration: L2 distance to the BNE (prior-weighted, above the screening value; the largest
+over bidder classes) and revenue / BNE revenue − 1, as mean and 95% t interval over the seeds;
+seconds per learned equilibrium inside its process (mean), ES rounds per second; and the time to
+compute the BNE reference (quadrature, or the asymmetric shooting solver). The whole batch's wall
+time divided by the number of tasks is the throughput figure "time per learned equilibrium on
+``--workers`` cores".
+
+Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_bayesian.py [--workers 2] [--seeds 5]``.
+Writes ``benchmarks/results/bayesian.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from analysis.stats import t_interval  # noqa: E402
+from market.learning.bayesian import expected_revenue, learn_bid_functions  # noqa: E402
+from market.learning.bne import bne_reference  # noqa: E402
+from market.learning.distributions import make_distribution  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+U2 = [{"distribution": "uniform", "high": 1}, {"distribution": "uniform", "high": 2}]
+#: label -> (mechanism, n or class sizes, values, options, what the BNE is)
+CONFIGS: dict[str, tuple] = {
+    "first price, U[0,1], n=2": ("first-price", 2, None, {}, "v/2"),
+    "first price, U[0,1], n=3": ("first-price", 3, None, {}, "2v/3"),
+    "first price, U[0,1], n=4": ("first-price", 4, None, {}, "3v/4"),
+    "first price, U[0,1], n=5": ("first-price", 5, None, {}, "4v/5"),
+    "first price, F(v)=v^2, n=2": ("first-price", 2, {"distribution": "power", "a": 2}, {}, "2v/3"),
+    "all-pay, U[0,1], n=2": ("all-pay", 2, None, {}, "v^2/2"),
+    "first price, U[0,1], n=2, reserve 0.3": ("first-price", 2, None, {"reserve": 0.3}, "(v^2+0.09)/(2v), v>=0.3"),
+    "first price, U[0,1] vs U[0,2]": ("first-price", [1, 1], U2, {}, "numerical (shooting)"),
+}
+
+
+def _dists(n, values) -> tuple[list, list[int]]:
+    if isinstance(n, list):
+        return [make_distribution(v) for v in values], list(n)
+    return [make_distribution(values)], [n]
+
+
+def one(label: str, seed: int) -> dict:
+    """Learn one configuration with one seed; its distance to the BNE and its timing."""
+    mech, n, values, opts, _ = CONFIGS[label]
+    dists, counts = _dists(n, values)
+    t0 = time.perf_counter()
+    res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts)
+    learn_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ref = bne_reference(mech, dists, counts, opts)
+    bne_s = time.perf_counter() - t1
+    l2 = max(b.l2_distance(f, d) for b, f, d in zip(res.bids, ref.bids, dists, strict=True))
+    rev = expected_revenue(mech, list(res.bids), counts, values=dists, seed=seed, options=opts)
+    return {"config": label, "seed": seed, "learn_seconds": learn_s, "bne_seconds": bne_s,
+            "rounds_per_second": 400 / learn_s, "l2_to_bne": l2, "revenue": rev, "bne_revenue": ref.revenue,
+            "revenue_gap": rev / ref.revenue - 1.0}  # fmt: skip
+
+
+def _ci(xs: list[float], pct: bool = False) -> str:
+    m, lo, hi = t_interval(np.asarray(xs))
+    if pct:
+        return f"{m:+.2%} [{lo:+.2%}, {hi:+.2%}]"
+    return f"{m:.4f} [{lo:.4f}, {hi:.4f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=5)
+    args = ap.parse_args()
+    load_before = os.getloadavg()
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    tasks = [(label, s) for label in CONFIGS for s in range(args.seeds)]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = list(pool.map(one, *zip(*tasks, strict=True)))
+    wall = time.perf_counter() - t0
+    summary = []
+    for label, (mech, _n, _values, _opts, bne) in CONFIGS.items():
+        rs = [r for r in rows if r["config"] == label]
+        summary.append({"config": label, "mechanism": mech, "bne": bne, "seeds": len(rs),
+                        "l2_to_bne": [r["l2_to_bne"] for r in rs], "revenue_gap": [r["revenue_gap"] for r in rs],
+                        "bne_revenue": rs[0]["bne_revenue"],
+                        "learn_seconds_mean": float(np.mean([r["learn_seconds"] for r in rs])),
+                        "rounds_per_second_mean": float(np.mean([r["rounds_per_second"] for r in rs])),
+                        "bne_seconds": float(np.mean([r["bne_seconds"] for r in rs]))})  # fmt: skip
+    out = {"workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "wall_seconds": wall,
+           "seconds_per_equilibrium_on_workers": wall / len(tasks), "uptime_before": uptime,
+           "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "python": platform.python_version(),
+           "machine": platform.machine(), "summary": summary, "runs": rows}  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "bayesian.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    lines = [
+        "# Bayesian auctions: time per learned equilibrium and distance to the BNE",
+        "",
+        f"`benchmarks/bench_bayesian.py`: {len(CONFIGS)} configurations x {args.seeds} seeds = {len(tasks)} ES runs "
+        f"(400 rounds, population 32, batch 16384, degree 4, from truthful bidding) on {args.workers} processes, "
+        "single-threaded BLAS per process.",
+        "",
+        f"**Time per learned equilibrium on {args.workers} cores: {wall / len(tasks):.1f} s** "
+        f"(batch wall time {wall:.0f} s / {len(tasks)} runs).",
+        "",
+        f"Machine load: before `{uptime}`; load average after {tuple(round(x, 2) for x in os.getloadavg())}. "
+        "Other helpers shared the 2 cores, so absolute seconds are pessimistic.",
+        "",
+        "Mean and 95% t interval over seeds. `l2_to_bne`: root-mean-square distance of the learned bid to the "
+        "BNE bid under the value distribution, over values at or above the screening value (largest over bidder "
+        "classes); `revenue_gap`: Monte Carlo revenue of the learned bids / BNE revenue − 1.",
+        "",
+        "| configuration | BNE b(v) | BNE revenue | l2_to_bne | revenue_gap | s per run (in its process) | "
+        "rounds/s | BNE solve s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        lines.append(f"| {s['config']} | {s['bne']} | {s['bne_revenue']:.4f} | {_ci(s['l2_to_bne'])} | "
+                     f"{_ci(s['revenue_gap'], pct=True)} | {s['learn_seconds_mean']:.1f} | "
+                     f"{s['rounds_per_second_mean']:.0f} | {s['bne_seconds']:.3f} |")  # fmt: skip
+    lines.append("")
+    (RESULTS / "bayesian.md").write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
