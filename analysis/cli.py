@@ -31,11 +31,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-import numpy as np
+try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends quietly, as one later does
+    import numpy as np
 
-from market.errors import InputError, SolveError, check_finite
-from market.types import check_capacity_vector
-from scenarios.catalog import embedded
+    from market.errors import InputError, SolveError, check_finite
+    from market.types import check_capacity_vector
+    from scenarios.catalog import embedded
+except KeyboardInterrupt:
+    sys.stderr.write("marketsim: interrupted\n")
+    raise SystemExit(130) from None
 
 __all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
 

@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -55,6 +56,7 @@ __all__ = [
     "run_experiment",
     "write_experiment",
     "COLUMNS",
+    "empty_results",
 ]
 
 COLUMNS = ["run_id", "scenario", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
@@ -130,6 +132,13 @@ def plan_runs(
                     )
                 )
     return specs
+
+
+def empty_results() -> pd.DataFrame:
+    """A results frame with no rows but the column types of a real one (strings, int64 replication
+    and round, float64 value), so its Parquet file has the same schema and filters on it work."""
+    kinds = {"replication": "int64", "round": "int64", "value": "float64"}
+    return pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "str")) for c in COLUMNS})
 
 
 def _with_run_columns(frame: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
@@ -226,6 +235,47 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: Seconds between a worker's checks that the process that started it is still alive.
+PARENT_POLL_SECONDS = 0.5
+
+
+def _exit_when_orphaned(parent_pid: int, interval: float = PARENT_POLL_SECONDS) -> None:
+    """Watchdog loop of a worker: once its parent has died (SIGKILL, OOM killer: no chance to stop
+    its pool) the worker is re-parented, ``os.getppid()`` changes, and the worker exits at once
+    (status 1, no cleanup) instead of running on as an orphan. Portable: needs only ``getppid``."""
+    while os.getppid() == parent_pid:
+        time.sleep(interval)
+    os._exit(1)
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Process-pool worker initializer: ignore SIGINT (the parent handles Ctrl-C and stops the
+    pool) and start a daemon thread that ends this worker when ``parent_pid`` dies."""
+    import threading
+
+    _ignore_sigint()
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="orphan-watchdog", daemon=True).start()
+
+
+@contextmanager
+def _sigint_ignored_in_children() -> Iterator[None]:
+    """While worker processes are started: SIGINT ignored in this (main) thread, a disposition
+    that ``fork``/``exec`` hand on, so a spawned worker ignores Ctrl-C from its first instruction
+    (a Ctrl-C during its seconds of imports would otherwise print a traceback). A Ctrl-C in these
+    few milliseconds is dropped. Outside the main thread (where signals cannot be set) a no-op."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel every queued task of ``pool`` and terminate its workers without waiting for the
     running ones (their results are abandoned; what was already yielded is kept by the caller)."""
@@ -248,7 +298,9 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 @dataclass
 class ProcessExecutor:
     """Runs specs in a ``ProcessPoolExecutor`` of ``workers`` processes (default: CPU count),
-    started with the "spawn" method (safe with threads, same on every platform)."""
+    started with the "spawn" method (safe with threads, same on every platform). Workers ignore
+    Ctrl-C from their start (the parent cancels and stops them) and exit by themselves within
+    :data:`PARENT_POLL_SECONDS` if the parent dies without stopping them (e.g. SIGKILL)."""
 
     workers: int | None = None
     name: str = "process"
@@ -263,10 +315,12 @@ class ProcessExecutor:
             return
         n = min(self.workers or os.cpu_count() or 1, len(specs))
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_ignore_sigint)
+        pool: ProcessPoolExecutor | None = None
         done = False
         try:
-            futures = {pool.submit(fn, s): s for s in specs}
+            with _sigint_ignored_in_children():  # spawn starts the workers on demand, in the first n submits
+                pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+                futures = {pool.submit(fn, s): s for s in specs}
             for fut in as_completed(futures):
                 spec = futures[fut]
                 try:
@@ -275,7 +329,9 @@ class ProcessExecutor:
                     yield crash_result(spec, exc)
             done = True
         finally:
-            if done:
+            if pool is None:
+                pass
+            elif done:
                 pool.shutdown(wait=True)
             else:  # Ctrl-C (or the consumer stopped early): drop queued runs, stop the workers now
                 stop_pool(pool)
@@ -395,7 +451,7 @@ def run_experiment(
         frame = pd.concat(frames, ignore_index=True)
         del frames
     else:
-        frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in COLUMNS})
+        frame = empty_results()
     runs = pd.DataFrame(
         [
             {
