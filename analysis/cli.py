@@ -122,17 +122,75 @@ def parse_matrix(field: str, text: str) -> np.ndarray:
     return np.vstack(out)
 
 
-def ensure_writable(out: Path) -> Path:
+_CREATED: list[Path] = []
+"""Directories that :func:`ensure_writable` created in this command; :func:`main` removes the ones
+still empty when the command fails, so a failing command leaves no empty ``--out`` folder behind."""
+
+
+def ensure_writable(out: Path, field: str = "--out") -> Path:
     """Create ``out`` and prove a file can be written there, before any computing starts; an
-    unusable directory raises :class:`InputError` naming ``--out`` (exit 2, nothing lost)."""
+    unusable directory raises :class:`InputError` naming ``field`` (exit 2, nothing lost)."""
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".marketsim-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise InputError("--out", str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+        raise InputError(field, str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+    _CREATED.extend(missing)
     return out
+
+
+def _remove_empty_created() -> None:
+    """Remove the directories :func:`ensure_writable` created that are still empty, deepest first."""
+    for p in sorted(set(_CREATED), key=lambda q: len(q.absolute().parts), reverse=True):
+        try:
+            p.rmdir()
+        except OSError:  # holds files (results of the runs that finished) or is gone
+            pass
+    _CREATED.clear()
+
+
+def _parse_weights(text: str, n: int) -> np.ndarray:
+    """``--weights``: ``n`` finite numbers > 0 whose largest / smallest ratio the LPs solve reliably
+    (:data:`market.oef.validate.MAX_WEIGHT_RATIO`); errors name ``--weights[i]``."""
+    from market.oef.validate import MAX_WEIGHT_RATIO
+
+    weights = parse_vector("--weights", text)
+    if weights.size != n:
+        raise InputError("--weights", text, f"has {weights.size} entries, expected {n} (one per tenant)")
+    for i, w in enumerate(weights):
+        if w <= 0:
+            raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    hi, lo = int(np.argmax(weights)), int(np.argmin(weights))
+    if weights[hi] / weights[lo] > MAX_WEIGHT_RATIO:
+        why = f"is more than {MAX_WEIGHT_RATIO:g} times --weights[{lo}] = {float(weights[lo])!r}"
+        raise InputError(f"--weights[{hi}]", float(weights[hi]), f"{why} (outside the range the LPs solve reliably)")
+    return weights
+
+
+def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> None:
+    """Each row of positive speedups divided by its first entry (what the mechanisms read) must be
+    finite, > 0 and at most the validator's ``max_speedup``; ``mirrored`` (the audit, whose
+    misreport limits mirror the bound below 1) also requires at least ``1 / max_speedup``.
+    Errors name ``field[i]`` (not the mechanisms' internal fields) and no numpy warning leaks."""
+    import inspect
+
+    from market.oef.validate import validate_inputs
+
+    top = float(inspect.signature(validate_inputs).parameters["max_speedup"].default)
+    with np.errstate(all="ignore"):
+        Wn = W / W[:, :1]
+    low = 1.0 / top if mirrored else 0.0
+    bad = ~np.isfinite(Wn) | (Wn <= low) | (Wn > top)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        ratio = "overflows" if not np.isfinite(Wn[i, j]) else f"is {float(Wn[i, j]):.3g}"
+        allowed = f"[{low:g}, {top:g}]" if mirrored else f"(0, {top:g}]"
+        raise InputError(f"{field}[{i}]", W[i].tolist(),
+                         f"has entry {j} / entry 0 = a normalised speedup that {ratio}; it must lie in {allowed} "
+                         "(the conditioning bound the mechanisms solve reliably)")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -163,14 +221,9 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
         m = check_capacity_vector("--capacity", cap, k)
-    weights = None
-    if args.weights is not None:
-        weights = parse_vector("--weights", args.weights)
-        if weights.size != n:
-            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
-        for i, w in enumerate(weights):
-            if w <= 0:
-                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    weights = None if args.weights is None else _parse_weights(args.weights, n)
+    if not raw:
+        _check_speedup_ratios("--speedups", W)
     try:
         info = get(args.policy, "fair-share")
     except InputError:
@@ -547,6 +600,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except InputError:
         known = sorted(set(names("fair-share")) | set(names("auction")))
         raise InputError("--mechanism", args.mechanism, f"is not a registered mechanism; known: {known}") from None
+    if args.report:  # before any computing; an unusable folder is named as --report
+        ensure_writable(Path(args.report), "--report")
     if family == "auction":
         return _audit_auction(args)
     if args.speedups is None:
@@ -562,14 +617,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
         m = check_capacity_vector("--capacity", cap, k).astype(float)
-    weights = None
-    if args.weights is not None:
-        weights = parse_vector("--weights", args.weights)
-        if weights.size != n:
-            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
-        for i, w in enumerate(weights):
-            if w <= 0:
-                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    weights = None if args.weights is None else _parse_weights(args.weights, n)
+    _check_speedup_ratios("--speedups", W, mirrored=True)
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
     from market.oef.validate import validate_inputs
@@ -619,6 +668,10 @@ def cmd_claims(args: argparse.Namespace) -> int:
         raise InputError("--paper", args.paper, f"has no registered claims; known: {papers()}")
     if args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
+    if args.width < 4:
+        raise InputError("--width", args.width, "must be >= 4 (one character and '...')")
+    if args.report:
+        ensure_writable(Path(args.report), "--report")
     results = run_claims(args.paper, size=args.size, seed=args.seed)
     if args.report:
         write_audit_report(args.report, results)
@@ -652,9 +705,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
         from market.errors import check_int
 
         sc = replace(sc, seed=check_int("--seed", args.seed, minimum=0))
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers", args.workers, "must be >= 1")
     out = Path(args.out) if args.out else Path("results") / f"learn-{sc.name}"
     ensure_writable(out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     last = [0.0]
 
@@ -664,8 +718,6 @@ def cmd_learn(args: argparse.Namespace) -> int:
             last[0] = now
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
-    if args.workers is not None and args.workers < 1:
-        raise InputError("--workers", args.workers, "must be >= 1")
     executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
     traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
     paths = write_learning(sc, traj, table, out)
@@ -866,8 +918,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else 2
     where = f"{PROG} {args.command}"
+    _CREATED.clear()
+    code = 1
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        return code
     except InputError as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
@@ -883,6 +938,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{where}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if code != 0:  # a failing command leaves no empty output folder behind
+            _remove_empty_created()
+        _CREATED.clear()
 
 
 if __name__ == "__main__":

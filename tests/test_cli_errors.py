@@ -21,11 +21,11 @@ def _err(capsys, argv: list[str], code: int = 2) -> str:
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["allocate", "--policy", "gavel", "--speedups", "1,2;1,5", "--weights", "1e19,1"], "weights[0]"),
+        (["allocate", "--policy", "gavel", "--speedups", "1,2;1,5", "--weights", "1e19,1"], "--weights[0]"),
         (["allocate", "--policy", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1e300,1"], "--capacity[0]"),
         (["allocate", "--policy", "oef-noncoop", "--speedups", "1,2;1,5", "--capacity", "1e18,1"], "at most"),
-        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,1e308;1,5"], "max_speedup"),
-        (["allocate", "--policy", "oef-noncoop", "--speedups", "1,1e308;1,5"], "max_speedup"),
+        (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,1e308;1,5"], "--speedups[0]"),
+        (["allocate", "--policy", "oef-noncoop", "--speedups", "1,1e308;1,5"], "--speedups[0]"),
         (["audit", "--mechanism", "oasis", "--bidders", "1.5"], "--bidders"),
         (["run", "default", "--policies", ","], "--policies"),
         (["run", "control_auction", "--policies", ","], "--policies"),
@@ -135,3 +135,76 @@ def test_unwritable_output_fails_before_computing(capsys, tmp_path: Path) -> Non
     assert "--out" in _err(capsys, ["run", "control_auction", "--out", str(blocker / "out")])
     assert "--out" in _err(capsys, ["learn", "learn_oef", "--out", str(blocker / "out")])
     assert not list(tmp_path.glob("**/*.parquet"))  # nothing was computed first
+
+
+# issue #20: smaller defects
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "--mechanism", "oef-noncoop", "--speedups", "1e308,1;1,5"],
+        ["allocate", "--policy", "oef-noncoop", "--speedups", "1e-320,2;1,5"],
+        ["audit", "--mechanism", "oef-coop", "--speedups", "1e-320,2;1,5"],
+        ["allocate", "--policy", "gavel", "--speedups", "1,2;1e300,1e-300"],
+    ],
+)
+def test_speedups_whose_ratios_overflow_name_the_option(capsys, argv: list[str]) -> None:
+    """Used to leak RuntimeWarnings and name internal fields (``Dimension[1].limit_upper``, ``W[0]``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy overflow warning now fails the test
+        err = _err(capsys, argv)
+    assert err.startswith(f"marketsim {argv[0]}: error: --speedups[") and "normalised speedup" in err
+    assert "Dimension" not in err and "W[" not in err and "Warning" not in err
+
+
+def test_weights_are_named_as_the_option(capsys) -> None:
+    for cmd in (["allocate", "--policy", "gavel"], ["audit", "--mechanism", "oef-noncoop"]):
+        err = _err(capsys, [*cmd, "--speedups", "1,2;1,5", "--weights", "1,1e19"])
+        assert "--weights[1] is more than 1e+06 times --weights[0]" in err and " weights[" not in err
+
+
+def test_report_folder_is_checked_before_computing(capsys, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for argv in (["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5"], ["claims", "--paper", "oef"]):
+        err = _err(capsys, [*argv, "--report", str(blocker / "r")])
+        assert "--report" in err and "not a writable directory" in err
+
+
+def test_report_folder_error_comes_before_the_ledger_runs(capsys, tmp_path: Path, monkeypatch) -> None:
+    import market.audit.claims as ledger
+
+    def never(*a, **k):
+        raise AssertionError("the ledger ran before --report was checked")
+
+    monkeypatch.setattr(ledger, "run_claims", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert "--report" in _err(capsys, ["claims", "--paper", "oef", "--report", str(blocker / "r")])
+
+
+@pytest.mark.parametrize("width", ["-5", "0", "3"])
+def test_claims_width_must_leave_room_for_text(capsys, width: str) -> None:
+    assert "--width" in _err(capsys, ["claims", "--paper", "oef", f"--width={width}"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["learn", "learn_oef", "--workers", "0"],
+        ["sweep", "sweep_lie_factor", "--address", "tcp://127.0.0.1:1"],
+        ["run", "default", "--reps", "1", "--policies", "gavel", "--executor", "process", "--workers", "1",
+         "--seed", "-1"],
+    ],
+)  # fmt: skip
+def test_failing_commands_leave_no_empty_out_folder(capsys, tmp_path: Path, argv: list[str]) -> None:
+    out = tmp_path / "new" / "out"
+    _err(capsys, [*argv, "--out", str(out)])
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()  # a folder that existed before is never removed
+    _err(capsys, [*argv, "--out", str(kept)])
+    assert kept.is_dir()
