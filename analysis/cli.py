@@ -27,7 +27,7 @@ import shutil
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -65,31 +65,48 @@ def parse_vector(field: str, text: str) -> np.ndarray:
     return np.array([check_finite(f"{field}[{i}]", p) for i, p in enumerate(parts)], dtype=float)
 
 
+#: Size limits of a ``--speedups`` matrix (tenants x GPU types), checked while reading (a file is
+#: streamed line by line), so a huge input fails at once (exit 2) instead of after minutes or a MemoryError.
+MAX_ROWS = 100_000
+MAX_COLUMNS = 1_000
+
+
+def _check_shape(field: str, rows: int, cols: int, where: str) -> None:
+    if rows > MAX_ROWS:
+        raise InputError(field, where, f"has more than {MAX_ROWS:,} rows (tenants); that is the size limit")
+    if cols > MAX_COLUMNS:
+        raise InputError(field, where, f"has {cols:,} columns; at most {MAX_COLUMNS:,} GPU types (size limit)")
+
+
 def read_matrix_file(field: str, ref: str) -> np.ndarray:
     """``@path`` (or ``@-`` for stdin): a CSV matrix, one row per line (comma-separated numbers;
-    blank lines and lines starting with ``#`` are skipped). Errors name the file and line."""
+    blank lines and lines starting with ``#`` are skipped). Errors name the file and line; the input
+    is read line by line and stops at once past :data:`MAX_ROWS` rows or :data:`MAX_COLUMNS` columns."""
     name = ref[1:]
     if not name:
         raise InputError(field, ref, "must name a file after '@' (or '@-' for stdin)")
     if name == "-":
-        text, where = sys.stdin.read(), "stdin"
-    else:
-        path = Path(name).expanduser()
-        if path.is_dir():
-            raise InputError(field, ref, "names a directory, not a CSV file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(field, ref, "names a file that does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(field, ref, f"cannot be read ({exc})") from None
-        where = str(path)
+        return _read_rows(field, ref, sys.stdin, "stdin")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        raise InputError(field, ref, "names a directory, not a CSV file")
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return _read_rows(field, ref, fh, str(path))
+    except FileNotFoundError:
+        raise InputError(field, ref, "names a file that does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(field, ref, f"cannot be read ({exc})") from None
+
+
+def _read_rows(field: str, ref: str, lines: Iterable[str], where: str) -> np.ndarray:
     rows: list[np.ndarray] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         parts = [p.strip() for p in line.split(",")]
+        _check_shape(field, len(rows) + 1, len(parts), f"{where} line {lineno}")
         vals = []
         for j, p in enumerate(parts):
             try:
@@ -114,6 +131,7 @@ def parse_matrix(field: str, text: str) -> np.ndarray:
     rows = [r for r in text.split(";")]
     if not text.strip() or any(not r.strip() for r in rows):
         raise InputError(field, text, "must be rows of comma-separated numbers separated by ';', like '1,2;1,5'")
+    _check_shape(field, len(rows), max(r.count(",") + 1 for r in rows), "the matrix")
     out = [parse_vector(f"{field}[{i}]", r) for i, r in enumerate(rows)]
     k = out[0].size
     for i, r in enumerate(out):
@@ -356,6 +374,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         for p in policies:
             if p not in scenario.policies:
                 raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
+    from analysis.runner import MAX_RUNS
+
+    reps = scenario.replications if args.reps is None else args.reps
+    n_runs = reps * len(policies or scenario.policies) * len(scenario.variant_names)
+    if n_runs > MAX_RUNS:
+        field = "--reps" if args.reps is not None else f"scenario {scenario.name}: replications"
+        why = f"gives {n_runs:,} runs (x policies x variants); at most {MAX_RUNS:,} (size limit)"
+        raise InputError(field, reps, why)
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
@@ -451,6 +477,23 @@ def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
     return out
 
 
+#: Size limits of an auction audit instance's ``--set`` overrides: the bidders (``jobs``; Eris: ``I``)
+#: and any other whole number (slots, hosts, calibration jobs); every bidder's misreports are each
+#: scored by whole mechanism runs, so audit instances are small.
+MAX_AUDIT_BIDDERS = 1_000
+MAX_AUDIT_INT = 100_000
+
+
+def _check_audit_sizes(overrides: dict[str, object]) -> None:
+    for key, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        limit = MAX_AUDIT_BIDDERS if key in ("jobs", "I") else MAX_AUDIT_INT
+        if value > limit:
+            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "for an audit instance"
+            raise InputError(f"--set {key}", value, f"must be at most {limit:,} {what} (size limit)")
+
+
 def _audit_auction(args: argparse.Namespace) -> int:
     """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
     from analysis.studies import build_market, load_study, study_names
@@ -468,7 +511,9 @@ def _audit_auction(args: argparse.Namespace) -> int:
         study = load_study(found[0])
     if args.mechanism not in study.mechanisms:
         raise InputError("--mechanism", args.mechanism, f"is not one of study {study.name}'s {list(study.mechanisms)}")
-    params = {**study.audit_params(), **_parse_set(args.set)}
+    overrides = _parse_set(args.set)
+    _check_audit_sizes(overrides)
+    params = {**study.audit_params(), **overrides}
     market = build_market(study.paper, params, np.random.default_rng(args.seed))
     bidders = None
     if args.bidders:

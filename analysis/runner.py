@@ -59,6 +59,10 @@ __all__ = [
     "empty_results",
 ]
 
+#: Most runs one experiment plans (replications x policies x variants): each run spec is held in
+#: memory, so a huge ``--reps`` fails at once (exit 2) instead of in a MemoryError.
+MAX_RUNS = 1_000_000
+
 COLUMNS = ["run_id", "scenario", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
 SORT_KEYS = ["policy", "variant", "replication", "round", "tenant", "measure"]
 
@@ -115,6 +119,9 @@ def plan_runs(
     vars_ = list(scenario.variant_names if variants is None else variants)
     for v in vars_:
         check_choice("variant", v, scenario.variant_names)
+    if reps * len(pols) * len(vars_) > MAX_RUNS:
+        runs = f"{reps * len(pols) * len(vars_):,} runs (x {len(pols)} policies x {len(vars_)} variants)"
+        raise InputError("replications", reps, f"gives {runs}; at most {MAX_RUNS:,} (size limit)")
     children = np.random.SeedSequence(root_seed).spawn(reps)
     specs: list[RunSpec] = []
     for r, child in enumerate(children):

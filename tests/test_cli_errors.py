@@ -208,3 +208,93 @@ def test_failing_commands_leave_no_empty_out_folder(capsys, tmp_path: Path, argv
     kept.mkdir()  # a folder that existed before is never removed
     _err(capsys, [*argv, "--out", str(kept)])
     assert kept.is_dir()
+
+
+# issue #20: huge sizes fail at once, naming the field and the limit
+
+
+def _scenario_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
+    assert old in text
+    toml = tmp_path / "big.toml"
+    toml.write_text(text.replace(old, new, 1))
+    return toml
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ("tenants = 12", "tenants = 10000000", "workload.tenants must be at most 100,000"),
+        ("jobs_per_tenant = 6", "jobs_per_tenant = 1000000", "workload.jobs_per_tenant gives 12 tenants x 1e+06 jobs"),
+        ("gpus = [8, 8, 8]", "gpus = [8, 8, 1000000000]", "cluster.gpus must hold at most 1,000,000 GPUs"),
+    ],
+)
+def test_a_huge_scenario_fails_before_building(capsys, tmp_path: Path, old: str, new: str, needle: str) -> None:
+    toml = _scenario_with(tmp_path, old, new)
+    err = _err(capsys, ["run", str(toml), "--out", str(tmp_path / "out")])
+    assert needle in err and "size limit" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_huge_replications_fail_before_planning(capsys, tmp_path: Path) -> None:
+    err = _err(capsys, ["run", "default", "--reps", "100000000", "--out", str(tmp_path / "out")])
+    assert "--reps gives 600,000,000 runs" in err and "at most 1,000,000" in err
+    from analysis.runner import plan_runs
+    from market.errors import InputError
+    from scenarios.loader import load_scenario
+
+    with pytest.raises(InputError, match="at most 1,000,000"):
+        plan_runs(load_scenario("default"), replications=10**8)
+
+
+def test_a_huge_speedups_file_stops_at_the_row_limit(capsys, tmp_path: Path, monkeypatch) -> None:
+    import analysis.cli as cli
+
+    monkeypatch.setattr(cli, "MAX_ROWS", 50)  # the same code path as 10^7 rows against 100,000
+    f = tmp_path / "w.csv"
+    f.write_text("1,2\n" * 51)
+    err = _err(capsys, ["allocate", "--policy", "gavel", "--speedups", f"@{f}"])
+    assert "--speedups has more than 50 rows" in err and "line 51" in err
+    monkeypatch.setattr("sys.stdin", io.StringIO("1,2\n" * 51))
+    assert "more than 50 rows" in _err(capsys, ["audit", "--mechanism", "gavel", "--speedups", "@-"])
+    assert "more than 50 rows" in _err(capsys, ["allocate", "--policy", "gavel", "--speedups", ";".join(["1,2"] * 51)])
+    f.write_text(",".join(["1"] * 1001) + "\n")
+    assert "at most 1,000 GPU types" in _err(capsys, ["allocate", "--policy", "gavel", "--speedups", f"@{f}"])
+
+
+def test_the_row_limit_is_100000(capsys, tmp_path: Path) -> None:
+    """10^5 + 1 rows (the real limit, no monkeypatch) fail without reading the rest of the file."""
+    f = tmp_path / "w.csv"
+    f.write_text("1,2\n" * 100_001 + "x\n" * 1_000_000)  # a bad line after the limit is never reached
+    err = _err(capsys, ["allocate", "--policy", "gavel", "--speedups", f"@{f}"])
+    assert "more than 100,000 rows" in err and "line 100001" in err
+
+
+@pytest.mark.parametrize(
+    ("setting", "needle"),
+    [("jobs=10000000", "--set jobs must be at most 1,000 bidders"), ("T=10000000", "--set T must be at most 100,000")],
+)
+def test_a_huge_auction_audit_instance_fails_before_building(capsys, setting: str, needle: str) -> None:
+    assert needle in _err(capsys, ["audit", "--mechanism", "oasis", "--set", setting])
+
+
+@pytest.mark.parametrize(
+    ("edits", "needle"),
+    [
+        ({"points = 13": "points = 100000000"}, "learning.grid.points must be at most 10,000"),
+        (
+            {"points = 13": "points = 2000", "W = [[1, 2], [1, 5]]": "W = [[1, 2, 3], [1, 5, 6]]",
+             "m = [1, 1]": "m = [1, 1, 1]"},
+            "learning.grid.points gives 2001^2 = 4,004,001 report vectors per learner",
+        ),
+    ],
+)  # fmt: skip
+def test_a_huge_learning_grid_fails_before_allocating(capsys, tmp_path: Path, edits: dict, needle: str) -> None:
+    text = (Path(__file__).parents[1] / "scenarios" / "learn_oef.toml").read_text()
+    for old, new in edits.items():
+        assert old in text
+        text = text.replace(old, new)
+    toml = tmp_path / "grid.toml"
+    toml.write_text(text)
+    err = _err(capsys, ["learn", str(toml), "--out", str(tmp_path / "out")])
+    assert needle in err and "size limit" in err and not (tmp_path / "out").exists()
