@@ -347,7 +347,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
     from analysis.plots import plot_lying_gain, plot_throughput
-    from analysis.report import write_report
+    from analysis.report import runs_time_text, write_report
     from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
 
@@ -405,12 +405,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
             plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))
-    report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors)
+    meta = exp.meta()
+    report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors)
     headline = (
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
-        f"{executor} executor) in {wall:.1f} s"
+        f"{executor} executor); {runs_time_text(meta['wall_seconds'])}; total including writing: {wall:.2f} s"
     )
     files = [paths["results"], paths["runs"], paths["meta"], *plots, report, paths.get("errors")]
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
