@@ -24,6 +24,7 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -255,12 +256,25 @@ def _exit_when_orphaned(parent_pid: int, interval: float = PARENT_POLL_SECONDS) 
     os._exit(1)
 
 
-def _worker_init(parent_pid: int) -> None:
+def _worker_init(parent_pid: int, death_signal: bool = False) -> None:
     """Process-pool worker initializer: ignore SIGINT (the parent handles Ctrl-C and stops the
-    pool) and start a daemon thread that ends this worker when ``parent_pid`` dies."""
-    import threading
-
+    pool) and start a daemon thread that ends this worker when ``parent_pid`` dies. With
+    ``death_signal`` (Linux, the pool started from the parent's main thread, whose end is the
+    process's) the kernel also sends SIGTERM at the parent's death, which ends the worker even while
+    its main thread runs C code that holds the GIL. A worker whose parent died while it was still
+    importing exits as soon as this runs."""
     _ignore_sigint()
+    if death_signal and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watchdog below still works
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
     threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="orphan-watchdog", daemon=True).start()
 
 
@@ -271,7 +285,6 @@ def _sigint_ignored_in_children() -> Iterator[None]:
     (a Ctrl-C during its seconds of imports would otherwise print a traceback). A Ctrl-C in these
     few milliseconds is dropped. Outside the main thread (where signals cannot be set) a no-op."""
     import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -326,7 +339,8 @@ class ProcessExecutor:
         done = False
         try:
             with _sigint_ignored_in_children():  # spawn starts the workers on demand, in the first n submits
-                pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+                main = threading.current_thread() is threading.main_thread()
+                pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), main))
                 futures = {pool.submit(fn, s): s for s in specs}
             for fut in as_completed(futures):
                 spec = futures[fut]
