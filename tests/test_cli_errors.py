@@ -298,3 +298,19 @@ def test_a_huge_learning_grid_fails_before_allocating(capsys, tmp_path: Path, ed
     toml.write_text(text)
     err = _err(capsys, ["learn", str(toml), "--out", str(tmp_path / "out")])
     assert needle in err and "size limit" in err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ("replications = 4", "replications = 100000000", "plans at least 200,000,000 runs"),
+        ("replications = 4", "replications = 40000", "takes the sweep to about 1,440,000 runs (720,000 per cell)"),
+    ],
+)
+def test_a_huge_sweep_fails_before_planning(capsys, tmp_path: Path, old: str, new: str, needle: str) -> None:
+    text = (Path(__file__).parents[1] / "scenarios" / "sweep_lie_factor.toml").read_text()
+    assert old in text
+    cfg = tmp_path / "big.toml"
+    cfg.write_text(text.replace(old, new))
+    err = _err(capsys, ["sweep", str(cfg), "--out", str(tmp_path / "out")])
+    assert needle in err and "size limit" in err and not (tmp_path / "out").exists()
