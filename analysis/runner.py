@@ -319,8 +319,9 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 class ProcessExecutor:
     """Runs specs in a ``ProcessPoolExecutor`` of ``workers`` processes (default: CPU count),
     started with the "spawn" method (safe with threads, same on every platform). Workers ignore
-    Ctrl-C from their start (the parent cancels and stops them) and exit by themselves within
-    :data:`PARENT_POLL_SECONDS` if the parent dies without stopping them (e.g. SIGKILL)."""
+    Ctrl-C from their start (the parent cancels and stops them) and exit by themselves if the
+    parent dies without stopping them (e.g. SIGKILL): at once on Linux (a death signal), else
+    within :data:`PARENT_POLL_SECONDS` (see :func:`_worker_init`)."""
 
     workers: int | None = None
     name: str = "process"
@@ -341,7 +342,8 @@ class ProcessExecutor:
             with _sigint_ignored_in_children():  # spawn starts the workers on demand, in the first n submits
                 main = threading.current_thread() is threading.main_thread()
                 pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), main))
-                futures = {pool.submit(fn, s): s for s in specs}
+                futures = {pool.submit(fn, s): s for s in specs[:n]}
+            futures.update({pool.submit(fn, s): s for s in specs[n:]})
             for fut in as_completed(futures):
                 spec = futures[fut]
                 try:
