@@ -27,15 +27,19 @@ import shutil
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-import numpy as np
+try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends quietly, as one later does
+    import numpy as np
 
-from market.errors import InputError, SolveError, check_finite
-from market.types import check_capacity_vector
-from scenarios.catalog import embedded
+    from market.errors import InputError, SolveError, check_finite
+    from market.types import check_capacity_vector
+    from scenarios.catalog import embedded
+except KeyboardInterrupt:
+    sys.stderr.write("marketsim: interrupted\n")
+    raise SystemExit(130) from None
 
 __all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
 
@@ -61,31 +65,48 @@ def parse_vector(field: str, text: str) -> np.ndarray:
     return np.array([check_finite(f"{field}[{i}]", p) for i, p in enumerate(parts)], dtype=float)
 
 
+#: Size limits of a ``--speedups`` matrix (tenants x GPU types), checked while reading (a file is
+#: streamed line by line), so a huge input fails at once (exit 2) instead of after minutes or a MemoryError.
+MAX_ROWS = 100_000
+MAX_COLUMNS = 1_000
+
+
+def _check_shape(field: str, rows: int, cols: int, where: str) -> None:
+    if rows > MAX_ROWS:
+        raise InputError(field, where, f"has more than {MAX_ROWS:,} rows (tenants); that is the size limit")
+    if cols > MAX_COLUMNS:
+        raise InputError(field, where, f"has {cols:,} columns; at most {MAX_COLUMNS:,} GPU types (size limit)")
+
+
 def read_matrix_file(field: str, ref: str) -> np.ndarray:
     """``@path`` (or ``@-`` for stdin): a CSV matrix, one row per line (comma-separated numbers;
-    blank lines and lines starting with ``#`` are skipped). Errors name the file and line."""
+    blank lines and lines starting with ``#`` are skipped). Errors name the file and line; the input
+    is read line by line and stops at once past :data:`MAX_ROWS` rows or :data:`MAX_COLUMNS` columns."""
     name = ref[1:]
     if not name:
         raise InputError(field, ref, "must name a file after '@' (or '@-' for stdin)")
     if name == "-":
-        text, where = sys.stdin.read(), "stdin"
-    else:
-        path = Path(name).expanduser()
-        if path.is_dir():
-            raise InputError(field, ref, "names a directory, not a CSV file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(field, ref, "names a file that does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(field, ref, f"cannot be read ({exc})") from None
-        where = str(path)
+        return _read_rows(field, ref, sys.stdin, "stdin")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        raise InputError(field, ref, "names a directory, not a CSV file")
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return _read_rows(field, ref, fh, str(path))
+    except FileNotFoundError:
+        raise InputError(field, ref, "names a file that does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(field, ref, f"cannot be read ({exc})") from None
+
+
+def _read_rows(field: str, ref: str, lines: Iterable[str], where: str) -> np.ndarray:
     rows: list[np.ndarray] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         parts = [p.strip() for p in line.split(",")]
+        _check_shape(field, len(rows) + 1, len(parts), f"{where} line {lineno}")
         vals = []
         for j, p in enumerate(parts):
             try:
@@ -110,6 +131,7 @@ def parse_matrix(field: str, text: str) -> np.ndarray:
     rows = [r for r in text.split(";")]
     if not text.strip() or any(not r.strip() for r in rows):
         raise InputError(field, text, "must be rows of comma-separated numbers separated by ';', like '1,2;1,5'")
+    _check_shape(field, len(rows), max(r.count(",") + 1 for r in rows), "the matrix")
     out = [parse_vector(f"{field}[{i}]", r) for i, r in enumerate(rows)]
     k = out[0].size
     for i, r in enumerate(out):
@@ -118,17 +140,75 @@ def parse_matrix(field: str, text: str) -> np.ndarray:
     return np.vstack(out)
 
 
-def ensure_writable(out: Path) -> Path:
+_CREATED: list[Path] = []
+"""Directories that :func:`ensure_writable` created in this command; :func:`main` removes the ones
+still empty when the command fails, so a failing command leaves no empty ``--out`` folder behind."""
+
+
+def ensure_writable(out: Path, field: str = "--out") -> Path:
     """Create ``out`` and prove a file can be written there, before any computing starts; an
-    unusable directory raises :class:`InputError` naming ``--out`` (exit 2, nothing lost)."""
+    unusable directory raises :class:`InputError` naming ``field`` (exit 2, nothing lost)."""
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".marketsim-write-test-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise InputError("--out", str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+        raise InputError(field, str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+    _CREATED.extend(missing)
     return out
+
+
+def _remove_empty_created() -> None:
+    """Remove the directories :func:`ensure_writable` created that are still empty, deepest first."""
+    for p in sorted(set(_CREATED), key=lambda q: len(q.absolute().parts), reverse=True):
+        try:
+            p.rmdir()
+        except OSError:  # holds files (results of the runs that finished) or is gone
+            pass
+    _CREATED.clear()
+
+
+def _parse_weights(text: str, n: int) -> np.ndarray:
+    """``--weights``: ``n`` finite numbers > 0 whose largest / smallest ratio the LPs solve reliably
+    (:data:`market.oef.validate.MAX_WEIGHT_RATIO`); errors name ``--weights[i]``."""
+    from market.oef.validate import MAX_WEIGHT_RATIO
+
+    weights = parse_vector("--weights", text)
+    if weights.size != n:
+        raise InputError("--weights", text, f"has {weights.size} entries, expected {n} (one per tenant)")
+    for i, w in enumerate(weights):
+        if w <= 0:
+            raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    hi, lo = int(np.argmax(weights)), int(np.argmin(weights))
+    if weights[hi] / weights[lo] > MAX_WEIGHT_RATIO:
+        why = f"is more than {MAX_WEIGHT_RATIO:g} times --weights[{lo}] = {float(weights[lo])!r}"
+        raise InputError(f"--weights[{hi}]", float(weights[hi]), f"{why} (outside the range the LPs solve reliably)")
+    return weights
+
+
+def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> None:
+    """Each row of positive speedups divided by its first entry (what the mechanisms read) must be
+    finite, > 0 and at most the validator's ``max_speedup``; ``mirrored`` (the audit, whose
+    misreport limits mirror the bound below 1) also requires at least ``1 / max_speedup``.
+    Errors name ``field[i]`` (not the mechanisms' internal fields) and no numpy warning leaks."""
+    import inspect
+
+    from market.oef.validate import validate_inputs
+
+    top = float(inspect.signature(validate_inputs).parameters["max_speedup"].default)
+    with np.errstate(all="ignore"):
+        Wn = W / W[:, :1]
+    low = 1.0 / top if mirrored else 0.0
+    bad = ~np.isfinite(Wn) | (Wn <= low) | (Wn > top)
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        ratio = "overflows" if not np.isfinite(Wn[i, j]) else f"is {float(Wn[i, j]):.3g}"
+        allowed = f"[{low:g}, {top:g}]" if mirrored else f"(0, {top:g}]"
+        raise InputError(f"{field}[{i}]", W[i].tolist(),
+                         f"has entry {j} / entry 0 = a normalised speedup that {ratio}; it must lie in {allowed} "
+                         "(the conditioning bound the mechanisms solve reliably)")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -159,14 +239,9 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
         m = check_capacity_vector("--capacity", cap, k)
-    weights = None
-    if args.weights is not None:
-        weights = parse_vector("--weights", args.weights)
-        if weights.size != n:
-            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
-        for i, w in enumerate(weights):
-            if w <= 0:
-                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    weights = None if args.weights is None else _parse_weights(args.weights, n)
+    if not raw:
+        _check_speedup_ratios("--speedups", W)
     try:
         info = get(args.policy, "fair-share")
     except InputError:
@@ -284,7 +359,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
     from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
-    from analysis.report import write_report
+    from analysis.report import runs_time_text, write_report
     from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
 
@@ -311,6 +386,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         for p in policies:
             if p not in scenario.policies:
                 raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
+    from analysis.runner import MAX_RUNS
+
+    reps = scenario.replications if args.reps is None else args.reps
+    n_runs = reps * len(policies or scenario.policies) * len(scenario.variant_names)
+    if n_runs > MAX_RUNS:
+        field = "--reps" if args.reps is not None else f"scenario {scenario.name}: replications"
+        why = f"gives {n_runs:,} runs (x policies x variants); at most {MAX_RUNS:,} (size limit)"
+        raise InputError(field, reps, why)
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
@@ -337,12 +420,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
             plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))
-    report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors)
+    meta = exp.meta()
+    report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors)
     headline = (
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
-        f"{executor} executor) in {wall:.1f} s"
+        f"{executor} executor); {runs_time_text(meta['wall_seconds'])}; total including writing: {wall:.2f} s"
     )
     files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
              paths.get("errors")]  # fmt: skip
@@ -410,6 +494,23 @@ def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
     return out
 
 
+#: Size limits of an auction audit instance's ``--set`` overrides: the bidders (``jobs``; Eris: ``I``)
+#: and any other whole number (slots, hosts, calibration jobs); every bidder's misreports are each
+#: scored by whole mechanism runs, so audit instances are small.
+MAX_AUDIT_BIDDERS = 1_000
+MAX_AUDIT_INT = 100_000
+
+
+def _check_audit_sizes(overrides: dict[str, object]) -> None:
+    for key, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        limit = MAX_AUDIT_BIDDERS if key in ("jobs", "I") else MAX_AUDIT_INT
+        if value > limit:
+            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "for an audit instance"
+            raise InputError(f"--set {key}", value, f"must be at most {limit:,} {what} (size limit)")
+
+
 def _audit_auction(args: argparse.Namespace) -> int:
     """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
     from analysis.audit_report import agent_summary, format_relative_gain
@@ -428,7 +529,9 @@ def _audit_auction(args: argparse.Namespace) -> int:
         study = load_study(found[0])
     if args.mechanism not in study.mechanisms:
         raise InputError("--mechanism", args.mechanism, f"is not one of study {study.name}'s {list(study.mechanisms)}")
-    params = {**study.audit_params(), **_parse_set(args.set)}
+    overrides = _parse_set(args.set)
+    _check_audit_sizes(overrides)
+    params = {**study.audit_params(), **overrides}
     market = build_market(study.paper, params, np.random.default_rng(args.seed))
     bidders = None
     if args.bidders:
@@ -558,6 +661,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     except InputError:
         known = sorted(set(names("fair-share")) | set(names("auction")))
         raise InputError("--mechanism", args.mechanism, f"is not a registered mechanism; known: {known}") from None
+    if args.report:  # before any computing; an unusable folder is named as --report
+        ensure_writable(Path(args.report), "--report")
     if family == "auction":
         return _audit_auction(args)
     if args.speedups is None:
@@ -573,14 +678,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
         m = check_capacity_vector("--capacity", cap, k).astype(float)
-    weights = None
-    if args.weights is not None:
-        weights = parse_vector("--weights", args.weights)
-        if weights.size != n:
-            raise InputError("--weights", args.weights, f"has {weights.size} entries, expected {n} (one per tenant)")
-        for i, w in enumerate(weights):
-            if w <= 0:
-                raise InputError(f"--weights[{i}]", float(w), "must be > 0")
+    weights = None if args.weights is None else _parse_weights(args.weights, n)
+    _check_speedup_ratios("--speedups", W, mirrored=True)
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
     from market.oef.validate import validate_inputs
@@ -627,6 +726,10 @@ def cmd_claims(args: argparse.Namespace) -> int:
         raise InputError("--paper", args.paper, f"has no registered claims; known: {papers()}")
     if args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
+    if args.width < 4:
+        raise InputError("--width", args.width, "must be >= 4 (one character and '...')")
+    if args.report:
+        ensure_writable(Path(args.report), "--report")
     results = run_claims(args.paper, size=args.size, seed=args.seed)
     if args.report:
         write_audit_report(args.report, results)
@@ -660,9 +763,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
         from market.errors import check_int
 
         sc = replace(sc, seed=check_int("--seed", args.seed, minimum=0))
+    if args.workers is not None and args.workers < 1:
+        raise InputError("--workers", args.workers, "must be >= 1")
     out = Path(args.out) if args.out else Path("results") / f"learn-{sc.name}"
     ensure_writable(out)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     last = [0.0]
 
@@ -672,8 +776,6 @@ def cmd_learn(args: argparse.Namespace) -> int:
             last[0] = now
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
-    if args.workers is not None and args.workers < 1:
-        raise InputError("--workers", args.workers, "must be >= 1")
     executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
     traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
     paths = write_learning(sc, traj, table, out)
@@ -874,8 +976,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else 2
     where = f"{PROG} {args.command}"
+    _CREATED.clear()
+    code = 1
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        return code
     except InputError as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
@@ -891,6 +996,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{where}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if code != 0:  # a failing command leaves no empty output folder behind
+            _remove_empty_created()
+        _CREATED.clear()
 
 
 if __name__ == "__main__":

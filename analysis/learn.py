@@ -95,6 +95,12 @@ def _safe_name(name: Any) -> str:
     return check_name("name", name)
 
 
+#: Most points of a report-factor grid: each learner's strategies are the grid's points to the power
+#: of its reported dimensions, so a huge grid fails at once (exit 2) instead of in a MemoryError.
+MAX_GRID_POINTS = 10_000
+MAX_STRATEGIES = 1_000_000
+
+
 def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenario:
     """Validate a learning TOML document; errors name the offending key."""
     if doc.get("kind") != "learning":
@@ -120,8 +126,11 @@ def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenari
     g = sec.get("grid", {})
     if not isinstance(g, Mapping):
         raise InputError("learning.grid", g, "must be a table {points, low, high}")
+    points = g.get("points", 13)
+    if isinstance(points, int) and not isinstance(points, bool) and points > MAX_GRID_POINTS:
+        raise InputError("learning.grid.points", points, f"must be at most {MAX_GRID_POINTS:,} (size limit)")
     try:
-        grid = default_grid(g.get("points", 13), g.get("low", 0.25), g.get("high", 4.0))
+        grid = default_grid(points, g.get("low", 0.25), g.get("high", 4.0))
     except InputError as exc:
         raise InputError(f"learning.grid.{exc.field}", exc.value, exc.reason) from None
     learners = sec.get("learners")
@@ -132,6 +141,12 @@ def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenari
     inst = sec.get("instance", {})
     if not isinstance(inst, Mapping):
         raise InputError("learning.instance", inst, "must be a table")
+    W = inst.get("W")
+    if family == "fair-share" and isinstance(W, list) and W and isinstance(W[0], list):
+        dims = max(len(W[0]) - 1, 1)  # one report factor per GPU type above the slowest
+        if len(grid) ** dims > MAX_STRATEGIES:
+            raise InputError("learning.grid.points", points, f"gives {len(grid)}^{dims} = {len(grid) ** dims:,} "
+                             f"report vectors per learner; at most {MAX_STRATEGIES:,} (size limit)")  # fmt: skip
     opts = sec.get("options", {})
     if not isinstance(opts, Mapping):
         raise InputError("learning.options", opts, "must be a table")

@@ -1,7 +1,7 @@
 """Seaborn figures (PNG) of a runner experiment.
 
 * :func:`plot_throughput`: per-tenant throughput over time, one panel per policy (mean over
-  replications) — the shape of OEF Fig. 4.
+  replications) — the shape of OEF Fig. 4; tenants differ by colour and line style.
 * :func:`plot_lying_gain`: the deviator's paired gain from lying per allocator, with 95% t
   confidence intervals over replications.
 
@@ -10,7 +10,7 @@ Uses the non-interactive Agg backend; every function returns the written path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -21,15 +21,33 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.stats import gain_summary, paired_gains  # noqa: E402
 
-__all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "MEASURE_LABELS"]
+__all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "tenant_styles", "MEASURE_LABELS", "MEASURE_NAMES"]
 
 MEASURE_LABELS = {
     "act": "actual throughput (slowest-GPU equiv.)",
     "est": "estimated throughput (slowest-GPU equiv.)",
 }
+
+
+#: Full names of the measures in titles (the tidy data's short names are not words).
+MEASURE_NAMES = {"act": "actual", "est": "estimated"}
+
+#: Line colours: ten hues that stay apart from each other (matplotlib's tab10); past ten tenants
+#: the colours repeat with the next line style, so every tenant has its own (colour, style) pair.
+TENANT_COLORS = tuple(sns.color_palette("tab10", 10))
+TENANT_STYLES = ("-", "--", ":", "-.")
+LEGEND_MAX = 60
+
+
+def tenant_styles(tenants: Sequence[str]) -> dict[str, tuple[tuple[float, float, float], str]]:
+    """``tenant -> (colour, line style)``: colour ``i % 10`` of :data:`TENANT_COLORS`, style
+    ``i // 10`` of :data:`TENANT_STYLES` (cycled past 40 tenants)."""
+    n = len(TENANT_COLORS)
+    return {t: (TENANT_COLORS[i % n], TENANT_STYLES[(i // n) % len(TENANT_STYLES)]) for i, t in enumerate(tenants)}
 
 
 def plot_throughput(
@@ -40,38 +58,52 @@ def plot_throughput(
     round_seconds: float | None = None,
 ) -> Path:
     """Line plot of every tenant's ``measure`` per round (mean over replications), one panel per
-    policy, for ``variant``. ``round_seconds`` puts minutes on the x axis."""
+    policy (shared axes, one axis label each for the whole figure), for ``variant``. Tenants are told
+    apart by colour and line style (:func:`tenant_styles`); the legend sits outside the panels.
+    ``round_seconds`` puts minutes on the x axis."""
     sub = frame[(frame["measure"] == measure) & (frame["variant"] == variant) & (frame["tenant"] != "")]
     if sub.empty:
         raise ValueError(f"no '{measure}' rows for variant '{variant}' to plot")
     data = sub.groupby(["policy", "tenant", "round"], as_index=False)["value"].mean()
-    xcol = "round"
-    if round_seconds:
-        data["minute"] = data["round"] * float(round_seconds) / 60.0
-        xcol = "minute"
-    data["tenant"] = data["tenant"].astype(object)
-    data["policy"] = data["policy"].astype(object)
+    x = data["round"].to_numpy(dtype=float) * (float(round_seconds) / 60.0 if round_seconds else 1.0)
+    data = data.assign(x=x, tenant=data["tenant"].astype(object), policy=data["policy"].astype(object))
     policies = sorted(data["policy"].unique())
-    g = sns.relplot(
-        data=data,
-        x=xcol,
-        y="value",
-        hue="tenant",
-        col="policy",
-        col_order=policies,
-        col_wrap=min(3, len(policies)),
-        kind="line",
-        errorbar=None,
-        height=3.0,
-        aspect=1.3,
-        legend=len(data["tenant"].unique()) <= 20,
+    tenants = sorted(data["tenant"].unique())
+    styles = tenant_styles(tenants)
+    ncols = min(3, len(policies))
+    nrows = -(-len(policies) // ncols)
+    legend = len(tenants) <= LEGEND_MAX
+    legend_cols = -(-len(tenants) // (15 * nrows))  # about 15 legend entries fit beside one row of panels
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+        figsize=(3.9 * ncols + (1.0 + 0.8 * legend_cols if legend else 0.0), 2.9 * nrows + 0.6),
+        layout="constrained",
     )
-    g.set_axis_labels("time (min)" if round_seconds else "round", MEASURE_LABELS.get(measure, measure))
-    g.set_titles("{col_name}")
-    g.figure.suptitle(f"Per-tenant {measure} throughput ({variant})", y=1.02)
+    for ax, policy in zip(axes.flat, policies, strict=False):
+        rows = data[data["policy"] == policy]
+        for tenant, line in rows.groupby("tenant", sort=True):
+            color, style = styles[tenant]
+            ax.plot(line["x"], line["value"], color=color, linestyle=style, linewidth=1.4, label=tenant)
+        ax.set_title(policy, fontsize=10)
+        ax.grid(True, color="0.9", linewidth=0.6)
+        sns.despine(ax=ax)
+    for ax in list(axes.flat)[len(policies) :]:
+        ax.set_visible(False)
+    name = MEASURE_NAMES.get(measure, measure)
+    fig.supxlabel("time (min)" if round_seconds else "round", fontsize=10)
+    fig.supylabel(MEASURE_LABELS.get(measure, measure).replace("equiv.", "equivalents"), fontsize=10)
+    n_reps = int(sub["replication"].nunique()) if "replication" in sub else 1
+    fig.suptitle(f"Per-tenant {name} throughput, {variant} reports (mean over {n_reps} replication(s))")
+    if legend:
+        handles = [Line2D([], [], color=c, linestyle=st, linewidth=1.6) for c, st in (styles[t] for t in tenants)]
+        fig.legend(handles, tenants, title="tenant", loc="outside right upper", ncols=legend_cols, frameon=False)
     out = Path(path)
-    g.figure.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(g.figure)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
     return out
 
 

@@ -11,7 +11,14 @@ import pandas as pd
 
 from analysis.stats import gain_summary, paired_gains, policy_summary
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["render_report", "write_report", "runs_time_text"]
+
+
+def runs_time_text(seconds: float) -> str:
+    """The one label of an experiment's run time, shared by report.md and the command's output:
+    wall-clock seconds from starting the runs (and any worker processes) to the last run's end
+    (``meta["wall_seconds"]``)."""
+    return f"wall-clock time of the runs: {float(seconds):.2f} s"
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -56,7 +63,9 @@ def render_report(
         out += [str(meta["description"]), ""]
     out += [
         f"- seed {meta.get('seed')}, {meta.get('replications')} replication(s), {meta.get('runs')} run(s), "
-        f"executor {meta.get('executor')}, wall time {meta.get('wall_seconds')} s",
+        f"executor {meta.get('executor')}",
+        f"- {runs_time_text(meta.get('wall_seconds', float('nan')))} (from starting the runs and any worker "
+        "processes to the last run's end; writing the results, plots and this report is not included)",
         f"- cluster: {cluster}; {_horizon(meta)}",
         "- throughput unit: slowest-GPU equivalents (work-seconds per second); 'est' = fractional allocation "
         "valued with TRUE speedups, 'act' = measured progress of running jobs",

@@ -24,10 +24,12 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -55,7 +57,12 @@ __all__ = [
     "run_experiment",
     "write_experiment",
     "COLUMNS",
+    "empty_results",
 ]
+
+#: Most runs one experiment plans (replications x policies x variants): each run spec is held in
+#: memory, so a huge ``--reps`` fails at once (exit 2) instead of in a MemoryError.
+MAX_RUNS = 1_000_000
 
 COLUMNS = ["run_id", "scenario", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
 SORT_KEYS = ["policy", "variant", "replication", "round", "tenant", "measure"]
@@ -114,6 +121,9 @@ def plan_runs(
     vars_ = list(scenario.variant_names if variants is None else variants)
     for v in vars_:
         check_choice("variant", v, scenario.variant_names)
+    if reps * len(pols) * len(vars_) > MAX_RUNS:
+        runs = f"{reps * len(pols) * len(vars_):,} runs (x {len(pols)} policies x {len(vars_)} variants)"
+        raise InputError("replications", reps, f"gives {runs}; at most {MAX_RUNS:,} (size limit)")
     children = np.random.SeedSequence(root_seed).spawn(reps)
     specs: list[RunSpec] = []
     for r, child in enumerate(children):
@@ -131,6 +141,13 @@ def plan_runs(
                     )
                 )
     return specs
+
+
+def empty_results() -> pd.DataFrame:
+    """A results frame with no rows but the column types of a real one (strings, int64 replication
+    and round, float64 value), so its Parquet file has the same schema and filters on it work."""
+    kinds = {"replication": "int64", "round": "int64", "value": "float64"}
+    return pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "str")) for c in COLUMNS})
 
 
 def _with_run_columns(frame: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
@@ -236,6 +253,59 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: Seconds between a worker's checks that the process that started it is still alive.
+PARENT_POLL_SECONDS = 0.5
+
+
+def _exit_when_orphaned(parent_pid: int, interval: float = PARENT_POLL_SECONDS) -> None:
+    """Watchdog loop of a worker: once its parent has died (SIGKILL, OOM killer: no chance to stop
+    its pool) the worker is re-parented, ``os.getppid()`` changes, and the worker exits at once
+    (status 1, no cleanup) instead of running on as an orphan. Portable: needs only ``getppid``."""
+    while os.getppid() == parent_pid:
+        time.sleep(interval)
+    os._exit(1)
+
+
+def _worker_init(parent_pid: int, death_signal: bool = False) -> None:
+    """Process-pool worker initializer: ignore SIGINT (the parent handles Ctrl-C and stops the
+    pool) and start a daemon thread that ends this worker when ``parent_pid`` dies. With
+    ``death_signal`` (Linux, the pool started from the parent's main thread, whose end is the
+    process's) the kernel also sends SIGTERM at the parent's death, which ends the worker even while
+    its main thread runs C code that holds the GIL. A worker whose parent died while it was still
+    importing exits as soon as this runs."""
+    _ignore_sigint()
+    if death_signal and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watchdog below still works
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), name="orphan-watchdog", daemon=True).start()
+
+
+@contextmanager
+def _sigint_ignored_in_children() -> Iterator[None]:
+    """While worker processes are started: SIGINT ignored in this (main) thread, a disposition
+    that ``fork``/``exec`` hand on, so a spawned worker ignores Ctrl-C from its first instruction
+    (a Ctrl-C during its seconds of imports would otherwise print a traceback). A Ctrl-C in these
+    few milliseconds is dropped. Outside the main thread (where signals cannot be set) a no-op."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel every queued task of ``pool`` and terminate its workers without waiting for the
     running ones (their results are abandoned; what was already yielded is kept by the caller)."""
@@ -258,7 +328,10 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
 @dataclass
 class ProcessExecutor:
     """Runs specs in a ``ProcessPoolExecutor`` of ``workers`` processes (default: CPU count),
-    started with the "spawn" method (safe with threads, same on every platform)."""
+    started with the "spawn" method (safe with threads, same on every platform). Workers ignore
+    Ctrl-C from their start (the parent cancels and stops them) and exit by themselves if the
+    parent dies without stopping them (e.g. SIGKILL): at once on Linux (a death signal), else
+    within :data:`PARENT_POLL_SECONDS` (see :func:`_worker_init`)."""
 
     workers: int | None = None
     name: str = "process"
@@ -273,10 +346,14 @@ class ProcessExecutor:
             return
         n = min(self.workers or os.cpu_count() or 1, len(specs))
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_ignore_sigint)
+        pool: ProcessPoolExecutor | None = None
         done = False
         try:
-            futures = {pool.submit(fn, s): s for s in specs}
+            with _sigint_ignored_in_children():  # spawn starts the workers on demand, in the first n submits
+                main = threading.current_thread() is threading.main_thread()
+                pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), main))
+                futures = {pool.submit(fn, s): s for s in specs[:n]}
+            futures.update({pool.submit(fn, s): s for s in specs[n:]})
             for fut in as_completed(futures):
                 spec = futures[fut]
                 try:
@@ -285,7 +362,9 @@ class ProcessExecutor:
                     yield crash_result(spec, exc)
             done = True
         finally:
-            if done:
+            if pool is None:
+                pass
+            elif done:
                 pool.shutdown(wait=True)
             else:  # Ctrl-C (or the consumer stopped early): drop queued runs, stop the workers now
                 stop_pool(pool)
@@ -409,7 +488,7 @@ def run_experiment(
         frame = pd.concat(frames, ignore_index=True)
         del frames
     else:
-        frame = pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in COLUMNS})
+        frame = empty_results()
     runs = pd.DataFrame(
         [
             {

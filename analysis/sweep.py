@@ -78,7 +78,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
-from analysis.runner import Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
+from analysis.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
 from analysis.stats import t_interval
 from market.errors import InputError, check_choice, check_int, check_name, slug
 from scenarios.catalog import embedded, embedded_file
@@ -493,8 +493,14 @@ def _digest(obj: Any) -> str:
 def plan_sweep(config: SweepConfig) -> list[SweepRun]:
     """All runs of the sweep in plan order: scenario, grid cell, replication, policy, variant."""
     base = Path(config.base_dir)
+    n_cells = math.prod(len(values) for _, values in config.grid)
+    at_least = len(config.scenarios) * n_cells * config.replications  # x policies x variants, known later
+    if at_least > MAX_RUNS:
+        raise InputError(f"{_where(config.source)}: grid x replications", f"{n_cells:,} cells x {config.replications}",
+                         f"plans at least {at_least:,} runs; at most {MAX_RUNS:,} (size limit)")  # fmt: skip
     children = np.random.SeedSequence(config.seed).spawn(config.replications)
     runs: list[SweepRun] = []
+    cells_done = 0
     for ref in config.scenarios:
         default_name, raw, scen_dir, source = _scenario_data(ref, base)
         for cell in config.cells():
@@ -515,6 +521,13 @@ def plan_sweep(config: SweepConfig) -> list[SweepRun]:
                 scen = dataclasses.replace(scen, variants=tuple(v for v, _ in variants))
             if len(set(scen.variant_names)) != len(scen.variant_names):
                 raise InputError(f"{_where(config.source)}: strategy", list(scen.variant_names), "repeat a variant")
+            per_cell = len(children) * len(scen.policies) * len(scen.variant_names)
+            cells_left = len(config.scenarios) * n_cells - cells_done  # counting this one
+            cells_done += 1
+            if len(runs) + per_cell * cells_left > MAX_RUNS:  # if the cells left are like this one
+                raise InputError(f"{_where(config.source)}: scenario {ref} cell {label}", config.replications,
+                                 f"takes the sweep to about {len(runs) + per_cell * cells_left:,} runs "
+                                 f"({per_cell:,} per cell); at most {MAX_RUNS:,} (size limit)")  # fmt: skip
             desc = {v.name: (d, scen.deviator(v.name) or "") for v, d in variants}
             params = json.dumps({k: v for k, v in cell}, sort_keys=True)
             scen_key = {k: v for k, v in data.items() if k != "variant"}

@@ -84,6 +84,13 @@ __all__ = [
 TRUTHFUL = "truthful"
 ALL_POLICIES = ("oef-noncoop", "oef-coop", "gavel", "gandiva-fair", "maxmin", "max-throughput")
 
+#: Size limits of a scenario, checked while parsing so a huge one fails at once (exit 2) instead of
+#: after minutes of building or a MemoryError: tenants, expected jobs (tenants x jobs_per_tenant)
+#: and GPUs of the cluster. README "The command line" documents them.
+MAX_TENANTS = 100_000
+MAX_JOBS = 1_000_000
+MAX_GPUS = 1_000_000
+
 # ---------------------------------------------------------------------------------------------------
 # typed getters that name the offending key
 
@@ -668,6 +675,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         raise InputError(c.key("gpus"), list(gpus), f"must have one count per GPU type ({len(gpu_types)})")
     if sum(gpus) == 0:
         raise InputError(c.key("gpus"), list(gpus), "must hold at least one GPU")
+    if sum(gpus) > MAX_GPUS:
+        raise InputError(c.key("gpus"), list(gpus), f"must hold at most {MAX_GPUS:,} GPUs in all (size limit)")
     cluster = ClusterSpec(
         gpu_types,
         gpus,
@@ -749,6 +758,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
                 jobs=t.integer("jobs", minimum=1),
             )
         )
+        if (overrides[-1].jobs or 0) > MAX_JOBS:
+            raise InputError(t.key("jobs"), overrides[-1].jobs, f"must be at most {MAX_JOBS:,} (size limit)")
         t.done()
     if len({o.index for o in overrides}) != len(overrides):
         raise InputError(top.key("tenant"), [o.index for o in overrides], "must not repeat a tenant index")
@@ -856,6 +867,8 @@ def _synthetic_workload(w: _Table) -> WorkloadSpec:
             w.key("workers_probs"), list(wprobs), f"must give one weight >= 0 per workers value {list(wvals)}"
         )
     n_tenants = w.integer("tenants", required=True, minimum=1)
+    if n_tenants > MAX_TENANTS:
+        raise InputError(w.key("tenants"), n_tenants, f"must be at most {MAX_TENANTS:,} (size limit)")
     weights = w.array("weights")
     choice = w.string("job_type_choice", "random")
     if choice not in ("random", "cycle"):
@@ -876,6 +889,10 @@ def _synthetic_workload(w: _Table) -> WorkloadSpec:
         arrival_window_s=w.number("arrival_window_s", 0.0, minimum=0.0),
         weights=_numbers(w.key("weights"), weights, positive=True) if weights is not None else None,
     )
+    if n_tenants * workload.jobs_per_tenant > MAX_JOBS:
+        raise InputError(w.key("jobs_per_tenant"), workload.jobs_per_tenant,
+                         f"gives {n_tenants:,} tenants x {workload.jobs_per_tenant:g} jobs; at most {MAX_JOBS:,} "
+                         "jobs in all (size limit)")  # fmt: skip
     if workload.weights is not None and len(workload.weights) != n_tenants:
         raise InputError(w.key("weights"), weights, f"must have one weight per tenant ({n_tenants})")
     return workload

@@ -151,3 +151,163 @@ def test_ctrl_c_in_a_process_sweep_keeps_parts_and_resumes(tmp_path: Path) -> No
     a = pd.read_parquet(out / "results.parquet")
     b = pd.read_parquet(tmp_path / "ref" / "results.parquet")
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+def _children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (Linux /proc)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(k) for k in kids if _alive(int(k))]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # a zombie has exited
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads child processes from /proc")
+
+
+@needs_proc
+def test_ctrl_c_before_any_run_finished_exits_130(tmp_path: Path) -> None:
+    """Issue #20: an interrupt before the first process-pool run finished ended in an ArrowTypeError
+    traceback (the empty results frame had null-typed columns) with status 1."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "analysis.cli", "run", "--workers", "2", "--executor", "process",
+           "--out", str(out), "--quiet"]  # fmt: skip
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: len(_children(p.pid)) >= 2 or p.poll() is not None)
+    time.sleep(0.3)  # the workers are still importing: no run can have finished
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "interrupted; the 0 finished run(s) were written" in err
+    import pandas as pd
+
+    assert len(pd.read_csv(out / "runs.csv")) == 0
+    assert len(pd.read_parquet(out / "results.parquet").columns) == 9
+
+
+_SIGINT_WHILE_IMPORTING = """
+import multiprocessing, os, signal, sys, threading, time
+from analysis.runner import ProcessExecutor
+
+
+class Item:
+    def __init__(self, i):
+        self.run_id = f"item{i}"
+
+
+def work(item):
+    return item.run_id
+
+
+def interrupt_workers():
+    while len(multiprocessing.active_children()) < 2:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the workers are importing this script's imports (pandas, numpy: seconds)
+    for child in multiprocessing.active_children():
+        os.kill(child.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends to the whole group
+
+
+if __name__ == "__main__":
+    threading.Thread(target=interrupt_workers, daemon=True).start()
+    print(sorted(str(r) for r in ProcessExecutor(2).map(work, [Item(i) for i in range(4)])), flush=True)
+"""
+
+
+@needs_proc
+def test_workers_ignore_ctrl_c_while_they_start(tmp_path: Path) -> None:
+    """Issue #20: a Ctrl-C while the spawn workers were still importing printed their
+    KeyboardInterrupt tracebacks (the initializer that ignores SIGINT runs only after the imports)
+    and broke the pool. Workers now inherit an ignored SIGINT from their first instruction."""
+    script = tmp_path / "sigint_start.py"
+    script.write_text(_SIGINT_WHILE_IMPORTING)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0 and done.stdout.strip() == "['item0', 'item1', 'item2', 'item3']"
+
+
+@needs_proc
+def test_pool_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
+    """Issue #20: after SIGKILL of `marketsim run` its process-pool workers ran on as orphans; each
+    worker now exits at its parent's death (Linux death signal, else a getppid watchdog; a worker
+    still importing exits when its imports are done)."""
+    cmd = [sys.executable, "-m", "analysis.cli", "run", "--reps", "20", "--workers", "2", "--executor", "process",
+           "--out", str(tmp_path / "out"), "--quiet"]  # fmt: skip
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        _wait_for(lambda: len(_children(p.pid)) >= 2 or p.poll() is not None)
+        time.sleep(1.0)
+        workers = _children(p.pid)
+        assert p.poll() is None and len(workers) >= 2
+        p.kill()
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        while any(_alive(w) for w in workers) and time.monotonic() - t0 < 60.0:  # a busy machine imports slowly
+            time.sleep(0.1)
+        left = [w for w in workers if _alive(w)]
+        assert not left, f"workers {left} outlived their parent"
+    finally:
+        for w in workers:  # the processes this test started, by id
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
+def test_ctrl_c_while_the_cli_starts_exits_130() -> None:
+    """The CLI's imports take seconds on a busy machine; a Ctrl-C meanwhile printed a
+    KeyboardInterrupt traceback (and killed the process by the signal) instead of ending quietly."""
+    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "list"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+    time.sleep(0.5)  # the interpreter is up; importing numpy, Mesa and the mechanisms takes longer
+    assert p.poll() is None, "the command finished before the interrupt"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in err and "interrupted" in err, err[-2000:]
+
+
+_ORPHAN = """
+import multiprocessing, os, sys, time
+from analysis.runner import _worker_init
+
+
+def child(parent):
+    _worker_init(parent, death_signal=False)  # the portable getppid watchdog alone
+    print("ready", flush=True)
+    time.sleep(120)
+
+
+if __name__ == "__main__":
+    proc = multiprocessing.get_context("spawn").Process(target=child, args=(os.getpid(),))
+    proc.start()
+    print(proc.pid, flush=True)
+    time.sleep(120)
+"""
+
+
+@needs_proc
+def test_the_getppid_watchdog_ends_an_orphaned_worker(tmp_path: Path) -> None:
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    try:
+        assert p.stdout.readline().strip() == "ready"  # the child's watchdog runs
+        p.kill()
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        while _alive(child) and time.monotonic() - t0 < 10.0:
+            time.sleep(0.05)
+        assert not _alive(child), "the orphaned worker did not exit"
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)

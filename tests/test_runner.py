@@ -213,3 +213,94 @@ def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, 
         pd.testing.assert_frame_equal(
             paired_gains(red, mem.deviators, measure), paired_gains(mem.frame, mem.deviators, measure)
         )
+
+
+def _synthetic_frame(n_tenants: int = 12, policies: int = 6, rounds: int = 24, reps: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = [
+        ("r", "s", f"policy{p}", "truthful", r, k, f"t{t:02d}", "act", float(rng.uniform(0, 5)))
+        for p in range(policies)
+        for r in range(reps)
+        for k in range(rounds)
+        for t in range(n_tenants)
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _captured_figure(monkeypatch, draw) -> object:
+    """Run ``draw()`` and return the matplotlib figure it saved (captured at ``savefig``)."""
+    from matplotlib.figure import Figure
+
+    seen: list[Figure] = []
+    original = Figure.savefig
+
+    def capture(self, *args, **kwargs):
+        seen.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    draw()
+    assert len(seen) == 1
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = seen[0]
+    FigureCanvasAgg(fig).draw()  # closing the figure dropped its canvas: lay it out again
+    return fig
+
+
+def test_throughput_plot_reads_at_twelve_tenants(monkeypatch, tmp_path: Path) -> None:
+    """Issue #20: the y labels of the two rows overlapped, neighbouring tenant colours looked the same
+    and the title said "act"."""
+    import itertools
+
+    from matplotlib.colors import to_rgb
+
+    frame = _synthetic_frame()
+    fig = _captured_figure(monkeypatch, lambda: plot_throughput(frame, tmp_path / "thr.png", round_seconds=300))
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_text()
+    assert "actual throughput" in title and " act " not in title and "3 replication" in title
+    labels = [ax.yaxis.label for ax in fig.axes if ax.get_visible() and ax.yaxis.label.get_text()]
+    if getattr(fig, "_supylabel", None) is not None:
+        labels.append(fig._supylabel)
+    assert labels, "no y label"
+    boxes = [lab.get_window_extent(renderer) for lab in labels]
+    for a, b in itertools.combinations(boxes, 2):
+        assert not a.overlaps(b), "two y-axis labels overlap"
+    for ax in fig.axes:  # a panel's own label must not run past the panel into the next row
+        if ax.get_visible() and ax.yaxis.label.get_text():
+            assert ax.yaxis.label.get_window_extent(renderer).height <= ax.get_window_extent(renderer).height
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+    assert len(panels) == 6
+    for ax in panels:
+        pairs = {(to_rgb(ln.get_color()), ln.get_linestyle()) for ln in ax.lines}
+        assert len(pairs) == 12  # every tenant its own (colour, style)
+        for (c1, s1), (c2, s2) in itertools.combinations(pairs, 2):
+            if s1 == s2:  # same line style: the colours must be far apart (RGB distance)
+                assert np.linalg.norm(np.subtract(c1, c2)) > 0.2, (c1, c2)
+    legends = fig.legends or [lg for ax in fig.axes if (lg := ax.get_legend()) is not None]
+    assert len(legends) == 1 and len(legends[0].get_texts()) == 12
+    box = legends[0].get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels), "legend over a panel"
+
+
+def test_report_and_stdout_give_the_same_run_time(capsys, tmp_path: Path) -> None:
+    """Issue #20: report.md's "wall time" (the runs) and the time printed on stdout (runs plus
+    writing) differed and neither said what it measured. Both now print one labelled quantity."""
+    import json
+    import re
+
+    from analysis.cli import main
+
+    out = tmp_path / "out"
+    assert main(["run", "default", "--reps", "1", "--policies", "gavel", "--out", str(out), "--quiet"]) == 0
+    stdout = capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    pattern = r"wall-clock time of the runs: (\d+\.\d\d) s"
+    printed, written = re.findall(pattern, stdout), re.findall(pattern, report)
+    assert len(printed) == 1 and printed == written, (stdout, report[:600])
+    seconds = json.loads((out / "meta.json").read_text())["wall_seconds"]
+    assert float(printed[0]) == pytest.approx(seconds, abs=0.006)
+    total = re.findall(r"total including writing: (\d+\.\d\d) s", stdout)
+    assert len(total) == 1 and float(total[0]) >= float(printed[0])
+    assert "wall time" not in report
