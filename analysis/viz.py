@@ -11,10 +11,12 @@ throughput in the twin, so ``lie_factor = 1`` gives a gain of exactly 0. (The tw
 simulation rather than a re-solve of the allocator on truthful reports, so the gain includes the
 knock-on effects of the lie on job progress, exits and later rounds.)
 
-Figures (matplotlib, one card each, titled for people and for the browser test):
-``Allocation (GPUs)`` (heat map tenants x GPU types of the last round's fractional allocation),
-``True vs reported throughput`` (per tenant, last round), ``Liar's paired gain`` (over rounds) and
-``Server topology`` (the networkx cluster graph, hosts coloured by GPU type).
+Figures (one card each, titled for people and for the browser test): ``Allocation (GPUs)`` (heat
+map tenants x GPU types of the last round's fractional allocation), ``True vs reported
+throughput`` (per tenant, last round), ``Liar's paired gain`` (over rounds 1..R) and ``Server
+topology`` (the networkx cluster graph, hosts coloured by GPU type). Each is SVG text built by
+:class:`SvgChart` (about a millisecond; the browser draws it) and memoised per (model, step): a
+matplotlib PNG per card per step cost 0.1-0.2 s of CPU each and made a step take seconds.
 
 Auction studies (``control_auction``, ``oasis``, ``eris``, ``astraea``, ``pdors``, ...) get the auction
 page instead: :class:`AuctionVizModel`, an :class:`agents.auction.AuctionModel` of the study's small
@@ -378,7 +380,7 @@ class SvgChart:
     ``key`` and ``meta`` become ``data-*`` attributes of the ``<svg>`` element (what the tests read);
     coordinates passed to the drawing methods are data units."""
 
-    W, H = 520, 330
+    W, H = 450, 300
 
     def __init__(self, key: str, title: str, *, left: int = 60, right: int = 14, top: int = 30, bottom: int = 42,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -495,7 +497,7 @@ class SvgChart:
                 out.append(f'<line x1="{L}" x2="{W - R}" y1="{_num(y)}" y2="{_num(y)}" stroke="#e6e6e6"/>')
             colour = colours.get(lab, "#222")
             bold = ' font-weight="bold"' if lab in colours else ""
-            out.append(f'<text class="ytick" x="{L - 4}" y="{_num(y)}" font-size="9" text-anchor="end" '
+            out.append(f'<text class="ytick" x="{L - 4}" y="{_num(y)}" font-size="10" text-anchor="end" '
                        f'dominant-baseline="middle" fill="{colour}"{bold}>{_esc(lab)}</text>')  # fmt: skip
         for i, v in enumerate(xticks or []):
             x = self.px(v)
@@ -504,14 +506,15 @@ class SvgChart:
             bold = ' font-weight="bold"' if lab in colours else ""
             out.append(f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{H - B}" y2="{H - B + 3}" stroke="#444"/>')
             if xrotate:
-                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 8}" font-size="9" text-anchor="end" '
+                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 8}" font-size="10" text-anchor="end" '
                            f'fill="{colour}"{bold} transform="rotate({xrotate} {_num(x)} {H - B + 8})">{_esc(lab)}'
                            "</text>")  # fmt: skip
             else:
-                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 13}" font-size="9" text-anchor="middle" '
+                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 13}" font-size="10" text-anchor="middle" '
                            f'fill="{colour}"{bold}>{_esc(lab)}</text>')  # fmt: skip
         if xlabel:
-            out.append(f'<text x="{(L + W - R) / 2:.0f}" y="{H - 4}" font-size="10" text-anchor="middle">'
+            y = H - 4 if self.bottom < 50 else H - 24  # a bottom margin >= 50 leaves a row for a legend
+            out.append(f'<text x="{(L + W - R) / 2:.0f}" y="{y}" font-size="10" text-anchor="middle">'
                        f"{_esc(xlabel)}</text>")  # fmt: skip
         if ylabel:
             yc = (T + H - B) / 2
@@ -524,13 +527,21 @@ class SvgChart:
         meta = "".join(f' data-{k}="{_esc(v)}"' for k, v in self.meta.items())
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="marketsim-chart" data-chart="{self.key}"{meta} '
                 f'viewBox="0 0 {self.W} {self.H}" width="100%" '
-                f'style="max-width:{self.W * 1.4:.0f}px;{_FONT}">')  # fmt: skip
+                f'style="max-width:{self.W * 1.6:.0f}px;{_FONT}">')  # fmt: skip
         title = (f'<text class="chart-title" x="{self.W / 2:.0f}" y="15" font-size="12" text-anchor="middle" '
                  f'font-weight="bold">{_esc(self.title)}</text>')  # fmt: skip
         legend = []
-        if self.legend_items:
+        if self.legend_items and legend_at == "below":  # one row under the x axis label
+            widths = [22 + 5.6 * len(lab) for lab, _, _ in self.legend_items]
+            x = (self.W - sum(widths)) / 2
+            for (lab, colour, _shape), w in zip(self.legend_items, widths, strict=True):
+                legend.append(f'<rect x="{_num(x)}" y="{self.H - 12}" width="9" height="9" fill="{colour}"/>'
+                              f'<text x="{_num(x + 12)}" y="{self.H - 7}" font-size="9.5" dominant-baseline="middle">'
+                              f"{_esc(lab)}</text>")  # fmt: skip
+                x += w
+        elif self.legend_items:
             n = len(self.legend_items)
-            width = 14 + 6.0 * max(len(lab) for lab, _, _ in self.legend_items)
+            width = 16 + 5.6 * max(len(lab) for lab, _, _ in self.legend_items)
             x = self.W - self.right - width - 4 if legend_at.endswith("right") else self.left + 4
             y = self.top + 4 if legend_at.startswith("top") else self.H - self.bottom - 4 - 14 * n
             legend.append(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(width)}" height="{14 * n + 4}" '
@@ -545,7 +556,7 @@ class SvgChart:
                                   'text-anchor="middle" dominant-baseline="middle">★</text>')  # fmt: skip
                 else:
                     legend.append(f'<rect x="{_num(x + 3)}" y="{_num(cy - 4)}" width="9" height="9" fill="{colour}"/>')
-                legend.append(f'<text x="{_num(x + 17)}" y="{_num(cy)}" font-size="9" dominant-baseline="middle">'
+                legend.append(f'<text x="{_num(x + 17)}" y="{_num(cy)}" font-size="9.5" dominant-baseline="middle">'
                               f"{_esc(lab)}</text>")  # fmt: skip
         return head + title + "".join(self.parts) + "".join(legend) + "</svg>"
 
@@ -904,7 +915,7 @@ def timeline_figure(model: AuctionVizModel) -> str:
     ids = model.job_ids()
     s = model.slot + 1
     c = SvgChart("timeline", f"{AUCTION_TITLES['timeline']} · {model.mechanism_name} · slot {s}", left=78,
-                 bottom=36, meta={"slot": s})  # fmt: skip
+                 bottom=52, meta={"slot": s})  # fmt: skip
     c.limits(-0.7, model.T - 0.3, -0.6, len(ids) - 0.4, y_down=True)
     for row, j in enumerate(ids):
         b = model.bidders[j]
@@ -925,7 +936,7 @@ def timeline_figure(model: AuctionVizModel) -> str:
            xlabel="slot (▼ arrival, bars: scheduled slots, -- now)", label_colours=_liar_colour(labels))  # fmt: skip
     for state, colour in _STATE_COLOURS.items():
         c.legend("not arrived" if state == "future" else state, colour)
-    return c.svg(legend_at="bottom-right")
+    return c.svg(legend_at="below")
 
 
 def prices_figure(model: AuctionVizModel) -> str:
@@ -1014,7 +1025,7 @@ def _card(key: str, model: Any, figure: Callable[[Any], str]) -> Any:
 
     The chart's SVG is memoised on (model, step): a re-render that is not a step (another card, a
     parameter change before Reset) reuses it, and a step rebuilds it in milliseconds."""
-    svg = solara.use_memo(lambda: figure(model), dependencies=[id(model), model.steps])
+    svg = solara.use_memo(lambda: figure(model), dependencies=[model, model.steps])  # the model itself: no id reuse
     with solara.Column(gap="4px", classes=[f"marketsim-{key}"]) as col:
         solara.HTML(tag="h3", unsafe_innerHTML=ALL_TITLES[key], classes=["marketsim-title"])
         solara.Text(model.caption(), classes=["marketsim-caption"])
@@ -1121,7 +1132,7 @@ def build_page(scenario: str | None = None, model: PageModel | None = None) -> A
         components=[(AllocationView, 0), (ThroughputView, 0), (GainView, 0), (TopologyView, 0)],
         model_params=_model_params(name, model),
         name="marketsim · fair-share market",
-        play_interval=400,
+        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 
@@ -1191,7 +1202,7 @@ def build_auction_page(study: str | None = None, model: AuctionPageModel | None 
         components=[(TimelineView, 0), (PricesView, 0), (AuctionGainView, 0), (ResourcesView, 0)],
         model_params=_auction_params(name, model),
         name="marketsim · online auction",
-        play_interval=400,
+        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 
