@@ -949,8 +949,8 @@ def prices_figure(model: AuctionVizModel) -> str:
     c = SvgChart("prices", f"{AUCTION_TITLES['prices']} · {len(decided)}/{len(model.bidders)} decided", bottom=58,
                  meta={"slot": model.slot + 1, "liar-true-value": f"{star:.6g}"})  # fmt: skip
     finite = [v for v in rep + pay + [star] if np.isfinite(v)]
-    lo, hi = min(finite + [0.0]), max(finite + [1e-9])
-    pad = 0.15 * (hi - lo) or 1.0
+    lo, hi = min(finite + [0.0]), max(finite + [0.0]) or 1.0  # nothing decided yet: a 0..1 frame
+    pad = 0.15 * (hi - lo)
     c.limits(-0.6, max(len(decided), 1) - 0.4, lo - (pad if lo < 0 else 0.0), hi + pad)
     for i, j in enumerate(decided):
         if np.isfinite(rep[i]):
