@@ -11,10 +11,12 @@ throughput in the twin, so ``lie_factor = 1`` gives a gain of exactly 0. (The tw
 simulation rather than a re-solve of the allocator on truthful reports, so the gain includes the
 knock-on effects of the lie on job progress, exits and later rounds.)
 
-Figures (matplotlib, one card each, titled for people and for the browser test):
-``Allocation (GPUs)`` (heat map tenants x GPU types of the last round's fractional allocation),
-``True vs reported throughput`` (per tenant, last round), ``Liar's paired gain`` (over rounds) and
-``Server topology`` (the networkx cluster graph, hosts coloured by GPU type).
+Figures (one card each, titled for people and for the browser test): ``Allocation (GPUs)`` (heat
+map tenants x GPU types of the last round's fractional allocation), ``True vs reported
+throughput`` (per tenant, last round), ``Liar's paired gain`` (over rounds 1..R) and ``Server
+topology`` (the networkx cluster graph, hosts coloured by GPU type). Each is SVG text built by
+:class:`SvgChart` (about a millisecond; the browser draws it) and memoised per (model, step): a
+matplotlib PNG per card per step cost 0.1-0.2 s of CPU each and made a step take seconds.
 
 Auction studies (``control_auction``, ``oasis``, ``eris``, ``astraea``, ``pdors``, ...) get the auction
 page instead: :class:`AuctionVizModel`, an :class:`agents.auction.AuctionModel` of the study's small
@@ -33,10 +35,12 @@ Nothing else in marketsim imports this module's dependencies (solara, altair).
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
 import socket
 import tomllib
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -46,7 +50,6 @@ import matplotlib
 import networkx as nx
 import numpy as np
 import solara
-from matplotlib.figure import Figure
 from mesa.visualization import Slider, SolaraViz
 
 from agents.auction import AuctionModel, BidStrategy
@@ -73,7 +76,10 @@ __all__ = [
     "auction_studies",
     "build_auction_page",
     "build_page",
+    "check_page_target",
     "fair_share_scenarios",
+    "nice_ticks",
+    "SvgChart",
     "loadable_scenarios",
     "gain_figure",
     "is_auction_study",
@@ -106,8 +112,13 @@ AUCTION_TITLES = {
 }
 ALL_TITLES = {**TITLES, **AUCTION_TITLES}
 DEFAULT_STUDY = "control_auction"
+#: The pages' default lie: one where the paired gain is clearly non-zero. On ``default`` under its
+#: first policy (``oef-noncoop``, seed 0) tenant 0 inflating its fast-GPU speedups 2x LOSES about
+#: 1.36 of its 2.86 true throughput every round; in ``control_auction`` (``fixed-price``, seed 0) job 2
+#: doubling its value is admitted at a price above its true value: paired gain -2.93 from slot 1.
+DEFAULT_LIAR, DEFAULT_LIE_FACTOR = 0, 2.0
+DEFAULT_AUCTION_LIAR, DEFAULT_AUCTION_LIE_FACTOR = 2, 2.0
 LIE_FACTOR_RANGE = (0.25, 4.0)
-FIG_W, FIG_H, FIG_DPI = 5.0, 3.4, 90  # fits one card of Mesa's default 2 x 2 grid
 SEED_MAX = 999
 
 
@@ -206,17 +217,18 @@ class MarketVizModel(MarketModel):
     ``lie_factor`` (> 0; the liar reports ``w'^j = lie_factor · w^j`` for ``j >= 1``) and ``seed``.
     The scenario name is not called ``scenario``: Mesa reserves that for its own Scenario object.
 
-    After each step, :attr:`history` holds one row per round: the liar's TRUE throughput ``est``
-    (true value of its fractional allocation) and ``act`` (work done per second) here and in the
-    twin (:attr:`twin`), in slowest-GPU equivalents.
+    After each step, :attr:`history` holds one row per round: ``round`` (1-based, = :attr:`steps`,
+    the round every chart title and caption shows), the liar's TRUE throughput ``est`` (true value
+    of its fractional allocation) and ``act`` (work done per second) here and in the twin
+    (:attr:`twin`), in slowest-GPU equivalents, and ``gain`` = ``est - twin_est``.
     """
 
     def __init__(
         self,
         scenario_name: str = DEFAULT_SCENARIO,
         mechanism: str | None = None,
-        liar: int = 0,
-        lie_factor: float = 1.0,
+        liar: int = DEFAULT_LIAR,
+        lie_factor: float = DEFAULT_LIE_FACTOR,
         seed: int = 0,
     ) -> None:
         market = resolve_scenario(scenario_name)
@@ -277,7 +289,7 @@ class MarketVizModel(MarketModel):
             twin_est, twin_act = 0.0, 0.0
         est, act = self._liar_measures(self, self.liar_id)
         self.history.append(
-            {"round": float(self.round), "est": est, "twin_est": twin_est, "act": act, "twin_act": twin_act,
+            {"round": float(self.steps), "est": est, "twin_est": twin_est, "act": act, "twin_act": twin_act,
              "gain": est - twin_est, "gain_act": act - twin_act}
         )  # fmt: skip
 
@@ -320,62 +332,331 @@ class MarketVizModel(MarketModel):
 
 
 # ---------------------------------------------------------------------------------------------------
-# figures (plain matplotlib, no pyplot: safe in the server's threads)
+# charts: SVG text drawn in the browser (a step re-renders in milliseconds, not a matplotlib PNG)
+
+_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+          "#17becf")  # fmt: skip
+_C = {"blue": _TAB10[0], "orange": _TAB10[1], "green": _TAB10[2], "red": _TAB10[3], "purple": _TAB10[4],
+      "gray": _TAB10[7], "light": "#cccccc"}  # fmt: skip
+_FONT = "font-family:DejaVu Sans,Arial,sans-serif"
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _num(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """About ``n`` round tick values covering ``[lo, hi]`` (steps 1, 2, 2.5 or 5 x 10^k; whole
+    numbers only with ``integer``)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        hi = lo + 1.0
+    raw = (hi - lo) / max(1, n)
+    mag = 10.0 ** np.floor(np.log10(raw))
+    step = next(m * mag for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * mag >= raw)
+    if integer:
+        step = max(1.0, float(np.ceil(step)))
+    first = np.ceil(lo / step - 1e-9) * step
+    return [float(round(v, 10)) + 0.0 for v in np.arange(first, hi + step * 1e-6, step)]  # + 0.0: no "-0"
+
+
+def _viridis(v: float) -> str:
+    """Hex colour of ``v`` in [0, 1] on matplotlib's viridis map (256 levels, cached)."""
+    return _viridis_level(int(round(min(max(float(v), 0.0), 1.0) * 255)))
+
+
+@lru_cache(maxsize=256)
+def _viridis_level(level: int) -> str:
+    r, g, b, _ = matplotlib.colormaps["viridis"](level / 255)
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+
+
+class SvgChart:
+    """One chart as SVG text: a plot area with linear scales, axes, a title and a legend.
+
+    ``key`` and ``meta`` become ``data-*`` attributes of the ``<svg>`` element (what the tests read);
+    coordinates passed to the drawing methods are data units."""
+
+    W, H = 450, 300
+
+    def __init__(self, key: str, title: str, *, left: int = 60, right: int = 14, top: int = 30, bottom: int = 42,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.key, self.title, self.meta = key, title, dict(meta or {})
+        self.left, self.right, self.top, self.bottom = left, right, top, bottom
+        self.x0, self.x1, self.y0, self.y1 = 0.0, 1.0, 0.0, 1.0
+        self.y_down = False
+        self.parts: list[str] = []
+        self.legend_items: list[tuple[str, str, str]] = []
+
+    # -- scales
+    def limits(self, x0: float, x1: float, y0: float, y1: float, y_down: bool = False) -> None:
+        """Data ranges of the plot area (``y_down``: y grows downwards, as rows of a table)."""
+        self.x0, self.x1 = float(x0), float(x1) if x1 > x0 else float(x0) + 1.0
+        self.y0, self.y1 = float(y0), float(y1) if y1 > y0 else float(y0) + 1.0
+        self.y_down = y_down
+
+    def px(self, x: float) -> float:
+        return self.left + (x - self.x0) / (self.x1 - self.x0) * (self.W - self.left - self.right)
+
+    def py(self, y: float) -> float:
+        f = (y - self.y0) / (self.y1 - self.y0)
+        h = self.H - self.top - self.bottom
+        return self.top + (f * h if self.y_down else (1.0 - f) * h)
+
+    # -- drawing (data units)
+    def rect(self, x0: float, y0: float, x1: float, y1: float, fill: str, stroke: str = "none", sw: float = 1.0,
+             tip: str | None = None) -> None:  # fmt: skip
+        a, b = sorted((self.px(x0), self.px(x1)))
+        c, d = sorted((self.py(y0), self.py(y1)))
+        inner = f"<title>{_esc(tip)}</title>" if tip else ""
+        self.parts.append(f'<rect x="{_num(a)}" y="{_num(c)}" width="{_num(max(b - a, 0.5))}" '
+                          f'height="{_num(max(d - c, 0.5))}" fill="{fill}" stroke="{stroke}" '
+                          f'stroke-width="{sw}">{inner}</rect>')  # fmt: skip
+
+    def polyline(self, xs: Any, ys: Any, colour: str, width: float = 1.5, dash: str | None = None,
+                 step: bool = False, marker: str | None = None, cls: str = "") -> None:  # fmt: skip
+        xs, ys = list(map(float, xs)), list(map(float, ys))
+        if not xs:
+            return
+        pts = []
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if step and i > 0:
+                pts.append((self.px(x), self.py(ys[i - 1])))
+            pts.append((self.px(x), self.py(y)))
+        d = " ".join(f"{_num(a)},{_num(b)}" for a, b in pts)
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        data = " ".join(f"{x:g},{y:.6g}" for x, y in zip(xs, ys, strict=True))
+        self.parts.append(f'<polyline class="{cls}" data-points="{data}" points="{d}" fill="none" stroke="{colour}" '
+                          f'stroke-width="{width}"{extra}/>')  # fmt: skip
+        if marker:
+            for x, y in zip(xs, ys, strict=True):
+                self.marker(x, y, marker, colour, 3.0)
+
+    def marker(self, x: float, y: float, shape: str, colour: str, size: float = 5.0, hollow: bool = False,
+               edge: str = "none", tip: str | None = None, cls: str = "") -> None:  # fmt: skip
+        """``shape``: ``o`` circle, ``s`` square, ``v`` triangle down, ``x`` cross, ``*`` star."""
+        cx, cy, r = self.px(x), self.py(y), size
+        fill, stroke = ("none", colour) if hollow else (colour, edge)
+        inner = f"<title>{_esc(tip)}</title>" if tip else ""
+        attrs = f'class="{cls}" data-x="{x:.6g}" data-y="{y:.6g}" fill="{fill}" stroke="{stroke}" stroke-width="1"'
+        if shape == "o":
+            self.parts.append(f'<circle {attrs} cx="{_num(cx)}" cy="{_num(cy)}" r="{r}">{inner}</circle>')
+        elif shape == "s":
+            self.parts.append(f'<rect {attrs} x="{_num(cx - r)}" y="{_num(cy - r)}" width="{2 * r}" height="{2 * r}">'
+                              f"{inner}</rect>")  # fmt: skip
+        elif shape in ("v", "*", "x"):
+            if shape == "v":
+                pts = [(cx - r, cy - r * 0.8), (cx + r, cy - r * 0.8), (cx, cy + r)]
+            elif shape == "*":
+                pts = [(cx + (r if k % 2 == 0 else r * 0.45) * np.sin(k * np.pi / 5),
+                        cy - (r if k % 2 == 0 else r * 0.45) * np.cos(k * np.pi / 5)) for k in range(10)]  # fmt: skip
+            else:
+                w = r * 0.35
+                pts = [(cx - r, cy - r + w), (cx - r + w, cy - r), (cx, cy - w), (cx + r - w, cy - r),
+                       (cx + r, cy - r + w), (cx + w, cy), (cx + r, cy + r - w), (cx + r - w, cy + r), (cx, cy + w),
+                       (cx - r + w, cy + r), (cx - r, cy + r - w), (cx - w, cy)]  # fmt: skip
+            d = " ".join(f"{_num(a)},{_num(b)}" for a, b in pts)
+            self.parts.append(f'<polygon {attrs} points="{d}">{inner}</polygon>')
+
+    def text(self, x: float, y: float, s: str, size: int = 10, colour: str = "#222", anchor: str = "middle",
+             bold: bool = False, data_units: bool = True, rotate: float = 0.0, cls: str = "") -> None:  # fmt: skip
+        px, py = (self.px(x), self.py(y)) if data_units else (x, y)
+        rot = f' transform="rotate({rotate} {_num(px)} {_num(py)})"' if rotate else ""
+        weight = ' font-weight="bold"' if bold else ""
+        self.parts.append(f'<text class="{cls}" x="{_num(px)}" y="{_num(py)}" font-size="{size}" fill="{colour}" '
+                          f'text-anchor="{anchor}" dominant-baseline="middle"{weight}{rot}>'
+                          f"{_esc(s)}</text>")  # fmt: skip
+
+    def hline(self, y: float, colour: str = "#000", width: float = 0.8, dash: str | None = None) -> None:
+        self.polyline([self.x0, self.x1], [y, y], colour, width, dash, cls="ref")
+
+    def vline(self, x: float, colour: str = "#000", width: float = 0.8, dash: str | None = None) -> None:
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(f'<line x1="{_num(self.px(x))}" x2="{_num(self.px(x))}" y1="{self.top}" '
+                          f'y2="{self.H - self.bottom}" stroke="{colour}" stroke-width="{width}"{extra}/>')  # fmt: skip
+
+    def legend(self, label: str, colour: str, shape: str = "s") -> None:
+        self.legend_items.append((label, colour, shape))
+
+    # -- axes and output
+    def axes(self, xticks: list[float] | None = None, xlabels: list[str] | None = None,
+             yticks: list[float] | None = None, ylabels: list[str] | None = None, xlabel: str = "", ylabel: str = "",
+             xrotate: float = 0.0, grid: bool = True, label_colours: dict[str, str] | None = None) -> None:  # fmt: skip
+        """Frame, ticks (``*labels`` default to the tick values) and axis labels."""
+        W, H, L, R, T, B = self.W, self.H, self.left, self.right, self.top, self.bottom
+        out = [f'<rect x="{L}" y="{T}" width="{W - L - R}" height="{H - T - B}" fill="none" stroke="#444" '
+               'stroke-width="0.8"/>']  # fmt: skip
+        colours = label_colours or {}
+        for i, v in enumerate(yticks or []):
+            y = self.py(v)
+            lab = ylabels[i] if ylabels else f"{v:g}"
+            if grid:
+                out.append(f'<line x1="{L}" x2="{W - R}" y1="{_num(y)}" y2="{_num(y)}" stroke="#e6e6e6"/>')
+            colour = colours.get(lab, "#222")
+            bold = ' font-weight="bold"' if lab in colours else ""
+            out.append(f'<text class="ytick" x="{L - 4}" y="{_num(y)}" font-size="10" text-anchor="end" '
+                       f'dominant-baseline="middle" fill="{colour}"{bold}>{_esc(lab)}</text>')  # fmt: skip
+        for i, v in enumerate(xticks or []):
+            x = self.px(v)
+            lab = xlabels[i] if xlabels else f"{v:g}"
+            colour = colours.get(lab, "#222")
+            bold = ' font-weight="bold"' if lab in colours else ""
+            out.append(f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{H - B}" y2="{H - B + 3}" stroke="#444"/>')
+            if xrotate:
+                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 8}" font-size="10" text-anchor="end" '
+                           f'fill="{colour}"{bold} transform="rotate({xrotate} {_num(x)} {H - B + 8})">{_esc(lab)}'
+                           "</text>")  # fmt: skip
+            else:
+                out.append(f'<text class="xtick" x="{_num(x)}" y="{H - B + 13}" font-size="10" text-anchor="middle" '
+                           f'fill="{colour}"{bold}>{_esc(lab)}</text>')  # fmt: skip
+        if xlabel:
+            y = H - 4 if self.bottom < 50 else H - 24  # a bottom margin >= 50 leaves a row for a legend
+            out.append(f'<text x="{(L + W - R) / 2:.0f}" y="{y}" font-size="10" text-anchor="middle">'
+                       f"{_esc(xlabel)}</text>")  # fmt: skip
+        if ylabel:
+            yc = (T + H - B) / 2
+            out.append(f'<text x="11" y="{yc:.0f}" font-size="10" text-anchor="middle" '
+                       f'transform="rotate(-90 11 {yc:.0f})">{_esc(ylabel)}</text>')  # fmt: skip
+        self.parts = out + self.parts
+
+    def svg(self, legend_at: str = "top-right") -> str:
+        """The chart as one ``<svg>`` element (``class="marketsim-chart"``, ``data-chart`` = key)."""
+        meta = "".join(f' data-{k}="{_esc(v)}"' for k, v in self.meta.items())
+        head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="marketsim-chart" data-chart="{self.key}"{meta} '
+                f'viewBox="0 0 {self.W} {self.H}" width="100%" '
+                f'style="max-width:{self.W * 1.6:.0f}px;{_FONT}">')  # fmt: skip
+        title = (f'<text class="chart-title" x="{self.W / 2:.0f}" y="15" font-size="12" text-anchor="middle" '
+                 f'font-weight="bold">{_esc(self.title)}</text>')  # fmt: skip
+        legend = []
+        if self.legend_items and legend_at == "below":  # one row under the x axis label
+            widths = [22 + 5.6 * len(lab) for lab, _, _ in self.legend_items]
+            x = (self.W - sum(widths)) / 2
+            for (lab, colour, _shape), w in zip(self.legend_items, widths, strict=True):
+                legend.append(f'<rect x="{_num(x)}" y="{self.H - 12}" width="9" height="9" fill="{colour}"/>'
+                              f'<text x="{_num(x + 12)}" y="{self.H - 7}" font-size="9.5" dominant-baseline="middle">'
+                              f"{_esc(lab)}</text>")  # fmt: skip
+                x += w
+        elif self.legend_items:
+            n = len(self.legend_items)
+            width = 16 + 5.6 * max(len(lab) for lab, _, _ in self.legend_items)
+            x = self.W - self.right - width - 4 if legend_at.endswith("right") else self.left + 4
+            y = self.top + 4 if legend_at.startswith("top") else self.H - self.bottom - 4 - 14 * n
+            legend.append(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(width)}" height="{14 * n + 4}" '
+                          'fill="white" fill-opacity="0.85" stroke="#bbb" stroke-width="0.6"/>')  # fmt: skip
+            for i, (lab, colour, shape) in enumerate(self.legend_items):
+                cy = y + 9 + 14 * i
+                if shape == "line":
+                    legend.append(f'<line x1="{_num(x + 3)}" x2="{_num(x + 13)}" y1="{_num(cy)}" y2="{_num(cy)}" '
+                                  f'stroke="{colour}" stroke-width="2"/>')  # fmt: skip
+                elif shape == "*":
+                    legend.append(f'<text x="{_num(x + 8)}" y="{_num(cy + 1)}" font-size="12" fill="{colour}" '
+                                  'text-anchor="middle" dominant-baseline="middle">★</text>')  # fmt: skip
+                else:
+                    legend.append(f'<rect x="{_num(x + 3)}" y="{_num(cy - 4)}" width="9" height="9" fill="{colour}"/>')
+                legend.append(f'<text x="{_num(x + 17)}" y="{_num(cy)}" font-size="9.5" dominant-baseline="middle">'
+                              f"{_esc(lab)}</text>")  # fmt: skip
+        return head + title + "".join(self.parts) + "".join(legend) + "</svg>"
+
+
+def _colorbar(c: SvgChart, vmax: float, label: str) -> None:
+    """A vertical viridis scale 0..``vmax`` right of the plot area."""
+    x, top, bottom = c.W - c.right + 10, c.top, c.H - c.bottom
+    gid = f"cbar-{c.key}"
+    stops = "".join(f'<stop offset="{f:.2f}" stop-color="{_viridis(1.0 - f)}"/>' for f in np.linspace(0, 1, 9))
+    out = [f'<defs><linearGradient id="{gid}" x1="0" x2="0" y1="0" y2="1">{stops}</linearGradient></defs>',
+           f'<rect x="{x}" y="{top}" width="10" height="{bottom - top}" fill="url(#{gid})" stroke="#444" '
+           'stroke-width="0.5"/>']  # fmt: skip
+    for v in nice_ticks(0.0, vmax, 4):
+        y = bottom - v / vmax * (bottom - top)
+        out.append(f'<text x="{x + 13}" y="{_num(y)}" font-size="8" dominant-baseline="middle">{v:g}</text>')
+    ym = (top + bottom) / 2
+    out.append(f'<text x="{c.W - 6}" y="{ym:.0f}" font-size="9" text-anchor="middle" '
+               f'transform="rotate(-90 {c.W - 6} {ym:.0f})">{_esc(label)}</text>')  # fmt: skip
+    c.parts.extend(out)
+
+
+def _heat(c: SvgChart, M: np.ndarray, tips: Callable[[int, int], str], values: bool) -> float:
+    vmax = max(1.0, float(M.max()) if M.size else 1.0)
+    for i in range(M.shape[0]):
+        for j in range(M.shape[1]):
+            v = float(M[i, j])
+            c.rect(j - 0.5, i - 0.5, j + 0.5, i + 0.5, _viridis(v / vmax), stroke="white", sw=0.5, tip=tips(i, j))
+            if values and v > 0.005:
+                c.text(j, i, f"{v:.1f}", size=8, colour="white" if v < 0.6 * vmax else "black")
+    return vmax
 
 
 def _tenant_labels(model: MarketVizModel) -> list[str]:
     return [f"{tid} (liar)" if tid == model.liar_id else tid for tid in model.tenant_ids()]
 
 
-def allocation_figure(model: MarketVizModel) -> Figure:
-    """Heat map tenants x GPU types of the last round's fractional allocation."""
+def _liar_colour(labels: list[str]) -> dict[str, str]:
+    return {lab: _C["purple"] for lab in labels if lab.endswith("(liar)")}
+
+
+def allocation_figure(model: MarketVizModel) -> str:
+    """SVG heat map tenants x GPU types of the last round's fractional allocation."""
     X = model.allocation_matrix()
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
-    im = ax.imshow(X, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(1.0, float(X.max())))
-    ax.set_xticks(range(model.k), model.gpu_names)
-    ax.set_yticks(range(X.shape[0]), _tenant_labels(model), fontsize=8)
-    for i in range(X.shape[0]):
-        for j in range(X.shape[1]):
-            if X[i, j] > 0.005:
-                light = X[i, j] < 0.6 * max(1.0, float(X.max()))
-                ax.text(j, i, f"{X[i, j]:.1f}", ha="center", va="center", fontsize=7, color="w" if light else "k")
-    fig.colorbar(im, ax=ax, label="GPUs (fractional)")
-    ax.set_title(f"{TITLES['allocation']} · {model.mechanism} · round {model.steps}", fontsize=10)
-    return fig
+    r = model.steps
+    c = SvgChart("allocation", f"{TITLES['allocation']} · {model.mechanism} · round {r}", left=80, right=58,
+                 bottom=28, meta={"round": r})  # fmt: skip
+    n, k = X.shape
+    c.limits(-0.5, k - 0.5, -0.5, n - 0.5, y_down=True)
+    labels = _tenant_labels(model)
+    vmax = _heat(c, X, lambda i, j: f"{labels[i]} on {model.gpu_names[j]}: {X[i, j]:.3f} GPUs", values=True)
+    c.axes(list(range(k)), list(model.gpu_names), list(range(n)), labels, grid=False,
+           label_colours=_liar_colour(labels))
+    _colorbar(c, vmax, "GPUs (fractional)")
+    return c.svg()
 
 
-def throughput_figure(model: MarketVizModel) -> Figure:
-    """Per-tenant TRUE vs REPORTED throughput of the last round (bars)."""
+def throughput_figure(model: MarketVizModel) -> str:
+    """SVG bars: per tenant the TRUE vs REPORTED throughput of the last round."""
     true, reported = model.throughputs()
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
-    x = np.arange(true.size)
-    ax.bar(x - 0.2, true, 0.4, label="true", color="tab:blue")
-    ax.bar(x + 0.2, reported, 0.4, label="reported (what the mechanism sees)", color="tab:orange")
-    ax.set_xticks(x, _tenant_labels(model), rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("throughput (slowest-GPU equivalents)")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{TITLES['throughput']} · round {model.steps}", fontsize=10)
-    return fig
+    r = model.steps
+    c = SvgChart("throughput", f"{TITLES['throughput']} · round {r}", bottom=62, meta={"round": r})
+    n = true.size
+    top = float(max(true.max(initial=0.0), reported.max(initial=0.0))) * 1.25 or 1.0  # 1.0 before round 1
+    c.limits(-0.6, n - 0.4, 0.0, top)
+    labels = _tenant_labels(model)
+    for i in range(n):
+        c.rect(i - 0.38, 0.0, i, float(true[i]), _C["blue"], tip=f"{labels[i]} true {true[i]:.3f}")
+        c.rect(i, 0.0, i + 0.38, float(reported[i]), _C["orange"], tip=f"{labels[i]} reported {reported[i]:.3f}")
+    c.axes(list(range(n)), labels, yticks=nice_ticks(0.0, top), xrotate=-45, label_colours=_liar_colour(labels),
+           ylabel="throughput (slowest-GPU equiv.)")  # fmt: skip
+    c.legend("true", _C["blue"])
+    c.legend("reported (what the mechanism sees)", _C["orange"])
+    return c.svg()
 
 
-def gain_figure(model: MarketVizModel) -> Figure:
-    """The liar's TRUE throughput lying vs in the truthful twin, and their difference, per round."""
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
+def gain_figure(model: MarketVizModel) -> str:
+    """SVG lines per round: the liar's TRUE throughput lying and in the truthful twin, and their difference."""
     h = model.history
-    rounds = [r["round"] for r in h]
-    ax.plot(rounds, [r["est"] for r in h], "o-", ms=3, color="tab:red", label=f"liar x{model.lie_factor:.2f}")
-    ax.plot(rounds, [r["twin_est"] for r in h], "s-", ms=3, color="tab:gray", label="same tenant, all truthful")
-    total = sum(r["gain"] for r in h)
-    ax.plot(rounds, [r["gain"] for r in h], "-", lw=2, color="tab:green", label=f"paired gain (sum {total:+.2f})")
-    ax.axhline(0.0, color="k", lw=0.6)
-    ax.set_xlabel("round")
-    ax.set_ylabel(f"{model.liar_id}'s true throughput")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"{TITLES['gain']} · {model.liar_id} · {model.mechanism}", fontsize=10)
-    return fig
+    r = model.steps
+    last = h[-1]["gain"] if h else 0.0
+    total = sum(row["gain"] for row in h)
+    c = SvgChart("gain", f"{TITLES['gain']} · {model.liar_id} · {model.mechanism} · round {r}", bottom=36,
+                 meta={"round": r, "last-round": int(h[-1]["round"]) if h else 0,
+                       "last-gain": f"{last:.6g}"})  # fmt: skip
+    R = max(model.config.rounds, 1)
+    values = [v for row in h for v in (row["est"], row["twin_est"], row["gain"])] + [0.0]
+    lo, hi = min(values), max(values)
+    pad = 0.08 * (hi - lo) if hi > lo else 1.0
+    c.limits(0.5, R + 0.5, lo - pad, hi + pad)
+    c.hline(0.0)
+    rounds = [row["round"] for row in h]
+    c.polyline(rounds, [row["twin_est"] for row in h], _C["gray"], marker="s", cls="twin")
+    c.polyline(rounds, [row["est"] for row in h], _C["red"], marker="o", cls="liar")
+    c.polyline(rounds, [row["gain"] for row in h], _C["green"], width=2.5, cls="gain")
+    c.axes(nice_ticks(1, R, 8, integer=True), yticks=nice_ticks(lo - pad, hi + pad), xlabel="round",
+           ylabel=f"{model.liar_id}'s true throughput")  # fmt: skip
+    c.legend(f"liar x{model.lie_factor:.2f}", _C["red"], "line")
+    c.legend("same tenant, all truthful", _C["gray"], "line")
+    c.legend(f"paired gain (now {last:+.2f}, sum {total:+.2f})", _C["green"], "line")
+    return c.svg(legend_at="bottom-right" if last >= 0 else "top-right")
 
 
 def _tree_layout(g: nx.Graph) -> dict[Any, tuple[float, float]]:
@@ -398,35 +679,38 @@ def _tree_layout(g: nx.Graph) -> dict[Any, tuple[float, float]]:
     return pos
 
 
-def topology_figure(model: MarketVizModel) -> Figure:
-    """The cluster's networkx topology; hosts coloured by GPU type, labelled busy/total GPUs."""
+def topology_figure(model: MarketVizModel) -> str:
+    """SVG of the cluster's networkx topology; hosts coloured by GPU type, labelled busy/total GPUs."""
     g = model.cluster.graph
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(f"{TITLES['topology']} · busy/total GPUs, round {model.steps}", fontsize=10)
-    ax.set_axis_off()
+    r = model.steps
+    c = SvgChart("topology", f"{TITLES['topology']} · busy/total GPUs, round {r}", left=10, right=10, top=34,
+                 bottom=30, meta={"round": r})  # fmt: skip
     if g.number_of_nodes() == 0:
-        ax.text(0.5, 0.5, "no topology", ha="center", va="center")
-        return fig
-    pos = _tree_layout(g)
-    cmap = matplotlib.colormaps["tab10"]
+        c.text(c.W / 2, c.H / 2, "no topology", data_units=False)
+        return c.svg()
+    pos = model.__dict__.get("_topology_pos")
+    if pos is None:  # the graph never changes: lay it out once per model
+        pos = model.__dict__["_topology_pos"] = _tree_layout(g)
+    ys = [y for _, y in pos.values()]
+    c.limits(0.0, 1.0, min(ys) - 0.35, max(ys) + 0.35)
+    for u, v in g.edges:
+        c.polyline([pos[u][0], pos[v][0]], [pos[u][1], pos[v][1]], "#999999", 1.0, cls="edge")
     by_node = {s.server.node: s for s in model.server_agents() if s.server.node is not None}
-    nx.draw_networkx_edges(g, pos, ax=ax, edge_color="0.6")
-    switches = [n for n in g.nodes if n not in by_node]
-    nx.draw_networkx_nodes(g, pos, nodelist=switches, ax=ax, node_shape="s", node_color="0.75", node_size=500)
+    size = float(min(16.0, max(7.0, 0.42 * (c.W - 20) / max(1, max(Counter(ys).values())))))
+    for node, (x, y) in pos.items():
+        s = by_node.get(node)
+        if s is None:
+            c.marker(x, y, "s", "#bfbfbf", size * 0.8, edge="#777", tip=str(node), cls="switch")
+            c.text(x, y, str(node), size=8)
+            continue
+        colour = _TAB10[s.server.gpu_type % 10]
+        tip = f"{node}: {model.gpu_names[s.server.gpu_type]}, {s.busy}/{s.server.count} GPUs busy"
+        c.marker(x, y, "o", colour, size, edge="black" if s.healthy else "red", tip=tip, cls="host")
+        c.text(x, y, f"{s.busy}/{s.server.count}", size=8, colour="white", bold=True)
+        c.text(c.px(x), c.py(y) + size + 7, str(node), size=7, data_units=False)
     for j, name in enumerate(model.gpu_names):
-        hosts = [n for n, s in by_node.items() if s.server.gpu_type == j]
-        if hosts:
-            nx.draw_networkx_nodes(
-                g, pos, nodelist=hosts, ax=ax, node_color=[cmap(j % 10)], node_size=700, label=name,
-                edgecolors=["k" if by_node[h].healthy else "r" for h in hosts],
-            )  # fmt: skip
-    labels = {n: str(n) for n in switches}
-    labels.update({n: f"{n}\n{s.busy}/{s.server.count}" for n, s in by_node.items()})
-    nx.draw_networkx_labels(g, pos, labels=labels, ax=ax, font_size=7)
-    ax.legend(loc="lower center", fontsize=8, ncol=max(1, model.k), markerscale=0.5, bbox_to_anchor=(0.5, -0.12))
-    ax.margins(0.08)
-    return fig
+        c.legend(name, _TAB10[j % 10])
+    return c.svg(legend_at="top-left")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -490,8 +774,8 @@ class AuctionVizModel(AuctionModel):
         self,
         study: str = DEFAULT_STUDY,
         mechanism: str | None = None,
-        liar: int = 0,
-        lie_factor: float = 1.0,
+        liar: int = DEFAULT_AUCTION_LIAR,
+        lie_factor: float = DEFAULT_AUCTION_LIE_FACTOR,
         seed: int = 0,
     ) -> None:
         seed = check_int("seed", seed, minimum=0)
@@ -564,6 +848,19 @@ class AuctionVizModel(AuctionModel):
             return [int(t) for t in d.schedule.slots]
         return [] if d.completion is None else [int(d.completion)]
 
+    def true_value(self, job_id: int) -> float:
+        """The job's TRUE value, from its true bid (not from the surplus, which is 0 when rejected):
+        the bid's ``value`` field where the market has one (the control auctions), else for an
+        admitted job its realised true utility (``true_surplus`` + payment, the market's
+        consequence model); NaN for a rejected or undecided job of a market without ``value``."""
+        b = self.bidders[job_id]
+        v = getattr(b.bid, "value", None)
+        if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool):
+            return float(v)
+        if b.decision is not None and b.decision.admitted:
+            return float(self.market.true_surplus(b.bid, b.report, b.decision)) + float(b.decision.payment)
+        return float("nan")
+
     def reported_value(self, job_id: int) -> float:
         """The value the mechanism saw: the reported utility at the decided completion for an
         admitted job, else the report's ``value`` field if the market has one (NaN otherwise)."""
@@ -605,140 +902,142 @@ class AuctionVizModel(AuctionModel):
 # ---------------------------------------------------------------------------------------------------
 # the auction page: figures
 
-_STATE_COLOURS = {"admitted": "tab:green", "rejected": "tab:red", "pending": "tab:orange", "future": "0.8"}
+_STATE_COLOURS = {"admitted": _C["green"], "rejected": _C["red"], "pending": _C["orange"], "future": _C["light"]}
 
 
 def _job_labels(model: AuctionVizModel) -> list[str]:
     return [f"job {j} (liar)" if j == model.liar_id else f"job {j}" for j in model.job_ids()]
 
 
-def _bold_liar(ax: Any, model: AuctionVizModel) -> None:
-    for label in ax.get_yticklabels() + ax.get_xticklabels():
-        if label.get_text().endswith("(liar)"):
-            label.set_fontweight("bold")
-            label.set_color("tab:purple")
-
-
-def timeline_figure(model: AuctionVizModel) -> Figure:
-    """One row per job: true arrival (▼; the reported one ▽ when later), the slots its decided
-    schedule runs in, coloured admitted / rejected / pending / not arrived; the current slot."""
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
+def timeline_figure(model: AuctionVizModel) -> str:
+    """SVG, one row per job: true arrival (▼; the reported one hollow when later), the slots its
+    decided schedule runs in, coloured admitted / rejected / pending / not arrived; the current slot."""
     ids = model.job_ids()
+    s = model.slot + 1
+    c = SvgChart("timeline", f"{AUCTION_TITLES['timeline']} · {model.mechanism_name} · slot {s}", left=78,
+                 bottom=52, meta={"slot": s})  # fmt: skip
+    c.limits(-0.7, model.T - 0.3, -0.6, len(ids) - 0.4, y_down=True)
     for row, j in enumerate(ids):
         b = model.bidders[j]
         state = model.job_state(j)
         colour = _STATE_COLOURS[state]
-        slots = model.run_slots(j)
-        if slots:
-            ax.broken_barh([(t - 0.4, 0.8) for t in slots], (row - 0.3, 0.6), color=colour,
-                           edgecolor="tab:purple" if j == model.liar_id else "none", lw=1.5)  # fmt: skip
+        for t in model.run_slots(j):
+            edge = _C["purple"] if j == model.liar_id else "none"
+            c.rect(t - 0.4, row - 0.3, t + 0.4, row + 0.3, colour, stroke=edge, sw=1.5, tip=f"job {j} runs in slot {t}")
         a = int(b.bid.arrival)
-        ax.plot([a], [row], marker="v", ms=7, color=colour, mec="k", mew=0.6, ls="none")
+        c.marker(a, row, "v", colour, 5.5, edge="black", tip=f"job {j}: arrives in slot {a}, {state}", cls="arrival")
         if b.report is not None and int(b.report.arrival) != a:
-            ax.plot([int(b.report.arrival)], [row], marker="v", ms=7, mfc="none", mec=colour, ls="none")
+            c.marker(int(b.report.arrival), row, "v", colour, 5.5, hollow=True, tip=f"job {j}: reported arrival")
         if state == "rejected":
-            ax.plot([a], [row], marker="x", ms=8, color="tab:red", ls="none")
+            c.marker(a + 0.45, row, "x", _C["red"], 4.5, tip=f"job {j} rejected", cls="rejected")
+    c.vline(model.slot + 0.5, dash="4 3")
+    labels = _job_labels(model)
+    c.axes(nice_ticks(0, model.T - 1, 8, integer=True), yticks=list(range(len(ids))), ylabels=labels, grid=False,
+           xlabel="slot (▼ arrival, bars: scheduled slots, -- now)", label_colours=_liar_colour(labels))  # fmt: skip
     for state, colour in _STATE_COLOURS.items():
-        ax.plot([], [], "s", color=colour, label="not arrived" if state == "future" else state)
-    ax.axvline(model.slot + 0.5, color="k", lw=0.8, ls="--")
-    ax.set_xlim(-0.7, model.T - 0.3)
-    ax.set_ylim(len(ids) - 0.5, -0.5)
-    ax.set_yticks(range(len(ids)), _job_labels(model), fontsize=7)
-    _bold_liar(ax, model)
-    ax.set_xlabel("slot (▼ arrival, bars: scheduled slots, -- now)")
-    ax.legend(fontsize=7, loc="lower right", ncol=2)
-    ax.set_title(f"{AUCTION_TITLES['timeline']} · {model.mechanism_name} · slot {model.slot + 1}", fontsize=10)
-    return fig
+        c.legend("not arrived" if state == "future" else state, colour)
+    return c.svg(legend_at="below")
 
 
-def prices_figure(model: AuctionVizModel) -> Figure:
-    """Per decided job: the payment next to the reported value (what the mechanism saw); for the
-    liar also its TRUE value (true surplus + payment) and, after the bars, its twin's payment."""
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
+def prices_figure(model: AuctionVizModel) -> str:
+    """SVG bars per decided job: the reported value the mechanism saw next to the payment; a star
+    marks the liar's TRUE value (:meth:`AuctionVizModel.true_value`)."""
     decided = [j for j in model.job_ids() if model.bidders[j].decision is not None]
-    x = np.arange(len(decided))
-    pay = [model.bidders[j].payment for j in decided]
+    pay = [float(model.bidders[j].payment) for j in decided]
     rep = [model.reported_value(j) for j in decided]
-    ax.bar(x - 0.2, rep, 0.4, label="reported value", color="tab:orange")
-    ax.bar(x + 0.2, pay, 0.4, label="payment", color="tab:blue")
-    if model.liar_id in decided:
+    star = model.true_value(model.liar_id) if model.liar_id in decided else float("nan")
+    c = SvgChart("prices", f"{AUCTION_TITLES['prices']} · {len(decided)}/{len(model.bidders)} decided", bottom=58,
+                 meta={"slot": model.slot + 1, "liar-true-value": f"{star:.6g}"})  # fmt: skip
+    finite = [v for v in rep + pay + [star] if np.isfinite(v)]
+    lo, hi = min(finite + [0.0]), max(finite + [0.0]) or 1.0  # nothing decided yet: a 0..1 frame
+    pad = 0.15 * (hi - lo)
+    c.limits(-0.6, max(len(decided), 1) - 0.4, lo - (pad if lo < 0 else 0.0), hi + pad)
+    for i, j in enumerate(decided):
+        if np.isfinite(rep[i]):
+            c.rect(i - 0.38, 0.0, i, rep[i], _C["orange"], tip=f"job {j}: reported value {rep[i]:.3f}")
+        c.rect(i, 0.0, i + 0.38, pay[i], _C["blue"], tip=f"job {j}: payment {pay[i]:.3f}")
+    c.hline(0.0)
+    if np.isfinite(star):
         i = decided.index(model.liar_id)
-        liar = model.bidders[model.liar_id]
-        true_value = liar.surplus + liar.payment
-        ax.plot([i - 0.2], [true_value], marker="*", ms=12, color="tab:purple", ls="none", label="liar's true value")
+        c.marker(i - 0.19, star, "*", _C["purple"], 8.0, edge="black", tip=f"liar's true value {star:.3f}",
+                 cls="true-value")  # fmt: skip
     if not decided:
-        ax.text(0.5, 0.5, "no job decided yet", ha="center", va="center", transform=ax.transAxes)
+        c.text(c.W / 2, c.H / 2, "no job decided yet", data_units=False)
     labels = [f"job {j} (liar)" if j == model.liar_id else f"job {j}" for j in decided]
-    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-    _bold_liar(ax, model)
-    ax.set_ylabel("currency")
-    ax.legend(fontsize=7)
-    ax.set_title(f"{AUCTION_TITLES['prices']} · {len(decided)}/{len(model.bidders)} decided", fontsize=10)
-    return fig
+    c.axes(list(range(len(decided))), labels, yticks=nice_ticks(c.y0, c.y1), xrotate=-45, ylabel="currency",
+           label_colours=_liar_colour(labels))  # fmt: skip
+    c.legend("reported value", _C["orange"])
+    c.legend("payment", _C["blue"])
+    c.legend("liar's true value", _C["purple"], "*")
+    return c.svg()
 
 
-def auction_gain_figure(model: AuctionVizModel) -> Figure:
-    """The liar's TRUE surplus (as decided so far) lying vs in the truthful twin, and the gain, per slot."""
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
+def auction_gain_figure(model: AuctionVizModel) -> str:
+    """SVG step lines per slot: the liar's TRUE surplus (as decided so far) lying and in the twin, and the gain."""
     h = model.history
-    slots = [r["slot"] for r in h]
-    ax.step(slots, [r["surplus"] for r in h], "-o", where="post", ms=3, color="tab:red",
-            label=f"liar {model.lie_dim} x{model.lie_factor:.2f}")  # fmt: skip
-    ax.step(slots, [r["twin_surplus"] for r in h], "-s", where="post", ms=3, color="tab:gray",
-            label="same job, all truthful")  # fmt: skip
+    s = model.slot + 1
     last = h[-1]["gain"] if h else 0.0
-    ax.step(slots, [r["gain"] for r in h], "-", where="post", lw=2, color="tab:green",
-            label=f"paired gain (now {last:+.2f})")  # fmt: skip
-    ax.axhline(0.0, color="k", lw=0.6)
-    ax.set_xlim(-0.5, model.T - 0.5)
-    ax.set_xlabel("slot")
-    ax.set_ylabel(f"job {model.liar_id}'s true surplus")
-    ax.legend(fontsize=8, loc="best")
-    ax.set_title(f"{AUCTION_TITLES['auction_gain']} · job {model.liar_id} · {model.mechanism_name}", fontsize=10)
-    return fig
+    c = SvgChart("auction_gain", f"{AUCTION_TITLES['auction_gain']} · job {model.liar_id} · {model.mechanism_name}",
+                 bottom=36, meta={"slot": s, "last-gain": f"{last:.6g}"})  # fmt: skip
+    values = [v for row in h for v in (row["surplus"], row["twin_surplus"], row["gain"])] + [0.0]
+    lo, hi = min(values), max(values)
+    pad = 0.1 * (hi - lo) if hi > lo else 1.0
+    c.limits(-0.5, model.T - 0.5, lo - pad, hi + pad)
+    c.hline(0.0)
+    slots = [row["slot"] for row in h]
+    c.polyline(slots, [row["twin_surplus"] for row in h], _C["gray"], step=True, marker="s", cls="twin")
+    c.polyline(slots, [row["surplus"] for row in h], _C["red"], step=True, marker="o", cls="liar")
+    c.polyline(slots, [row["gain"] for row in h], _C["green"], width=2.5, step=True, cls="gain")
+    c.axes(nice_ticks(0, model.T - 1, 8, integer=True), yticks=nice_ticks(lo - pad, hi + pad), xlabel="slot",
+           ylabel=f"job {model.liar_id}'s true surplus")  # fmt: skip
+    c.legend(f"liar {model.lie_dim} x{model.lie_factor:.2f}", _C["red"], "line")
+    c.legend("same job, all truthful", _C["gray"], "line")
+    c.legend(f"paired gain (now {last:+.2f})", _C["green"], "line")
+    return c.svg(legend_at="bottom-right" if last >= 0 else "top-right")
 
 
-def resources_figure(model: AuctionVizModel) -> Figure:
-    """Heat map servers x slots of the workers / parameter servers the admitted schedules hold."""
+def resources_figure(model: AuctionVizModel) -> str:
+    """SVG heat map servers x slots of the workers / parameter servers the admitted schedules hold."""
     labels, U = model.usage()
-    fig = Figure(figsize=(FIG_W, FIG_H), layout="constrained")
-    ax = fig.add_subplot()
+    s = model.slot + 1
     n_res = len(model.resources)
-    ax.set_title(f"{AUCTION_TITLES['resources']} · {n_res or 'one pool of'} resources, slot {model.slot + 1}",
-                 fontsize=10)  # fmt: skip
+    c = SvgChart("resources", f"{AUCTION_TITLES['resources']} · {n_res or 'one pool of'} resources, slot {s}",
+                 left=70, right=58, bottom=36, meta={"slot": s})  # fmt: skip
     if U.shape[0] == 0:
         U = np.zeros((1, model.T))
         labels = ["(none held)"]
-    im = ax.imshow(U, aspect="auto", cmap="viridis", vmin=0.0, vmax=max(1.0, float(U.max())))
-    ax.set_yticks(range(len(labels)), labels, fontsize=7)
-    ax.set_xlabel("slot")
-    ax.axvline(model.slot + 0.5, color="w", lw=0.8, ls="--")
-    fig.colorbar(im, ax=ax, label="units held (admitted schedules)")
-    return fig
+    c.limits(-0.5, model.T - 0.5, -0.5, U.shape[0] - 0.5, y_down=True)
+    vmax = _heat(c, U, lambda i, t: f"{labels[i]}, slot {t}: {U[i, t]:g} units", values=U.shape[0] * model.T <= 200)
+    c.vline(model.slot + 0.5, colour="white", dash="4 3")
+    c.axes(nice_ticks(0, model.T - 1, 8, integer=True), yticks=list(range(len(labels))), ylabels=labels, grid=False,
+           xlabel="slot")  # fmt: skip
+    _colorbar(c, vmax, "units held (admitted)")
+    return c.svg()
 
 
 # ---------------------------------------------------------------------------------------------------
 # the page
 
 
-def _card(key: str, model: Any, figure: Figure) -> Any:
+def _card(key: str, model: Any, figure: Callable[[Any], str]) -> Any:
     """One figure card (fair-share or auction): heading ``ALL_TITLES[key]``, the model's caption and
-    the figure, in a column with the CSS class ``marketsim-<key>`` (what the browser test queries)."""
+    the chart, in a column with the CSS class ``marketsim-<key>`` (what the browser test queries).
+
+    The chart's SVG is memoised on (model, step): a re-render that is not a step (another card, a
+    parameter change before Reset) reuses it, and a step rebuilds it in milliseconds."""
+    svg = solara.use_memo(lambda: figure(model), dependencies=[model, model.steps])  # the model itself: no id reuse
     with solara.Column(gap="4px", classes=[f"marketsim-{key}"]) as col:
         solara.HTML(tag="h3", unsafe_innerHTML=ALL_TITLES[key], classes=["marketsim-title"])
         solara.Text(model.caption(), classes=["marketsim-caption"])
-        solara.FigureMatplotlib(figure, format="png", dpi=FIG_DPI)
+        solara.HTML(tag="div", unsafe_innerHTML=svg, classes=["marketsim-figure"])
     return col
 
 
-def _view(name: str, key: str, figure: Callable[[Any], Figure], doc: str) -> Callable[[Any], Any]:
+def _view(name: str, key: str, figure: Callable[[Any], str], doc: str) -> Callable[[Any], Any]:
     """A Mesa component ``name(model)`` drawing ``figure(model)`` in the card ``key``."""
 
     def view(model: Any) -> Any:
-        return _card(key, model, figure(model))
+        return _card(key, model, figure)
 
     view.__name__ = view.__qualname__ = name
     view.__doc__ = doc
@@ -776,8 +1075,8 @@ class PageModel(MarketVizModel):
         self,
         scenario_name: str = DEFAULT_SCENARIO,
         mechanism: str | None = None,
-        liar: int = 0,
-        lie_factor: float = 1.0,
+        liar: int = DEFAULT_LIAR,
+        lie_factor: float = DEFAULT_LIE_FACTOR,
         seed: int = 0,
     ) -> None:
         n = resolve_scenario(scenario_name).workload.tenants
@@ -836,7 +1135,7 @@ def build_page(scenario: str | None = None, model: PageModel | None = None) -> A
         components=[(AllocationView, 0), (ThroughputView, 0), (GainView, 0), (TopologyView, 0)],
         model_params=_model_params(name, model),
         name="marketsim · fair-share market",
-        play_interval=400,
+        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 
@@ -850,8 +1149,8 @@ class AuctionPageModel(AuctionVizModel):
         self,
         study: str = DEFAULT_STUDY,
         mechanism: str | None = None,
-        liar: int = 0,
-        lie_factor: float = 1.0,
+        liar: int = DEFAULT_AUCTION_LIAR,
+        lie_factor: float = DEFAULT_AUCTION_LIE_FACTOR,
         seed: int = 0,
     ) -> None:
         spec, market = load_auction_market(study, check_int("seed", seed, minimum=0))
@@ -906,12 +1205,22 @@ def build_auction_page(study: str | None = None, model: AuctionPageModel | None 
         components=[(TimelineView, 0), (PricesView, 0), (AuctionGainView, 0), (ResourcesView, 0)],
         model_params=_auction_params(name, model),
         name="marketsim · online auction",
-        play_interval=400,
+        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 
+#: Page CSS: every slider shows its value (Vuetify's thumb label, otherwise only shown while the
+#: slider is focused or dragged) and the charts fill their cards.
+PAGE_CSS = """
+.v-slider__thumb-label-container { display: block !important; }
+.v-slider__thumb-label { transform: translateY(-20%) translateY(-12px) translateX(-50%) rotate(45deg) !important; }
+.v-slider--horizontal { margin-top: 26px; }
+.marketsim-figure svg { display: block; margin: 0 auto; }
+"""
+
+
 @solara.component
-def Page() -> Any:
+def Page() -> None:
     """The app ``solara run analysis.viz:Page`` serves: one fresh model per browser session; an
     auction study gets the auction page, anything else the fair-share page."""
     scenario = os.environ.get(SCENARIO_ENV) or DEFAULT_SCENARIO
@@ -919,7 +1228,29 @@ def Page() -> Any:
     model = solara.use_memo(
         lambda: AuctionPageModel(study=scenario) if auction else PageModel(scenario_name=scenario), []
     )
-    return build_auction_page(scenario, model=model) if auction else build_page(scenario, model=model)
+    solara.Style(PAGE_CSS)  # no return: the style and the SolaraViz page are both children of the app
+    if auction:
+        build_auction_page(scenario, model=model)
+    else:
+        build_page(scenario, model=model)
+
+
+def check_page_target(name: str) -> None:
+    """Raise :class:`InputError` naming ``scenario`` when ``name`` is neither an embedded fair-share
+    scenario, an embedded auction study nor a TOML file; the message lists both kinds."""
+    from scenarios.loader import scenario_names
+
+    embedded = isinstance(name, str) and "/" not in name and not name.endswith(".toml")
+    if embedded and name.strip() and name in scenario_names():
+        return
+    if not embedded and Path(name).expanduser().is_file():
+        return
+    raise InputError(
+        "scenario",
+        name,
+        f"is neither a fair-share scenario {fair_share_scenarios()}, an auction study {auction_studies()} "
+        "nor a TOML file",
+    )
 
 
 def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765, open_browser: bool = True) -> int:
@@ -932,6 +1263,7 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     if is_auction_study(name):
         AuctionPageModel(study=name)  # builds the instance: a broken study fails here, not in the browser
     else:
+        check_page_target(name)
         resolve_scenario(name)
     port = check_int("--port", port, minimum=0)
     if port > 65535:

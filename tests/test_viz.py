@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,28 @@ pytest.importorskip("solara", reason="the viz extra is not installed (pip instal
 from analysis import viz  # noqa: E402  (after the importorskip guard)
 
 ROOT = Path(__file__).resolve().parents[1]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg(text: str) -> ET.Element:
+    """Parse a chart: it must be one well-formed ``<svg>`` element."""
+    assert isinstance(text, str) and text.startswith("<svg"), text[:80]
+    root = ET.fromstring(text)
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def _title(svg: ET.Element) -> str:
+    return next(t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "chart-title")
+
+
+def _xticks(svg: ET.Element) -> list[str]:
+    return [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "xtick"]
+
+
+def _points(svg: ET.Element, cls: str) -> list[tuple[float, float]]:
+    line = next(p for p in svg.iter(f"{SVG}polyline") if p.get("class") == cls)
+    return [tuple(map(float, xy.split(","))) for xy in line.get("data-points").split()]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -50,13 +73,17 @@ def test_model_steps_and_figures():
     assert reported[liar] > true[liar] > 0  # inflated reports on the fast types
     others = [i for i in range(len(true)) if i != liar]
     np.testing.assert_allclose(true[others], reported[others])  # everyone else is truthful
-    for make in (viz.allocation_figure, viz.throughput_figure, viz.gain_figure, viz.topology_figure):
-        fig = make(m)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
-    titles = [viz.allocation_figure(m).axes[0].get_title(), viz.topology_figure(m).axes[0].get_title()]
-    assert titles[0].startswith(viz.TITLES["allocation"]) and titles[1].startswith(viz.TITLES["topology"])
+    figures = {"allocation": viz.allocation_figure, "throughput": viz.throughput_figure, "gain": viz.gain_figure,
+               "topology": viz.topology_figure}  # fmt: skip
+    for key, make in figures.items():
+        svg = _svg(make(m))
+        assert svg.get("data-chart") == key
+        assert _title(svg).startswith(viz.TITLES[key])
+    # the heat map draws one cell per tenant x GPU type, labelled with the allocation
+    cells = [r for r in _svg(viz.allocation_figure(m)).iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+    assert len(cells) == 6 * 3
+    tips = [r.find(f"{SVG}title").text for r in cells]
+    assert any(f"{X[0, j]:.3f} GPUs" in tips[j] for j in range(3))
 
 
 def test_truthful_factor_has_zero_paired_gain():
@@ -75,6 +102,77 @@ def test_inflating_liar_gains_under_max_throughput():
     gains = [h["gain"] for h in m.history]
     assert all(g > 0 for g in gains), gains
     assert m.history[0]["est"] > m.history[0]["twin_est"]
+
+
+def test_default_lie_visibly_costs_the_liar():
+    """The page's default (tenant 0 inflating 2x under default's oef-noncoop) is no flat 0: the
+    paired gain is about -1.36 of a truthful 2.86 every round (a hand-checkable loss, not noise)."""
+    m = viz.PageModel()
+    assert (m.scenario_name, m.mechanism, m.liar_index, m.lie_factor) == ("default", "oef-noncoop", 0, 2.0)
+    for _ in range(5):
+        m.step()
+    for h in m.history:
+        assert h["twin_est"] > 2.0 and h["gain"] < -0.3 * h["twin_est"], h
+    # and a factor of 1 on the same liar really is flat: the loss comes from the lie
+    t = viz.PageModel(lie_factor=1.0)
+    t.step()
+    assert t.history[0]["gain"] == 0.0
+
+
+def test_default_auction_lie_is_punished():
+    """control_auction's default (job 2 doubling its value under fixed-price) is admitted at a
+    posted price above its true value: a negative paired gain from the first slot on."""
+    m = viz.AuctionPageModel()
+    assert (m.study_name, m.mechanism_name, m.liar_id, m.lie_factor) == ("control_auction", "fixed-price", 2, 2.0)
+    while m.running:
+        m.step()
+    assert all(h["gain"] < -1.0 for h in m.history), m.history
+    assert m.twin.bidders[2].decision is not None and not m.twin.bidders[2].decision.admitted  # truthful: rejected
+
+
+def test_rounds_agree_across_charts_and_ticks_are_integers():
+    """After r steps every chart says round r: the heat map's title, the gain chart's last point,
+    the caption; the round axis has whole-number ticks only (short and long horizons)."""
+    m = viz.PageModel(scenario_name="hedge_tenant", lie_factor=1.5)
+    for r in range(1, 4):
+        m.step()
+        assert f"round {r}/" in m.caption()
+        heat, gain = _svg(viz.allocation_figure(m)), _svg(viz.gain_figure(m))
+        assert _title(heat).endswith(f"round {r}") and heat.get("data-round") == str(r)
+        assert _title(gain).endswith(f"round {r}")
+        assert [x for x, _ in _points(gain, "gain")] == [float(i) for i in range(1, r + 1)]
+        assert gain.get("data-last-round") == str(r)
+    for chart in (_svg(viz.gain_figure(m)), _svg(viz.gain_figure(viz.PageModel()))):
+        ticks = _xticks(chart)
+        assert ticks and all(t.lstrip("-").isdigit() for t in ticks), ticks
+    a = viz.AuctionPageModel()
+    a.step()
+    assert all(t.isdigit() for t in _xticks(_svg(viz.auction_gain_figure(a))))
+    assert viz.nice_ticks(1, 3, 8, integer=True) == [1.0, 2.0, 3.0]
+    assert viz.nice_ticks(1, 24, 8, integer=True) == [5.0, 10.0, 15.0, 20.0]
+    assert viz.nice_ticks(-1.5, 3.0, 5) == [-1.0, 0.0, 1.0, 2.0, 3.0]
+    assert "-0" not in [f"{v:g}" for v in viz.nice_ticks(-1e-12, 1.0)]
+
+
+def test_rejected_liars_true_value_star_is_its_true_value():
+    """A liar that shades itself out (job 3 x0.5 under fixed-price: rejected, its truthful twin is
+    admitted) still has its TRUE value starred, not surplus + payment = 0."""
+    m = viz.AuctionVizModel(study="control_auction", mechanism="fixed-price", liar=3, lie_factor=0.5, seed=0)
+    while m.running:
+        m.step()
+    liar = m.bidders[3]
+    assert liar.decision is not None and not liar.decision.admitted and liar.surplus == 0.0
+    true_value = float(liar.bid.value)
+    assert true_value > 0 and m.true_value(3) == true_value
+    prices = _svg(viz.prices_figure(m))
+    star = next(e for e in prices.iter() if e.get("class") == "true-value")
+    assert float(star.get("data-y")) == pytest.approx(true_value)
+    # an admitted liar: its true value too (here = what it pays + its true surplus)
+    a = viz.AuctionPageModel()
+    while a.running:
+        a.step()
+    b = a.bidders[2]
+    assert b.decision.admitted and a.true_value(2) == pytest.approx(b.surplus + b.payment) == float(b.bid.value)
 
 
 @pytest.mark.parametrize(
@@ -122,10 +220,15 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
     assert len(lines) == 1 and "pip install -e '.[viz]'" in lines[0]
 
 
-def test_cli_viz_rejects_unknown_name():
+def test_cli_viz_rejects_unknown_name(capsys):
+    """An unknown name: one line, exit 2, listing the fair-share scenarios AND the auction studies."""
     from analysis.cli import main
 
     assert main(["viz", "no_such_study_or_scenario", "--no-browser"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no_such_study_or_scenario" in err[0]
+    for name in ("default", "oef_lying", "control_auction", "oasis", "eris"):
+        assert f"'{name}'" in err[0], err[0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -149,11 +252,8 @@ def test_auction_model_steps_to_horizon_with_titled_figures(study):
         "resources": viz.resources_figure,
     }
     for key, make in figures.items():
-        fig = make(m)
-        assert fig.axes[0].get_title().startswith(viz.AUCTION_TITLES[key])
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+        svg = _svg(make(m))
+        assert svg.get("data-chart") == key and _title(svg).startswith(viz.AUCTION_TITLES[key])
     assert len(set(viz.AUCTION_TITLES.values()) | set(viz.TITLES.values())) == 8  # distinct titles
 
 
@@ -302,14 +402,29 @@ window.__mk = {
   },
   caption: (key) => { const e = document.querySelector('.marketsim-' + key + ' .marketsim-caption');
                       return e ? e.textContent.trim() : ''; },
-  imageSum: async (key) => {  // a checksum of the card's rendered figure pixels
-    const img = document.querySelector('.marketsim-' + key + ' img');
-    if (!img || !img.complete || !img.naturalWidth) return null;
-    const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
-    const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
-    const d = ctx.getImageData(0, 0, c.width, c.height).data;
-    let h = 0; for (let i = 0; i < d.length; i += 7) { h = (h * 31 + d[i]) >>> 0; }
-    return c.width + 'x' + c.height + ':' + h;
+  imageSum: (key) => {  // a checksum of the card's chart (its inline SVG); null until drawn
+    const svg = document.querySelector('.marketsim-' + key + ' svg.marketsim-chart');
+    if (!svg || !svg.getBoundingClientRect().width) return null;
+    const t = svg.outerHTML;
+    let h = 0; for (let i = 0; i < t.length; i++) { h = (h * 31 + t.charCodeAt(i)) >>> 0; }
+    return t.length + ':' + h;
+  },
+  chart: (key) => document.querySelector('.marketsim-' + key + ' svg.marketsim-chart'),
+  chartTitle: (key) => { const t = window.__mk.chart(key); const e = t && t.querySelector('.chart-title');
+                         return e ? e.textContent : ''; },
+  data: (key, name) => { const t = window.__mk.chart(key); return t ? t.getAttribute('data-' + name) : null; },
+  sliderLabels: () => Array.from(document.querySelectorAll('.v-slider')).map(s => {
+    const lab = s.closest('.v-input') && s.closest('.v-input').querySelector('label');
+    const v = s.querySelector('.v-slider__thumb-label');
+    const shown = v && v.offsetParent !== null && v.getBoundingClientRect().width > 0
+      && getComputedStyle(v.parentElement).display !== 'none';
+    return [lab ? lab.textContent.trim() : '', shown ? v.textContent.trim() : null];
+  }),
+  mouseTarget: (label) => {  // centre of a button, for a real (CDP) mouse click
+    const b = window.__mk.button(label);
+    if (!b) return null;
+    const r = b.getBoundingClientRect();
+    return [r.x + r.width / 2, r.y + r.height / 2];
   },
   selectOpen: (label) => {
     const sel = Array.from(document.querySelectorAll('.v-select'))
@@ -409,13 +524,32 @@ def _wait_for_cards(cdp, titles: dict[str, str], image_key: str) -> None:
     cdp.wait_for(f"window.__mk.imageSum({json.dumps(image_key)})", 60, f"the {image_key} image")
 
 
+def _mouse_click(cdp, label: str) -> None:
+    """A real mouse click (CDP Input events, press + release) at the centre of button ``label``."""
+    at = cdp.js(f"window.__mk.mouseTarget({json.dumps(label)})")
+    assert at, f"no {label} button"
+    for kind in ("mousePressed", "mouseReleased"):
+        cdp.call("Input.dispatchMouseEvent", type=kind, x=at[0], y=at[1], button="left", clickCount=1)
+
+
+def _round_in(caption: str, unit: str = "round") -> int:
+    return int(caption.split(f"{unit} ", 1)[1].split("/", 1)[0])
+
+
 def test_page_in_headless_chromium(tmp_path):
-    """Serve the page, open it in headless Chromium, step it, switch the mechanism, screenshot it."""
+    """Serve the page, open it in headless Chromium: slider values shown, Step moves every card with
+    one consistent round, 4 quick clicks after Reset reach round 4, switch the mechanism, screenshot."""
     with _served_page(tmp_path, "default") as (cdp, server_log):
         _wait_for_cards(cdp, viz.TITLES, "allocation")
         assert "Time: 0.0" in cdp.js("window.__mk.text()")
         assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
         before = cdp.js("window.__mk.imageSum('allocation')")
+
+        # every slider shows its value without being focused (the defaults: liar 0, factor 2, seed 0)
+        sliders = dict(map(tuple, cdp.js("window.__mk.sliderLabels()")))
+        assert sliders.get("liar (tenant index)") == str(viz.DEFAULT_LIAR), sliders
+        assert float(sliders.get("lie factor on fast GPU types") or "nan") == viz.DEFAULT_LIE_FACTOR, sliders
+        assert sliders.get("seed") == "0", sliders
 
         # Step: the step counter, the captions and the heat map all move on
         assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
@@ -425,9 +559,28 @@ def test_page_in_headless_chromium(tmp_path):
             f"(async () => {{ const s = await window.__mk.imageSum('allocation'); "
             f"return s && s !== {json.dumps(before)} ? s : null; }})()",
             60,
-            "the heat map image to change after Step",
+            "the heat map to change after Step",
         )
         assert after != before
+        cdp.wait_for("window.__mk.data('gain', 'last-round') === '1'", 60, "the gain chart's round-1 point")
+        # one round everywhere: the heat map's title, the gain chart's last point, every caption
+        assert "round 1" in cdp.js("window.__mk.chartTitle('allocation')")
+        assert cdp.js("window.__mk.data('allocation', 'round')") == "1"
+        assert all(_round_in(cdp.js(f"window.__mk.caption({json.dumps(k)})")) == 1 for k in viz.TITLES)
+        # the default lie visibly costs the liar (paired gain about -1.36 of 2.86)
+        assert float(cdp.js("window.__mk.data('gain', 'last-gain')")) < -0.5
+
+        # Reset, then 4 quick real mouse clicks on Step: every click counts (round 4, not fewer or more)
+        _mouse_click(cdp, "Reset")
+        for _ in range(4):
+            time.sleep(0.05)
+            _mouse_click(cdp, "Step")
+        for key in viz.TITLES:
+            cdp.wait_for(f"window.__mk.caption({json.dumps(key)}).includes('round 4/24')", 120, f"{key} at round 4")
+        time.sleep(2.0)  # a dropped or doubled click would show up by now
+        assert _round_in(cdp.js("window.__mk.caption('allocation')")) == 4
+        assert cdp.js("window.__mk.data('gain', 'last-round')") == "4"
+        assert "Time: 4.0" in cdp.js("window.__mk.text()")
 
         # switch the mechanism, Reset (Mesa applies parameters on Reset), then step under it
         assert "oef-noncoop" in cdp.js("window.__mk.caption('gain')")
@@ -443,7 +596,11 @@ def test_page_in_headless_chromium(tmp_path):
             )
         assert cdp.js("window.__mk.click('Step')")
         cdp.wait_for("window.__mk.caption('allocation').includes('max-throughput · round 1/24')", 60, "a step")
-        switched = cdp.wait_for("window.__mk.imageSum('allocation')", 60, "the heat map under max-throughput")
+        switched = cdp.wait_for(
+            "window.__mk.chartTitle('allocation').includes('max-throughput') && window.__mk.imageSum('allocation')",
+            60,
+            "the heat map under max-throughput",
+        )
         assert switched not in (before, after)
 
         shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
@@ -451,10 +608,13 @@ def test_page_in_headless_chromium(tmp_path):
 
 
 def test_auction_page_in_headless_chromium(tmp_path):
-    """Serve control_auction: the auction figure titles appear, Step moves a figure, screenshot."""
+    """Serve control_auction: the auction figure titles appear, Step moves a chart, the default lie
+    shows a non-zero paired gain and the liar's true-value star, screenshot."""
     with _served_page(tmp_path, "control_auction") as (cdp, server_log):
         _wait_for_cards(cdp, viz.AUCTION_TITLES, "timeline")
         assert "slot 0/8" in cdp.js("window.__mk.caption('timeline')")
+        sliders = dict(map(tuple, cdp.js("window.__mk.sliderLabels()")))
+        assert sliders.get("liar (job id)") == str(viz.DEFAULT_AUCTION_LIAR), sliders
         before = cdp.js("window.__mk.imageSum('timeline')")
         assert cdp.js("window.__mk.click('Step')"), "no enabled Step button"
         cdp.wait_for("window.__mk.caption('timeline').includes('slot 1/8')", 90, "the slot-1 caption")
@@ -462,9 +622,14 @@ def test_auction_page_in_headless_chromium(tmp_path):
             f"(async () => {{ const s = await window.__mk.imageSum('timeline'); "
             f"return s && s !== {json.dumps(before)} ? s : null; }})()",
             90,
-            "the timeline image to change after Step",
+            "the timeline to change after Step",
         )
         assert after != before
+        cdp.wait_for("window.__mk.data('auction_gain', 'slot') === '1'", 60, "the gain chart at slot 1")
+        assert float(cdp.js("window.__mk.data('auction_gain', 'last-gain')")) < -1.0  # decided in slot 0: a loss
+        star = cdp.js("(() => { const e = window.__mk.chart('prices').querySelector('.true-value'); "
+                      "return e ? e.getAttribute('data-y') : null; })()")  # fmt: skip
+        assert star is not None and float(star) > 0
         shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
     _check_shot_and_log(shot, server_log, tmp_path / "auction.png")
 
