@@ -68,7 +68,16 @@ def paper_lp(mode: str, W: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.nd
     return W.ravel().astype(float), np.array(rows), np.array(lo), np.array(hi)
 
 
-def _highs(c, A, lo, hi, col_lo, col_hi, integrality=None) -> highspy.Highs:
+def _highs(
+    c: np.ndarray,
+    A: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    col_lo: np.ndarray,
+    col_hi: np.ndarray,
+    integrality: list | None = None,
+) -> highspy.Highs:
+    """Solve ``max c.x`` s.t. ``lo <= A x <= hi``, ``col_lo <= x <= col_hi`` (dense ``A``) with HiGHS."""
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     for opt, v in (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9),
