@@ -16,7 +16,9 @@ that do not learn always play truth).
   each tenant's average external regret (its CCE gap); :func:`cce_epsilon` re-checks empirical play
   against deviations on a wider grid.
 * :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
-  finer and wider than the learning grid (a lower bound on the exact epsilon).
+  finer and wider than the learning grid (a lower bound on the exact epsilon, and a grid one:
+  :mod:`market.learning.certificates` re-measures profiles and play with the audit's search over
+  every report the validator accepts, the number a certificate must rest on).
 * :func:`pure_equilibrium_search`: two learners, one dimension: the smallest epsilon over zoomed
   grids of pure profiles (does a pure approximate equilibrium exist at all?).
 * :func:`price_of_lying`: welfare and fairness at a profile against truthful play.
@@ -285,7 +287,8 @@ class DynamicsResult:
     """Outcome of a learning run: ``trajectory`` (one row per step: ``step``, ``agent``,
     ``strategy``, factor columns ``f1..f{k-1}``, TRUE ``utility``), the final pure ``profile``
     (best-response) or modal profile (no-regret), ``status`` (``converged`` / ``cycle`` /
-    ``max-steps`` / ``finished``), ``period`` of a detected cycle, ``distribution`` (joint
+    ``max-steps``: a grid equilibrium, an exact repeat of a grid profile, out of passes;
+    no-regret: ``finished`` / ``grid-cce`` / ``time-limit``), ``period`` of a detected cycle, ``distribution`` (joint
     empirical frequency of profiles, no-regret only) and ``regret`` (average external regret per
     learner, TRUE throughput units; no-regret only). ``regret_rel``: each learner's regret over its
     mean TRUE utility in play; its maximum is the epsilon of ``distribution`` as a coarse correlated
@@ -405,7 +408,7 @@ def _no_regret(
         if progress is not None:
             progress(t + 1, rounds)
         if tol is not None and max(_rel_regret(cum_cf[i], cum_play[i]) for i in L) <= tol:
-            status, played = "certified", t + 1
+            status, played = "grid-cce", t + 1
             break
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, played = "time-limit", t + 1
@@ -462,8 +465,9 @@ def hedge(
 
     ``optimistic``: optimistic Hedge (the last round's counterfactuals count twice in the weights),
     whose regret falls faster when every player runs it. ``tol``: stop after the first round at
-    which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``certified``: the
-    empirical play is a ``tol``-coarse correlated equilibrium of the grid game). ``time_limit``
+    which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``grid-cce``: the
+    empirical play is a ``tol``-coarse correlated equilibrium of the GRID game only; whether it is
+    one against every report is :func:`market.learning.certificates.audit_play`'s to measure). ``time_limit``
     (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
     then depends on the machine, so results are reproducible only without it). ``executor``: a
     ``concurrent.futures`` executor (e.g. a 2-process pool, owned by the caller) that computes the
