@@ -26,8 +26,9 @@ Instances (one per seed ``s``, drawn from ``SeedSequence(s)``; the learning seed
   smaller than the shipped one (4 sites, 6 jobs, 8 slots instead of 8 jobs and 10 slots) so that
   5 seeds fit the budget; the same value-scale best responses.
 
-Usage: ``.venv/bin/python benchmarks/bench_learning_certificates.py [--seeds 5] [--rules ...] [--merge]``
-(``--merge`` keeps the other runs of the existing results, e.g. to add ``--rules eris``).
+Usage: ``.venv/bin/python benchmarks/bench_learning_certificates.py [--seeds 5] [--rules ...]
+[--import-log LOG:SPEC,...]``; results are rewritten after every spec, so an interrupted run keeps
+what it measured, and ``--import-log`` takes rows from an earlier run's stdout.
 Writes ``benchmarks/results/learning_certificates.json`` and ``.md``.
 """
 
@@ -93,13 +94,16 @@ def _ci(x: pd.Series) -> str:
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (family, rule, mechanism): seeds, status counts, certified count and t intervals."""
     out = []
-    for (fam, size, rule, mech), g in rows.groupby(["family", "size", "rule", "mechanism"], sort=False):
+    for (fam, size, rule, mech), g0 in rows.groupby(["family", "size", "rule", "mechanism"], sort=False):
+        g = g0.reindex(columns=sorted(set(g0.columns) | {"eps_abs", "rounds", "max_regret_rel", "cce_eps_audit",
+                                                            "cce_certificate", "truthful_revenue",
+                                                            "learned_revenue"}))  # fmt: skip
         r = {"instance": size, "rule": rule, "mechanism": mech, "seeds": len(g),
              "status": ", ".join(f"{k} {v}" for k, v in g["status"].value_counts().items()),
              "certified": f"{int((g['certificate'] == 'certified').sum())}/{len(g)}",
              "eps_grid": _ci(g["eps_grid"]), "eps_audit": _ci(g["eps_audit"]), "eps_abs": _ci(g["eps_abs"]),
              "price_of_lying": _ci(g["price_of_lying"]), "seconds": _ci(g["seconds"])}  # fmt: skip
-        if "cce_eps_audit" in g and g["cce_eps_audit"].notna().any() or rule == "hedge":
+        if rule == "hedge":
             r["rounds"] = _ci(g["rounds"])
             r["cce_eps_grid"] = _ci(g["max_regret_rel"])
             r["cce_eps_audit"] = _ci(g["cce_eps_audit"])
@@ -121,31 +125,27 @@ def _md(frame: pd.DataFrame) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--merge", action="store_true", help="keep the other runs of an earlier results JSON")
     default = [f"{r}@2x2" for r in RULES] + ["best-response@4x3", "continuous@4x3", "control", "eris"]
     ap.add_argument("--rules", default=",".join(default), help="RULE@SIZE (2x2, 4x3), control or eris")
+    ap.add_argument("--name", default="learning_certificates", help="results file stem in benchmarks/results")
+    ap.add_argument("--import-log", default=None,
+                    help="stdout log of an earlier run with the default --rules order: its rows (re-read at every "
+                         "write) fill what this run and --import-json lack; they lack eps_abs and the extras")
+    ap.add_argument("--import-json", default=None, help="results JSON of an earlier run: its complete rows")
     args = ap.parse_args()
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    rows = []
-    for spec in args.rules.split(","):
+    rows: list[dict] = []
+    for spec in [s for s in args.rules.split(",") if s]:
         rule, _, size = spec.partition("@")
         for seed in range(args.seeds):
-            if rule in AUCTIONS:
-                size = rule
-                name, mechs, params = AUCTIONS[rule]
-                base = load_learning(name)
-                inst = {**base.instance, "params": {**base.instance.get("params", {}), **params}}
-                sc = LearningScenario(base.name, "", base.family, base.rule, mechs or base.mechanisms, seed,
-                                      base.rounds, base.grid, base.learners, inst, base.options)  # fmt: skip
-            else:
-                sc = fair_scenario(rule, seed, size)
+            sc = _scenario(rule, size, seed)
             for mech in sc.mechanisms:
                 one = LearningScenario(sc.name, "", sc.family, sc.rule, (mech,), seed, sc.rounds, sc.grid,
                                        sc.learners, sc.instance, sc.options)  # fmt: skip
                 t = time.perf_counter()
                 _, table = run_learning(one)
                 row = table.iloc[0].to_dict()
-                row.update({"family": sc.family, "size": size, "rule": sc.rule, "seed": seed,
+                row.update({"family": sc.family, "size": size or rule, "rule": sc.rule, "seed": seed,
                             "seconds": time.perf_counter() - t})  # fmt: skip
                 if sc.family == "fair-share":
                     row["W"] = json.dumps(sc.instance["W"])
@@ -153,24 +153,72 @@ def main() -> None:
                 print({k: row.get(k) for k in ("rule", "mechanism", "seed", "status", "eps_grid", "eps_audit",
                                                "certificate", "cce_eps_audit", "price_of_lying", "seconds")},
                       flush=True)  # fmt: skip
-    frame = pd.DataFrame(rows)
-    old = RESULTS / "learning_certificates.json"
-    if args.merge and old.exists():
-        prev = pd.DataFrame(json.loads(old.read_text())["runs"])
-        done = set(zip(frame["size"], frame["rule"], frame["mechanism"], frame["seed"], strict=True))
-        keep = [k not in done for k in zip(prev["size"], prev["rule"], prev["mechanism"], prev["seed"], strict=True)]
-        frame = pd.concat([prev[keep], frame], ignore_index=True)
+        _write(pd.DataFrame(rows), args, load)  # after every spec: an interrupted run keeps what it measured
+    if not args.rules:
+        _write(pd.DataFrame(rows), args, load)
+
+
+def _scenario(rule: str, size: str, seed: int) -> LearningScenario:
+    if rule in AUCTIONS:
+        name, mechs, params = AUCTIONS[rule]
+        base = load_learning(name)
+        inst = {**base.instance, "params": {**base.instance.get("params", {}), **params}}
+        return LearningScenario(base.name, "", base.family, base.rule, mechs or base.mechanisms, seed,
+                                base.rounds, base.grid, base.learners, inst, base.options)  # fmt: skip
+    return fair_scenario(rule, seed, size)
+
+
+def _import_log(path: str, seeds: int) -> list[dict]:
+    """Rows from an earlier run's stdout (one dict per line, default spec order)."""
+    import ast
+
+    order = [f"{r}@2x2" for r in RULES] + ["best-response@4x3", "continuous@4x3", "control", "eris"]
+    blocks = [(s, seeds * len(_scenario(s.partition("@")[0], s.partition("@")[2], 0).mechanisms)) for s in order]
+    lines = [ln for ln in Path(path).read_text().splitlines() if ln.startswith("{")]
+    out, pos = [], 0
+    for spec, count in blocks:
+        for ln in lines[pos : pos + count]:
+            if ln:
+                r = ast.literal_eval(ln.replace("nan", "None").replace("inf", "1e999"))
+                r = {k: (math.nan if v is None else v) for k, v in r.items()}
+                rule, _, size = spec.partition("@")
+                fam = "auction" if rule in AUCTIONS else "fair-share"
+                r.update({"family": fam, "size": size or rule, "eps_abs": math.nan, "imported": True})
+                if fam == "fair-share":
+                    r["W"] = json.dumps(instance(int(r["seed"]), size)[0])
+                out.append(r)
+        pos += count
+    return out
+
+
+def _write(frame: pd.DataFrame, args: argparse.Namespace, load: str) -> None:
+    parts = [frame]
+    if args.import_json:
+        parts.append(pd.DataFrame(json.loads(Path(args.import_json).read_text())["runs"]))
+    if args.import_log:
+        parts.append(pd.DataFrame(_import_log(args.import_log, args.seeds)))
+    frame = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    frame = frame.drop_duplicates(subset=["size", "rule", "mechanism", "seed"], keep="first")
+    order = {s: i for i, s in enumerate(["2x2", "4x3", "control", "eris"])}
+    frame = frame.sort_values(["size", "rule"], key=lambda c: c.map(order) if c.name == "size" else c.map(
+        {r: i for i, r in enumerate([*RULES, "best-response"])}), kind="stable")
     summary = summarise(frame)
     RESULTS.mkdir(parents=True, exist_ok=True)
     records = frame.drop(columns=[c for c in ("final_factors",) if c in frame]).to_dict("records")
     info = {"platform": platform.platform(), "python": platform.python_version(), "load": load,
             "seeds": args.seeds, "summary": summary.to_dict("records"),
             "runs": [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()} for r in records]}
-    (RESULTS / "learning_certificates.json").write_text(json.dumps(info, indent=2) + "\n")
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(info, indent=2) + "\n")
+    imported = sorted({f"{r['rule']}@{r['size']}" for r in records if r.get("imported") is True})
     lines = ["# Learning headlines over seeds, with honest certificates", "",
-             f"Command: `.venv/bin/python benchmarks/bench_learning_certificates.py --seeds {args.seeds}` "
-             f"({info['platform']}, Python {info['python']}; `uptime` at the start: {load}; other jobs shared the "
-             "2 cores, so seconds are pessimistic).", "",
+             f"Command: `.venv/bin/python benchmarks/bench_learning_certificates.py --seeds {args.seeds} "
+             f"--rules {args.rules or '\'\''}"
+             + (f" --import-json {Path(args.import_json).name}" if args.import_json else "")
+             + (f" --import-log {Path(args.import_log).name}" if args.import_log else "") + "`"
+             + (f"; {', '.join(imported)} taken from the stdout log of an earlier run of the default --rules, "
+                "whose lines carry every column shown except `eps_abs`" if imported else "")
+             + f" ({info['platform']}, Python {info['python']}; `uptime` at the start: {load}; other jobs shared "
+             "the 2 cores, so seconds are pessimistic).", "",
              "Mean [95% t interval] over seeds; `inf` counts relative gains over a zero utility. `eps_abs`: the "
              "larger epsilon in TRUE utility units (throughput; auctions: surplus). `eps_grid`: wide "
              "41-point grid certificate (Hedge: `cce_eps_grid`, the learning grid's CCE gap); `eps_audit` / "
@@ -186,7 +234,7 @@ def main() -> None:
     lines += ["", "Instances (fair share):", ""]
     lines += [f"* {z}, seed {s}: W = {json.dumps(instance(s, z)[0])}" for z in ("2x2", "4x3")
               for s in range(args.seeds)]  # fmt: skip
-    (RESULTS / "learning_certificates.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

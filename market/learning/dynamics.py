@@ -566,7 +566,10 @@ class GapSearch:
     (relative to the learner's utility / in utility units, max over the two learners) at report
     ``factors`` with TRUE ``utilities``; ``levels``: per grid level its log10 window centre and
     width and best epsilon; ``grid`` (log10 factors) and ``surface``: the first level's epsilon over
-    (learner A factor, learner B factor); ``evaluations``: mechanism runs."""
+    (learner A factor, learner B factor); ``evaluations``: mechanism runs (grid search only);
+    ``certificate``: epsilon at ``factors`` re-measured by the audit's own search over every
+    report the validator accepts (:func:`market.learning.certificates.audit_profile`): a grid
+    epsilon of 0 is only "no gain on these deviations"."""
 
     eps: float
     eps_abs: float
@@ -576,6 +579,7 @@ class GapSearch:
     grid: np.ndarray
     surface: np.ndarray
     evaluations: int
+    certificate: Any = None
 
 
 def pure_equilibrium_search(
@@ -587,6 +591,7 @@ def pure_equilibrium_search(
     deviations: int = 241,
     zooms: int = 3,
     progress: Callable[[int, int], None] | None = None,
+    tol: float = 0.01,
 ) -> GapSearch:
     """Look for a pure profile with a small epsilon in a game with two learners and one reportable
     dimension: a ``points`` x ``points`` log grid of report factors over ``[low, high]`` for the two
@@ -595,7 +600,8 @@ def pure_equilibrium_search(
     profile closest to truth wins). Epsilon at a profile: each learner's best TRUE gain over
     ``deviations`` log-spaced factors in ``[low, high]`` (clipped to an auction's validator bounds,
     plus the learning grid), the other fixed. The minimum over the visited profiles is evidence, not
-    proof, about the exact minimum: outcomes can jump between grid points."""
+    proof, about the exact minimum: outcomes can jump between grid points. The best profile is then
+    certified by the audit's search (``certificate``; verdict at relative tolerance ``tol``)."""
     if len(game.learner_ids) != 2 or game.strategies.shape[1] != 1:
         raise InputError("game", f"{len(game.learner_ids)} learners x {game.strategies.shape[1]} dimensions",
                          "needs exactly two learners and one reportable dimension")  # fmt: skip
@@ -648,8 +654,13 @@ def pure_equilibrium_search(
         lo_a, lo_b = (float(np.clip(c - w, lg_lo, lg_hi - 2 * w)) for c, w in ((ca, wa), (cb, wb)))
         hi_a, hi_b = lo_a + 2 * wa, lo_b + 2 * wb
     ub = u(best[2], best[3])
+    from market.learning.certificates import audit_profile
+
+    F = np.ones((game.n, 1))
+    F[a, 0], F[b, 0] = best[2], best[3]
+    cert = audit_profile(game, F, tol=tol)
     return GapSearch(best[0], best[1], (best[2], best[3]), (float(ub[a]), float(ub[b])), levels,
-                     first[0], first[1], len(cache))  # fmt: skip
+                     first[0], first[1], len(cache), cert)  # fmt: skip
 
 
 def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
