@@ -17,14 +17,18 @@ and compared with truthful play (the price-of-lying table)::
     rounds = 300                    # hedge/exp3 rounds, best-response passes, episodes or ES rounds
     grid = {points = 13, low = 0.25, high = 4.0}   # report-factor grid (contains 1)
     learners = [0, 1]               # optional: who adapts (default: everyone)
-    options = {eta = 2.0}           # hedge: eta, optimistic = true, tol = 0.01 (stop at a 1%-CCE);
-                                    # exp3: eta, gamma; episodes: eta
+    options = {eta = 2.0}           # hedge: eta, optimistic = true, tol = 0.01 (stop at a 1%-CCE of the grid);
+                                    # exp3: eta, gamma; episodes: eta; every fair-share/auction rule: tol, the
+                                    # certificate tolerance (default 1%; continuous: 1e-3, also its move
+                                    # threshold); continuous: report_tol (cycle/chase detection, default 1e-6)
     [learning.instance]             # fair-share: W, m (weights, caps optional)
     W = [[1, 2], [1, 5]]            # auction: paper, params (+ dimension, default "value_scale")
     m = [1, 1]                      # bayesian: n = [2, 3], options = {price = 0.4}
 
 Outputs in ``--out``: ``trajectories.parquet`` (every step, every mechanism), ``price_of_lying.csv``,
-``convergence.png`` and ``report.md``.
+``convergence.png`` and ``report.md``. Every fair-share/auction row carries ``eps_grid`` (a wide
+grid) beside ``eps_audit`` (the audit's own search at the reported profile), the deviation found
+and a ``certificate`` verdict (docs/learning_certificates.md).
 """
 
 from __future__ import annotations
