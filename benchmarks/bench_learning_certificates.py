@@ -194,7 +194,10 @@ def _import_log(path: str, seeds: int) -> list[dict]:
 def _write(frame: pd.DataFrame, args: argparse.Namespace, load: str) -> None:
     parts = [frame]
     if args.import_json:
-        parts.append(pd.DataFrame(json.loads(Path(args.import_json).read_text())["runs"]))
+        earlier = json.loads(Path(args.import_json).read_text())
+        parts.append(pd.DataFrame(earlier["runs"]))
+        if not len(frame):
+            load = earlier.get("load", load)  # every row is the earlier run's
     if args.import_log:
         parts.append(pd.DataFrame(_import_log(args.import_log, args.seeds)))
     frame = pd.concat([p for p in parts if len(p)], ignore_index=True)
@@ -215,6 +218,8 @@ def _write(frame: pd.DataFrame, args: argparse.Namespace, load: str) -> None:
              f"--rules {args.rules or '\'\''}"
              + (f" --import-json {Path(args.import_json).name}" if args.import_json else "")
              + (f" --import-log {Path(args.import_log).name}" if args.import_log else "") + "`"
+             + (f"; the rows of `{Path(args.import_json).name}` were measured by an earlier run of this script "
+                "(`uptime` below is from its start)" if args.import_json else "")
              + (f"; {', '.join(imported)} taken from the stdout log of an earlier run of the default --rules, "
                 "whose lines carry every column shown except `eps_abs`" if imported else "")
              + f" ({info['platform']}, Python {info['python']}; `uptime` at the start: {load}; other jobs shared "
