@@ -17,14 +17,18 @@ and compared with truthful play (the price-of-lying table)::
     rounds = 300                    # hedge/exp3 rounds, best-response passes, episodes or ES rounds
     grid = {points = 13, low = 0.25, high = 4.0}   # report-factor grid (contains 1)
     learners = [0, 1]               # optional: who adapts (default: everyone)
-    options = {eta = 2.0}           # hedge: eta, optimistic = true, tol = 0.01 (stop at a 1%-CCE);
-                                    # exp3: eta, gamma; episodes: eta
+    options = {eta = 2.0}           # hedge: eta, optimistic = true, tol = 0.01 (stop at a 1%-CCE of the grid);
+                                    # exp3: eta, gamma; episodes: eta; every fair-share/auction rule: tol, the
+                                    # certificate tolerance (default 1%; continuous: 1e-3, also its move
+                                    # threshold); continuous: report_tol (cycle/chase detection, default 1e-6)
     [learning.instance]             # fair-share: W, m (weights, caps optional)
     W = [[1, 2], [1, 5]]            # auction: paper, params (+ dimension, default "value_scale")
     m = [1, 1]                      # bayesian: n, values, classes, options, seeds (analysis/learn_bayesian.py)
 
 Outputs in ``--out``: ``trajectories.parquet`` (every step, every mechanism), ``price_of_lying.csv``,
-``convergence.png`` and ``report.md``.
+``convergence.png`` and ``report.md``. Every fair-share/auction row carries ``eps_grid`` (a wide
+grid) beside ``eps_audit`` (the audit's own search at the reported profile), the deviation found
+and a ``certificate`` verdict (docs/learning_certificates.md).
 """
 
 from __future__ import annotations
@@ -150,13 +154,16 @@ def parse_learning(doc: Mapping[str, Any], default_name: str) -> LearningScenari
     opts = sec.get("options", {})
     if not isinstance(opts, Mapping):
         raise InputError("learning.options", opts, "must be a table")
-    if rule == "hedge":
-        if not isinstance(opts.get("optimistic", False), bool):
-            raise InputError("learning.options.optimistic", opts["optimistic"], "must be true or false")
-        if "tol" in opts:
-            tol = opts["tol"]
-            if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < math.inf:
-                raise InputError("learning.options.tol", tol, "must be a number > 0 (relative regret)")
+    if rule == "hedge" and not isinstance(opts.get("optimistic", False), bool):
+        raise InputError("learning.options.optimistic", opts["optimistic"], "must be true or false")
+    if family != "bayesian":
+        for key, strict in (("tol", True), ("report_tol", False)):
+            v = opts.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf or strict and v == 0:
+                need = "> 0 (relative gain)" if strict else ">= 0 (max |log factor| difference)"
+                raise InputError(f"learning.options.{key}", v, f"must be a number {need}")
     return LearningScenario(
         _safe_name(doc.get("name", slug(default_name))), str(doc.get("description", "")), family, rule, tuple(mechs),
         seed, rounds, grid, learners, dict(inst), dict(opts),
@@ -223,6 +230,61 @@ def _bayesian_one(
     return bayesian_row(sc, mech, n, progress)
 
 
+def _tol(sc: LearningScenario) -> float:
+    """Certificate tolerance (relative gain): option ``tol``; default 1e-3 for ``continuous`` (its move
+    threshold), else 1%."""
+    return float(sc.options.get("tol", 1e-3 if sc.rule == "continuous" else 0.01))
+
+
+def _verdict(eps: float, tol: float) -> str:
+    return "certified" if eps <= tol else "not certified"
+
+
+def _certificate_cols(sc: LearningScenario, game: Game, profile: Any, grid: dict[str, Any] | None) -> dict[str, Any]:
+    """Epsilon of the reported pure ``profile``: the grid certificate's (``eps_grid``, if any) beside
+    the audit's search at that profile (``eps_audit``, every report the validator accepts);
+    ``eps_rel`` / ``eps_abs`` the larger (any deviation found is real), ``certificate`` whether that
+    is within the tolerance, ``deviator`` / ``deviation`` who gains how, from which report to which."""
+    from market.learning.certificates import audit_profile
+
+    tol = _tol(sc)
+    cert = audit_profile(game, profile, tol=tol, seed=sc.seed)
+    g_rel = math.nan if grid is None else float(grid["eps_rel"])
+    out: dict[str, Any] = {"eps_grid": g_rel, "eps_audit": cert.eps_rel,
+                           "eps_rel": max(cert.eps_rel, 0.0 if grid is None else g_rel),
+                           "eps_abs": max(cert.eps_abs, 0.0 if grid is None else float(grid["eps_abs"])),
+                           "deviator": cert.agent, "deviation": cert.describe()}  # fmt: skip
+    if grid is not None and g_rel > cert.eps_rel:  # the audit missed a grid deviation: report that one
+        out["deviator"] = grid["agent"]
+        out["deviation"] = f"agent {grid['agent']}: grid report {grid['factors']} gains {g_rel:.1%}"
+    out["certificate"] = _verdict(out["eps_rel"], tol)
+    out["tol"] = tol
+    return out
+
+
+def _cce_cols(sc: LearningScenario, game: Game, res: DynamicsResult) -> dict[str, Any]:
+    """No-regret play as a coarse correlated equilibrium: ``max_regret_rel`` (grid) beside
+    ``cce_eps_audit`` (the audit's search for the best fixed report against the empirical play;
+    measured only when the grid epsilon is within the tolerance, since it can only be larger)."""
+    from market.learning.certificates import audit_play
+
+    tol = _tol(sc)
+    grid = max(res.regret_rel.values())
+    if grid > tol:
+        return {"cce_eps_audit": math.nan, "cce_deviation": "", "cce_certificate": "not certified"}
+    cert = audit_play(game, res.distribution, tol=tol, seed=sc.seed)
+    return {"cce_eps_audit": cert.eps_rel, "cce_deviation": cert.describe(),
+            "cce_certificate": _verdict(max(grid, cert.eps_rel), tol)}  # fmt: skip
+
+
+def _moves_text(moves: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"pass {mv['pass']} agent {mv['agent']}: {[round(x, 6) for x in mv['from']]} -> "
+        f"{[round(x, 6) for x in mv['to']]} (max |log step| {mv['step']:.2g}) +{mv['gain']:.1%}"
+        for mv in moves
+    )
+
+
 def _continuous_one(
     sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -232,17 +294,23 @@ def _continuous_one(
     from market.learning.continuous import continuous_best_response
 
     inst = sc.instance
-    tol = float(sc.options.get("tol", 1e-3))
+    tol = _tol(sc)
     res = continuous_best_response(mech, inst["W"], inst["m"], weights=inst.get("weights"), caps=inst.get("caps"),
                                    learners=sc.learners, passes=sc.rounds, tol=tol, seed=sc.seed,
+                                   report_tol=float(sc.options.get("report_tol", 1e-6)),
                                    progress=progress)  # fmt: skip
     vals = np.unique(np.concatenate([sc.grid, res.factors.ravel()]))
     game = FairShareGame(mechanism=mech, W=inst["W"], m=inst["m"], weights=inst.get("weights"),
                          caps=inst.get("caps"), grid=vals, learners=sc.learners)  # fmt: skip
     profile = [int(np.flatnonzero(np.all(game.strategies == f, axis=1))[0]) for f in res.factors]
+    cert = res.certificate
+    assert cert is not None
     row: dict[str, Any] = {"mechanism": mech, "rule": "continuous", "status": res.status, "period": res.period,
-                           "eps_abs": res.eps_abs, "eps_rel": res.eps_rel, "passes": res.passes,
-                           "final_factors": res.factors.round(4).tolist()}  # fmt: skip
+                           "eps_grid": math.nan, "eps_audit": res.eps_rel, "eps_rel": res.eps_rel,
+                           "eps_abs": res.eps_abs, "deviator": cert.agent, "deviation": cert.describe(),
+                           "certificate": cert.verdict, "tol": tol, "eps_last_pass": res.eps_last_pass,
+                           "moves": _moves_text(res.moves), "passes": res.passes,
+                           "final_factors": res.factors.round(6).tolist()}  # fmt: skip
     row.update(price_of_lying(game, profile))
     traj = res.trajectory.assign(step=np.arange(1, len(res.trajectory) + 1), mechanism=mech)
     traj["utility"] = traj["utility_after"]
@@ -270,7 +338,7 @@ def _episodes_one(
         profile[i] = int(np.flatnonzero(np.isclose(values, final[jid]))[0])
     cert = certify(game, profile, points=21)
     row: dict[str, Any] = {"mechanism": mech, "rule": "episodes", "status": "finished", "period": 0,
-                           "eps_abs": cert["eps_abs"], "eps_rel": cert["eps_rel"],
+                           **_certificate_cols(sc, game, profile, cert),
                            "final_factors": game.strategies[profile].round(4).tolist()}  # fmt: skip
     row.update(price_of_lying(game, profile))
     index = {jid: i for i, jid in zip(game.learner_ids, ids, strict=True)}
@@ -292,11 +360,12 @@ def _dynamics_one(
     cert = certify(game, res.profile, points=21 if isinstance(game, AuctionGame) else 41)
     pol = price_of_lying(game, res.profile)
     row: dict[str, Any] = {"mechanism": mech, "rule": res.rule, "status": res.status, "period": res.period,
-                           "eps_abs": cert["eps_abs"], "eps_rel": cert["eps_rel"],
+                           **_certificate_cols(sc, game, res.profile, cert),
                            "final_factors": game.strategies[res.profile].round(4).tolist()}  # fmt: skip
     if res.regret:
         row["max_regret"] = max(res.regret.values())
         row["max_regret_rel"] = max(res.regret_rel.values())
+        row.update(_cce_cols(sc, game, res))
         row["rounds"] = res.rounds
     row.update(pol)
     return res.trajectory.assign(mechanism=mech), row
@@ -457,20 +526,42 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
         plot_bids(sc, table, paths[-1])
     else:
         key = "total" if "truthful_total" in table.columns else "welfare"
-        show = ["mechanism", "status", "period", "eps_rel", f"truthful_{key}", f"learned_{key}", "price_of_lying"]
+        show = ["mechanism", "status", "period", "eps_grid", "eps_audit", "certificate", f"truthful_{key}",
+                f"learned_{key}", "price_of_lying"]  # fmt: skip
         show += [c for c in ("truthful_revenue", "learned_revenue", "truthful_envy", "learned_envy",
-                             "truthful_jain", "learned_jain", "max_regret", "max_regret_rel", "rounds")
+                             "truthful_jain", "learned_jain", "max_regret", "max_regret_rel", "cce_eps_audit",
+                             "cce_certificate", "rounds")
                  if c in table.columns]  # fmt: skip
-        expl = ("Every learner starts truthful and adapts with TRUE utilities only. `eps_rel`: the largest "
-                "unilateral relative gain at the final profile on a wider, finer grid (a lower bound on the exact "
-                "epsilon); `price_of_lying` = truthful / learned welfare (>1: lying destroys welfare); for "
-                "no-regret rules the final profile is the modal one, `max_regret` the CCE gap (TRUE utility units) "
-                "and `max_regret_rel` that gap over the learner's mean utility: the epsilon of the empirical "
-                "play as a coarse correlated equilibrium of the grid game.")  # fmt: skip
-    body = _md(shown if sc.family == "bayesian" else table[show])
+        show = [c for c in show if c in table.columns]
+        expl = ("Every learner starts truthful and adapts with TRUE utilities only. The reported profile is the "
+                "final one (the most-played one for no-regret rules). `eps_grid`: the largest unilateral relative "
+                "gain there on a wider, finer grid; `eps_audit`: the same re-measured by the audit's own search "
+                "(`marketsim audit`'s, out to the validator's limits); `certificate` says `certified` only when "
+                "both are within the tolerance (option `tol`: 1e-3 for `continuous`, else 1%), and a search finds "
+                "lies, it cannot prove there are none. `price_of_lying` = truthful / learned welfare (>1: lying "
+                "destroys welfare). No-regret rules: `max_regret` the CCE gap of the empirical play over the grid "
+                "(TRUE utility units), `max_regret_rel` that gap over the learner's mean utility, "
+                "`cce_eps_audit` the audit's best fixed report against the same play (measured when the grid gap "
+                "is within the tolerance) and `cce_certificate` the verdict on the play as a coarse correlated "
+                "equilibrium.")  # fmt: skip
     text = [f"# {sc.name}: {sc.rule} learning ({sc.family})", "", sc.description, "", expl, "",
-            body, "", "![convergence](convergence.png)", ""]  # fmt: skip
+            _md(shown if sc.family == "bayesian" else table[show]), ""]  # fmt: skip
+    if sc.family != "bayesian" and "deviation" in table.columns:
+        text += ["Deviations the audit found at each reported profile (who gains, from which report to which):", ""]
+        for r in table.itertuples(index=False):
+            dev = getattr(r, "deviation", None)
+            if not isinstance(dev, str):
+                continue  # a failed task
+            text.append(f"* {r.mechanism}: {dev}")
+            moves = getattr(r, "moves", "")
+            if isinstance(moves, str) and moves:
+                text.append(f"  moves of the last pass (or of the repeat): {moves}")
+            cce = getattr(r, "cce_deviation", "")
+            if isinstance(cce, str) and cce:
+                text.append(f"  against the empirical play: {cce}")
+        text.append("")
+    text += ["![convergence](convergence.png)", ""]
     if sc.family == "bayesian":
-        text[-1:] = ["", "![learned bids vs BNE](bids.png)", ""]
+        text += ["![learned bids vs BNE](bids.png)", ""]
     paths[3].write_text("\n".join(text), encoding="utf-8")
     return paths

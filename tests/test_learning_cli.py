@@ -33,10 +33,17 @@ def test_learn_oef_writes_the_price_of_lying_table(tmp_path: Path, capsys) -> No
     assert table.loc["oef-noncoop", "truthful_total"] == pytest.approx(30 / 7)
     # maxmin stays at truth: price of lying exactly 1, no gain on the wide grid
     assert table.loc["maxmin", "status"] == "converged" and table.loc["maxmin", "price_of_lying"] == 1.0
-    assert table.loc["maxmin", "eps_abs"] == 0.0
+    assert table.loc["maxmin", "eps_abs"] == 0.0 and table.loc["maxmin", "certificate"] == "certified"
+    # Gavel's grid equilibrium holds on the wide grid but not against the audit's search: not certified
+    gavel = table.loc["gavel"]
+    assert gavel["status"] == "converged" and gavel["eps_grid"] == 0.0 and gavel["eps_audit"] > 0.01
+    assert gavel["certificate"] == "not certified" and gavel["eps_rel"] == gavel["eps_audit"]
+    assert table.loc["oef-noncoop", "certificate"] == "not certified"  # a cycle is no certificate
     traj = pd.read_parquet(tmp_path / "trajectories.parquet")
     assert set(traj["mechanism"]) == set(sc.mechanisms)
-    assert "| oef-noncoop | cycle |" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "| oef-noncoop | cycle |" in report and "eps_audit" in report
+    assert f"* gavel: agent {int(gavel['deviator'])}: " in report
 
 
 def test_learning_runs_are_deterministic_with_every_executor(tmp_path: Path) -> None:
@@ -103,6 +110,10 @@ def test_bayesian_learning_from_the_cli(tmp_path: Path) -> None:
          "learning.options.optimistic"),
         ('kind = "learning"\n[learning]\nrule = "hedge"\nmechanisms = ["gavel"]\noptions = {tol = -0.5}\n',
          "learning.options.tol"),
+        ('kind = "learning"\n[learning]\nrule = "best-response"\nmechanisms = ["gavel"]\noptions = {tol = 0}\n',
+         "learning.options.tol"),
+        ('kind = "learning"\n[learning]\nrule = "continuous"\nmechanisms = ["gavel"]\n'
+         'options = {report_tol = -1}\n', "learning.options.report_tol"),
     ],
 )  # fmt: skip
 def test_bad_learning_files_exit_2_naming_the_field(tmp_path: Path, capsys, body: str, needle: str) -> None:
@@ -131,6 +142,7 @@ def test_continuous_rule_from_the_cli(tmp_path: Path) -> None:
     assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
     assert table.loc["gavel", "status"] == "converged" and table.loc["gavel", "eps_rel"] <= 1e-3
+    assert table.loc["gavel", "certificate"] == "certified" and table.loc["gavel", "eps_audit"] <= 1e-3
     assert table.loc["maxmin", "status"] == "converged" and table.loc["maxmin", "price_of_lying"] == 1.0
     g = table.loc["gavel"]
     assert g["gain_0"] > 0 and g["learned_total"] != g["truthful_total"]
@@ -186,6 +198,10 @@ def test_optimistic_hedge_with_a_tolerance_from_the_cli(tmp_path: Path) -> None:
     table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
     for mech in ("oef-noncoop", "maxmin"):
         row = table.loc[mech]
-        assert row["status"] == "certified" and 1 <= row["rounds"] < 1000 and row["max_regret_rel"] <= 0.01
+        assert row["status"] == "grid-cce" and 1 <= row["rounds"] < 1000 and row["max_regret_rel"] <= 0.01
     assert table.loc["oef-noncoop", "rounds"] > 1  # its first (uniformly drawn) round was no 1%-CCE: it had to learn
+    # a 1%-CCE of the grid game, but a fixed report off the grid gains more than 1% against that play
+    noncoop = table.loc["oef-noncoop"]
+    assert noncoop["cce_eps_audit"] > 0.05 and noncoop["cce_certificate"] == "not certified"
+    assert table.loc["maxmin", "cce_eps_audit"] == 0.0 and table.loc["maxmin", "cce_certificate"] == "certified"
     assert "max_regret_rel" in (tmp_path / "o" / "report.md").read_text()

@@ -99,3 +99,65 @@ def test_cooperative_oef_best_responses_chase_a_jump_in_the_allocation() -> None
     below, above = u1(2.337), u1(2.3487)
     assert below > 3.0 and above < 1.31 and below / above > 2.3  # a jump of > 130% within 0.5%
     assert all(u1(f) > 3.0 for f in np.linspace(2.30, 2.337, 4))  # the whole good side, not one lucky point
+
+
+W3 = [[1.0, 3.0], [1.0, 1.5], [1.0, 6.0]]
+M3 = [2.0, 1.0]
+
+
+def _utility_at(mech, W, m, F: np.ndarray, i: int, f: float) -> float:
+    """Tenant i's TRUE throughput (rows normalised by column 0) when it reports factor f and the
+    others report F; the registered allocator called directly."""
+    _, fn = resolve_fair_share(mech)
+    W = np.asarray(W, dtype=float)
+    R = W.copy()
+    R[:, 1] *= F[:, 0]
+    R[i, 1] = W[i, 1] * f
+    return float(W[i] @ fn(R, np.asarray(m, float), weights=None, caps=None).X[i])
+
+
+def test_a_tie_chase_under_gavel_is_neither_a_cycle_nor_converged() -> None:
+    """Issue 19's example: tenants 0 and 2 end up reporting the same fast-GPU speedup (1.5) and
+    Gavel's tie-break hands the fast GPU to one of them; the other moves its report by ~1e-4 and
+    gains 55% (tenant 0) or 115% (tenant 2). Compared on rounded log factors (the old check), the
+    profile 'repeats' after one pass, which used to read 'cycle, period 1'. With a report tolerance
+    of 1e-2 the repeat is found, but the moves that gained were smaller than it: a chase."""
+    res = continuous_best_response("gavel", W3, M3, passes=20, report_tol=1e-2)
+    h = res.history
+    assert np.array_equal(np.round(np.log(h[-1]), 2), np.round(np.log(h[-2]), 2))  # the old check's "repeat"
+    assert res.status == "chase" and res.period == 0 and not res.certified
+    assert {mv["agent"] for mv in res.moves} == {0, 2}
+    assert all(mv["step"] < 1e-3 and mv["gain"] > 0.5 for mv in res.moves)  # tiny moves, large gains
+    # epsilon is the audit's gain at the FINAL profile (tenant 0's), not the last pass's largest (tenant 2's)
+    c = res.certificate
+    assert c.agent == 0 and res.eps_rel == c.eps_rel > 0.5 and res.eps_last_pass > 1.1
+    cur = _utility_at("gavel", W3, M3, res.factors, 0, res.factors[0, 0])
+    dev = _utility_at("gavel", W3, M3, res.factors, 0, c.to_report[0])
+    assert dev / cur - 1.0 == pytest.approx(res.eps_rel, rel=1e-6)
+    assert abs(np.log(c.to_report[0] / res.factors[0, 0])) < 1e-2  # an infinitesimal move
+
+
+def _pennies(W, m, *, weights=None, caps=None, **_):
+    """Matching pennies over reports (both TRUE rows are [1, 2]): the fast GPU goes to tenant 0 when
+    both over-report or both do not, else to tenant 1; the slow GPU is split."""
+    from market.allocation import Allocation
+
+    over = np.asarray(W, dtype=float)[:, 1] > 2.0 + 1e-12
+    win = 0 if over[0] == over[1] else 1
+    X = np.array([[0.5, 0.0], [0.5, 0.0]])
+    X[win, 1] = 1.0
+    return Allocation(X=X, policy="pennies", objective=0.0)
+
+
+def test_a_true_cycle_repeats_exactly_with_real_moves() -> None:
+    res = continuous_best_response(_pennies, [[1, 2], [1, 2]], [1, 1], passes=10)
+    assert res.status == "cycle" and res.period == 2 and not res.certified
+    assert np.array_equal(res.history[-1], res.history[-1 - res.period])
+    assert len(res.moves) == 4 and all(mv["step"] > 0.1 and mv["gain"] == pytest.approx(4.0) for mv in res.moves)
+    assert res.eps_rel == pytest.approx(4.0)  # the loser at the final profile: 0.5 -> 2.5
+
+
+def test_report_tolerance_is_validated() -> None:
+    for bad in (-1.0, float("nan"), "x"):
+        with pytest.raises(InputError, match="report_tol"):
+            continuous_best_response("gavel", W2, M2, report_tol=bad)

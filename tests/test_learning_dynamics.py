@@ -230,15 +230,24 @@ def test_non_cooperative_oef_has_no_pure_approximate_equilibrium_on_the_issue_in
     assert 0.15 < r.eps < 0.25 and r.surface.shape == (9, 9) and r.surface.min() >= r.levels[0]["eps"]
     assert [lv["eps"] for lv in r.levels] == sorted((lv["eps"] for lv in r.levels), reverse=True)
     assert _certify_off_grid(g, r.factors)["eps_rel"] > 0.15  # another deviation grid: 18.6%
+    assert not r.certificate.certified and r.certificate.eps_rel >= r.eps - 1e-9  # the audit finds at least as much
 
 
-def test_the_same_search_finds_the_pure_equilibrium_of_cooperative_oef() -> None:
-    """The search can say yes: cooperative OEF on the same instance has a pure equilibrium (the
-    continuous best responses converge there too), and certify confirms it independently."""
+def test_the_same_search_finds_a_grid_equilibrium_of_cooperative_oef_that_the_audit_rejects() -> None:
+    """On its own deviations the search finds an exact equilibrium of cooperative OEF (certify's
+    grid agrees), but the audit's search at that profile finds a report off both grids that gains
+    ~0.6% (1.7% at the full-resolution profile of benchmarks/results/equilibrium_gap.md): not
+    certified at 1e-3, and the gain is re-measured here with the allocator."""
     g = FairShareGame(mechanism="oef-coop", W=W2, m=[1, 1])
-    r = pure_equilibrium_search(g, low=0.01, high=100, points=9, deviations=41, zooms=2)
+    r = pure_equilibrium_search(g, low=0.01, high=100, points=9, deviations=41, zooms=2, tol=1e-3)
     assert r.eps <= 1e-9 and r.eps_abs <= 1e-9
     assert _certify_off_grid(g, r.factors)["eps_rel"] <= 1e-6
+    c = r.certificate
+    assert c is not None and not c.certified and c.eps_rel > 1e-3
+    F = np.array(r.factors, dtype=float).reshape(2, 1)
+    X = F.copy()
+    X[c.agent, 0] = c.to_report[0]
+    assert g._evaluate(X)[c.agent] / g._evaluate(F)[c.agent] - 1.0 == pytest.approx(c.eps_rel, rel=1e-9)
 
 
 def test_equilibrium_search_input_errors_name_the_field() -> None:
@@ -256,7 +265,7 @@ def test_hedge_with_a_tolerance_stops_at_the_first_certified_round() -> None:
     joint distribution); one round fewer, same seed, is not yet one."""
     g = FairShareGame(W=[[1, 2], [1, 3], [1, 5]], m=[1, 1])
     res = hedge(g, rounds=1000, eta=10.0, optimistic=True, seed=3, tol=0.01)
-    assert res.status == "certified" and 1 < res.rounds < 1000
+    assert res.status == "grid-cce" and 1 < res.rounds < 1000
     gap = _cce_gap(g, res.distribution)
     mean_u = res.trajectory.groupby("agent")["utility"].mean()
     for i in g.learner_ids:

@@ -7,6 +7,9 @@
   :mod:`market.learning.bne` (quadrature; asymmetric first price by shooting).
 * :mod:`market.learning.dynamics`: best-response, Hedge and EXP3 dynamics over report-factor grids
   for fair-share allocators, with an epsilon-equilibrium certificate and price-of-lying metrics.
+* :mod:`market.learning.continuous`: best responses in continuous report space (the audit's best lie).
+* :mod:`market.learning.certificates`: epsilon re-measured at a reported profile (or against
+  no-regret play) by the audit's own search; "certified" only when it is within the tolerance.
 """
 
 from market.learning.bayesian import (

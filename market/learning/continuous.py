@@ -1,29 +1,32 @@
 """Best-response dynamics in continuous report space: each learner in turn plays the audit's best lie
-against the others' CURRENT reports (not a grid), until a full pass moves nobody (then the last
-pass's searches are the equilibrium certificate: no learner found a gain above ``tol``), a profile
-repeats (a cycle) or ``passes`` run out.
+against the others' CURRENT reports (not a grid), until a full pass moves nobody, a profile repeats
+(a cycle), the dynamics chase a jump (a profile repeats within ``report_tol`` while a learner still
+gains more than ``tol`` by a move that small), or ``passes`` run out.
 
 A learner's strategy is a factor per speedup dimension ``j >= 1`` (column 0 is the unit of a
 normalised row); its payoff is its TRUE normalised throughput ``W_i · X_i``. The search is
 :func:`market.audit.search.audit` on :class:`ProfileTarget`, a
 :class:`~market.audit.fairshare.FairShareTarget` whose other rows are the current reports, so every
 step inherits the audit's grid, zoom, tails, boundary walk and local refinement.
+
+Whatever the status, epsilon is re-measured at the FINAL profile by the audit's full default search
+(:func:`market.learning.certificates.audit_fair_share_profile`), not taken from the last pass, whose
+searches ran against profiles that later moves changed.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from market.audit.fairshare import FairShareTarget
-from market.audit.search import AuditConfig, audit
+from market.audit.search import AuditConfig, audit, relative
 from market.errors import InputError, as_float_array, check_int, check_positive
+from market.learning.certificates import Certificate, ProfileTarget, audit_fair_share_profile
 
 __all__ = ["ProfileTarget", "ContinuousResult", "continuous_best_response", "FAST_SEARCH"]
 
@@ -32,34 +35,24 @@ FAST_SEARCH = AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12
 
 
 @dataclass
-class ProfileTarget(FairShareTarget):
-    """A fair-share audit target whose agents other than the deviator report ``reports`` (n, k),
-    rows normalised by column 0 like ``W``; the deviator's report is its TRUE row times its factors,
-    and every utility is TRUE (``W``)."""
-
-    reports: Any = None
-
-    def __post_init__(self) -> None:
-        self.fast = False  # the warm-started screen assumes truthful others
-        super().__post_init__()
-        R = as_float_array("reports", self.reports, shape=self.Wt.shape, positive=True)
-        self._R = R / R[:, :1]
-
-    def profile(self, agent: Hashable, report: tuple[tuple[float, ...], float | None]) -> tuple[np.ndarray, Any]:
-        Wr, weights = super().profile(agent, report)
-        R = self._R.copy()
-        R[int(agent)] = Wr[int(agent)]
-        return R, weights
-
-
-@dataclass
 class ContinuousResult:
-    """``factors`` (n, k−1) final reports, ``status`` (``converged`` / ``cycle`` / ``max-passes`` /
-    ``time-limit``),
-    cycle ``period`` in passes, ``eps_rel`` / ``eps_abs`` the largest gain the last pass's searches
-    found (a certificate when converged: every learner searched against the final profile),
-    ``trajectory`` one row per best response (``pass``, ``agent``, factors ``f1..``, TRUE
-    ``utility`` before and after, ``gain_rel``), ``evaluations`` mechanism runs, ``seconds``."""
+    """``factors`` (n, k−1) final reports; ``status``: ``converged`` (a pass moved nobody and the
+    audit's full search at the final profile finds no gain above ``tol``), ``stalled`` (a pass
+    moved nobody but the full search finds one), ``cycle`` (the end-of-pass profile repeats an
+    earlier one exactly, or within ``report_tol`` with every TRUE utility within ``tol`` of the
+    earlier one and every move of the cycle that gained more than ``tol`` larger than
+    ``report_tol``), ``chase`` (a profile repeats within ``report_tol`` but some learner gained more
+    than ``tol`` by a move no larger than that: a jump in its utility, not a rest point and not a
+    cycle), ``max-passes`` or ``time-limit``; ``period`` of a cycle in passes.
+
+    ``eps_rel`` / ``eps_abs``: epsilon at the FINAL profile measured by the audit's full search
+    (``certificate``: deviating agent, its from- and to-report); ``certified`` when it is within
+    ``tol``. ``eps_last_pass``: the largest relative gain the last pass's fast searches found (each
+    against the profile of its own step). ``moves``: who moved and by how much in the last pass (in
+    the cycle's passes for ``cycle`` / ``chase``): ``pass``, ``agent``, ``from``, ``to`` factors,
+    ``step`` (max |log(to / from)|) and relative ``gain``. ``trajectory`` one row per best response
+    (``pass``, ``agent``, factors ``f1..``, TRUE ``utility`` before and after, ``gain_rel``),
+    ``evaluations`` mechanism runs (certificate included), ``seconds``."""
 
     factors: np.ndarray
     status: str
@@ -71,10 +64,35 @@ class ContinuousResult:
     evaluations: int = 0
     seconds: float = 0.0
     history: list[np.ndarray] = field(default_factory=list)
+    certificate: Certificate | None = None
+    eps_last_pass: float = 0.0
+    moves: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def certified(self) -> bool:
+        """The audit-measured epsilon at the final profile is within the run's ``tol``."""
+        return self.certificate is not None and self.certificate.certified
 
 
-def _key(F: np.ndarray, digits: int) -> tuple[float, ...]:
-    return tuple(np.round(np.log(F), digits).ravel().tolist())
+def _utilities(fn: Callable[..., Any], Wt: np.ndarray, m: Any, F: np.ndarray, weights: Any, caps: Any) -> np.ndarray:
+    R = Wt.copy()
+    R[:, 1:] *= F
+    X = np.asarray(fn(R, np.asarray(m, dtype=float), weights=weights, caps=caps).X, dtype=float)
+    return np.einsum("lj,lj->l", Wt, X)
+
+
+def _to_factors(witness: Any, k: int) -> list[float]:
+    """The audit's best reply as report factors: its parameters, or the truth when no lie beat the
+    truth (``witness`` None); probes are off in the dynamics' searches."""
+    if isinstance(witness, dict):
+        return [float(witness.get(str(j), 1.0)) for j in range(1, k)]
+    if witness is None:
+        return [1.0] * (k - 1)
+    raise InputError("witness", witness, "is a probe; continuous best responses search factor dimensions only")
+
+
+def _step(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(np.max(np.abs(np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float)))))
 
 
 def continuous_best_response(
@@ -89,18 +107,26 @@ def continuous_best_response(
     tol: float = 1e-3,
     config: AuditConfig | None = None,
     seed: int = 0,
-    digits: int = 6,
+    report_tol: float = 1e-6,
     time_limit: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    certify_config: AuditConfig | None = None,
 ) -> ContinuousResult:
     """Round-robin continuous best responses from truth on fair-share ``mechanism`` (TRUE speedups
     ``W`` (n, k), GPUs ``m`` (k,)). A learner moves when its best lie gains more than ``tol``
-    (relative to its current TRUE utility). Profiles are compared after each pass on
-    ``log(factor)`` rounded to ``digits`` (cycle detection). ``config``: the audit budget of every
+    (relative to its current TRUE utility). After each pass the profile is compared with the
+    earlier end-of-pass profiles: one within ``report_tol`` (max |log factor difference|) is a
+    ``cycle`` or a ``chase`` (see :class:`ContinuousResult`). ``config``: the audit budget of every
     best response (default :data:`FAST_SEARCH`); ``seed`` seeds its sampling; ``time_limit`` (s)
-    stops after the first pass that ends past it (status ``time-limit``)."""
+    stops after the first pass that ends past it (status ``time-limit``). At the end the final
+    profile is certified by the audit's search with ``certify_config`` (default: ``marketsim
+    audit``'s ``AuditConfig()``) for every learner."""
+    from market.audit.fairshare import resolve_fair_share
+
     passes = check_int("passes", passes, minimum=1)
     tol = check_positive("tol", tol)
+    if not (isinstance(report_tol, int | float) and 0 <= report_tol < np.inf):
+        raise InputError("report_tol", report_tol, "must be a number >= 0 (max |log factor| difference)")
     Wt = as_float_array("W", W, ndim=2, positive=True)
     if Wt.shape[1] < 2:
         raise InputError("W", W, "needs at least two GPU types (nothing to misreport)")
@@ -110,18 +136,21 @@ def continuous_best_response(
     for i in ids:
         if i >= n:
             raise InputError("learners", i, f"must index one of the {n} tenants")
+    _, fn = resolve_fair_share(mechanism)
     cfg = config or FAST_SEARCH
     F = np.ones((n, k - 1))
-    seen = {_key(F, digits): 0}
     history = [F.copy()]
+    utils = [_utilities(fn, Wt, m, F, weights, caps)]
     rows: list[dict[str, Any]] = []
+    moves_by_pass: dict[int, list[dict[str, Any]]] = {}
     evaluations = 0
     t0 = time.perf_counter()
-    status, period, last_gains = "max-passes", 0, [(0.0, 0.0)]
+    status, period, last_gain = "max-passes", 0, 0.0
     done = 0
+    reported: list[dict[str, Any]] = []
     for p in range(1, passes + 1):
-        gains: list[tuple[float, float]] = []
-        moved = False
+        gains: list[float] = []
+        moves: list[dict[str, Any]] = []
         for i in ids:
             R = Wt.copy()
             R[:, 1:] *= F
@@ -133,35 +162,53 @@ def continuous_best_response(
             current = target.evaluate(i, target.report(i, {str(j): float(F[i, j - 1]) for j in range(1, k)}))
             best = res.truthful_utility + res.best_gain
             gain = best - current
-            rel = gain / abs(current) if current != 0 else (math.inf if gain > 0 else 0.0)
-            gains.append((max(rel, 0.0), max(gain, 0.0)))
+            rel = relative(gain, current) if gain > 0 else (gain / abs(current) if current else 0.0)
+            gains.append(max(rel, 0.0))
             row: dict[str, Any] = {"pass": p, "agent": i, "utility_before": current,
                                    "gain_rel": rel, "gain_abs": gain}  # fmt: skip
-            if rel > tol:
-                wit = res.witness if isinstance(res.witness, dict) else {}
-                F[i] = [float(wit.get(str(j), 1.0)) for j in range(1, k)]
-                moved = True
+            step = rel > tol
+            if step:
+                before = F[i].tolist()
+                F[i] = _to_factors(res.witness, k)
+                moves.append({"pass": p, "agent": i, "from": before, "to": F[i].tolist(),
+                              "step": _step(before, F[i]), "gain": float(rel)})  # fmt: skip
             for j in range(1, k):
                 row[f"f{j}"] = float(F[i, j - 1])
-            row["utility_after"] = best if rel > tol else current
+            row["utility_after"] = best if step else current
             rows.append(row)
         done = p
-        last_gains = gains
+        last_gain = max(gains, default=0.0)
+        moves_by_pass[p] = moves
+        reported = moves
         if progress is not None:
             progress(p, passes)
-        if not moved:
-            status = "converged"
+        if not moves:
+            status = "converged"  # provisional: the certificate below decides
             break
-        key = _key(F, digits)
         history.append(F.copy())
-        if key in seen:
-            status, period = "cycle", p - seen[key]
+        utils.append(_utilities(fn, Wt, m, F, weights, caps))
+        logF = np.log(F)
+        for q in range(p - 1, -1, -1):
+            d = float(np.max(np.abs(logF - np.log(history[q]))))
+            if d > report_tol:
+                continue
+            cyc = [mv for r in range(q + 1, p + 1) for mv in moves_by_pass[r]]
+            tiny = [mv for mv in cyc if mv["step"] <= report_tol]
+            same_u = bool(np.all(np.abs(utils[p] - utils[q]) <= tol * np.maximum(1.0, np.abs(utils[q]))))
+            if d == 0.0 or (not tiny and same_u):
+                status, period, reported = "cycle", p - q, cyc
+            else:
+                status, reported = "chase", tiny or cyc
             break
-        seen[key] = p
+        if status in ("cycle", "chase"):
+            break
         if time_limit is not None and time.perf_counter() - t0 > time_limit:
             status = "time-limit"
             break
-    eps_rel = max(g[0] for g in last_gains)
-    eps_abs = max(g[1] for g in last_gains)
-    return ContinuousResult(F, status, period, eps_rel, eps_abs, done, pd.DataFrame(rows), evaluations,
-                            time.perf_counter() - t0, history)  # fmt: skip
+    cert = audit_fair_share_profile(mechanism, Wt, m, F, weights=weights, caps=caps, learners=ids, tol=tol,
+                                    config=certify_config, seed=seed)  # fmt: skip
+    evaluations += cert.evaluations
+    if status == "converged" and not cert.certified:
+        status = "stalled"
+    return ContinuousResult(F, status, period, cert.eps_rel, cert.eps_abs, done, pd.DataFrame(rows), evaluations,
+                            time.perf_counter() - t0, history, cert, last_gain, reported)  # fmt: skip

@@ -16,7 +16,9 @@ that do not learn always play truth).
   each tenant's average external regret (its CCE gap); :func:`cce_epsilon` re-checks empirical play
   against deviations on a wider grid.
 * :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
-  finer and wider than the learning grid (a lower bound on the exact epsilon).
+  finer and wider than the learning grid (a lower bound on the exact epsilon, and a grid one:
+  :mod:`market.learning.certificates` re-measures profiles and play with the audit's search over
+  every report the validator accepts, the number a certificate must rest on).
 * :func:`pure_equilibrium_search`: two learners, one dimension: the smallest epsilon over zoomed
   grids of pure profiles (does a pure approximate equilibrium exist at all?).
 * :func:`price_of_lying`: welfare and fairness at a profile against truthful play.
@@ -285,7 +287,8 @@ class DynamicsResult:
     """Outcome of a learning run: ``trajectory`` (one row per step: ``step``, ``agent``,
     ``strategy``, factor columns ``f1..f{k-1}``, TRUE ``utility``), the final pure ``profile``
     (best-response) or modal profile (no-regret), ``status`` (``converged`` / ``cycle`` /
-    ``max-steps`` / ``finished``), ``period`` of a detected cycle, ``distribution`` (joint
+    ``max-steps``: a grid equilibrium, an exact repeat of a grid profile, out of passes;
+    no-regret: ``finished`` / ``grid-cce`` / ``time-limit``), ``period`` of a detected cycle, ``distribution`` (joint
     empirical frequency of profiles, no-regret only) and ``regret`` (average external regret per
     learner, TRUE throughput units; no-regret only). ``regret_rel``: each learner's regret over its
     mean TRUE utility in play; its maximum is the epsilon of ``distribution`` as a coarse correlated
@@ -405,7 +408,7 @@ def _no_regret(
         if progress is not None:
             progress(t + 1, rounds)
         if tol is not None and max(_rel_regret(cum_cf[i], cum_play[i]) for i in L) <= tol:
-            status, played = "certified", t + 1
+            status, played = "grid-cce", t + 1
             break
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, played = "time-limit", t + 1
@@ -462,8 +465,9 @@ def hedge(
 
     ``optimistic``: optimistic Hedge (the last round's counterfactuals count twice in the weights),
     whose regret falls faster when every player runs it. ``tol``: stop after the first round at
-    which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``certified``: the
-    empirical play is a ``tol``-coarse correlated equilibrium of the grid game). ``time_limit``
+    which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``grid-cce``: the
+    empirical play is a ``tol``-coarse correlated equilibrium of the GRID game only; whether it is
+    one against every report is :func:`market.learning.certificates.audit_play`'s to measure). ``time_limit``
     (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
     then depends on the machine, so results are reproducible only without it). ``executor``: a
     ``concurrent.futures`` executor (e.g. a 2-process pool, owned by the caller) that computes the
@@ -562,7 +566,10 @@ class GapSearch:
     (relative to the learner's utility / in utility units, max over the two learners) at report
     ``factors`` with TRUE ``utilities``; ``levels``: per grid level its log10 window centre and
     width and best epsilon; ``grid`` (log10 factors) and ``surface``: the first level's epsilon over
-    (learner A factor, learner B factor); ``evaluations``: mechanism runs."""
+    (learner A factor, learner B factor); ``evaluations``: mechanism runs (grid search only);
+    ``certificate``: epsilon at ``factors`` re-measured by the audit's own search over every
+    report the validator accepts (:func:`market.learning.certificates.audit_profile`): a grid
+    epsilon of 0 is only "no gain on these deviations"."""
 
     eps: float
     eps_abs: float
@@ -572,6 +579,7 @@ class GapSearch:
     grid: np.ndarray
     surface: np.ndarray
     evaluations: int
+    certificate: Any = None
 
 
 def pure_equilibrium_search(
@@ -583,6 +591,7 @@ def pure_equilibrium_search(
     deviations: int = 241,
     zooms: int = 3,
     progress: Callable[[int, int], None] | None = None,
+    tol: float = 0.01,
 ) -> GapSearch:
     """Look for a pure profile with a small epsilon in a game with two learners and one reportable
     dimension: a ``points`` x ``points`` log grid of report factors over ``[low, high]`` for the two
@@ -591,7 +600,8 @@ def pure_equilibrium_search(
     profile closest to truth wins). Epsilon at a profile: each learner's best TRUE gain over
     ``deviations`` log-spaced factors in ``[low, high]`` (clipped to an auction's validator bounds,
     plus the learning grid), the other fixed. The minimum over the visited profiles is evidence, not
-    proof, about the exact minimum: outcomes can jump between grid points."""
+    proof, about the exact minimum: outcomes can jump between grid points. The best profile is then
+    certified by the audit's search (``certificate``; verdict at relative tolerance ``tol``)."""
     if len(game.learner_ids) != 2 or game.strategies.shape[1] != 1:
         raise InputError("game", f"{len(game.learner_ids)} learners x {game.strategies.shape[1]} dimensions",
                          "needs exactly two learners and one reportable dimension")  # fmt: skip
@@ -644,8 +654,13 @@ def pure_equilibrium_search(
         lo_a, lo_b = (float(np.clip(c - w, lg_lo, lg_hi - 2 * w)) for c, w in ((ca, wa), (cb, wb)))
         hi_a, hi_b = lo_a + 2 * wa, lo_b + 2 * wb
     ub = u(best[2], best[3])
+    from market.learning.certificates import audit_profile
+
+    F = np.ones((game.n, 1))
+    F[a, 0], F[b, 0] = best[2], best[3]
+    cert = audit_profile(game, F, tol=tol)
     return GapSearch(best[0], best[1], (best[2], best[3]), (float(ub[a]), float(ub[b])), levels,
-                     first[0], first[1], len(cache))  # fmt: skip
+                     first[0], first[1], len(cache), cert)  # fmt: skip
 
 
 def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
