@@ -36,7 +36,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -334,8 +333,5 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                 for tr in tframe.to_dict("records"):
                     trows.append({**key, "variant": vname, "mechanism": mech, **tr})
         return CellResult(spec.run_id, rows, trows)
-    except InputError as exc:
-        return CellResult(spec.run_id, [], [], f"InputError: {exc}")
     except Exception as exc:  # a crashing cell becomes a failure row; the study goes on
-        tb = traceback.format_exc(limit=4)
-        return CellResult(spec.run_id, [], [], f"{type(exc).__name__}: {exc}\n{tb}")
+        return CellResult.failed(spec.run_id, exc)

@@ -500,6 +500,14 @@ class CellResult:
     tenant_rows: list[dict[str, Any]]
     error: str | None = None
 
+    @classmethod
+    def failed(cls, run_id: str, exc: BaseException) -> CellResult:
+        """A failure row for a cell that raised: user errors in one line, anything else with a short traceback
+        (the study goes on; call from inside the ``except`` block)."""
+        if isinstance(exc, InputError):
+            return cls(run_id, [], [], f"InputError: {exc}")
+        return cls(run_id, [], [], f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
+
 
 def plan_cells(
     study: Study, replications: int | None = None, mechanisms: Sequence[str] | None = None
@@ -590,11 +598,8 @@ def execute_cell(spec: CellSpec) -> CellResult:
                     for tr in market.tenant_rows(model.auctioneer.decisions, reports):
                         trows.append({**key, "variant": vname, "mechanism": mech, **tr})
         return CellResult(spec.run_id, rows, trows)
-    except InputError as exc:
-        return CellResult(spec.run_id, [], [], f"InputError: {exc}")
     except Exception as exc:  # a crashing cell becomes a failure row; the study goes on
-        tb = traceback.format_exc(limit=4)
-        return CellResult(spec.run_id, [], [], f"{type(exc).__name__}: {exc}\n{tb}")
+        return CellResult.failed(spec.run_id, exc)
 
 
 @dataclass
