@@ -275,4 +275,6 @@ def test_gavel_duration_rule_draws_gavels_generator() -> None:
 def test_embedded_gavel_jct_study_loads() -> None:
     study = load_study("gavel_jct")
     assert study.family == "fair-share" and len(study.headlines) == 3
+    assert study.mechanisms == ("maxmin", "gavel", "gavel-max-min-perf", "gavel-max-sum-throughput", "oef-noncoop",
+                                "oef-coop", "gandiva-fair")  # fmt: skip
     assert study.variants[0].fraction == pytest.approx(0.2)
