@@ -419,3 +419,87 @@ def test_trace_round_default_is_gavels(tmp_path: Path) -> None:
     scen = load_scenario(tmp_path / "s.toml")
     assert scen.cluster.round_seconds == 360.0 and scen.cluster.reallocation_interval_s == 1920.0
     assert load_scenario("default").cluster.round_seconds == 300.0
+
+
+LIE_TABLE = """job_type,gpu_type,num_gpus,throughput_steps_per_s
+A,k80,1,1.0
+A,v100,1,2.0
+B,k80,1,1.0
+B,v100,1,2.5
+"""
+
+
+def _lie_model(tmp_path: Path, liars: tuple[str, ...], factor: float = 1.5):
+    from dataclasses import replace
+
+    from agents.model import MarketModel
+    from agents.strategies import ScaleDims
+    from agents.trace_rounds import lying_throughputs
+
+    (tmp_path / "table.csv").write_text(LIE_TABLE)
+    (tmp_path / "t.trace").write_text(_line("A", 720, 0.0) + "\n" + _line("B", 900, 0.0) + "\n")
+    (tmp_path / "s.toml").write_text("""
+name = "lie"
+policies = ["gavel-max-sum-throughput"]
+replications = 1
+[cluster]
+gpu_types = ["k80", "v100"]
+gpus = [1, 1]
+round_seconds = 360.0
+[profiles]
+file = "table.csv"
+[workload]
+trace = "t.trace"
+""")
+    config = load_scenario(tmp_path / "s.toml").instantiate("gavel-max-sum-throughput", "truthful",
+                                                          np.random.default_rng(0))  # fmt: skip
+    tw = config.trace
+    R = lying_throughputs(tw.throughputs, tw.trace.job_type, tw.tenants, liars, ScaleDims.fast(factor, 2))
+    model = MarketModel(replace(config, trace=replace(tw, reported=R, liars=liars)), rng=np.random.default_rng(0))
+    model.run()
+    comp = model.completions()
+    return model, dict(zip(comp["job_id"], comp["jct_s"], strict=True))
+
+
+def test_a_liar_on_a_trace_changes_the_lease_order_hand_computed(tmp_path: Path) -> None:
+    """One K80 and one V100, Gavel's max-sum-throughput, tenancy "job", both jobs at t = 0, 360 s
+    rounds. Job 0 (type A) runs 1 / 2 steps/s on K80 / V100, 720 steps; job 1 (type B) 1 / 2.5,
+    900 steps.
+
+    Truthful: the LP gives the V100 to job 1 (2.5 + 1 = 3.5 > 2 + 1), x = [[1, 0], [0, 1]]. Round 0:
+    the V100 (leased first) goes to job 1 (priority 2 vs 0), which finishes at 900 / 2.5 = 360 s;
+    job 0 runs on the K80, 360 steps. Round 1 (t = 360): job 0 alone takes the V100 (idle GPUs go
+    to any job that fits), 360 / 2 = 180 s: done at 540. JCTs (540, 360).
+
+    Job 0 lies (reports 1.5x its V100 throughput, [1, 3]): the LP sees 3 + 1 = 4 > 3.5 and gives
+    it the V100. Round 0: job 0 on the V100 at its TRUE 2 steps/s finishes at 720 / 2 = 360 s;
+    job 1 runs 360 steps on the K80. Round 1: job 1 on the V100, 540 / 2.5 = 216 s: done at 576.
+    JCTs (360, 576): the liar gains 180 s, the honest job loses 216 s."""
+    _, truthful = _lie_model(tmp_path, ())
+    assert truthful == pytest.approx({"0": 540.0, "1": 360.0})
+    model, lying = _lie_model(tmp_path, ("0",))
+    assert lying == pytest.approx({"0": 360.0, "1": 576.0})
+    # progress is at the TRUE throughputs: an inflated report does not speed the liar's job up
+    assert model.auctioneer.trace.R[0].tolist() == [1.0, 3.0] and model.auctioneer.trace.T[0].tolist() == [1.0, 2.0]
+    # the honest job's report is untouched, and a non-liar set changes nothing
+    assert _lie_model(tmp_path, ("nobody",))[1] == pytest.approx(truthful)
+
+
+def test_lying_throughputs_rules_and_errors() -> None:
+    from agents.config import TraceWorkload
+    from agents.strategies import ReportVector, ScaleDims
+    from agents.trace_rounds import lying_throughputs
+
+    T = np.array([[1.0, 2.0, 0.0], [1.0, 3.0, 4.0], [2.0, 2.0, 2.0]])
+    jt, ten = np.array(["A", "B", "A"]), np.array(["u0", "u1", "u0"])
+    R = lying_throughputs(T, jt, ten, {"u0"}, ScaleDims({2: 2.0, 1: 1.5}))
+    assert R.tolist() == [[1.0, 3.0, 0.0], [1.0, 3.0, 4.0], [2.0, 3.0, 4.0]]  # every job of u0; zeros stay 0
+    only_b = lying_throughputs(T, jt, ten, {"u0", "u1"}, ScaleDims({1: 2.0}, job_types=frozenset({"B"})))
+    assert only_b.tolist() == [[1.0, 2.0, 0.0], [1.0, 6.0, 4.0], [2.0, 2.0, 2.0]]
+    with pytest.raises(InputError, match="variant.strategy"):
+        lying_throughputs(T, jt, ten, {"u0"}, ReportVector((1.0, 2.0, 3.0)))
+    tr = read_gavel_trace(data_path(GAVEL_TRACE)).head(2)
+    with pytest.raises(InputError, match=r"reported throughputs\[0, 1\]"):
+        TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.array([[1.0, 0.0], [1.0, 1.0]]))
+    with pytest.raises(InputError, match="reported throughputs"):
+        TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.ones((2, 3)))
