@@ -728,9 +728,12 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     n_tenants = workload.tenants
     w.done()
     if is_trace:
-        for key in ("tenant", "variant"):
-            if top.has(key):
-                raise InputError(top.key(key), top.data[key], "is not supported with a trace workload (yet)")
+        if top.has("tenant"):
+            raise InputError(top.key("tenant"), top.data["tenant"], "is not supported with a trace workload")
+        if top.has("variant"):
+            raise InputError(top.key("variant"), top.data["variant"], "is not supported in a trace scenario: lying "
+                             "tenants on a trace run in a fair-share study ([[variant]] with tenants or fraction; "
+                             "docs/trace_simulation.md)")  # fmt: skip
 
     overrides: list[TenantOverride] = []
     for i, raw in enumerate(top.array("tenant", []) or []):
