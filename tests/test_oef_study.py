@@ -278,6 +278,15 @@ def test_embedded_gavel_jct_study_loads() -> None:
     assert study.mechanisms == ("maxmin", "gavel", "gavel-max-min-perf", "gavel-max-sum-throughput", "oef-noncoop",
                                 "oef-coop", "gandiva-fair")  # fmt: skip
     assert study.variants[0].fraction == pytest.approx(0.2)
+    # both panels run on the trace engine (Gavel's lease rounds) with Gavel-generated workloads
+    from analysis.fairshare_study import panel_scenario
+
+    for pi, x in ((0, 0.5), (1, 1.5)):
+        scen = panel_scenario(study, pi, x)
+        ts = scen.workload.trace
+        assert ts is not None and ts.generator == "gavel" and ts.jobs == 60 and scen.cluster.round_seconds == 360.0
+    assert panel_scenario(study, 0, 0.5).workload.trace.jobs_per_hour == 0.5
+    assert panel_scenario(study, 1, 1.5).workload.trace.jobs_per_hour == 2.0
 
 
 TRACE_LIE = """

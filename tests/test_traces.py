@@ -503,3 +503,71 @@ def test_lying_throughputs_rules_and_errors() -> None:
         TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.array([[1.0, 0.0], [1.0, 1.0]]))
     with pytest.raises(InputError, match="reported throughputs"):
         TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.ones((2, 3)))
+
+
+def test_generated_gavel_trace_follows_gavels_generator() -> None:
+    """Gavel's generator (market.traces.generate_gavel_trace): exponential gaps of mean 3600/rate,
+    the first job at 0, durations 60*10^U(1.5, 3) s w.p. 0.8 else 60*10^U(3, 4) s on a V100
+    (total_steps = duration x the V100 throughput), job types uniform over the types that run on
+    every GPU type; same seed, same trace; a different seed, a different one."""
+    from market.traces import generate_gavel_trace
+
+    table = load_throughput_table(data_path(GAVEL_THROUGHPUTS))
+    types = ("k80", "p100", "v100")
+    tr = generate_gavel_trace(table, types, 4000, 2.0, seed=5)
+    assert len(tr) == 4000 and tr.arrival_s[0] == 0.0 and (np.diff(tr.arrival_s) >= 0).all()
+    gaps = np.diff(tr.arrival_s)
+    assert abs(gaps.mean() / 1800.0 - 1) < 0.05  # 3 sigma of the mean of 4000 exponentials is 4.7%
+    d = tr.duration_s
+    assert d.min() >= 60 * 10**1.5 and d.max() <= 60 * 10**4
+    assert abs((d < 60 * 10**3).mean() - 0.8) < 0.02  # 3 sigma of a binomial(4000, 0.8) share is 0.019
+    v100 = tr.throughputs(table, ["v100"])[:, 0]
+    assert tr.total_steps == pytest.approx(d * v100)
+    T = tr.throughputs(table, types)
+    assert (T > 0).all() and (tr.scale == 1).all() and (tr.priority == 1).all()
+    feasible = sorted(jt for jt in table.job_types if (r := table.values.get((jt, 1))) is not None
+                      and (r[[table.gpu_types.index(g) for g in types]] > 0).all())  # fmt: skip
+    counts = np.array([np.sum(tr.job_type == jt) for jt in feasible])
+    assert counts.sum() == 4000 and counts.min() > 0  # every feasible type drawn, nothing else
+    again = generate_gavel_trace(table, types, 4000, 2.0, seed=5)
+    assert (again.arrival_s == tr.arrival_s).all() and (again.job_type == tr.job_type).all()
+    assert not (generate_gavel_trace(table, types, 4000, 2.0, seed=6).job_type == tr.job_type).all()
+    for kw, field in (({"jobs": 0}, "jobs"), ({"jobs_per_hour": -1.0}, "jobs_per_hour"),
+                      ({"jobs_per_hour": float("nan")}, "jobs_per_hour")):  # fmt: skip
+        args = {"jobs": 10, "jobs_per_hour": 1.0, **kw}
+        with pytest.raises(InputError, match=field):
+            generate_gavel_trace(table, types, args["jobs"], args["jobs_per_hour"], seed=0)
+
+
+def test_generated_trace_scenario_keys_and_errors(tmp_path: Path) -> None:
+    body = """
+name = "gen"
+policies = ["maxmin", "gavel-max-min-perf"]
+replications = 1
+[cluster]
+gpu_types = ["k80", "p100", "v100"]
+gpus = [2, 2, 2]
+[workload]
+generator = "gavel"
+jobs = 8
+jobs_per_hour = 4.0
+"""
+    (tmp_path / "g.toml").write_text(body)
+    scen = load_scenario(tmp_path / "g.toml")
+    assert scen.workload.tenants == 8 and scen.workload.trace.generator == "gavel"
+    model = scen.build_model("gavel-max-min-perf", "truthful", 0)
+    model.progress = False
+    model.run()
+    assert len(model.completions()) == 8 and model.round_seconds == 360.0
+    # the replication seed draws the workload: two seeds, two traces
+    a, b = (scen.build_model("maxmin", "truthful", s).config.trace.trace.arrival_s for s in (0, 1))
+    assert not np.array_equal(a, b)
+    for old, new, field in (('generator = "gavel"', 'generator = "alibaba"', "workload.generator"),
+                            ("jobs = 8", "jobs = 0", "workload.jobs"),
+                            ("jobs_per_hour = 4.0", "jobs_per_hour = -4.0", "workload.jobs_per_hour"),
+                            ("jobs_per_hour = 4.0", "", "workload.jobs_per_hour"),
+                            ("jobs = 8", "jobs = 8\nmax_jobs = 3", "workload.max_jobs"),
+                            ("jobs = 8", 'jobs = 8\ntenancy = "user"', "workload.tenancy")):  # fmt: skip
+        (tmp_path / "bad.toml").write_text(body.replace(old, new))
+        with pytest.raises(InputError, match=field):
+            load_scenario(tmp_path / "bad.toml")
