@@ -343,6 +343,9 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     assert f.loc[("gavel-max-sum-throughput", "truthful"), "mean_jct_h"].tolist() == pytest.approx([0.125, 0.125])
     m = f.loc[("maxmin", "liar")]
     assert (m["liar_gain"] == 0).all() and (m["liar_jct_h"] == m["liar_jct_h_truthful"]).all()
+    again = run_study(study, progress=False, executor="process", workers=2)  # same numbers with every executor
+    cols = [c for c in res.frame.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(res.frame[cols], again.frame[cols])
     pairs = paired_differences(res.frame, ("liar_jct_h", "honest_jct_h")).set_index(["mechanism", "metric"])
     assert pairs.loc[("gavel-max-sum-throughput", "liar_jct_h"), "mean"] == pytest.approx(-0.05)
     assert pairs.loc[("gavel-max-sum-throughput", "honest_jct_h"), "mean"] == pytest.approx(0.06)
