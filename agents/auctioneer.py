@@ -104,6 +104,7 @@ class Auctioneer(mesa.Agent):
                 round_seconds=model.round_seconds,
                 reallocation_interval_s=tw.reallocation_interval_s,
                 per_job=tw.tenancy == "job",
+                reported=tw.reported,
             )
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------

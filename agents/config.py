@@ -101,7 +101,10 @@ class TraceWorkload:
     tenant name per job under ``tenancy`` ("job" | "user" | N); ``reallocation_interval_s``: least
     time between two policy re-solves (Gavel: 1920 s; 0 = re-solve at every change of the job
     set); ``until_done``: run until every job has completed (the model's ``rounds`` is then only the
-    safety cap, and reaching it is reported by a warning and :attr:`MarketModel.cap_reached`)."""
+    safety cap, and reaching it is reported by a warning and :attr:`MarketModel.cap_reached`);
+    ``reported`` (N, k): the throughputs the policy sees (lying tenants,
+    :func:`agents.trace_rounds.lying_throughputs`; None = the truth), while jobs progress at
+    ``throughputs``; ``liars``: the names of the lying tenants (for the results)."""
 
     trace: Trace
     throughputs: np.ndarray
@@ -109,6 +112,8 @@ class TraceWorkload:
     tenancy: str | int = "job"
     reallocation_interval_s: float = GAVEL_REALLOCATION_S
     until_done: bool = True
+    reported: np.ndarray | None = None
+    liars: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.trace)
@@ -121,6 +126,16 @@ class TraceWorkload:
             raise InputError("trace tenants", len(self.tenants), f"must name one tenant per job ({n})")
         check_nonneg("reallocation_interval_s", self.reallocation_interval_s)
         object.__setattr__(self, "throughputs", T)
+        if self.reported is not None:
+            R = np.asarray(self.reported, dtype=float)
+            if R.shape != T.shape:
+                raise InputError("trace reported throughputs", R.shape, f"must have the throughputs' shape {T.shape}")
+            bad = ~np.isfinite(R) | (R < 0) | ((R > 0) != (T > 0))
+            if bad.any():
+                i, j = (int(v) for v in np.argwhere(bad)[0])
+                why = f"must be finite, >= 0 and 0 exactly where the true throughput is ({T[i, j]!r})"
+                raise InputError(f"trace reported throughputs[{i}, {j}]", float(R[i, j]), why)
+            object.__setattr__(self, "reported", R)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,14 @@ with raw throughputs and ``scale_factors`` (weights ``priority / active jobs of 
 ``tenancy = "job"``). A time-fraction row summing above 1 (policies without caps, e.g. OEF) is
 scaled down to 1.
 
+**Lying tenants** (``reported``): the policy sees the REPORTED throughputs of every job (rows,
+normalisers, time fractions), while jobs progress, lease feasibility (throughput > 0) and the
+estimated throughput use the TRUE ones: outcomes from reports, experience from truth.
+:func:`lying_throughputs` builds the reports of a set of lying tenants. Who is a tenant follows
+the tenancy: with ``tenancy = "job"`` a lying tenant is one job, with ``"user"`` or ``N`` every
+job of the tenant reports inflated throughputs (Gavel's own policies still get one row per job,
+each normalised by its own reported proportional-share throughput).
+
 Units: seconds, steps, steps/s, GPUs.
 """
 
@@ -49,7 +57,7 @@ import numpy as np
 
 from market.errors import InputError
 
-__all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE"]
+__all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE", "lying_throughputs"]
 
 #: policies that take raw throughputs and scale factors (Gavel's own formulations)
 GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput"})
@@ -77,12 +85,40 @@ class TraceRoundResult:
     total_act: float = 0.0
 
 
+def lying_throughputs(
+    throughputs: np.ndarray, job_types: np.ndarray, tenants: np.ndarray, liars: Any, strategy: Any
+) -> np.ndarray:
+    """Reported throughputs (N, k): the jobs of the tenants in ``liars`` report with ``strategy``,
+    every other job the truth. Only per-dimension scaling (:class:`agents.strategies.ScaleDims`,
+    a variant's ``strategy = "scale"`` or ``"fast"``) applies to raw throughputs unchanged: the
+    row ``T[l]`` becomes ``T[l] * f`` with ``f`` the strategy's factors for the job's type (a
+    speedup vector scaled by ``f`` is the raw row scaled by ``f``; zeros stay zeros)."""
+    from agents.strategies import ScaleDims
+
+    if not isinstance(strategy, ScaleDims):
+        why = "is not supported with a trace workload: use 'scale' or 'fast' (per-type factors)"
+        raise InputError("variant.strategy", type(strategy).__name__, why)
+    T = np.asarray(throughputs, dtype=float)
+    R = T.copy()
+    lie = np.isin(np.asarray(tenants).astype(str), np.asarray(sorted(liars), dtype=str))
+    if not lie.any():
+        return R
+    jt = np.asarray(job_types).astype(str)
+    ones = np.ones(T.shape[1])
+    for name in np.unique(jt[lie]).tolist():
+        f = strategy.report(name, ones, np.random.default_rng(0))  # deterministic: ScaleDims draws nothing
+        rows = lie & (jt == name)
+        R[rows] = T[rows] * f[None, :]
+    return R
+
+
 class TraceRounds:
     """The round engine (module docstring). ``throughputs`` (N, k) steps/s per job and GPU type
     (0 = cannot run), ``scale`` (N,) GPUs, ``total_steps`` (N,), ``arrival_s`` (N,) ascending,
     ``priority`` (N,) > 0, ``tenant_code`` (N,) ints, ``job_type_code`` (N,) ints; ``policy`` a
     registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
-    per job (tenancy "job")."""
+    per job (tenancy "job"); ``reported`` (N, k): the throughputs the policy sees (None = the
+    truth; lying tenants, module docstring)."""
 
     def __init__(
         self,
@@ -99,9 +135,14 @@ class TraceRounds:
         round_seconds: float,
         reallocation_interval_s: float,
         per_job: bool,
+        reported: np.ndarray | None = None,
     ) -> None:
         self.T = np.asarray(throughputs, dtype=float)
         n, k = self.T.shape
+        #: what the policy sees (REPORTED throughputs); progress uses :attr:`T` (the truth)
+        self.R = self.T if reported is None else np.asarray(reported, dtype=float)
+        if self.R.shape != self.T.shape:
+            raise InputError("reported", self.R.shape, f"must have the shape of the throughputs {self.T.shape}")
         self.n, self.k = n, k
         self.s = np.asarray(scale, dtype=np.int64)
         self.remaining = np.asarray(total_steps, dtype=float).copy()
@@ -196,7 +237,7 @@ class TraceRounds:
         """Time fractions (|A|, k) of the active jobs under the policy."""
         if A.size == 0:
             return np.zeros((0, self.k))
-        T = self.T[A]
+        T = self.R[A]  # the policy sees the reports
         s = self.s[A]
         ten = self.tenant[A]
         if self.native:

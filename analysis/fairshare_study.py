@@ -29,6 +29,16 @@ slowest-GPU equivalents (OEF spec §5.4), means over the rounds of the run:
   measured on the SAME tenants in the truthful run of the same cell and mechanism, plus
   ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
+
+**Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
+``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
+measures are means over the rounds weighted by each round's length (rounds of a trace run differ
+in length), ``makespan_h`` is the last completion minus the first arrival, ``straggler_workers``
+is 0 (a lease is on one GPU type) and there are no per-tenant rows. A lying variant's tenants are
+the trace's tenants under its tenancy (``"job"``: single jobs; ``"user"`` / ``N``: every job of
+the tenant lies), indexed in order of their first job's arrival; only ``scale`` / ``fast``
+strategies apply (:func:`agents.trace_rounds.lying_throughputs`): the policy sees the inflated
+throughputs, the jobs progress at the true ones.
 """
 
 from __future__ import annotations
@@ -59,6 +69,8 @@ __all__ = [
     "validate_fair_study",
     "execute_fair_cell",
     "summarise_run",
+    "summarise_trace_run",
+    "trace_tenant_ids",
 ]
 
 #: default metrics of a fair-share study (plots and the report's summary table use them in order)
@@ -188,7 +200,13 @@ def validate_fair_study(study: Study) -> None:
                 if bad:
                     raise InputError(f"study {study.name}: variant {v.name}.tenants", bad,
                                      f"must be tenant indices in 0..{n - 1} (panel {pi})")  # fmt: skip
-                variant_strategy(study, v, pi, x, scen.cluster.gpu_types)
+                strat = variant_strategy(study, v, pi, x, scen.cluster.gpu_types)
+                if scen.workload.trace is not None:
+                    from agents.strategies import ScaleDims
+
+                    if not isinstance(strat, ScaleDims):
+                        raise InputError(f"study {study.name}: variant {v.name}.strategy", v.params.get("strategy"),
+                                         "is not supported with a trace workload: use 'scale' or 'fast'")  # fmt: skip
 
 
 def _liar_indices(variant: Variant, n: int, rng: np.random.Generator) -> list[int]:
@@ -272,6 +290,108 @@ def summarise_run(
     return row, trows
 
 
+def trace_tenant_ids(tenants: np.ndarray) -> list[str]:
+    """The distinct tenant names of a trace workload in order of their first job (arrival order)."""
+    names, first = np.unique(np.asarray(tenants).astype(str), return_index=True)
+    return [str(n) for n in names[np.argsort(first, kind="stable")]]
+
+
+def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None) -> dict[str, float]:
+    """Metrics of one finished trace run (module docstring; JCTs from the completions table)."""
+    tw = model.config.trace
+    f = model.tidy() if frame is None else frame
+    cl = f[f["tenant"] == ""].pivot_table(index="round", columns="measure", values="value", aggfunc="first")
+    length = cl["round_s"].to_numpy(dtype=float) if "round_s" in cl else np.ones(len(cl))
+    total_len = float(length.sum())
+
+    def wmean(measure: str) -> float:
+        if measure not in cl or total_len <= 0:
+            return math.nan
+        return float(np.nansum(cl[measure].to_numpy(dtype=float) * length) / total_len)
+
+    comp = model.completions()
+    jct = comp["jct_s"].to_numpy(dtype=float)
+    n_jobs = len(tw.trace)
+    est, act = wmean("total_est"), wmean("total_act")
+    row: dict[str, float] = {
+        "total_est": est,
+        "total_act": act,
+        "act_over_est": act / est if est > 0 else math.nan,
+        "mean_jct_h": float(jct.mean() / 3600.0) if jct.size else math.nan,
+        "makespan_h": float((comp["completion_s"].max() - tw.trace.arrival_s.min()) / 3600.0) if jct.size else math.nan,
+        "jobs_done": float(jct.size),
+        "jobs_unfinished": float(n_jobs - jct.size),
+        "straggler_workers": 0.0,
+        "utilisation": wmean("utilisation"),
+        "rounds": float(max(int(model.steps), 1)),
+    }
+    if liars:
+        lie = comp["tenant"].astype(str).isin(set(liars)).to_numpy()
+        row["liar_jct_h"] = float(jct[lie].mean() / 3600.0) if lie.any() else math.nan
+        row["honest_jct_h"] = float(jct[~lie].mean() / 3600.0) if (~lie).any() else math.nan
+        row["liar_jobs_done"] = float(lie.sum())
+    return row
+
+
+_TRACE_TWINS = ("liar_jct_h", "honest_jct_h")
+
+
+def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
+                        liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
+    """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
+    from agents.model import MarketModel
+    from agents.trace_rounds import lying_throughputs
+    from analysis.studies import TRUTHFUL, CellResult
+
+    study = spec.study
+
+    def config_of(mech: str) -> Any:
+        work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
+        return scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
+
+    first = config_of(spec.mechanisms[0])
+    ids = trace_tenant_ids(first.trace.tenants)
+    variants: list[tuple[str, tuple[str, ...], Any]] = [(TRUTHFUL, (), None)]
+    for v in panel_variants(study, spec.panel):
+        strat = variant_strategy(study, v, spec.panel, spec.x, scenario.cluster.gpu_types)
+        bad = [i for i in v.tenants if not 0 <= i < len(ids)]
+        if bad:
+            raise InputError(f"study {study.name}: variant {v.name}.tenants", bad,
+                             f"must be tenant indices in 0..{len(ids) - 1} (the trace's tenants)")  # fmt: skip
+        variants.append((v.name, tuple(ids[i] for i in _liar_indices(v, len(ids), liar_rng)), strat))
+    rows: list[dict[str, Any]] = []
+    for mech in spec.mechanisms:
+        truthful: tuple[dict[str, float], Any, pd.DataFrame] | None = None
+        for vname, liars, strat in variants:
+            t0 = time.perf_counter()
+            config = config_of(mech)
+            if liars:
+                tw = config.trace
+                R = lying_throughputs(tw.throughputs, tw.trace.job_type, tw.tenants, liars, strat)
+                config = replace(config, trace=replace(tw, reported=R, liars=liars))
+            model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[1]
+            model = MarketModel(config, rng=np.random.default_rng(model_ss))
+            model.progress = False
+            model.run()
+            tidy = model.tidy()
+            metrics = summarise_trace_run(model, liars, tidy)
+            if vname == TRUTHFUL:
+                truthful = (metrics, model, tidy)
+                metrics["liar_gain"] = 0.0
+            else:
+                assert truthful is not None
+                twin = summarise_trace_run(truthful[1], liars, truthful[2])
+                for name in _TRACE_TWINS:
+                    metrics[f"{name}_truthful"] = twin[name]
+                for name in ("total_est", "total_act", "mean_jct_h"):
+                    metrics[f"{name}_truthful"] = truthful[0][name]
+                # the liars' JCT saved by lying (hours; > 0 = the liars finish sooner)
+                metrics["liar_gain"] = twin["liar_jct_h"] - metrics["liar_jct_h"]
+            seconds = time.perf_counter() - t0
+            rows.append({**key, "variant": vname, "mechanism": mech, **metrics, "seconds": seconds})
+    return CellResult(spec.run_id, rows, [])
+
+
 _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "honest_jct_h")
 
 
@@ -287,12 +407,7 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
         ss = np.random.SeedSequence(study.seed, spawn_key=(spec.panel, xi, spec.rep))
         scen_ss, liar_ss = ss.spawn(2)
         scenario = panel_scenario(study, spec.panel, spec.x)
-        ids = scenario.tenant_ids()
         liar_rng = np.random.default_rng(liar_ss)
-        variants: list[tuple[str, dict[str, Any]]] = [(TRUTHFUL, {})]
-        for v in panel_variants(study, spec.panel):
-            strat = variant_strategy(study, v, spec.panel, spec.x, scenario.cluster.gpu_types)
-            variants.append((v.name, {ids[i]: strat for i in _liar_indices(v, len(ids), liar_rng)}))
         key = {
             "study": study.name,
             "panel": spec.panel,
@@ -300,6 +415,13 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
             "x": float(spec.x) if isinstance(spec.x, (int, float)) else spec.x,
             "replication": spec.rep,
         }
+        if scenario.workload.trace is not None:
+            return _execute_trace_cell(spec, scenario, scen_ss, liar_rng, key)
+        ids = scenario.tenant_ids()
+        variants: list[tuple[str, dict[str, Any]]] = [(TRUTHFUL, {})]
+        for v in panel_variants(study, spec.panel):
+            strat = variant_strategy(study, v, spec.panel, spec.x, scenario.cluster.gpu_types)
+            variants.append((v.name, {ids[i]: strat for i in _liar_indices(v, len(ids), liar_rng)}))
         rows: list[dict[str, Any]] = []
         trows: list[dict[str, Any]] = []
         for mech in spec.mechanisms:

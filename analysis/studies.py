@@ -699,7 +699,9 @@ def run_study(
 def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain", "welfare")) -> pd.DataFrame:
     """Variant − truthful per (panel, x, replication, mechanism), summarised with 95% t intervals:
     columns ``panel, x, mechanism, variant, metric, mean, low, high, n``. ``liar_gain`` is already
-    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus)."""
+    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus);
+    a metric with a ``<metric>_truthful`` twin column (fair-share: ``liar_jct_h``, ``honest_jct_h``,
+    measured on the same tenants in the truthful run) is differenced against that twin."""
     cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n"]
     if frame.empty or "variant" not in frame or set(frame["variant"]) <= {TRUTHFUL}:
         return pd.DataFrame(columns=cols)
@@ -709,7 +711,12 @@ def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain
     for vname, sub in frame[frame["variant"] != TRUTHFUL].groupby("variant", sort=True):
         s = sub.set_index(keys)
         for metric in (m for m in metrics if m in frame.columns):
-            d = s[metric] if metric == "liar_gain" else s[metric] - base[metric].reindex(s.index)
+            if metric == "liar_gain":
+                d = s[metric]
+            elif f"{metric}_truthful" in s.columns:  # the twin measured on the same tenants in the truthful run
+                d = s[metric] - s[f"{metric}_truthful"]
+            else:
+                d = s[metric] - base[metric].reindex(s.index)
             dd = d.rename("d").reset_index()
             for (p, x, mech), g in dd.groupby(["panel", "x", "mechanism"], sort=True):
                 mean, lo, hi = t_interval(g["d"].to_numpy())
@@ -852,7 +859,8 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             lines += ["What the paper reports:", ""]
             lines += [f"* {f'({n.metric}) ' if n.metric else ''}{n.text}" for n in notes]
             lines += [""]
-    pair_metrics = ("liar_gain", "total_act") if study.family == "fair-share" else ("liar_gain", "welfare")
+    pair_metrics = (("liar_gain", "total_act", "liar_jct_h", "honest_jct_h") if study.family == "fair-share"
+                    else ("liar_gain", "welfare"))  # fmt: skip
     pairs = paired_differences(result.frame, pair_metrics)
     if not pairs.empty:
         lines += ["## Lying variants: paired differences (variant − truthful, 95% t CI)", ""]

@@ -11,6 +11,8 @@ Public API (stable; used by :mod:`scenarios.loader` and by the studies):
   of consolidated throughputs (steps/s of the whole job on ``scale`` GPUs of each type).
 * :func:`read_gavel_trace` (Gavel's ``.trace`` format), :func:`read_philly_csv` (the Philly
   per-job CSV), :func:`load_trace` (either, plus Philly's job-type assignment).
+* :func:`generate_gavel_trace`: a Gavel-style generated workload (Poisson arrivals, job types
+  uniform over the table, Gavel's durations) as a :class:`Trace` in memory, seeded.
 * :func:`tenant_of_jobs`: tenancy rule ``"job"`` | ``"user"`` | ``N`` -> tenant names per job.
 * :func:`data_path` / :data:`GAVEL_THROUGHPUTS`: the reference data shipped in ``market/data``.
 
@@ -68,6 +70,8 @@ from market.profiles import ThroughputTable, load_throughput_table
 
 __all__ = [
     "Trace",
+    "generate_gavel_trace",
+    "GENERATOR_SALT",
     "TRACE_FORMATS",
     "GAVEL_THROUGHPUTS",
     "GAVEL_TRACE",
@@ -366,6 +370,71 @@ def load_trace(
         return read_gavel_trace(path)
     table = table if table is not None else load_throughput_table(data_path(GAVEL_THROUGHPUTS))
     return assign_philly_job_types(read_philly_csv(path), table, gpu_types, seed, reference)
+
+
+#: spawn key of the generator's random stream (``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``)
+GENERATOR_SALT = 0x6A7E
+
+
+def generate_gavel_trace(
+    table: ThroughputTable,
+    gpu_types: Sequence[str],
+    jobs: int,
+    jobs_per_hour: float,
+    seed: int,
+    reference: str = "v100",
+) -> Trace:
+    """A workload drawn the way Gavel's simulator draws one (``scheduler/utils.py``:
+    ``generate_job``, ``_generate_duration``; semantics read, nothing copied), single-GPU jobs:
+
+    * arrivals: a Poisson process of rate ``jobs_per_hour``: exponential gaps of mean
+      ``3600 / jobs_per_hour`` s, the first job at t = 0;
+    * job type: uniform over the table's job types with a 1-GPU row > 0 on every GPU type of
+      ``gpu_types`` (so every policy accepts every job), sorted by name;
+    * duration: ``60 * 10^U(1.5, 3)`` s with probability 0.8, else ``60 * 10^U(3, 4)`` s, the run
+      time on ``reference`` (Gavel's ``reference_worker_type = 'v100'``); ``total_steps`` = duration
+      x the job's throughput there.
+
+    Draws (numpy, ``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``), each a vector over the jobs
+    in this order: gaps, job types, the short/long coin, the short exponents, the long exponents.
+    Same arguments, same trace. Job ids ``"0", "1", ...`` in arrival order; priority 1; no users."""
+    n = int(jobs)
+    if n < 1:
+        raise InputError("workload.jobs", jobs, "must be an integer >= 1")
+    rate = float(jobs_per_hour)
+    if not math.isfinite(rate) or rate <= 0:
+        raise InputError("workload.jobs_per_hour", jobs_per_hour, "must be a finite number > 0")
+    missing = [g for g in [*gpu_types, reference] if g not in table.gpu_types]
+    if missing:
+        raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
+    cols = [table.gpu_types.index(g) for g in gpu_types]
+    ref = table.gpu_types.index(reference)
+    names = sorted(jt for jt in table.job_types if (row := table.values.get((jt, 1))) is not None
+                   and (row[cols] > 0).all() and row[ref] > 0)  # fmt: skip
+    if not names:
+        raise InputError(f"throughput table {table.source}", list(gpu_types),
+                         "has no job type with a 1-GPU row > 0 on every GPU type")  # fmt: skip
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(GENERATOR_SALT,)))
+    gaps = rng.exponential(3600.0 / rate, n)
+    pick = rng.integers(0, len(names), n)
+    short = rng.random(n) < 0.8
+    exps = np.where(short, rng.uniform(1.5, 3.0, n), rng.uniform(3.0, 4.0, n))
+    arrival = np.concatenate([[0.0], np.cumsum(gaps[1:])])
+    duration = 60.0 * 10.0**exps
+    job_type = np.array([names[int(i)] for i in pick], dtype=object).astype(str)
+    ref_tput = np.array([table.values[(names[int(i)], 1)][ref] for i in pick])
+    return Trace(
+        job_id=np.arange(n).astype(str),
+        job_type=job_type,
+        scale=np.ones(n, dtype=np.int64),
+        total_steps=duration * ref_tput,
+        arrival_s=arrival,
+        priority=np.ones(n),
+        user=np.full(n, "", dtype=object).astype(str),
+        duration_s=duration,
+        source=f"gavel-generator(jobs={n}, jobs_per_hour={rate:g}, seed={int(seed)})",
+        format="gavel",
+    )
 
 
 def tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:

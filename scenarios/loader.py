@@ -31,6 +31,9 @@ Schema (all keys optional unless marked)::
                 turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
                 omitted: the run then ends when every job has completed; default 200000).
                 The throughput table is [profiles] file (default: the packaged Gavel table).
+                -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
+                (market.traces.generate_gavel_trace; seeded per replication), tenancy,
+                duration_reference (the GPU type durations are run times on, "v100"), max_rounds
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
     [[variant]] name (required), tenant (required: index or id), strategy =
                 "truthful"|"scale"|"fast"|"report"|"noise"|"hedge", factors = {gpu type = f}, factor,
@@ -288,7 +291,8 @@ class TraceSpec:
     """A trace workload (module docstring; ``docs/trace_simulation.md``): ``path`` (absolute),
     ``format`` "gavel" | "philly", ``tenancy`` "job" | "user" | N, ``max_jobs`` (first jobs only,
     None = all), ``duration_reference`` (Philly), ``until_done`` (``rounds`` omitted: run until
-    every job has completed, at most ``max_rounds`` rounds)."""
+    every job has completed, at most ``max_rounds`` rounds); ``generator = "gavel"``: no file, the
+    trace is :func:`market.traces.generate_gavel_trace` of ``jobs`` jobs at ``jobs_per_hour``."""
 
     path: str
     format: str = "gavel"
@@ -297,6 +301,9 @@ class TraceSpec:
     duration_reference: str = "v100"
     until_done: bool = True
     max_rounds: int = 200_000
+    generator: str | None = None  # "gavel": generated in memory (no path), below
+    jobs: int = 0
+    jobs_per_hour: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -419,8 +426,7 @@ class Scenario:
             raise InputError(f"scenario {self.name}: workload.trace", None, "is not set (not a trace scenario)")
         types = self.cluster.gpu_types
         table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
-        tr = _cached_trace(ts.path, ts.format, table_path, types, self.seed if seed is None else int(seed),
-                           ts.duration_reference, ts.max_jobs)  # fmt: skip
+        tr = _trace_of(ts, table_path, types, self.seed if seed is None else int(seed))
         T = tr.throughputs(_cached_table(table_path), types)
         return TraceWorkload(
             tr,
@@ -548,6 +554,20 @@ def _cached_table(path: str) -> Any:
     return load_throughput_table(path)
 
 
+def _trace_of(ts: TraceSpec, table_path: str, types: tuple[str, ...], seed: int) -> Trace:
+    """The trace of ``ts``: read from its file, or generated (``ts.generator``) with ``seed``."""
+    if ts.generator is not None:
+        return _cached_generated(table_path, types, ts.jobs, ts.jobs_per_hour, seed, ts.duration_reference)
+    return _cached_trace(ts.path, ts.format, table_path, types, seed, ts.duration_reference, ts.max_jobs)
+
+
+@lru_cache(maxsize=32)
+def _cached_generated(table: str, types: tuple[str, ...], jobs: int, rate: float, seed: int, reference: str) -> Trace:
+    from market.traces import generate_gavel_trace
+
+    return generate_gavel_trace(_cached_table(table), types, jobs, rate, seed, reference)
+
+
 def _cached_trace(
     path: str, fmt: str, table: str, types: tuple[str, ...], seed: int, reference: str, max_jobs: int | None
 ) -> Trace:
@@ -665,7 +685,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     stop_when_idle = top.boolean("stop_when_idle", True)
 
     raw_wl = top.data.get("workload")
-    is_trace = isinstance(raw_wl, dict) and "trace" in raw_wl
+    is_trace = isinstance(raw_wl, dict) and ("trace" in raw_wl or "generator" in raw_wl)
     c = top.table("cluster")
     gpu_types = _strings(c.key("gpu_types"), c.array("gpu_types", required=True) or [])
     if not gpu_types or len(set(gpu_types)) != len(gpu_types):
@@ -737,9 +757,12 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     n_tenants = workload.tenants
     w.done()
     if is_trace:
-        for key in ("tenant", "variant"):
-            if top.has(key):
-                raise InputError(top.key(key), top.data[key], "is not supported with a trace workload (yet)")
+        if top.has("tenant"):
+            raise InputError(top.key("tenant"), top.data["tenant"], "is not supported with a trace workload")
+        if top.has("variant"):
+            raise InputError(top.key("variant"), top.data["variant"], "is not supported in a trace scenario: lying "
+                             "tenants on a trace run in a fair-share study ([[variant]] with tenants or fraction; "
+                             "docs/trace_simulation.md)")  # fmt: skip
 
     overrides: list[TenantOverride] = []
     for i, raw in enumerate(top.array("tenant", []) or []):
@@ -817,12 +840,15 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
 
 
 _TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds")
+_GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds")
 
 
 def _trace_workload(
     w: _Table, base_dir: Path | None, cluster: ClusterSpec, profiles: ProfileSpec, rounds_given: bool, seed: int
 ) -> WorkloadSpec:
     """The ``[workload]`` table of a trace scenario (module docstring)."""
+    if "generator" in w.data:
+        return _generated_workload(w, cluster, profiles, rounds_given, seed)
     other = sorted(set(w.data) - set(_TRACE_KEYS))
     if other:
         raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a trace workload; trace keys: "
@@ -855,6 +881,37 @@ def _trace_workload(
     tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
                        spec.max_jobs)  # fmt: skip
     n_tenants = tenancy if isinstance(tenancy, int) else len(set(tenant_of_jobs(tr, tenancy).tolist()))
+    return WorkloadSpec(tenants=n_tenants, trace=spec)
+
+
+def _generated_workload(
+    w: _Table, cluster: ClusterSpec, profiles: ProfileSpec, rounds_given: bool, seed: int
+) -> WorkloadSpec:
+    """A ``[workload]`` with ``generator = "gavel"``: a generated trace (module docstring)."""
+    other = sorted(set(w.data) - set(_GENERATOR_KEYS))
+    if other:
+        raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a generated trace; keys: "
+                         f"{list(_GENERATOR_KEYS)}")  # fmt: skip
+    gen = w.string("generator", required=True)
+    if gen != "gavel":
+        raise InputError(w.key("generator"), gen, "must be 'gavel' (Gavel's job generator)")
+    tenancy = w.raw("tenancy", "job")
+    if isinstance(tenancy, bool) or not (tenancy == "job" or (isinstance(tenancy, int) and tenancy >= 1)):
+        raise InputError(w.key("tenancy"), tenancy, "must be 'job' or an integer >= 1 (generated jobs have no users)")
+    spec = TraceSpec(
+        "",
+        "gavel",
+        tenancy,
+        duration_reference=w.string("duration_reference", "v100") or "v100",
+        until_done=not rounds_given,
+        max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+        generator="gavel",
+        jobs=w.integer("jobs", required=True, minimum=1) or 1,
+        jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
+    )
+    table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
+    tr = _trace_of(spec, table_path, cluster.gpu_types, seed)
+    n_tenants = tenancy if isinstance(tenancy, int) else len(tr)
     return WorkloadSpec(tenants=n_tenants, trace=spec)
 
 

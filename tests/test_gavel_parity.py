@@ -3,6 +3,8 @@ factors, zero throughputs, and the solver chosen by size."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -15,8 +17,9 @@ SUM = registry.get("gavel-max-sum-throughput", "fair-share").fn
 MAXMIN = registry.get("gavel-max-min-perf", "fair-share").fn
 
 
-def _independent_sum(T: np.ndarray, m: np.ndarray, s: np.ndarray) -> float:
-    """Gavel's program written out densely: max sum T x, sum_l s_l x_lj <= m_j, sum_j x_lj <= 1."""
+def _independent_sum(T: np.ndarray, m: np.ndarray, s: np.ndarray, caps: np.ndarray | None = None) -> float:
+    """Gavel's program written out densely: max sum T x, sum_l s_l x_lj <= m_j, sum_j x_lj <= 1
+    (with ``caps``: the row's devices sum_j s_l x_lj <= caps_l instead)."""
     n, k = T.shape
     A, b = [], []
     for j in range(k):
@@ -26,9 +29,9 @@ def _independent_sum(T: np.ndarray, m: np.ndarray, s: np.ndarray) -> float:
         b.append(m[j])
     for l_ in range(n):
         r = np.zeros(n * k)
-        r[l_ * k : (l_ + 1) * k] = 1
+        r[l_ * k : (l_ + 1) * k] = 1 if caps is None else s[l_]
         A.append(r)
-        b.append(1.0)
+        b.append(1.0 if caps is None else caps[l_])
     res = linprog(-T.ravel(), A_ub=np.array(A), b_ub=np.array(b), method="highs-ipm")
     return -float(res.fun)
 
@@ -77,11 +80,13 @@ def test_zero_throughput_is_accepted_and_never_allocated() -> None:
     assert ratios.min() == pytest.approx(1.0, abs=1e-7)
 
 
-def _independent_max_min(T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+def _independent_max_min(
+    T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray, caps: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
     """Gavel's MaxMinFairnessPolicyWithPerf written out densely, with its own normaliser: Gavel's
     ProportionalPolicy gives every job time m_j / sum(m) of type j, so P_l = sum_j T_lj m_j / sum(m);
-    max t s.t. s_l T_l.x_l / (w_l P_l) >= t, sum_l s_l x_lj <= m_j, sum_j x_lj <= 1, x >= 0.
-    Returns (t*, x*)."""
+    max t s.t. s_l T_l.x_l / (w_l P_l) >= t, sum_l s_l x_lj <= m_j, sum_j x_lj <= 1, x >= 0 (with
+    ``caps``: sum_j s_l x_lj <= caps_l instead of the time row). Returns (t*, x*)."""
     n, k = T.shape
     P = np.array([sum(T[l_, j] * m[j] for j in range(k)) / sum(m) for l_ in range(n)])
     nv = n * k + 1
@@ -93,9 +98,9 @@ def _independent_max_min(T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndar
         A.append(r)
         b.append(0)
         r = np.zeros(nv)
-        r[l_ * k : (l_ + 1) * k] = 1
+        r[l_ * k : (l_ + 1) * k] = 1 if caps is None else s[l_]
         A.append(r)
-        b.append(1)
+        b.append(1 if caps is None else caps[l_])
     for j in range(k):
         r = np.zeros(nv)
         r[j : n * k : k] = s
@@ -169,7 +174,9 @@ def test_max_min_rejects_a_job_only_on_types_without_gpus() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [({"scale_factors": [1.5, 1]}, "scale_factors[0]"), ({"scale_factors": [0, 1]}, "scale_factors[0]"),
-     ({"caps": [1, 1]}, "caps"), ({"bogus": 1}, "option"), ({"solver": "cplex"}, "solver")],
+     ({"caps": [1]}, "caps"), ({"caps": [1, float("nan")]}, "caps[1]"), ({"caps": [-1, 1]}, "caps[0]"),
+     ({"caps": "1,1"}, "caps"), ({"caps": [[1, 1]]}, "caps"), ({"caps": ["a", 1]}, "caps"),
+     ({"bogus": 1}, "option"), ({"solver": "cplex"}, "solver")],
 )  # fmt: skip
 def test_bad_gavel_inputs_name_the_field(kwargs, field) -> None:
     with pytest.raises(InputError) as err:
@@ -256,3 +263,125 @@ def test_aggregation_auto_only_on_large_programs_and_bad_values() -> None:
         assert err.value.field == "aggregate"
     with pytest.raises(InputError):
         SUM(T, [3, 3, 3], aggregate=True)  # the sum policy has no such option
+
+
+def test_caps_bound_a_rows_devices_by_hand() -> None:
+    """Caps are devices per row (sum_j s_l x_lj <= caps_l). Sum, T = [[1, 2], [3, 5]], m = (1, 1),
+    caps (1, 0.5): job 1 (0.5 device) gains more over job 0 on type 1 (5 - 2) than on type 0
+    (3 - 1), so it takes half of type 1 (2.5), job 0 the other half (1) and half of type 0 (0.5): 4
+    (uncapped: job 1 all of type 1, job 0 all of type 0, 6). With s = (2, 1), m = (2, 1), caps
+    (1, 1) on T = [[1, 2], [3, 4]]: job 0 may use 1 device = half its time; job 1 on type 1 (4) and
+    job 0 half of type 0 (0.5): 4.5, devices [[1, 0], [0, 1]] (caps (2, 1) = no cap: 5)."""
+    a = SUM([[1.0, 2.0], [3.0, 5.0]], [1, 1], caps=[1.0, 0.5])
+    assert a.objective == pytest.approx(4.0)
+    assert np.allclose(a.X, [[0.5, 0.5], [0.0, 0.5]], atol=1e-9)
+    assert SUM([[1.0, 2.0], [3.0, 5.0]], [1, 1]).objective == pytest.approx(6.0)
+    b = SUM([[1.0, 2.0], [3.0, 4.0]], [2, 1], scale_factors=[2, 1], caps=[1, 1])
+    assert b.objective == pytest.approx(4.5)
+    assert np.allclose(b.X, [[1, 0], [0, 1]], atol=1e-9)
+    assert np.allclose(b.info["time_fractions"], [[0.5, 0], [0, 1]], atol=1e-9)
+    assert SUM([[1.0, 2.0], [3.0, 4.0]], [2, 1], scale_factors=[2, 1], caps=[2, 1]).objective == pytest.approx(5.0)
+    # max-min perf on the toy (P = (1.5, 3)), job 1 capped at half a device: its best is half of
+    # type 1, ratio 2.5 / 3 = 5/6 < 1 (the uncapped optimum); job 0 reaches 5/6 on the rest
+    T, m = np.array([[1.0, 2.0], [1.0, 5.0]]), np.array([1.0, 1.0])
+    c = MAXMIN(T, m, caps=[1.0, 0.5])
+    assert c.info["min_ratio"] == pytest.approx(5 / 6)
+    assert np.allclose(c.X[1], [0.0, 0.5], atol=1e-9)
+    assert c.X[0].sum() <= 1 + 1e-9 and (T[0] @ c.X[0]) / 1.5 >= 5 / 6 - 1e-9
+    # a cap above one job's worth lets a row (a class of jobs) take more than one device: sum policy,
+    # m = (2, 2), caps (1, 3): row 1 takes both type-1 GPUs (10) and one of type 0 (1), row 0 the
+    # other (1): 12 (without caps each row is one job: 5 + 2 = 7)
+    d = SUM(T, [2.0, 2.0], caps=[1.0, 3.0])
+    assert d.objective == pytest.approx(12.0) and np.allclose(d.X, [[1, 0], [1, 2]], atol=1e-9)
+    assert SUM(T, [2.0, 2.0]).objective == pytest.approx(7.0)
+    with pytest.raises(InputError) as err:
+        MAXMIN(T, m, caps=[1.0, 0.0])
+    assert err.value.field == "caps[1]"
+    assert SUM(T, m, caps=[1.0, 0.0]).X[1].sum() == 0  # the sum policy leaves a zero-cap row idle
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_caps_match_an_independent_formulation(seed: int) -> None:
+    """Both policies with random caps (some binding, some inf, scale factors > 1) against the dense
+    LPs written with the device form of the cap row."""
+    rng = np.random.default_rng(100 + seed)
+    n, k = int(rng.integers(2, 8)), int(rng.integers(1, 4))
+    T = rng.uniform(0.5, 4.0, (n, k)) * (rng.random((n, k)) > 0.2)
+    T[:, 0] = np.maximum(T[:, 0], 0.3)
+    m = np.r_[float(rng.integers(1, 4)), rng.integers(0, 4, k - 1).astype(float)]
+    s = rng.integers(1, 3, n).astype(float)
+    w = rng.uniform(1, 3, n)
+    caps = rng.choice([0.5, 1.0, 2.0, 3.0, np.inf], n)
+    finite = np.minimum(caps, m.sum())
+    a = SUM(T, m, scale_factors=s, caps=caps)
+    assert a.objective == pytest.approx(_independent_sum(T, m, s, finite), rel=1e-7, abs=1e-9)
+    assert (a.X.sum(axis=1) <= caps + 1e-9).all() and (a.X.sum(axis=0) <= m + 1e-9).all()
+    mm = MAXMIN(T, m, weights=w, scale_factors=s, caps=caps)
+    t_ind, _ = _independent_max_min(T, m, s, w, finite)
+    assert mm.info["min_ratio"] == pytest.approx(t_ind, rel=1e-7)
+    assert (mm.X.sum(axis=1) <= caps + 1e-9).all() and (mm.X.sum(axis=0) <= m + 1e-9).all()
+    # aggregation with caps: the same optimum on the rows repeated (caps are part of a class's key)
+    rep = np.repeat(np.arange(n), 40)
+    full, agg = (MAXMIN(T[rep], m * 40, weights=w[rep], scale_factors=s[rep], caps=caps[rep], aggregate=v)
+                 for v in (False, True))  # fmt: skip
+    assert agg.info["aggregated_classes"] == n
+    assert agg.info["min_ratio"] == pytest.approx(full.info["min_ratio"], rel=1e-6)
+    assert (agg.X.sum(axis=1) <= caps[rep] + 1e-7).all() and (agg.X.sum(axis=0) <= m * 40 + 1e-7).all()
+
+
+TINY_SYNTHETIC = """
+name = "tiny_gavel"
+policies = ["gavel-max-min-perf", "gavel-max-sum-throughput"]
+rounds = 6
+replications = 2
+seed = 3
+[cluster]
+gpu_types = ["a", "b", "c"]
+gpus = [2, 2, 2]
+[workload]
+tenants = 3
+jobs_per_tenant = 3
+[[variant]]
+name = "lying"
+tenant = 1
+strategy = "scale"
+factors = { c = 1.5 }
+"""
+
+
+def test_gavel_policies_run_in_the_synthetic_round_loop(tmp_path, capsys) -> None:
+    """The round loop (agents/auctioneer.py) passes per-class caps (runnable workers, devices);
+    both Gavel policies accept them (they used to raise), every class stays within its cap, and a
+    ``marketsim run`` of a tiny synthetic scenario with a lying variant completes."""
+    import pandas as pd
+
+    from analysis.cli import main
+    from scenarios.loader import load_scenario
+
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_SYNTHETIC, encoding="utf-8")
+    for policy in ("gavel-max-min-perf", "gavel-max-sum-throughput"):
+        model = load_scenario(path).build_model(policy, "truthful", 0)
+        auct = model.auctioneer
+        seen: list[tuple[np.ndarray, np.ndarray]] = []
+        fn = auct.mechanism.fn
+
+        def spy(W, m, *, weights=None, caps=None, _fn=fn, _seen=seen):
+            a = _fn(W, m, weights=weights, caps=caps)
+            _seen.append((np.asarray(caps, dtype=float), np.asarray(a.X)))
+            return a
+
+        auct.mechanism = SimpleNamespace(fn=spy)
+        for _ in range(4):
+            model.step()
+        assert seen and any((c > 1).any() for c, _ in seen)  # some class holds several runnable workers
+        for caps, X in seen:
+            assert (X.sum(axis=1) <= caps + 1e-7).all() and (X.sum(axis=0) <= model.m_avail() + 1e-7).all()
+        assert auct.resolves >= 1
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 0
+    assert "8/8 runs" in capsys.readouterr().out
+    df = pd.read_parquet(out / "results.parquet")
+    assert set(df["policy"]) == {"gavel-max-min-perf", "gavel-max-sum-throughput"}
+    busy = df[df["measure"] == "busy_gpus"].groupby("policy")["value"].mean()
+    assert (busy > 0).all()

@@ -275,4 +275,82 @@ def test_gavel_duration_rule_draws_gavels_generator() -> None:
 def test_embedded_gavel_jct_study_loads() -> None:
     study = load_study("gavel_jct")
     assert study.family == "fair-share" and len(study.headlines) == 3
+    assert study.mechanisms == ("maxmin", "gavel", "gavel-max-min-perf", "gavel-max-sum-throughput", "oef-noncoop",
+                                "oef-coop", "gandiva-fair")  # fmt: skip
     assert study.variants[0].fraction == pytest.approx(0.2)
+    # both panels run on the trace engine (Gavel's lease rounds) with Gavel-generated workloads
+    from analysis.fairshare_study import panel_scenario
+
+    for pi, x in ((0, 0.5), (1, 1.5)):
+        scen = panel_scenario(study, pi, x)
+        ts = scen.workload.trace
+        assert ts is not None and ts.generator == "gavel" and ts.jobs == 60 and scen.cluster.round_seconds == 360.0
+    assert panel_scenario(study, 0, 0.5).workload.trace.jobs_per_hour == 0.5
+    assert panel_scenario(study, 1, 1.5).workload.trace.jobs_per_hour == 2.0
+
+
+TRACE_LIE = """
+kind = "study"
+name = "trace_lie"
+paper = "oef"
+mechanisms = ["gavel-max-sum-throughput", "maxmin"]
+replications = 2
+seed = 1
+
+[scenario.cluster]
+gpu_types = ["k80", "v100"]
+gpus = [1, 1]
+round_seconds = 360.0
+[scenario.profiles]
+file = "lie.csv"
+[scenario.workload]
+trace = "lie.trace"
+
+[[panel]]
+x = "variant.liar.factor"
+values = [1.5]
+variants = ["liar"]
+
+[[variant]]
+name = "liar"
+tenants = [0]
+strategy = "fast"
+factor = 1.5
+"""
+
+
+def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
+    """The two-job trace of tests/test_traces.py (test_a_liar_on_a_trace_changes_the_lease_order_
+    hand_computed) as a study: under Gavel's max-sum-throughput job 0 lying cuts its JCT from 540 s
+    to 360 s (liar_gain 0.05 h) and lengthens job 1's from 360 s to 576 s; under max-min the
+    reports are unused (a gain of exactly 0). Paired differences of the report use the twins."""
+    from analysis.studies import paired_differences
+
+    (tmp_path / "lie.csv").write_text("job_type,gpu_type,num_gpus,throughput_steps_per_s\nA,k80,1,1.0\n"
+                                      "A,v100,1,2.0\nB,k80,1,1.0\nB,v100,1,2.5\n")  # fmt: skip
+    rows = [[jt, "x", "d", "--s", "0", steps, "1", "1", "-1", "0"] for jt, steps in (("A", "720"), ("B", "900"))]
+    (tmp_path / "lie.trace").write_text("".join("\t".join(r) + "\n" for r in rows))
+    study = load_study(_write(tmp_path, TRACE_LIE, "trace_lie"))
+    res = run_study(study, progress=False)
+    assert not res.errors, res.errors
+    f = res.frame.set_index(["mechanism", "variant"])
+    g = f.loc[("gavel-max-sum-throughput", "liar")]
+    assert g["liar_jct_h"].tolist() == pytest.approx([0.1, 0.1])
+    assert g["liar_jct_h_truthful"].tolist() == pytest.approx([0.15, 0.15])
+    assert g["honest_jct_h"].tolist() == pytest.approx([0.16, 0.16])
+    assert g["honest_jct_h_truthful"].tolist() == pytest.approx([0.1, 0.1])
+    assert g["liar_gain"].tolist() == pytest.approx([0.05, 0.05])
+    assert f.loc[("gavel-max-sum-throughput", "truthful"), "mean_jct_h"].tolist() == pytest.approx([0.125, 0.125])
+    m = f.loc[("maxmin", "liar")]
+    assert (m["liar_gain"] == 0).all() and (m["liar_jct_h"] == m["liar_jct_h_truthful"]).all()
+    again = run_study(study, progress=False, executor="process", workers=2)  # same numbers with every executor
+    cols = [c for c in res.frame.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(res.frame[cols], again.frame[cols])
+    pairs = paired_differences(res.frame, ("liar_jct_h", "honest_jct_h")).set_index(["mechanism", "metric"])
+    assert pairs.loc[("gavel-max-sum-throughput", "liar_jct_h"), "mean"] == pytest.approx(-0.05)
+    assert pairs.loc[("gavel-max-sum-throughput", "honest_jct_h"), "mean"] == pytest.approx(0.06)
+    # only per-type scaling applies to raw trace throughputs
+    bad = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 2.0]')
+    with pytest.raises(InputError, match="variant liar.strategy"):
+        load_study(_write(tmp_path, bad.replace('x = "variant.liar.factor"\nvalues = [1.5]',
+                                                'x = "cluster.round_seconds"\nvalues = [360.0]'), "bad"))

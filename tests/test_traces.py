@@ -419,3 +419,155 @@ def test_trace_round_default_is_gavels(tmp_path: Path) -> None:
     scen = load_scenario(tmp_path / "s.toml")
     assert scen.cluster.round_seconds == 360.0 and scen.cluster.reallocation_interval_s == 1920.0
     assert load_scenario("default").cluster.round_seconds == 300.0
+
+
+LIE_TABLE = """job_type,gpu_type,num_gpus,throughput_steps_per_s
+A,k80,1,1.0
+A,v100,1,2.0
+B,k80,1,1.0
+B,v100,1,2.5
+"""
+
+
+def _lie_model(tmp_path: Path, liars: tuple[str, ...], factor: float = 1.5):
+    from dataclasses import replace
+
+    from agents.model import MarketModel
+    from agents.strategies import ScaleDims
+    from agents.trace_rounds import lying_throughputs
+
+    (tmp_path / "table.csv").write_text(LIE_TABLE)
+    (tmp_path / "t.trace").write_text(_line("A", 720, 0.0) + "\n" + _line("B", 900, 0.0) + "\n")
+    (tmp_path / "s.toml").write_text("""
+name = "lie"
+policies = ["gavel-max-sum-throughput"]
+replications = 1
+[cluster]
+gpu_types = ["k80", "v100"]
+gpus = [1, 1]
+round_seconds = 360.0
+[profiles]
+file = "table.csv"
+[workload]
+trace = "t.trace"
+""")
+    config = load_scenario(tmp_path / "s.toml").instantiate("gavel-max-sum-throughput", "truthful",
+                                                          np.random.default_rng(0))  # fmt: skip
+    tw = config.trace
+    R = lying_throughputs(tw.throughputs, tw.trace.job_type, tw.tenants, liars, ScaleDims.fast(factor, 2))
+    model = MarketModel(replace(config, trace=replace(tw, reported=R, liars=liars)), rng=np.random.default_rng(0))
+    model.run()
+    comp = model.completions()
+    return model, dict(zip(comp["job_id"], comp["jct_s"], strict=True))
+
+
+def test_a_liar_on_a_trace_changes_the_lease_order_hand_computed(tmp_path: Path) -> None:
+    """One K80 and one V100, Gavel's max-sum-throughput, tenancy "job", both jobs at t = 0, 360 s
+    rounds. Job 0 (type A) runs 1 / 2 steps/s on K80 / V100, 720 steps; job 1 (type B) 1 / 2.5,
+    900 steps.
+
+    Truthful: the LP gives the V100 to job 1 (2.5 + 1 = 3.5 > 2 + 1), x = [[1, 0], [0, 1]]. Round 0:
+    the V100 (leased first) goes to job 1 (priority 2 vs 0), which finishes at 900 / 2.5 = 360 s;
+    job 0 runs on the K80, 360 steps. Round 1 (t = 360): job 0 alone takes the V100 (idle GPUs go
+    to any job that fits), 360 / 2 = 180 s: done at 540. JCTs (540, 360).
+
+    Job 0 lies (reports 1.5x its V100 throughput, [1, 3]): the LP sees 3 + 1 = 4 > 3.5 and gives
+    it the V100. Round 0: job 0 on the V100 at its TRUE 2 steps/s finishes at 720 / 2 = 360 s;
+    job 1 runs 360 steps on the K80. Round 1: job 1 on the V100, 540 / 2.5 = 216 s: done at 576.
+    JCTs (360, 576): the liar gains 180 s, the honest job loses 216 s."""
+    _, truthful = _lie_model(tmp_path, ())
+    assert truthful == pytest.approx({"0": 540.0, "1": 360.0})
+    model, lying = _lie_model(tmp_path, ("0",))
+    assert lying == pytest.approx({"0": 360.0, "1": 576.0})
+    # progress is at the TRUE throughputs: an inflated report does not speed the liar's job up
+    assert model.auctioneer.trace.R[0].tolist() == [1.0, 3.0] and model.auctioneer.trace.T[0].tolist() == [1.0, 2.0]
+    # the honest job's report is untouched, and a non-liar set changes nothing
+    assert _lie_model(tmp_path, ("nobody",))[1] == pytest.approx(truthful)
+
+
+def test_lying_throughputs_rules_and_errors() -> None:
+    from agents.config import TraceWorkload
+    from agents.strategies import ReportVector, ScaleDims
+    from agents.trace_rounds import lying_throughputs
+
+    T = np.array([[1.0, 2.0, 0.0], [1.0, 3.0, 4.0], [2.0, 2.0, 2.0]])
+    jt, ten = np.array(["A", "B", "A"]), np.array(["u0", "u1", "u0"])
+    R = lying_throughputs(T, jt, ten, {"u0"}, ScaleDims({2: 2.0, 1: 1.5}))
+    assert R.tolist() == [[1.0, 3.0, 0.0], [1.0, 3.0, 4.0], [2.0, 3.0, 4.0]]  # every job of u0; zeros stay 0
+    only_b = lying_throughputs(T, jt, ten, {"u0", "u1"}, ScaleDims({1: 2.0}, job_types=frozenset({"B"})))
+    assert only_b.tolist() == [[1.0, 2.0, 0.0], [1.0, 6.0, 4.0], [2.0, 2.0, 2.0]]
+    with pytest.raises(InputError, match="variant.strategy"):
+        lying_throughputs(T, jt, ten, {"u0"}, ReportVector((1.0, 2.0, 3.0)))
+    tr = read_gavel_trace(data_path(GAVEL_TRACE)).head(2)
+    with pytest.raises(InputError, match=r"reported throughputs\[0, 1\]"):
+        TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.array([[1.0, 0.0], [1.0, 1.0]]))
+    with pytest.raises(InputError, match="reported throughputs"):
+        TraceWorkload(tr, np.ones((2, 2)), np.array(["0", "1"]), reported=np.ones((2, 3)))
+
+
+def test_generated_gavel_trace_follows_gavels_generator() -> None:
+    """Gavel's generator (market.traces.generate_gavel_trace): exponential gaps of mean 3600/rate,
+    the first job at 0, durations 60*10^U(1.5, 3) s w.p. 0.8 else 60*10^U(3, 4) s on a V100
+    (total_steps = duration x the V100 throughput), job types uniform over the types that run on
+    every GPU type; same seed, same trace; a different seed, a different one."""
+    from market.traces import generate_gavel_trace
+
+    table = load_throughput_table(data_path(GAVEL_THROUGHPUTS))
+    types = ("k80", "p100", "v100")
+    tr = generate_gavel_trace(table, types, 4000, 2.0, seed=5)
+    assert len(tr) == 4000 and tr.arrival_s[0] == 0.0 and (np.diff(tr.arrival_s) >= 0).all()
+    gaps = np.diff(tr.arrival_s)
+    assert abs(gaps.mean() / 1800.0 - 1) < 0.05  # 3 sigma of the mean of 4000 exponentials is 4.7%
+    d = tr.duration_s
+    assert d.min() >= 60 * 10**1.5 and d.max() <= 60 * 10**4
+    assert abs((d < 60 * 10**3).mean() - 0.8) < 0.02  # 3 sigma of a binomial(4000, 0.8) share is 0.019
+    v100 = tr.throughputs(table, ["v100"])[:, 0]
+    assert tr.total_steps == pytest.approx(d * v100)
+    T = tr.throughputs(table, types)
+    assert (T > 0).all() and (tr.scale == 1).all() and (tr.priority == 1).all()
+    feasible = sorted(jt for jt in table.job_types if (r := table.values.get((jt, 1))) is not None
+                      and (r[[table.gpu_types.index(g) for g in types]] > 0).all())  # fmt: skip
+    counts = np.array([np.sum(tr.job_type == jt) for jt in feasible])
+    assert counts.sum() == 4000 and counts.min() > 0  # every feasible type drawn, nothing else
+    again = generate_gavel_trace(table, types, 4000, 2.0, seed=5)
+    assert (again.arrival_s == tr.arrival_s).all() and (again.job_type == tr.job_type).all()
+    assert not (generate_gavel_trace(table, types, 4000, 2.0, seed=6).job_type == tr.job_type).all()
+    for kw, field in (({"jobs": 0}, "jobs"), ({"jobs_per_hour": -1.0}, "jobs_per_hour"),
+                      ({"jobs_per_hour": float("nan")}, "jobs_per_hour")):  # fmt: skip
+        args = {"jobs": 10, "jobs_per_hour": 1.0, **kw}
+        with pytest.raises(InputError, match=field):
+            generate_gavel_trace(table, types, args["jobs"], args["jobs_per_hour"], seed=0)
+
+
+def test_generated_trace_scenario_keys_and_errors(tmp_path: Path) -> None:
+    body = """
+name = "gen"
+policies = ["maxmin", "gavel-max-min-perf"]
+replications = 1
+[cluster]
+gpu_types = ["k80", "p100", "v100"]
+gpus = [2, 2, 2]
+[workload]
+generator = "gavel"
+jobs = 8
+jobs_per_hour = 4.0
+"""
+    (tmp_path / "g.toml").write_text(body)
+    scen = load_scenario(tmp_path / "g.toml")
+    assert scen.workload.tenants == 8 and scen.workload.trace.generator == "gavel"
+    model = scen.build_model("gavel-max-min-perf", "truthful", 0)
+    model.progress = False
+    model.run()
+    assert len(model.completions()) == 8 and model.round_seconds == 360.0
+    # the replication seed draws the workload: two seeds, two traces
+    a, b = (scen.build_model("maxmin", "truthful", s).config.trace.trace.arrival_s for s in (0, 1))
+    assert not np.array_equal(a, b)
+    for old, new, field in (('generator = "gavel"', 'generator = "alibaba"', "workload.generator"),
+                            ("jobs = 8", "jobs = 0", "workload.jobs"),
+                            ("jobs_per_hour = 4.0", "jobs_per_hour = -4.0", "workload.jobs_per_hour"),
+                            ("jobs_per_hour = 4.0", "", "workload.jobs_per_hour"),
+                            ("jobs = 8", "jobs = 8\nmax_jobs = 3", "workload.max_jobs"),
+                            ("jobs = 8", 'jobs = 8\ntenancy = "user"', "workload.tenancy")):  # fmt: skip
+        (tmp_path / "bad.toml").write_text(body.replace(old, new))
+        with pytest.raises(InputError, match=field):
+            load_scenario(tmp_path / "bad.toml")

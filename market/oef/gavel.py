@@ -8,6 +8,13 @@ fraction ``x[l, j]`` with ``sum_j x[l, j] <= 1`` and capacity ``sum_l s_l x[l, j
 returned :class:`~market.allocation.Allocation` holds devices ``X = s_l x[l, j]`` (like every
 fair-share policy) and ``info["time_fractions"]`` holds ``x``.
 
+Caps: ``caps[l]`` (devices, >= 0, ``inf`` = none) bounds row ``l``'s devices, ``sum_j s_l x[l, j]
+<= caps[l]``, i.e. its time bound becomes ``caps[l] / s_l`` instead of 1 (a row may then stand for
+several jobs: marketsim's round loop passes one row per (tenant, job type) class with cap = the
+class's runnable workers, OEF spec A9). ``caps=None`` keeps Gavel's one-job bound ``sum_j x <= 1``
+(``caps = s``). An infinite cap is taken as ``sum(m)``, which the capacity rows imply anyway.
+``gavel-max-min-perf`` rejects a zero cap (like an all-zero row it pins the minimum at 0).
+
 * ``gavel-max-sum-throughput`` (Gavel ``ThroughputSumWithPerf``): ``max sum_l T_l . x_l``.
   The framework's ``max-throughput`` is LP (4) of the OEF paper, which normalises each row by its
   slowest type first; on raw throughputs the two differ.
@@ -40,12 +47,28 @@ __all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "proportional_throu
 
 
 class GavelInput:
-    """Validated Gavel inputs: ``T`` (n, k) >= 0, ``m`` (k,), ``s`` (n,) ints >= 1, ``w`` (n,) > 0."""
+    """Validated Gavel inputs: ``T`` (n, k) >= 0, ``m`` (k,), ``s`` (n,) ints >= 1, ``w`` (n,) > 0,
+    ``caps`` (n,) devices in [0, inf] or ``None``."""
 
     def __init__(
-        self, T: np.ndarray, m: np.ndarray, s: np.ndarray, w: np.ndarray, solver: str, aggregate: object = "auto"
+        self,
+        T: np.ndarray,
+        m: np.ndarray,
+        s: np.ndarray,
+        w: np.ndarray,
+        solver: str,
+        aggregate: object = "auto",
+        caps: np.ndarray | None = None,
     ) -> None:
         self.T, self.m, self.s, self.w, self.solver, self.aggregate = T, m, s, w, solver, aggregate
+        self.caps = caps
+
+    def time_ub(self) -> np.ndarray:
+        """Each row's time bound ``sum_j x[l, j] <= caps[l] / s_l`` (1 without caps; an infinite cap
+        is taken as ``sum(m)`` devices, implied by the capacity rows)."""
+        if self.caps is None:
+            return np.ones(self.n)
+        return np.minimum(self.caps, float(self.m.sum())) / self.s
 
     @property
     def n(self) -> int:
@@ -65,9 +88,6 @@ def validate_gavel(
     extra = sorted(set(options) - known)
     if extra:
         raise InputError("option", extra[0], f"is not an option of policy {policy!r}; known: {sorted(known)}")
-    if caps is not None:
-        raise InputError("caps", caps, f"is not used by {policy!r}: Gavel bounds each job by its time (sum_j x <= 1) "
-                         "and its scale factor; pass scale_factors")  # fmt: skip
     T = as_float_array("W", W, ndim=2, nonneg=True)
     n, k = T.shape
     if k == 0:
@@ -89,7 +109,26 @@ def validate_gavel(
     check_choice("solver", solver, SOLVERS)
     aggregate = options.get("aggregate", "auto")
     check_aggregate(aggregate)
-    return GavelInput(T, ma, s, w, solver, aggregate)
+    return GavelInput(T, ma, s, w, solver, aggregate, _check_caps(caps, n))
+
+
+def _check_caps(caps: Any, n: int) -> np.ndarray | None:
+    """``caps`` as an (n,) float array of devices in [0, inf] (``None`` stays ``None``)."""
+    if caps is None:
+        return None
+    if isinstance(caps, (str, bytes)):
+        raise InputError("caps", caps, f"must be a vector of length n={n} (devices per row)")
+    try:
+        c = np.asarray(caps, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("caps", caps, "must contain real numbers (devices per row, inf for no cap)") from None
+    if c.ndim != 1 or c.shape[0] != n:
+        raise InputError("caps", caps, f"must have length n={n} (one entry per row), has shape {c.shape}")
+    bad = np.flatnonzero(np.isnan(c) | (c < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"caps[{i}]", float(c[i]), "must be >= 0 devices (inf for no cap)")
+    return c
 
 
 def _program(
@@ -113,7 +152,7 @@ def _program(
 
 
 def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds: float, info: dict) -> Allocation:
-    x = np.clip(x, 0.0, 1.0) + 0.0
+    x = np.clip(x, 0.0, g.time_ub()[:, None]) + 0.0
     x[g.T <= 0] = 0.0
     X = g.s[:, None] * x + 0.0  # no negative zeros
     over = float((X.sum(axis=0) - g.m).max()) if g.n else 0.0
@@ -124,7 +163,7 @@ def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds
 
 
 def _sum_lp(g: GavelInput, T: np.ndarray) -> tuple[np.ndarray, float, float]:
-    prog = _program(g, -T.ravel(), None, 0)
+    prog = _program(g, -T.ravel(), None, 0, g.time_ub())
     x, fun, dt = lpmod.solve("gavel-max-sum-throughput", prog, g.solver)
     return x.reshape(g.n, g.k), -fun, dt
 
@@ -136,18 +175,19 @@ def _sum_lp(g: GavelInput, T: np.ndarray) -> tuple[np.ndarray, float, float]:
 )
 def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Gavel ``ThroughputSumWithPerf``: ``max sum_l T_l . x_l`` s.t. ``sum_l s_l x[l, j] <= m_j``,
-    ``sum_j x[l, j] <= 1``, ``x >= 0`` and ``x[l, j] = 0`` where ``T[l, j] = 0``. ``weights`` are
-    accepted and unused (Gavel's sum objective has none). Objective in raw throughput units."""
+    ``sum_j x[l, j] <= 1`` (``<= caps[l] / s_l`` with ``caps``, module docstring), ``x >= 0`` and
+    ``x[l, j] = 0`` where ``T[l, j] = 0``. ``weights`` are accepted and unused (Gavel's sum
+    objective has none). Objective in raw throughput units."""
     g = validate_gavel(W, m, weights, caps, options, "gavel-max-sum-throughput")
     t0 = time.perf_counter()
     if g.n == 0 or not g.m.any():
         return _finish("gavel-max-sum-throughput", g, np.zeros((g.n, g.k)), 0.0, 0.0, {})
     x, _, _ = _sum_lp(g, g.T)
-    obj = float((g.T * np.clip(x, 0, 1)).sum())
+    obj = float((g.T * np.clip(x, 0, g.time_ub()[:, None])).sum())
     return _finish("gavel-max-sum-throughput", g, x, obj, time.perf_counter() - t0, {"solver": g.solver})
 
 
-def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float]:
     """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows."""
     n, k = g.n, g.k
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
@@ -175,12 +215,13 @@ def proportional_throughputs(T: np.ndarray, m: np.ndarray) -> np.ndarray:
 def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Gavel ``MaxMinFairnessPolicyWithPerf``: ``max min_l s_l T_l . x_l / (w_l P_l)`` with Gavel's
     proportional-share throughputs ``P_l`` (:func:`proportional_throughputs`); same constraints as
-    the sum policy. ``info["min_ratio"]`` is the optimal ``min_l``, ``info["proportional_throughputs"]``
-    holds ``P``. Option ``aggregate`` (``"auto"`` default, ``True``, ``False``): solve identical jobs
-    (same throughputs, scale factor and weight) once, with equal time fractions
+    the sum policy (caps: module docstring). ``info["min_ratio"]`` is the optimal ``min_l``,
+    ``info["proportional_throughputs"]`` holds ``P``. Option ``aggregate`` (``"auto"`` default,
+    ``True``, ``False``): solve identical jobs once, with equal time fractions
     (:mod:`market.oef.roundlp`; same optimum); ``"auto"`` does so when jobs repeat and
     ``solver="auto"`` would pick interior point. A job that can run nowhere (all-zero row), or only
-    on types with no GPUs (``P_l = 0``), is rejected: its ratio would pin the minimum at 0."""
+    on types with no GPUs (``P_l = 0``), or with cap 0, is rejected: its ratio would pin the minimum
+    at 0. Identical jobs are those with the same throughputs, scale factor, weight and cap."""
     g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf", ("aggregate",))
     dead = np.flatnonzero(~(g.T > 0).any(axis=1)) if g.n else np.zeros(0, dtype=int)
     if dead.size:
@@ -195,15 +236,21 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
         l = int(np.flatnonzero(prop <= 0)[0])
         reason = "runs only on GPU types with no GPUs (proportional-share throughput 0)"
         raise InputError(f"W[{l}]", g.T[l].tolist(), reason)
+    if g.caps is not None and (g.caps <= 0).any():
+        l = int(np.flatnonzero(g.caps <= 0)[0])
+        raise InputError(f"caps[{l}]", float(g.caps[l]), "is 0: the row can get no GPU, so max-min fairness is 0 for "
+                         "everyone; drop the row or use gavel-max-sum-throughput")  # fmt: skip
     coef = g.T * (g.s / (g.w * prop))[:, None]
-    first, cls, counts = row_classes(g.T, g.s, g.w)
+    tub = g.time_ub()
+    first, cls, counts = row_classes(g.T, g.s, g.w, tub)
     agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
-    if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c, class ratio coef . Y_c / n_c
+    if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
-        xa, t = _maxmin_lp(ga, coef[first] / counts[:, None], counts.astype(float))
+        xa, t = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
         x = xa[cls] / counts[cls][:, None]
     else:
-        x, t = _maxmin_lp(g, coef)
-    return _finish("gavel-max-min-perf", g, x, float((g.T * np.clip(x, 0, 1)).sum()), time.perf_counter() - t0,
+        x, t = _maxmin_lp(g, coef, tub)
+    obj = float((g.T * np.clip(x, 0, tub[:, None])).sum())
+    return _finish("gavel-max-min-perf", g, x, obj, time.perf_counter() - t0,
                    {"min_ratio": t, "proportional_throughputs": prop.tolist(), "solver": g.solver,
                     "aggregated_classes": int(first.size) if agg else None})  # fmt: skip

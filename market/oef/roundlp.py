@@ -12,7 +12,9 @@ aggregated program, one row per class ``c`` with ``n_c`` members, variables ``Y_
 
 whose optimum ``t`` is the full program's and whose ``Y_c / n_c`` is an optimal allocation of the
 full program (every constraint of member ``l`` is the class constraint divided by ``n_c``). The
-full LP has ``n k`` variables; the aggregated one ``C k``.
+full LP has ``n k`` variables; the aggregated one ``C k``. ``D_c`` is the row's time bound: the
+cap for ``gavel``; ``caps / s`` (1 without caps) for ``gavel-max-min-perf``, whose classes are
+keyed on it.
 """
 
 from __future__ import annotations
