@@ -17,6 +17,11 @@ configuration of each kind stays in the default suite.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -314,15 +319,31 @@ def test_bad_input_names_the_field(kwargs, field) -> None:
 SEEDS = range(5)
 
 
-def _five_seeds(mech: str, n, values=None, opts=None, ref=None) -> tuple[np.ndarray, np.ndarray]:
-    l2s, gaps = [], []
-    for seed in SEEDS:
-        res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts)
-        ref = ref or bne_reference(mech, list(res.values), list(res.counts), opts)  # computed once
-        l2, gap = _gap(mech, res, ref, opts)
-        l2s.append(l2)
-        gaps.append(gap)
-    return np.array(l2s), np.array(gaps)
+def _seed_gap(mech: str, n, values, opts, seed: int) -> tuple[float, float]:
+    res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts)
+    ref = bne_reference(mech, list(res.values), list(res.counts), opts)
+    return _gap(mech, res, ref, opts)
+
+
+def _five_seeds(mech: str, n, values=None, opts=None) -> tuple[np.ndarray, np.ndarray]:
+    """L2 distances and revenue gaps of the seeds in ``SEEDS``, learned on two spawn processes (one BLAS
+    thread each; every seed is its own deterministic run, so the numbers equal a serial loop's)."""
+    ctx = multiprocessing.get_context("spawn")
+    old = {k: os.environ.get(k) for k in _ONE_THREAD}
+    os.environ.update(_ONE_THREAD)  # read by the spawned workers at start-up
+    try:
+        with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
+            pairs = list(pool.map(partial(_seed_gap, mech, n, values, opts), SEEDS))
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+_ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def _report(label: str, l2s: np.ndarray, gaps: np.ndarray) -> str:
