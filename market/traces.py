@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from market.errors import InputError
+from market.errors import InputError, check_finite
 from market.profiles import ThroughputTable, load_throughput_table
 
 __all__ = [
@@ -191,18 +191,8 @@ def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "jo
     return table.values[(job_type, s)] * (gpus / s)
 
 
-def _float(where: str, text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise InputError(where, text, "must be a number") from None
-    if not math.isfinite(x):
-        raise InputError(where, text, "must be finite")
-    return x
-
-
 def _int(where: str, text: str) -> int:
-    x = _float(where, text)
+    x = check_finite(where, text)
     if not x.is_integer():
         raise InputError(where, text, "must be an integer")
     return int(x)
@@ -229,8 +219,8 @@ def read_gavel_trace(path: str | Path) -> Trace:
             raise InputError(f"{where} column 'job_type'", f[0], "must not be empty")
         t = _int(f"{where} column 'total_steps'", f[5])
         s = _int(f"{where} column 'scale_factor'", f[6])
-        w = _float(f"{where} column 'priority_weight'", f[7])
-        a = _float(f"{where} column 'arrival_time'", f[9])
+        w = check_finite(f"{where} column 'priority_weight'", f[7])
+        a = check_finite(f"{where} column 'arrival_time'", f[9])
         if t <= 0:
             raise InputError(f"{where} column 'total_steps'", f[5], "must be > 0")
         if s < 1:
@@ -286,7 +276,7 @@ def read_philly_csv(path: str | Path) -> Trace:
                     reason = "must be YYYY-MM-DD HH:MM:SS"
                     raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
                 ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
-                d = _float(f"{where} column 'duration'", r["duration"] or "")
+                d = check_finite(f"{where} column 'duration'", r["duration"] or "")
                 g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
                 if d <= 0:
                     raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
