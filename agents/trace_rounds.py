@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from market.errors import InputError
+from market.oef.roundlp import row_classes
 
 __all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE", "lying_throughputs"]
 
@@ -158,11 +159,7 @@ class TraceRounds:
         self.interval = float(reallocation_interval_s)
         self.per_job = bool(per_job)
         # class of each job: (tenant, job type, scale factor), numbered by first appearance
-        keys = np.stack([self.tenant, np.asarray(job_type_code, dtype=np.int64), self.s], axis=1)
-        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        rank = np.empty(first.size, dtype=np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-        self.klass = rank[inv.ravel()]
+        self.klass = row_classes(self.tenant, np.asarray(job_type_code, dtype=np.int64), self.s)[1]
         pos = np.where(self.T > 0, self.T, np.inf).min(axis=1)
         #: steps per GPU-second on the job's slowest feasible type (the slowest-GPU-equivalent unit)
         self.unit = pos / self.s
@@ -171,6 +168,7 @@ class TraceRounds:
         self.next_arrival = 0  # index of the first job not yet arrived
         self.active = np.zeros(0, dtype=np.int64)  # arrived, unfinished jobs in arrival order
         self.done_at = np.full(n, np.nan)
+        self.n_done = 0  # jobs completed so far (= count of finite done_at)
         self.alloc = np.zeros((n, k))  # time fractions of the last solve
         self.has_alloc = np.zeros(n, dtype=bool)
         self.job_time = np.zeros((n, k))  # Gavel's _job_time_so_far (s since the reset, per type)
@@ -195,7 +193,7 @@ class TraceRounds:
     @property
     def completed(self) -> int:
         """Number of jobs completed so far."""
-        return int(np.count_nonzero(~np.isnan(self.done_at)))
+        return self.n_done
 
     # -- the round --------------------------------------------------------------------------------
     def _admit(self) -> bool:
@@ -371,6 +369,7 @@ class TraceRounds:
             res.finished = f
             res.finished_at = self.now + need[fin]
             self.done_at[f] = res.finished_at
+            self.n_done += int(f.size)
             self.active = A[~np.isin(A, f)]
             self._counts = None
             self.need_realloc = True

@@ -345,11 +345,13 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
 
     study = spec.study
 
-    def config_of(mech: str) -> Any:
-        work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
-        return scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
+    work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
+    first = scenario.instantiate(spec.mechanisms[0], TRUTHFUL, np.random.default_rng(work_ss))
 
-    first = config_of(spec.mechanisms[0])
+    def config_of(mech: str) -> Any:
+        """``first`` for ``mech``: the same (read-only) trace workload, a fresh cluster."""
+        return replace(first, policy=mech, cluster=scenario.cluster.build())
+
     ids = trace_tenant_ids(first.trace.tenants)
     variants: list[tuple[str, tuple[str, ...], Any]] = [(TRUTHFUL, (), None)]
     for v in panel_variants(study, spec.panel):

@@ -848,7 +848,7 @@ def _trace_workload(
 ) -> WorkloadSpec:
     """The ``[workload]`` table of a trace scenario (module docstring)."""
     if "generator" in w.data:
-        return _generated_workload(w, cluster, profiles, rounds_given, seed)
+        return _generated_workload(w, rounds_given)
     other = sorted(set(w.data) - set(_TRACE_KEYS))
     if other:
         raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a trace workload; trace keys: "
@@ -884,9 +884,7 @@ def _trace_workload(
     return WorkloadSpec(tenants=n_tenants, trace=spec)
 
 
-def _generated_workload(
-    w: _Table, cluster: ClusterSpec, profiles: ProfileSpec, rounds_given: bool, seed: int
-) -> WorkloadSpec:
+def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
     """A ``[workload]`` with ``generator = "gavel"``: a generated trace (module docstring)."""
     other = sorted(set(w.data) - set(_GENERATOR_KEYS))
     if other:
@@ -909,9 +907,8 @@ def _generated_workload(
         jobs=w.integer("jobs", required=True, minimum=1) or 1,
         jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
     )
-    table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
-    tr = _trace_of(spec, table_path, cluster.gpu_types, seed)
-    n_tenants = tenancy if isinstance(tenancy, int) else len(tr)
+    # the generated trace has exactly `jobs` jobs (parse_scenario builds it once to validate it)
+    n_tenants = tenancy if isinstance(tenancy, int) else spec.jobs
     return WorkloadSpec(tenants=n_tenants, trace=spec)
 
 
