@@ -43,7 +43,6 @@ __all__ = [
     "batch_utilities",
     "bne_first_price",
     "expected_revenue",
-    "l2_to_reference",
     "learn_bid_function",
     "learn_bid_functions",
 ]
@@ -95,11 +94,6 @@ class BidFunction:
         d = dist if dist is not None else uniform(self.low, self.high)
         v = d.quantile_grid(points)
         return float(self(v).mean() / v.mean())
-
-
-def l2_to_reference(bid: BidFunction, ref: Callable[[np.ndarray], np.ndarray], dist: ValueDistribution) -> float:
-    """Prior-weighted L2 distance of ``bid`` to a BNE bid function ``ref`` (NaN below screening)."""
-    return bid.l2_distance(ref, dist)
 
 
 def bne_first_price(n: int) -> Callable[[np.ndarray], np.ndarray]:
