@@ -211,7 +211,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
     if data.get("kind") != "study":
         raise InputError(_where(name, "kind"), data.get("kind"), "must be 'study'")
     name = check_name(_where(name, "name"), data.get("name", slug(name)))
-    family = "fair-share" if "scenario" in data else "auction"
+    family = _family(data)
     paper = data.get("paper")
     papers = builders() if family == "auction" else plugins.plugins()
     if paper not in papers:
@@ -408,6 +408,7 @@ def study_names(family: str | None = None) -> list[str]:
 
 
 def _family(doc: Mapping[str, Any]) -> str:
+    """A study's family: fair-share when it has a ``[scenario]`` table, else auction."""
     return "fair-share" if "scenario" in doc else "auction"
 
 
