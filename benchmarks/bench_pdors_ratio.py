@@ -96,7 +96,10 @@ def _write(out: dict, args: argparse.Namespace) -> None:
         f"({out['machine']}, Python {out['python']}; MILP time limit {args.time_limit:g} s per instance"
         + (f"; load average {out['load_average'][0]:.2f} at the end, other jobs sharing the 2 cores"
            if "load_average" in out else "")
-        + ").",
+        + ")."
+        + (" This file was re-rendered with `--render` from the saved .json of that run (the ratio intervals"
+           " recomputed from its ALG, incumbent and bound; no MILP re-run)." if getattr(args, "render", False)
+           else ""),
         "Paper workload, T = 20 slots, H = 20 machines, default `pdors`. The paper reports 1.0-1.4 (Fig. 10).",
         "OPT/ALG is exact where the MILP closed its gap; otherwise the interval [max(incumbent, ALG), bound] / ALG",
         "(OPT >= ALG: the online schedule is one the offline MILP may choose, so an incumbent below ALG only",

@@ -392,11 +392,11 @@ def targets(rows: list[dict[str, Any]], seq: dict[str, Any], coop: dict[str, Any
 NOTES = """Where the time goes, and what did not work. On `gavel-table` the program has 26 rows (one per
 distinct job) instead of 4,096, and the seconds are validation and building; on `heterogeneous`
 rows nothing repeats and the full LP (12,289 variables, 8,195 rows) goes to HiGHS's interior point
-with crossover through scipy's `linprog`, as before this change (in ad hoc runs HiGHS dual simplex
-took ~8x longer, IPX without crossover or PDLP 0.5-0.7 of its time, still slower than ECOS). A
-structured interior-point method (normal equations reduced per iteration to one k x k Schur
-complement plus the t column) reached a relative duality gap of only ~1e-6 before the reduced system
-lost accuracy, at 1.3-1.5x ECOS's CPU time, so it is not part of this change. Non-cooperative OEF on unordered
+with crossover through scipy's `linprog`, as before this change (HiGHS dual simplex, IPX without
+crossover and PDLP were tried in unrecorded runs and did not beat ECOS here; a structured
+interior-point method, normal equations reduced per iteration to one k x k Schur complement plus the
+t column, lost accuracy before reaching a tight duality gap; neither is part of this change, and no
+figure is quoted for them since no shipped command reproduces them). Non-cooperative OEF on unordered
 speedups: the staircase crash needs ~230 primal simplex pivots; a warm start from the previous
 round needs ~8, and then HiGHS's cost per solve (about 1.5 ms of CPU for ~7 pivots on this 210-row
 model even when the model is kept and only coefficients change) is most of a round. Cooperative OEF at
