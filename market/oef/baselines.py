@@ -16,6 +16,7 @@ import numpy as np
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, check_choice, check_int
 from market.oef import lp
+from market.oef.maxmin import solve_maxmin
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
 from market.registry import register
@@ -41,6 +42,31 @@ def _gavel_targets(v: ValidatedInput) -> tuple[np.ndarray, np.ndarray]:
     return P, np.einsum("lj,lj->l", v.W, P)
 
 
+def _gavel_maxmin(
+    policy: str, W: np.ndarray, m: np.ndarray, caps: np.ndarray, targets: np.ndarray, solver: str
+) -> tuple[np.ndarray, float, float, dict[str, int], str]:
+    """The max-min stage ``max s`` s.t. ``W_l.x_l >= s targets_l``, capacity, caps: ``(X, s*, seconds,
+    full program sizes, path)``. With ``solver="auto"`` a program large enough for interior point is
+    first solved exactly by price decomposition (:mod:`market.oef.maxmin`, path ``"decomposition"``;
+    rows capped at 0 get nothing), else (or when it gives up) the full LP (path ``"full"``)."""
+    R, k = W.shape
+    ka, capped = int((m > 0).sum()), int(np.isfinite(caps).sum())
+    sizes = {"variables": R * ka + 1, "ineq_rows": R + ka + capped, "eq_rows": 0,
+             "nonzeros": 2 * R * ka + R + ka * capped}  # fmt: skip
+    if solver == "auto" and lp.choose_solver("auto", sizes["nonzeros"]) == "highs-ipm":
+        t0 = time.perf_counter()
+        live, act = caps > 0, m > 0
+        sol = solve_maxmin(W[np.ix_(live, act)] / targets[live, None], m[act], d=caps[live], policy=policy)
+        if sol is not None:
+            X = np.zeros((R, k))
+            X[np.ix_(live, act)] = sol.x
+            return X, sol.t, time.perf_counter() - t0, sizes, "decomposition"
+    X, extra, dt, sizes, _ = lp.solve_rows(
+        policy, lambda W0, m0: lp.build_gavel(W0, m0, caps, targets), W, m, solver
+    )
+    return X, float(extra[0]), dt, sizes, "full"
+
+
 def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     policy = "gavel"
     P, N = _gavel_targets(v)
@@ -54,12 +80,9 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         W_, caps_, targets_ = v.W[first], v.caps[first] * counts, targets[first] * counts
     else:
         W_, caps_, targets_ = v.W, v.caps, targets
-    X, extra, dt, sizes, _ = lp.solve_rows(
-        policy, lambda W0, m0: lp.build_gavel(W0, m0, caps_, targets_), W_, v.m, opts["solver"]
-    )
-    s_star = float(extra[0])
+    X, s_star, dt, sizes, path = _gavel_maxmin(policy, W_, v.m, caps_, targets_, opts["solver"])
     info: dict[str, Any] = {"s_star": s_star, "normalisers": N.tolist(), "lp_sizes": sizes, "tiebreak": "none",
-                            "aggregated_classes": int(first.size) if agg else None}  # fmt: skip
+                            "aggregated_classes": int(first.size) if agg else None, "lp_path": path}  # fmt: skip
     if opts["tiebreak"] == "max_total":
         floor = s_star * (1.0 - 1e-9)
         X, _, dt2, sizes2, _ = lp.solve_rows(

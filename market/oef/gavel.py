@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, as_float_array, check_choice
 from market.oef import lp as lpmod
+from market.oef.maxmin import solve_maxmin
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import SOLVERS
 from market.registry import register
@@ -187,9 +188,19 @@ def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any =
     return _finish("gavel-max-sum-throughput", g, x, obj, time.perf_counter() - t0, {"solver": g.solver})
 
 
-def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float]:
-    """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows."""
+def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float, str]:
+    """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows; returns ``(x, t,
+    path)``. With ``solver="auto"`` a program large enough for interior point is first solved by
+    price decomposition (:mod:`market.oef.maxmin`, exact, path ``"decomposition"``), falling back
+    to the full LP (path ``"full"``)."""
     n, k = g.n, g.k
+    if g.solver == "auto" and lpmod.choose_solver("auto", 3 * n * k + n) == "highs-ipm":
+        act = g.m > 0
+        sol = solve_maxmin(coef[:, act], g.m[act], g.s, time_ub, policy="gavel-max-min-perf")
+        if sol is not None:
+            x = np.zeros((n, k))
+            x[:, act] = sol.x
+            return x, sol.t, "decomposition"
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
     cols = np.concatenate([np.arange(n * k), np.full(n, n * k)])
     fair = sp.csr_array((np.concatenate([-coef.ravel(), np.ones(n)]), (rows, cols)), shape=(n, n * k + 1))
@@ -197,7 +208,7 @@ def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np
     c[-1] = -1.0
     prog = _program(g, c, fair, 1, time_ub)
     x, fun, _ = lpmod.solve("gavel-max-min-perf", prog, g.solver)
-    return x[: n * k].reshape(n, k), -fun
+    return x[: n * k].reshape(n, k), -fun, "full"
 
 
 def proportional_throughputs(T: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -246,11 +257,11 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
     if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
-        xa, t = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
+        xa, t, path = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
         x = xa[cls] / counts[cls][:, None]
     else:
-        x, t = _maxmin_lp(g, coef, tub)
+        x, t, path = _maxmin_lp(g, coef, tub)
     obj = float((g.T * np.clip(x, 0, tub[:, None])).sum())
     return _finish("gavel-max-min-perf", g, x, obj, time.perf_counter() - t0,
                    {"min_ratio": t, "proportional_throughputs": prop.tolist(), "solver": g.solver,
-                    "aggregated_classes": int(first.size) if agg else None})  # fmt: skip
+                    "aggregated_classes": int(first.size) if agg else None, "lp_path": path})  # fmt: skip

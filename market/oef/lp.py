@@ -24,6 +24,7 @@ from scipy.optimize import linprog
 
 from market.errors import SolveError
 from market.milp import new_highs
+from market.oef.maxmin import PriceWarmStart, solve_maxmin
 
 __all__ = [
     "ZERO_TOL",
@@ -400,13 +401,15 @@ def _run(policy: str, h: highspy.Highs) -> tuple[np.ndarray, float]:
 class Staircase:
     """The staircase basic solution of LP (9): basic cells ``(rows[c], types[c])`` (input row
     indices, type indices) with values ``x[c]`` (devices), the common value ``t`` per unit of
-    weight, and ``optimal``: whether the optimality certificate holds (see :func:`staircase`)."""
+    weight, ``optimal``: whether the optimality certificate holds (see :func:`staircase`), and the
+    basis's capacity prices ``p`` (k,) (dual of the capacity rows, up to scale)."""
 
     rows: np.ndarray
     types: np.ndarray
     x: np.ndarray
     t: float
     optimal: bool
+    prices: np.ndarray
 
     def columns(self, k: int) -> np.ndarray:
         """Basic ``x`` columns, row-major ``l*k + j``."""
@@ -501,7 +504,7 @@ def staircase(W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None, tol
     # and dual feasible
     cap_gap = np.abs(np.bincount(types, weights=x, minlength=k) - m).max()
     optimal = bool(cap_gap <= tol * float(m.max()) and slack.min() >= -tol * float(p.max()))
-    return Staircase(order[rows], types, x, t, optimal)
+    return Staircase(order[rows], types, x, t, optimal, p)
 
 
 def _set_basis(h: highspy.Highs, basic_cols: np.ndarray, n_col: int, n_cap: int, n_eq: int) -> bool:
@@ -540,6 +543,7 @@ class NoncoopWarmStart:
         self.rounds = 0
         self.warm_rounds = 0
         self.highs: highspy.Highs | None = None  # reused across rounds (building one costs milliseconds)
+        self.prices = PriceWarmStart()  # capacity prices for the decomposition (market.oef.maxmin)
 
     def basis(self, ids: list[Any], k: int, types: bytes) -> highspy.HighsBasis | None:
         """The stored basis mapped onto rows ``ids`` with ``k`` active types, or ``None``."""
@@ -610,19 +614,31 @@ def solve_noncoop(
     ka = Wa.shape[1]
     types = active.tobytes()
     sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
-    basis = warm.basis(ids, ka, types) if warm is not None and ids is not None and solver == "highs-ds" else None
+    keep = warm is not None and ids is not None and solver == "highs-ds"
+    if keep and warm.prices.get(types) is not None:  # the previous round's prices: decomposition, exact
+        sol = solve_maxmin(Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None], ma, equal=True,
+                           warm=warm.prices, ids=ids, types=types, policy=policy)  # fmt: skip
+        if sol is not None:
+            x = np.append(sol.x.ravel(), sol.t)
+            warm.rounds += 1
+            warm.warm_rounds += 1
+            warm.cap = None  # the basis of the full program is not kept on this path (warm.prices holds one)
+            info = {"noncoop_path": "decomposition", "warm_start": True, **sol.info}
+            return _expand(x, R, k, active, s), sol.t, time.perf_counter() - t0, sizes, info
+    basis = warm.basis(ids, ka, types) if keep else None
     # a stored basis replaces the staircase (its certificate holds on ordered speedups only)
     st = staircase(Wa, ma, omega) if solver == "highs-ds" and basis is None else None
     if st is not None and st.optimal:
         x = np.append(st.matrix(R, ka).ravel(), st.t)
         info: dict[str, Any] = {"noncoop_path": "staircase", "simplex_iterations": 0}
-        if warm is not None and ids is not None:
+        if keep:
             warm.rounds += 1
             warm.store(ids, ka, types, x, ma)
+            warm.prices.put(types, st.prices)
     else:
-        reuse = warm.highs if warm is not None and ids is not None else None
+        reuse = warm.highs if keep else None
         h = _highs(*noncoop_csc(Wa, ma, omega), solver=solver, h=reuse)
-        if warm is not None and ids is not None:
+        if keep:
             warm.highs = h
         used = basis is not None and h.setBasis(basis) == highspy.HighsStatus.kOk
         crash = False
@@ -633,11 +649,12 @@ def solve_noncoop(
         x, _ = _run(policy, h)
         iterations = int(h.getInfo().simplex_iteration_count)
         info = {"noncoop_path": "highs", "staircase_crash": bool(crash), "simplex_iterations": iterations}
-        if warm is not None and ids is not None:
+        if keep:
             warm.rounds += 1
             warm.warm_rounds += int(used)
             info["warm_start"] = bool(used)
             warm.store(ids, ka, types, x, ma)
+            warm.prices.put(types, -np.asarray(h.getSolution().row_dual, dtype=float)[:ka])
     dt = time.perf_counter() - t0
     return _expand(x, R, k, active, s), float(x[-1]), dt, sizes, info
 

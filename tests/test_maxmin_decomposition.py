@@ -1,0 +1,187 @@
+"""Price decomposition of the per-round max-min LPs (market.oef.maxmin): the optimum of the full
+program, a feasible allocation, and a certificate that catches a wrong price guess."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from market.oef import lp, oef_noncoop
+from market.oef.maxmin import PriceWarmStart, solve_maxmin
+from market.registry import get
+
+
+def full_lp(C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool) -> float:
+    """(P) written out in full and solved by scipy's HiGHS: an independent reference for ``t``."""
+    n, k = C.shape
+    nv = n * k + 1
+    cols = np.arange(n * k)
+    rows_l = np.repeat(np.arange(n), k)
+    cap = sp.csr_array((np.repeat(s, k), (np.tile(np.arange(k), n), cols)), shape=(k, nv))
+    thr = sp.csr_array((np.concatenate([-C.ravel(), np.ones(n)]), (np.concatenate([rows_l, np.arange(n)]),
+                                                                    np.concatenate([cols, np.full(n, n * k)]))),
+                       shape=(n, nv))  # fmt: skip
+    fin = np.flatnonzero(np.isfinite(d))
+    cap_cols = (fin[:, None] * k + np.arange(k)).ravel()
+    caps = sp.csr_array((np.ones(fin.size * k), (np.repeat(np.arange(fin.size), k), cap_cols)), shape=(fin.size, nv))
+    c = np.zeros(nv)
+    c[-1] = -1.0
+    bounds = [(0, 0) if C.ravel()[i] <= 0 else (0, None) for i in range(n * k)] + [(0, None)]
+    if equal:
+        res = linprog(c, A_ub=sp.vstack([cap, caps]), b_ub=np.concatenate([m, d[fin]]), A_eq=thr, b_eq=np.zeros(n),
+                      bounds=bounds, method="highs")  # fmt: skip
+    else:
+        res = linprog(c, A_ub=sp.vstack([cap, thr, caps]), b_ub=np.concatenate([m, np.zeros(n), d[fin]]),
+                      bounds=bounds, method="highs")  # fmt: skip
+    assert res.status == 0
+    return float(-res.fun)
+
+
+def check_feasible(sol, C, m, s, d, equal) -> None:
+    x = sol.x
+    assert x.min() >= 0
+    assert (x[C <= 0] == 0).all()
+    assert (s[:, None] * x).sum(axis=0).max() <= 0 or ((s[:, None] * x).sum(axis=0) <= m * (1 + 1e-9) + 1e-9).all()
+    assert (x.sum(axis=1) <= d * (1 + 1e-9) + 1e-12).all()
+    u = (C * x).sum(axis=1)
+    assert (u >= sol.t * (1 - 1e-9)).all()
+    if equal:
+        np.testing.assert_allclose(u, sol.t, rtol=1e-8)
+
+
+def instance(seed: int, n: int, k: int, caps: str, zeros: bool = False):
+    rng = np.random.default_rng(seed)
+    C = rng.uniform(0.5, 8.0, (n, k))
+    if zeros:
+        C[rng.random((n, k)) < 0.2] = 0.0
+        C[np.arange(n), rng.integers(0, k, n)] = rng.uniform(0.5, 8.0, n)  # every row can run somewhere
+    m = rng.integers(n // (2 * k) + 1, n // k + 2, k).astype(float)
+    s = rng.integers(1, 3, n).astype(float)
+    d = {"none": np.full(n, np.inf), "one": np.ones(n), "mixed": np.where(rng.random(n) < 0.5, np.inf,
+                                                                           rng.uniform(0.3, 2.0, n))}[caps]  # fmt: skip
+    return C, m, s, d
+
+
+CASES = [("none", True, False), ("none", False, True), ("one", False, False), ("mixed", False, True)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("caps", "equal", "zeros"), CASES)
+def test_optimum_equals_the_full_lp(seed: int, caps: str, equal: bool, zeros: bool) -> None:
+    C, m, s, d = instance(seed, 240, 4 + seed % 3, caps, zeros)
+    sol = solve_maxmin(C, m, s, d, equal=equal, max_free=1.0)
+    assert sol is not None
+    ref = full_lp(C, m, s, d, equal)
+    assert sol.t == pytest.approx(ref, rel=1e-9)
+    check_feasible(sol, C, m, s, d, equal)
+
+
+def test_a_wrong_price_guess_is_repaired() -> None:
+    """Prices that put most rows on the wrong type: the certificate frees them and re-solves; the
+    optimum is still the full program's (without the check the folded rows would stay put and t
+    would be lower)."""
+    C, m, s, d = instance(7, 300, 5, "none")
+    good = solve_maxmin(C, m, s, d, max_free=1.0)
+    bad_prices = good.prices[::-1] * 10.0 + 1.0
+    sol = solve_maxmin(C, m, s, d, prices=bad_prices, max_free=1.0, delta=0.0)
+    assert sol.t == pytest.approx(full_lp(C, m, s, d, False), rel=1e-9)
+    assert sol.info["decomposition_solves"] >= 2  # the first guess failed its certificate
+    check_feasible(sol, C, m, s, d, False)
+
+
+def test_gives_up_rather_than_guessing() -> None:
+    C, m, s, d = instance(3, 200, 4, "none")
+    assert solve_maxmin(C[:40], m, s[:40], d[:40]) is None  # too small to gain
+    assert solve_maxmin(C, m, s, np.where(np.arange(200) == 5, 0.0, d)) is None  # a zero cap
+    z = C.copy()
+    z[9] = 0.0
+    assert solve_maxmin(z, m, s, d) is None  # a row that can run nowhere
+    # identical rows all tie: more than max_free of them would need the LP
+    assert solve_maxmin(np.tile(C[:1], (200, 1)), m, s, d, prices=np.ones(4) / C[0], delta=0.01) is None
+
+
+def test_cap_bound_optimum_with_zero_prices() -> None:
+    """Gavel's normalisation on heterogeneous jobs: one job's own best type pins t (all capacity
+    prices 0, a degenerate program); the decomposition still returns the full optimum."""
+    rng = np.random.default_rng(7)
+    T = rng.uniform(0.5, 8.0, (1024, 3))
+    m = np.full(3, 256.0)
+    C = T / (T @ m / m.sum())[:, None]
+    sol = solve_maxmin(C, m, d=np.ones(1024))
+    assert sol is not None and sol.info["free_rows"] < 100
+    assert sol.t == pytest.approx(full_lp(C, m, np.ones(1024), np.ones(1024), False), rel=1e-9)
+    assert sol.t == pytest.approx(float(C.max(axis=1).min()), rel=1e-12)
+    assert not sol.prices.any()
+
+
+def test_rounds_with_a_warm_start_match_cold_solves() -> None:
+    rng = np.random.default_rng(11)
+    C, m, s, d = instance(1, 200, 6, "none")
+    ids, nxt = list(range(200)), 200
+    warm = PriceWarmStart()
+    bases = 0
+    for _ in range(6):
+        sol = solve_maxmin(C, m, equal=True, warm=warm, ids=ids, types=b"x", max_free=1.0)
+        assert sol.t == pytest.approx(full_lp(C, m, np.ones(len(C)), np.full(len(C), np.inf), True), rel=1e-9)
+        check_feasible(sol, C, m, np.ones(len(C)), np.full(len(C), np.inf), True)
+        bases += int(sol.info["warm_basis"])
+        keep = np.setdiff1d(np.arange(200), rng.choice(200, 3, replace=False))
+        C = np.vstack([C[keep], rng.uniform(0.5, 8.0, (3, 6))])
+        ids = [ids[i] for i in keep] + list(range(nxt, nxt + 3))
+        nxt += 3
+    assert bases >= 4  # rounds after the first restart from the stored basis
+    # prices for other GPU types are not used
+    assert warm.get(b"y") is None
+
+
+def test_policies_use_it_and_agree_with_the_full_lp() -> None:
+    rng = np.random.default_rng(5)
+    T = rng.uniform(0.5, 8.0, (600, 3))
+    m = np.array([150, 150, 150])
+    a = get("gavel-max-min-perf").fn(T, m)
+    b = get("gavel-max-min-perf").fn(T, m, solver="highs-ds")
+    assert a.info["lp_path"] == "decomposition" and b.info["lp_path"] == "full"
+    assert a.info["min_ratio"] == pytest.approx(b.info["min_ratio"], rel=1e-9)
+    W = T / T[:, :1]
+    g = get("gavel").fn(W, m, caps=np.ones(600), cache=False)
+    h = get("gavel").fn(W, m, caps=np.ones(600), solver="highs-ds", cache=False)
+    assert g.info["lp_path"] == "decomposition" and h.info["lp_path"] == "full"
+    assert g.info["s_star"] == pytest.approx(h.info["s_star"], rel=1e-9)
+
+
+def test_noncoop_warm_rounds_take_the_decomposition() -> None:
+    rng = np.random.default_rng(2)
+    W = np.exp(np.cumsum(np.log(rng.uniform(0.8, 1.6, (150, 6))), axis=1))
+    W /= W[:, :1]
+    m = np.full(6, 60)
+    warm = lp.NoncoopWarmStart()
+    first = oef_noncoop(W, m, warm_start=warm, row_ids=list(range(150)))
+    assert first.info["noncoop_path"] in ("staircase", "highs")
+    W2 = np.vstack([W[3:], W[:3][:, ::-1] / W[:3][:, ::-1][:, :1]])
+    ids = list(range(3, 150)) + [1000, 1001, 1002]
+    again = oef_noncoop(W2, m, warm_start=warm, row_ids=ids)
+    cold = oef_noncoop(W2, m, cache=False)
+    assert again.info["noncoop_path"] == "decomposition"
+    assert again.common_value == pytest.approx(cold.common_value, rel=1e-9)
+    assert again.objective == pytest.approx(cold.objective, rel=1e-9)
+
+
+def test_a_binding_cap_of_a_fixed_row_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are fixed when their cap seems far from binding; if the guess of ``t`` behind that was
+    too low, the bound ``t <= d_l C_l,a_l`` the fixed rows impose binds, and the certificate frees
+    those rows (a first guess at half the true ``t`` is forced here)."""
+    import market.oef.maxmin as mm
+
+    rng = np.random.default_rng(4)
+    n = 200  # type 0 is plentiful and slow (C = 1), type 1 scarce and 1.5-4x faster; one job per row (d = 1)
+    C = np.column_stack([np.ones(n), rng.uniform(1.5, 4.0, n)])
+    m, s, d = np.array([n, n / 4]), np.ones(n), np.ones(n)
+    ref = full_lp(C, m, s, d, False)
+    good = solve_maxmin(C, m, s, d, max_free=1.0)
+    monkeypatch.setattr(mm, "_sample_prices", lambda *a: (good.prices, 0.5 * ref, 0))
+    sol = solve_maxmin(C, m, s, d, max_free=1.0)
+    assert ref > 1.0  # rows on type 0 alone would stop at t = 1: their cap binds there
+    assert sol.t == pytest.approx(ref, rel=1e-9)
+    check_feasible(sol, C, m, s, d, False)
