@@ -126,7 +126,7 @@ def test_rounds_with_a_warm_start_match_cold_solves() -> None:
         sol = solve_maxmin(C, m, equal=True, warm=warm, ids=ids, types=b"x", max_free=1.0)
         assert sol.t == pytest.approx(full_lp(C, m, np.ones(len(C)), np.full(len(C), np.inf), True), rel=1e-9)
         check_feasible(sol, C, m, np.ones(len(C)), np.full(len(C), np.inf), True)
-        bases += int(sol.info["warm_basis"])
+        bases += int(sol.info["kept_program"])
         keep = np.setdiff1d(np.arange(200), rng.choice(200, 3, replace=False))
         C = np.vstack([C[keep], rng.uniform(0.5, 8.0, (3, 6))])
         ids = [ids[i] for i in keep] + list(range(nxt, nxt + 3))

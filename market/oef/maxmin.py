@@ -73,47 +73,75 @@ class MaxMinSolution:
 class PriceWarmStart:
     """What one scheduling round leaves for the next one's decomposition: the capacity prices (the
     next round starts from them; consecutive rounds differ by a few jobs, so they barely move) and,
-    when rows carry ids, the optimal basis per row id (which of its ``k`` columns are basic) and of
-    the capacity rows, from which the reduced program's dual simplex restarts. ``types`` guards the
-    set of GPU types both belong to."""
+    when rows carry ids, the reduced program itself: the next round deletes the rows that left or
+    changed, adds the new free ones and continues the dual simplex from the kept basis. ``types``
+    guards the set of GPU types both belong to."""
 
     def __init__(self) -> None:
         self.prices: np.ndarray | None = None
         self.types: bytes | None = None
+        self.model: _Reduced | None = None
         self.index: dict[Any, int] = {}
-        self.pos = np.zeros((0, 0), dtype=bool)
-        self.cap = np.zeros(0, dtype=bool)
+        self._sorted: np.ndarray | None = None
+        self._order = np.zeros(0, dtype=np.int64)
 
     def get(self, types: bytes) -> np.ndarray | None:
         """The stored prices if they belong to ``types``."""
         return self.prices if self.prices is not None and self.types == types else None
 
     def put(self, types: bytes, prices: np.ndarray) -> None:
-        """Keep ``prices`` for ``types`` (and forget any basis)."""
+        """Keep ``prices`` for ``types`` (and forget any kept program)."""
         self.prices, self.types = np.asarray(prices, dtype=float).copy(), types
-        self.index = {}
+        self.model, self.index, self._sorted = None, {}, None
+
+    def keep_ids(self, ids: list[Any]) -> None:
+        """Remember the rows' ids of the round whose program is kept (integer ids in sorted arrays,
+        others in a dict)."""
+        arr = np.asarray(ids)
+        if arr.ndim == 1 and arr.dtype.kind in "iu":
+            order = np.argsort(arr, kind="stable")
+            self.index = {}
+            self._sorted, self._order = arr[order], order
+        else:
+            self.index = {i: r for r, i in enumerate(ids)}
+            self._sorted = None
 
     def where(self, ids: list[Any]) -> np.ndarray:
-        """Each id's row in the stored basis (-1: not stored)."""
+        """Each id's row in the kept program's round (-1: not there)."""
+        if self._sorted is not None:
+            arr = np.asarray(ids)
+            if arr.ndim == 1 and arr.dtype.kind in "iu":
+                if self._sorted.size == 0:
+                    return np.full(arr.size, -1, dtype=np.int64)
+                pos = np.minimum(np.searchsorted(self._sorted, arr), self._sorted.size - 1)
+                return np.where(self._sorted[pos] == arr, self._order[pos], -1)
+            return np.full(len(ids), -1, dtype=np.int64)
         get = self.index.get
         return np.fromiter((get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
 
 
-def _highs() -> highspy.Highs:
-    """A per-thread, silent, deterministic HiGHS instance (dual simplex, no presolve: the reduced
-    programs are small and their duals are read directly)."""
-    h = getattr(_LOCAL, "h", None)
+_OPTIONS = (("output_flag", False), ("solver", "simplex"), ("simplex_strategy", 1), ("presolve", "off"),
+            ("random_seed", 0), ("threads", 1), ("simplex_dual_edge_weight_strategy", 1))  # fmt: skip
+"""HiGHS options of the reduced programs: dual simplex without presolve, single-threaded, fixed seed
+(deterministic), Devex pricing (a warm-started solve needs a few pivots; steepest-edge weights would
+cost more to set up than they save)."""
+
+
+def _highs(own: bool = False) -> highspy.Highs:
+    """A silent, deterministic HiGHS instance (dual simplex, no presolve: the reduced programs are
+    small and their duals are read directly) with no model: a new one if ``own`` (a program kept
+    across rounds), else this thread's, cleared. Nothing else in this module changes its options."""
+    h = None if own else getattr(_LOCAL, "h", None)
     if h is None:
         from market.milp import new_highs
 
         h = new_highs()
-        _LOCAL.h = h
+        for name, value in _OPTIONS:
+            h.setOptionValue(name, value)
+        if not own:
+            _LOCAL.h = h
     else:
         h.clearModel()
-    h.resetOptions()
-    for name, value in (("output_flag", False), ("solver", "simplex"), ("simplex_strategy", 1),
-                        ("presolve", "off"), ("random_seed", 0), ("threads", 1)):  # fmt: skip
-        h.setOptionValue(name, value)
     return h
 
 
@@ -121,26 +149,46 @@ class _Reduced:
     """(P) over the free rows, with the fixed rows folded into ``g_j t`` (capacity rows) and
     ``t <= tmax``, kept in one HiGHS model that grows: :meth:`free` adds rows (their throughput and
     cap rows and some of their columns), :meth:`add_columns` more columns, :meth:`fold` rewrites ``g``
-    and ``tmax``, and every :meth:`solve` continues the dual simplex from the previous basis.
-    Column 0 is ``t``; ``inmodel[l, j]`` says which ``x`` columns the model holds."""
+    and ``tmax``, and every :meth:`solve` continues the dual simplex from the previous basis; across
+    rounds :meth:`remap` deletes rows and renumbers. Column 0 is ``t``; model rows are the ``k``
+    capacity rows, then each free row's throughput row and (if capped) cap row."""
 
-    def __init__(self, policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool) -> None:
-        self.policy, self.C, self.s, self.d, self.equal = policy, C, s, d, equal
-        n, self.k = C.shape
-        self.h = h = _highs()
+    def __init__(
+        self, policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, own: bool = False
+    ) -> None:
+        self.policy, self.equal = policy, equal
+        self.k = C.shape[1]
+        self.h = h = _highs(own)
         h.addCol(-1.0, 0.0, np.inf, 0, np.zeros(0, dtype=np.int32), np.zeros(0))
         empty = np.zeros(0, dtype=np.int32)
-        h.addRows(self.k, np.full(self.k, -np.inf), np.asarray(m, dtype=float), 0, empty, empty, np.zeros(0))
+        self.m = np.asarray(m, dtype=float)
+        h.addRows(self.k, np.full(self.k, -np.inf), self.m, 0, empty, empty, np.zeros(0))
         self.g = np.zeros(self.k)
-        self.n_rows = self.k
-        self.thr_row = np.full(n, -1, dtype=np.int64)  # model row of each free row's throughput constraint
-        self.cap_row = np.full(n, -1, dtype=np.int64)  # ... and of its cap (-1: none)
-        self.inmodel = np.zeros((n, self.k), dtype=bool)
+        self.row_owner = np.full(self.k, -1, dtype=np.int64)  # input row of each model row (-1: capacity)
+        self.row_cap = np.zeros(self.k, dtype=bool)  # model row is a cap row
         self.col_row = np.zeros(0, dtype=np.int64)  # input row of each x column (columns 1..)
         self.col_type = np.zeros(0, dtype=np.int64)
+        self._bind(C, s, d)
         self.iterations = 0
         self.solves = 0
         self.row_dual = np.zeros(0)
+
+    def _bind(self, C: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
+        """This round's inputs, and the per-input-row indices derived from the model rows/columns."""
+        self.C, self.s, self.d = C, s, d
+        n = C.shape[0]
+        self.thr_row = np.full(n, -1, dtype=np.int64)  # model row of each free row's throughput constraint
+        self.cap_row = np.full(n, -1, dtype=np.int64)  # ... and of its cap (-1: none)
+        own = np.flatnonzero(self.row_owner >= 0)
+        thr, cap = own[~self.row_cap[own]], own[self.row_cap[own]]
+        self.thr_row[self.row_owner[thr]] = thr
+        self.cap_row[self.row_owner[cap]] = cap
+        self.inmodel = np.zeros((n, self.k), dtype=bool)
+        self.inmodel[self.col_row, self.col_type] = True
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.row_owner.size)
 
     def free(self, rows: np.ndarray, cols: np.ndarray) -> None:
         """Add input ``rows`` (not yet in the model) with their columns where ``cols`` ((rows, k) bool)."""
@@ -159,7 +207,8 @@ class _Reduced:
             empty = np.zeros(0, dtype=np.int32)
             h.addRows(n_cap, np.full(n_cap, -np.inf), dA[capped], 0, empty, empty, np.zeros(0))
             self.cap_row[rows[capped]] = base + f + np.arange(n_cap)
-        self.n_rows = base + f + n_cap
+        self.row_owner = np.concatenate([self.row_owner, rows, rows[capped]])
+        self.row_cap = np.concatenate([self.row_cap, np.zeros(f, dtype=bool), np.ones(n_cap, dtype=bool)])
         ra, rj = np.nonzero(cols)
         self.add_columns(rows[ra], rj)
 
@@ -184,6 +233,36 @@ class _Reduced:
         self.col_row = np.concatenate([self.col_row, rows])
         self.col_type = np.concatenate([self.col_type, types])
 
+    def remap(self, old_of: np.ndarray, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
+        """Carry the model into a new round: ``old_of[i]`` is new input row ``i``'s row in the last
+        round (-1: new, or not to be kept free); rows of the last round not mapped to are deleted with
+        their columns (HiGHS keeps the rest of the basis), and capacities and indices are updated."""
+        n_old = self.thr_row.size
+        new_of = np.full(n_old, -1, dtype=np.int64)
+        mapped = np.flatnonzero(old_of >= 0)
+        new_of[old_of[mapped]] = mapped
+        owner = self.row_owner
+        gone_rows = np.flatnonzero((owner >= 0) & (new_of[np.maximum(owner, 0)] < 0))
+        gone_cols = np.flatnonzero(new_of[self.col_row] < 0)
+        h = self.h
+        if gone_cols.size:
+            h.deleteCols(gone_cols.size, (gone_cols + 1).astype(np.int32))
+        if gone_rows.size:
+            h.deleteRows(gone_rows.size, gone_rows.astype(np.int32))
+        keep_r = np.ones(owner.size, dtype=bool)
+        keep_r[gone_rows] = False
+        keep_c = np.ones(self.col_row.size, dtype=bool)
+        keep_c[gone_cols] = False
+        self.row_owner = np.where(owner[keep_r] >= 0, new_of[np.maximum(owner[keep_r], 0)], -1)
+        self.row_cap = self.row_cap[keep_r]
+        self.col_row, self.col_type = new_of[self.col_row[keep_c]], self.col_type[keep_c]
+        m = np.asarray(m, dtype=float)
+        if not np.array_equal(m, self.m):
+            h.changeRowsBounds(self.k, np.arange(self.k, dtype=np.int32), np.full(self.k, -np.inf), m)
+            self.m = m
+        self._bind(C, s, d)
+        self.iterations = self.solves = 0
+
     def priced_out(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The usable columns of free ``rows`` missing from the model whose reduced cost at the last
         solve is negative (they would improve it): ``(rows, types)``."""
@@ -200,41 +279,6 @@ class _Reduced:
         tol = _TOL * (np.abs(a) + np.abs(b) + np.abs(zcap)[:, None]) + 1e-14
         ra, rj = np.nonzero(miss & (rc < -tol))
         return rows[ra], rj
-
-    def set_basis(self, pos: np.ndarray, new: np.ndarray, cap: np.ndarray) -> bool:
-        """Start from a basis: ``x`` columns basic where ``pos`` ((n, k) bool), the throughput rows of
-        ``new`` rows ((n,) bool) basic (nothing allocated yet), capacity rows basic where ``cap``,
-        ``t`` and the cap rows basic. Capacity rows are made basic while basic variables are missing;
-        returns whether HiGHS accepted the basis (else the solve starts from scratch)."""
-        col = np.concatenate([[True], pos[self.col_row, self.col_type]])
-        row = np.zeros(self.n_rows, dtype=bool)
-        row[: self.k] = cap
-        fr = np.flatnonzero(self.thr_row >= 0)
-        row[self.thr_row[fr]] = new[fr]
-        row[self.cap_row[self.cap_row >= 0]] = True
-        deficit = self.n_rows - int(col.sum()) - int(row.sum())
-        if deficit < 0:
-            return False
-        row[np.flatnonzero(~row[: self.k])[:deficit]] = True
-        if self.n_rows != int(col.sum()) + int(row.sum()):
-            return False
-        S = highspy.HighsBasisStatus
-        b = highspy.HighsBasis()
-        b.col_status = [S.kBasic if v else S.kLower for v in col.tolist()]
-        status = [S.kBasic if v else S.kLower for v in row.tolist()]
-        for j in np.flatnonzero(~row[: self.k]).tolist():
-            status[j] = S.kUpper
-        b.row_status = status
-        b.valid = True
-        return self.h.setBasis(b) == highspy.HighsStatus.kOk
-
-    def basis(self) -> tuple[np.ndarray, np.ndarray]:
-        """The last solve's basic ``x`` columns (per model column, (columns,) bool) and basic capacity rows."""
-        b = self.h.getBasis()
-        basic = highspy.HighsBasisStatus.kBasic
-        col = np.array([v == basic for v in b.col_status[1:]], dtype=bool)
-        cap = np.array([v == basic for v in b.row_status[: self.k]], dtype=bool)
-        return col, cap
 
     def fold(self, g: np.ndarray, tmax: float) -> None:
         """The fixed rows' capacity per unit of ``t`` (``g``, (k,)) and their bound on ``t``."""
@@ -268,27 +312,23 @@ def _cheapest(p: np.ndarray, C: np.ndarray) -> np.ndarray:
         return np.where(C > 0, p[None, :] / np.where(C > 0, C, 1.0), np.inf)
 
 
-def _assign(p: np.ndarray, C: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+def _assign(p: np.ndarray, C: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's cheapest type at prices ``p`` (ties, e.g. between unpriced types, go to the type
-    where the row is fastest) and whether its two cheapest priced types are within ``delta``."""
+    where the row is fastest), the relative gap to its second-cheapest priced type (``inf`` when
+    its cheapest is unpriced or it has one type), and the (n, k) mask of its types within ``delta``
+    of its cheapest (the columns it starts with if free)."""
     n, k = C.shape
     R = _cheapest(p, C)
     best = R.min(axis=1)
     tied = R <= best[:, None] * (1.0 + _TOL)
     a = np.argmax(np.where(tied, C, -1.0), axis=1)
-    if k == 1:
-        return a, np.zeros(n, dtype=bool)
-    second = np.partition(R, 1, axis=1)[:, 1]
-    return a, (best > 0) & (second <= best * (1.0 + delta))
-
-
-def _near(p: np.ndarray, C: np.ndarray, a: np.ndarray, delta: float) -> np.ndarray:
-    """(rows, k) mask of the columns a free row starts with: its types within ``delta`` of its
-    cheapest at prices ``p``, and its assigned type ``a``."""
-    R = _cheapest(p, C)
-    cols = R <= R.min(axis=1, keepdims=True) * (1.0 + delta)
-    cols[np.arange(C.shape[0]), a] = True
-    return cols & (C > 0)
+    near = R <= best[:, None] * (1.0 + delta)
+    near[np.arange(n), a] = True
+    gap = np.full(n, np.inf)
+    if k > 1:
+        priced = best > 0
+        gap[priced] = np.partition(R[priced], 1, axis=1)[:, 1] / best[priced] - 1.0
+    return a, gap, near & (C > 0)
 
 
 def _sample_prices(
@@ -345,7 +385,8 @@ def solve_maxmin(
         solves = 1
     else:
         p = np.maximum(np.asarray(prices, dtype=float), 0.0)
-    a, free = _assign(p, C, delta)
+    a, gap, near = _assign(p, C, delta)
+    free = gap <= delta
     every = np.zeros(n, dtype=bool)  # free rows that start with all their columns (their cap may bind)
     if np.isfinite(d).any():
         # rows whose cap may bind: t <= min_l d_l max_j C_lj (each row alone at its cap on its best type)
@@ -353,30 +394,38 @@ def solve_maxmin(
         every = d * C[np.arange(n), a] <= min(t_upper, t_hint) * (1.0 + delta)
         free |= every
     rows = np.arange(n)
-    start_pos: np.ndarray | None = None  # the stored basis mapped onto this round's rows
-    if warm is not None and ids is not None and warm.index and warm.types == types and prices is not None:
-        where = warm.where(ids)
-        start_pos = np.where((where >= 0)[:, None], warm.pos[np.maximum(where, 0)], False)
-        seen = where >= 0
-    lp = _Reduced(policy, C, m, s, d, equal)
-    new = free.copy()
-    warm_basis = False
+    lp: _Reduced | None = None
+    kept = bool(warm is not None and ids is not None and warm.model is not None and warm.types == types
+                and warm.model.equal == equal)  # fmt: skip
+    if kept:  # continue last round's program: rows still present, unchanged and near a tie stay free
+        lp, warm.model = warm.model, None  # given back when this round's solve succeeds
+        old_of = warm.where(ids)
+        seen = np.flatnonzero(old_of >= 0)
+        was = old_of[seen]
+        same = (lp.thr_row[was] >= 0) & (lp.C[was] == C[seen]).all(axis=1)
+        same &= (lp.s[was] == s[seen]) & (lp.d[was] == d[seen])
+        stay = same & ((gap[seen] <= 1.5 * delta) | every[seen])
+        old_of = np.full(n, -1, dtype=np.int64)
+        old_of[seen[stay]] = was[stay]
+        lp.remap(old_of, C, m, s, d)
+        free |= lp.thr_row >= 0
+    if lp is None:
+        lp = _Reduced(policy, C, m, s, d, equal, own=warm is not None and ids is not None)
+    new = free & (lp.thr_row < 0)
     while True:
         if free.sum() > max_free * n:
             return None
         nr = rows[new]
-        cols = np.where(every[nr, None], C[nr] > 0, _near(p, C[nr], a[nr], delta))
-        if start_pos is not None and lp.solves == 0:
-            cols |= start_pos[nr] & (C[nr] > 0)
-        lp.free(nr, cols)
+        if lp.solves:  # rows freed by the certificate: the types near their cheapest at the new prices
+            _, _, near_new = _assign(p, C[nr], delta)
+            near[nr] = near_new | (np.arange(k) == a[nr, None])
+        lp.free(nr, np.where(every[nr, None], C[nr] > 0, near[nr]))
         fixed = ~free
         fr, fa = rows[fixed], a[fixed]
         cf = C[fr, fa]
         bound = d[fr] * cf
         tmax = float(bound.min()) if bound.size else np.inf
         lp.fold(np.bincount(fa, weights=s[fr] / cf, minlength=k), tmax)
-        if start_pos is not None and lp.solves == 0:
-            warm_basis = lp.set_basis(start_pos, ~seen, warm.cap)
         while True:  # price the free rows' missing columns in
             x, t, p = lp.solve(n)
             more = lp.priced_out(rows[free])
@@ -400,12 +449,8 @@ def solve_maxmin(
     if warm is not None:
         warm.put(types, p)
         if ids is not None:
-            col, cap = lp.basis()
-            pos = np.zeros((n, k), dtype=bool)
-            pos[fr, fa] = True
-            pos[lp.col_row, lp.col_type] = col
-            warm.index = {i: r for r, i in enumerate(ids)}
-            warm.pos, warm.cap = pos, cap
+            warm.model = lp
+            warm.keep_ids(ids)
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
-            "simplex_iterations": pivots + lp.iterations, "warm_basis": warm_basis}  # fmt: skip
+            "simplex_iterations": pivots + lp.iterations, "kept_program": kept}  # fmt: skip
     return MaxMinSolution(x, t, p, info)

@@ -215,8 +215,9 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
     triv = trivial_allocation(policy, v)
     if triv is not None:
         return triv
-    use_cache = bool(opts["cache"]) and opts.get("warm_start") is None  # a warm start must see every round
-    return lp.CACHE.get_or_compute(cache_key(policy, v, opts), lambda: compute(v, opts), use_cache)
+    if not opts["cache"] or opts.get("warm_start") is not None:  # a warm start must see every round
+        return compute(v, opts)
+    return lp.CACHE.get_or_compute(cache_key(policy, v, opts), lambda: compute(v, opts))
 
 
 @register(
