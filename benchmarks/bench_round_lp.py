@@ -167,17 +167,19 @@ def side_by_side(ours: Any, theirs: Any, args: tuple, reps: int) -> dict[str, An
 
 
 def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[str, Any]:
-    """A sequence of ``rounds`` rounds (``change`` jobs leave and arrive each round): per-round
-    medians of the warm-started, the cold and the cvxpy solve, and the largest allocation gap
-    between warm and cold."""
+    """A sequence of ``rounds`` rounds (``change`` jobs leave and arrive each round), solved warm-
+    started (``NoncoopWarmStart``, as a scheduler keeps one), cold and by cvxpy, on two schedules:
+    ``interleaved`` (each round: warm, cold, cvxpy, so each solve starts with caches the other two
+    filled) and ``back_to_back`` (each solver runs all rounds in a row, as one scheduler would; the
+    three passes repeated twice, alternating). Per-round medians, and the largest allocation gap
+    between warm and cold and objective gap to cvxpy."""
     from market.oef import oef_noncoop
 
     rng = np.random.default_rng(seed)
-    W, m = unordered_instance(n, k, 20240 + n)
-    ids, nxt = list(range(n)), n
-    warm = lp.NoncoopWarmStart()
-    oef_noncoop(W, m, warm_start=warm, row_ids=ids)  # round 0 (cold, fills the warm start)
-    ww, wc, cw, cc, vw, vc, iters, gap, obj_diff = [], [], [], [], [], [], [], 0.0, 0.0
+    W0, m = unordered_instance(n, k, 20240 + n)
+    ids0 = list(range(n))
+    seq: list[tuple[np.ndarray, list[int]]] = []
+    W, ids, nxt = W0, ids0, n
     for _ in range(rounds):
         drop = rng.choice(len(ids), change, replace=False)
         keep = np.setdiff1d(np.arange(len(ids)), drop)
@@ -186,30 +188,81 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
         W = np.vstack([W[keep], new])
         ids = [ids[i] for i in keep] + list(range(nxt, nxt + change))
         nxt += change
-        w, c, a = timed(lambda W=W, ids=ids: oef_noncoop(W, m, warm_start=warm, row_ids=ids))
-        ww.append(w)
-        wc.append(c)
+        seq.append((W, ids))
+
+    def fresh() -> lp.NoncoopWarmStart:
+        warm = lp.NoncoopWarmStart()
+        oef_noncoop(W0, m, warm_start=warm, row_ids=ids0)  # round 0 (cold, fills the warm start)
+        return warm
+
+    def warm_pass() -> tuple[list[float], list[float], list[Any], lp.NoncoopWarmStart]:
+        warm, ws, cs, out = fresh(), [], [], []
+        for W_, ids_ in seq:
+            w, c, a = timed(lambda W_=W_, ids_=ids_: oef_noncoop(W_, m, warm_start=warm, row_ids=ids_))
+            ws.append(w)
+            cs.append(c)
+            out.append(a)
+        return ws, cs, out, warm
+
+    def cold_pass() -> tuple[list[float], list[float], list[Any]]:
+        r = [timed(lambda W_=W_: oef_noncoop(W_, m, cache=False)) for W_, _ in seq]
+        return [x[0] for x in r], [x[1] for x in r], [x[2] for x in r]
+
+    def cvxpy_pass() -> tuple[list[float], list[float], list[Any]]:
+        r = [timed(cvxpy_noncoop, W_, m) for W_, _ in seq]
+        return [x[0] for x in r], [x[1] for x in r], [x[2] for x in r]
+
+    med = statistics.median
+    # interleaved: one warm start, and per round warm, cold, cvxpy
+    warm = fresh()
+    iw, ic, cw, cc, vw, vc, iters, paths = [], [], [], [], [], [], [], []
+    gap = obj_diff = 0.0
+    for W_, ids_ in seq:
+        w, c, a = timed(lambda W_=W_, ids_=ids_: oef_noncoop(W_, m, warm_start=warm, row_ids=ids_))
+        iw.append(w)
+        ic.append(c)
         iters.append(a.info["simplex_iterations"])
-        w, c, b = timed(lambda W=W: oef_noncoop(W, m, cache=False))
+        paths.append(a.info["noncoop_path"])
+        w, c, b = timed(lambda W_=W_: oef_noncoop(W_, m, cache=False))
         cw.append(w)
         cc.append(c)
         gap = max(gap, float(np.abs(a.X - b.X).max()))
         if HAVE_CVXPY:
-            w, c, v = timed(cvxpy_noncoop, W, m)
+            w, c, v = timed(cvxpy_noncoop, W_, m)
             vw.append(w)
             vc.append(c)
             obj_diff = max(obj_diff, abs(v - a.objective) / abs(v))
     row: dict[str, Any] = {
-        "warm_wall_s": statistics.median(ww), "warm_cpu_s": statistics.median(wc),
-        "cold_wall_s": statistics.median(cw), "cold_cpu_s": statistics.median(cc),
-        "warm_iterations_median": statistics.median(iters), "max_abs_allocation_gap_warm_vs_cold": gap,
+        "warm_wall_s": med(iw), "warm_cpu_s": med(ic), "cold_wall_s": med(cw), "cold_cpu_s": med(cc),
+        "warm_iterations_median": med(iters), "max_abs_allocation_gap_warm_vs_cold": gap,
         "rounds": rounds, "jobs_changed_per_round": change, "warm_rounds": warm.warm_rounds,
+        "decomposition_rounds": paths.count("decomposition"),
     }  # fmt: skip
     if HAVE_CVXPY:
-        row.update(cvxpy_wall_s=statistics.median(vw), cvxpy_cpu_s=statistics.median(vc))
+        row.update(cvxpy_wall_s=med(vw), cvxpy_cpu_s=med(vc))
         row["ratio_warm"] = row["cvxpy_wall_s"] / row["warm_wall_s"]
         row["cpu_ratio_warm"] = row["cvxpy_cpu_s"] / row["warm_cpu_s"]
         row["max_rel_objective_diff"] = obj_diff
+    # back to back: each solver's rounds in a row, passes alternated twice
+    bw, bc, ow, oc, xw, xc = [], [], [], [], [], []
+    for _ in range(2):
+        w_, c_, _, _ = warm_pass()
+        bw += w_
+        bc += c_
+        w_, c_, _ = cold_pass()
+        ow += w_
+        oc += c_
+        if HAVE_CVXPY:
+            w_, c_, _ = cvxpy_pass()
+            xw += w_
+            xc += c_
+    b2b: dict[str, Any] = {"warm_wall_s": med(bw), "warm_cpu_s": med(bc), "cold_wall_s": med(ow),
+                           "cold_cpu_s": med(oc)}  # fmt: skip
+    if HAVE_CVXPY:
+        b2b.update(cvxpy_wall_s=med(xw), cvxpy_cpu_s=med(xc))
+        b2b["ratio_warm"] = b2b["cvxpy_wall_s"] / b2b["warm_wall_s"]
+        b2b["cpu_ratio_warm"] = b2b["cvxpy_cpu_s"] / b2b["warm_cpu_s"]
+    row["back_to_back"] = b2b
     return row
 
 

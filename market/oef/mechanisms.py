@@ -116,7 +116,7 @@ def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         warm, ids = opts["warm_start"], None
         if warm is not None:
             base = list(range(v.n)) if opts["row_ids"] is None else list(opts["row_ids"])
-            if rows.replicated:
+            if rows.replicated and rows.row_of.size > v.n:  # several LP rows per input row
                 first = np.searchsorted(rows.row_of, rows.row_of)  # row_of is sorted: first LP row of each input row
                 pairs = zip(rows.row_of.tolist(), first.tolist(), strict=True)
                 ids = [(base[i], r - f) for r, (i, f) in enumerate(pairs)]
