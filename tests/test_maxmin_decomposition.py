@@ -185,3 +185,17 @@ def test_a_binding_cap_of_a_fixed_row_is_caught(monkeypatch: pytest.MonkeyPatch)
     assert ref > 1.0  # rows on type 0 alone would stop at t = 1: their cap binds there
     assert sol.t == pytest.approx(ref, rel=1e-9)
     check_feasible(sol, C, m, s, d, False)
+
+
+def test_cold_noncoop_on_a_large_unordered_program_takes_the_decomposition() -> None:
+    """Without a warm start, LP (9) with >= 100 rows per GPU type whose staircase certificate fails
+    is solved by the decomposition; same optimum as scipy's HiGHS on the full program."""
+    rng = np.random.default_rng(3)
+    W = np.exp(np.concatenate([np.zeros((600, 1)), np.cumsum(np.log(rng.uniform(0.8, 1.6, (600, 5))), axis=1)], axis=1))
+    m = np.full(6, 300)
+    a = oef_noncoop(W, m, cache=False)
+    b = oef_noncoop(W, m, cache=False, solver="highs")
+    assert a.info["noncoop_path"] == "decomposition"
+    assert a.common_value == pytest.approx(b.common_value, rel=1e-9)
+    np.testing.assert_allclose((W * a.X).sum(axis=1), a.common_value, rtol=1e-8)
+    assert (a.X.sum(axis=0) <= m * (1 + 1e-9)).all()

@@ -24,7 +24,7 @@ from scipy.optimize import linprog
 
 from market.errors import SolveError
 from market.milp import new_highs
-from market.oef.maxmin import PriceWarmStart, solve_maxmin
+from market.oef.maxmin import DECOMPOSE_MIN_ROWS, PriceWarmStart, solve_maxmin
 
 __all__ = [
     "ZERO_TOL",
@@ -377,6 +377,12 @@ def _highs(
     return h
 
 
+COLD_DECOMPOSE_ROWS_PER_TYPE = 100
+"""``oef-noncoop`` without a warm start solves LP (9) by price decomposition (:mod:`market.oef.maxmin`)
+when the staircase certificate fails and it has at least this many rows per GPU type (measured
+on unordered speedups with k = 10: at n = 200 and 500 the decomposition frees most rows and loses
+to the staircase-crashed simplex; at n = 1,000 and 2,000 it is 4-5x faster)."""
+
 # LPs with at most this many nonzeros solve in milliseconds: they run in this thread (Ctrl-C lands
 # right after), skipping the solver thread's start and polling, a large share of a small solve
 _DIRECT_NNZ = 5000
@@ -615,19 +621,32 @@ def solve_noncoop(
     types = active.tobytes()
     sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
     keep = warm is not None and ids is not None and solver == "highs-ds"
-    if keep and warm.prices.get(types) is not None:  # the previous round's prices: decomposition, exact
-        sol = solve_maxmin(Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None], ma, equal=True,
-                           warm=warm.prices, ids=ids, types=types, policy=policy)  # fmt: skip
+    C = Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None]
+    from_prices = keep and R >= DECOMPOSE_MIN_ROWS and warm.prices.get(types) is not None
+
+    def start() -> tuple[highspy.HighsBasis | None, Staircase | None]:
+        # a stored basis replaces the staircase (its certificate holds on ordered speedups only)
+        b = warm.basis(ids, ka, types) if keep else None
+        return b, (staircase(Wa, ma, omega) if solver == "highs-ds" and b is None else None)
+
+    basis, st = (None, None) if from_prices else start()
+    if from_prices or (st is not None and not st.optimal and R >= COLD_DECOMPOSE_ROWS_PER_TYPE * ka):
+        # price decomposition (market.oef.maxmin, exact): from the previous round's prices and
+        # program, or cold on a large program the staircase does not solve
+        sol = solve_maxmin(C, ma, equal=True, warm=warm.prices if keep else None, ids=ids if keep else None,
+                           types=types, policy=policy)  # fmt: skip
         if sol is not None:
             x = np.append(sol.x.ravel(), sol.t)
-            warm.rounds += 1
-            warm.warm_rounds += 1
-            warm.cap = None  # the basis of the full program is not kept on this path (warm.prices holds one)
-            info = {"noncoop_path": "decomposition", "warm_start": True, **sol.info}
+            if keep:
+                warm.rounds += 1
+                warm.warm_rounds += int(from_prices)
+                warm.cap = None  # the full program's basis is not kept on this path (warm.prices holds the program)
+            info = {"noncoop_path": "decomposition", **sol.info}
+            if keep:
+                info["warm_start"] = from_prices
             return _expand(x, R, k, active, s), sol.t, time.perf_counter() - t0, sizes, info
-    basis = warm.basis(ids, ka, types) if keep else None
-    # a stored basis replaces the staircase (its certificate holds on ordered speedups only)
-    st = staircase(Wa, ma, omega) if solver == "highs-ds" and basis is None else None
+        if from_prices:
+            basis, st = start()
     if st is not None and st.optimal:
         x = np.append(st.matrix(R, ka).ravel(), st.t)
         info: dict[str, Any] = {"noncoop_path": "staircase", "simplex_iterations": 0}

@@ -331,6 +331,32 @@ def _assign(p: np.ndarray, C: np.ndarray, delta: float) -> tuple[np.ndarray, np.
     return a, gap, near & (C > 0)
 
 
+def _balance(p: np.ndarray, C: np.ndarray, m: np.ndarray, s: np.ndarray, iters: int = 40) -> np.ndarray:
+    """Refine capacity prices by tatonnement before any row is fixed: every row on its cheapest type,
+    a type's load per unit of ``t`` is ``L_j = sum s_l / C_lj``; at the program's optimum the priced
+    types are all full, so loads are proportional to ``m``. Prices of types loaded above the
+    geometric mean of ``L_j / m_j`` rise, the others fall, with shrinking steps; the most balanced
+    prices seen are returned. (A first guess only: the certificate decides.)"""
+    if not (p > 0).any():
+        return p
+    n = C.shape[0]
+    idx = np.arange(n)
+    best, best_spread = p, np.inf
+    for it in range(iters):
+        a = np.argmin(_cheapest(p, C), axis=1)
+        r = np.bincount(a, weights=s / C[idx, a], minlength=p.size) / m
+        if not (r > 0).any():
+            break
+        r = np.where(r > 0, r, 0.5 * r[r > 0].min())
+        spread = float(r.max() / r.min())
+        if spread < best_spread:
+            best, best_spread = p, spread
+        if spread < 1.0 + 1e-3:
+            break
+        p = p * (r / np.exp(np.log(r).mean())) ** (1.0 / np.sqrt(1.0 + it))
+    return best
+
+
 def _sample_prices(
     policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, size: int
 ) -> tuple[np.ndarray, float, int]:
@@ -382,6 +408,7 @@ def solve_maxmin(
     solves, pivots, t_hint = 0, 0, np.inf
     if prices is None or np.shape(prices) != (k,) or not np.isfinite(prices).all():
         p, t_hint, pivots = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
+        p = _balance(p, C, m, s)
         solves = 1
     else:
         p = np.maximum(np.asarray(prices, dtype=float), 0.0)
