@@ -24,7 +24,8 @@ class's runnable workers, OEF spec A9). ``caps=None`` keeps Gavel's one-job boun
   same for every job, scale factors not counted).
 
 Both solve one HiGHS LP with ``solver="auto"`` by default: dual simplex on small programs,
-interior point on large ones (:func:`market.oef.lp.choose_solver`).
+interior point on large ones (:func:`market.oef.lp.choose_solver`); ``gavel-max-min-perf`` solves a
+large program by exact price decomposition first (:mod:`market.oef.maxmin`, ``info["lp_path"]``).
 """
 
 from __future__ import annotations

@@ -234,14 +234,17 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
 
     With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
     the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
-    ["noncoop_path"] == "staircase"``; always on ordered speedups), else HiGHS's simplex from that
-    basis (``"highs"``); other solvers go through scipy's ``linprog`` on the compact LP.
+    ["noncoop_path"] == "staircase"``; always on ordered speedups), else, from 100 rows per GPU
+    type, exact price decomposition (:mod:`market.oef.maxmin`, ``"decomposition"``), else HiGHS's
+    simplex from the staircase basis (``"highs"``); other solvers go through scipy's ``linprog`` on
+    the compact LP.
 
     Warm start across rounds (default solver only): pass ``warm_start=``
     :class:`market.oef.lp.NoncoopWarmStart` (one object kept across rounds) and ``row_ids`` (one
-    distinct hashable id per row, e.g. job ids; default the row positions); HiGHS then starts from
-    the previous round's optimal basis mapped onto this round's rows (``info["warm_start"]``).
-    The cache is bypassed for such calls."""
+    distinct hashable id per row, e.g. job ids; default the row positions); from 64 rows the round
+    is solved by the decomposition from the previous round's prices and reduced program, else HiGHS
+    starts from the previous round's optimal basis mapped onto this round's rows
+    (``info["warm_start"]``; docs/round_lp.md). The cache is bypassed for such calls."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
