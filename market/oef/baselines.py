@@ -113,7 +113,9 @@ def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     holds ``s*``. Option ``tiebreak``: ``"none"`` (single LP, default) or ``"max_total"``. Option
     ``aggregate`` (``"auto"`` default, ``True``, ``False``): solve identical rows (same speedups,
     cap and weight) once and give them equal shares (:mod:`market.oef.roundlp`; same ``s*``);
-    ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point.
+    ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point. With
+    ``solver="auto"`` a program still that large is solved by exact price decomposition
+    (:mod:`market.oef.maxmin`; ``info["lp_path"]`` is ``"decomposition"`` or ``"full"``).
     """
     opts, v = prepare("gavel", W, m, weights, caps, options, _GAVEL_OPTIONS)
     check_choice("tiebreak", opts["tiebreak"], ("none", "max_total"))
