@@ -175,7 +175,7 @@ def test_max_min_rejects_a_job_only_on_types_without_gpus() -> None:
     ("kwargs", "field"),
     [({"scale_factors": [1.5, 1]}, "scale_factors[0]"), ({"scale_factors": [0, 1]}, "scale_factors[0]"),
      ({"caps": [1]}, "caps"), ({"caps": [1, float("nan")]}, "caps[1]"), ({"caps": [-1, 1]}, "caps[0]"),
-     ({"caps": "1,1"}, "caps"), ({"caps": [[1, 1]]}, "caps"), ({"caps": ["a", 1]}, "caps"),
+     ({"caps": "1,1"}, "caps"), ({"caps": [[1, 1]]}, "caps"), ({"caps": ["a", 1]}, "caps[0]"),
      ({"bogus": 1}, "option"), ({"solver": "cplex"}, "solver")],
 )  # fmt: skip
 def test_bad_gavel_inputs_name_the_field(kwargs, field) -> None:

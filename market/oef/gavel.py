@@ -41,7 +41,7 @@ from market.errors import InputError, SolveError, as_float_array, check_choice
 from market.oef import lp as lpmod
 from market.oef.maxmin import solve_maxmin
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
-from market.oef.validate import SOLVERS
+from market.oef.validate import SOLVERS, check_caps
 from market.registry import register
 from market.types import check_capacity_vector
 
@@ -116,21 +116,7 @@ def validate_gavel(
 
 def _check_caps(caps: Any, n: int) -> np.ndarray | None:
     """``caps`` as an (n,) float array of devices in [0, inf] (``None`` stays ``None``)."""
-    if caps is None:
-        return None
-    if isinstance(caps, (str, bytes)):
-        raise InputError("caps", caps, f"must be a vector of length n={n} (devices per row)")
-    try:
-        c = np.asarray(caps, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError("caps", caps, "must contain real numbers (devices per row, inf for no cap)") from None
-    if c.ndim != 1 or c.shape[0] != n:
-        raise InputError("caps", caps, f"must have length n={n} (one entry per row), has shape {c.shape}")
-    bad = np.flatnonzero(np.isnan(c) | (c < 0))
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(f"caps[{i}]", float(c[i]), "must be >= 0 devices (inf for no cap)")
-    return c
+    return None if caps is None else check_caps(caps, n)
 
 
 def _program(

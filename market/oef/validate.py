@@ -200,18 +200,28 @@ def validate_inputs(
             hi, lo = int(np.argmax(w_arr)), int(np.argmin(w_arr))
             raise InputError(f"weights[{hi}]", w_objs[hi], f"is more than {MAX_WEIGHT_RATIO:g} times weights[{lo}] = "
                              f"{w_objs[lo]!r} (outside the range the LPs solve reliably)")  # fmt: skip
-    if caps is None:
-        c_arr = np.full(n, np.inf)
-    else:
-        c_objs = _vector("caps", caps, n)
-        c_arr = np.empty(n)
-        for l, v in enumerate(c_objs):
-            x = _num(f"caps[{l}]", v)
-            if math.isnan(x) or x < 0 or x == -math.inf:
-                raise InputError(f"caps[{l}]", v, "must be >= 0 (inf for no cap)")
-            c_arr[l] = x
+    c_arr = np.full(n, np.inf) if caps is None else check_caps(caps, n)
     Wn = np.ascontiguousarray(Wn, dtype=float)
     return ValidatedInput(Wn, m_int, w_arr, w_objs, c_arr, weights is not None, caps is not None)
+
+
+def check_caps(caps: Any, n: int) -> np.ndarray:
+    """``caps`` as an (n,) float array of devices in [0, inf] (``inf`` = no cap); errors name
+    ``caps`` or ``caps[l]`` and the value."""
+    if isinstance(caps, np.ndarray) and caps.dtype.kind in "iuf" and caps.shape == (n,):  # vectorised check
+        c = caps.astype(float)
+        bad = np.flatnonzero(np.isnan(c) | (c < 0))
+        if bad.size:
+            raise InputError(f"caps[{int(bad[0])}]", caps[bad[0]].item(), "must be >= 0 devices (inf for no cap)")
+        return c
+    c_objs = _vector("caps", caps, n)
+    c_arr = np.empty(n)
+    for l, v in enumerate(c_objs):
+        x = _num(f"caps[{l}]", v)
+        if math.isnan(x) or x < 0:
+            raise InputError(f"caps[{l}]", v, "must be >= 0 devices (inf for no cap)")
+        c_arr[l] = x
+    return c_arr
 
 
 def _num(field: str, v: Any) -> float:
