@@ -84,6 +84,7 @@ __all__ = [
     "load_trace",
     "tenant_of_jobs",
     "scale_row",
+    "type_columns",
 ]
 
 TRACE_FORMATS = ("gavel", "philly")
@@ -158,10 +159,7 @@ class Trace:
         columns in ``gpu_types`` order; 0 = the job cannot run on that type. Counts beyond the
         table use :func:`scale_row`. Raises :class:`InputError` naming the job for an unknown job
         type or a GPU type the table lacks."""
-        missing = [g for g in gpu_types if g not in table.gpu_types]
-        if missing:
-            raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
-        cols = [table.gpu_types.index(g) for g in gpu_types]
+        cols = type_columns(table, gpu_types)
         out = np.zeros((len(self), len(cols)))
         cache: dict[tuple[str, int], np.ndarray] = {}
         for i, (jt, s) in enumerate(zip(self.job_type.tolist(), self.scale.tolist(), strict=True)):
@@ -172,6 +170,15 @@ class Trace:
                 cache[key] = row
             out[i] = row
         return out
+
+
+def type_columns(table: ThroughputTable, gpu_types: Sequence[str]) -> list[int]:
+    """The table's column of each name in ``gpu_types``; an absent name is an error naming
+    ``cluster.gpu_types``."""
+    missing = [g for g in gpu_types if g not in table.gpu_types]
+    if missing:
+        raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
+    return [table.gpu_types.index(g) for g in gpu_types]
 
 
 def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "job") -> np.ndarray:
@@ -314,10 +321,7 @@ def assign_philly_job_types(
     docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count)."""
     if reference not in table.gpu_types:
         raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
-    missing = [g for g in gpu_types if g not in table.gpu_types]
-    if missing:
-        raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
-    cols = [table.gpu_types.index(g) for g in gpu_types]
+    cols = type_columns(table, gpu_types)
     ref = table.gpu_types.index(reference)
     measured = sorted({s for _, s in table.values})
     cand: dict[int, tuple[int, list[str]]] = {}
@@ -394,10 +398,9 @@ def generate_gavel_trace(
     rate = float(jobs_per_hour)
     if not math.isfinite(rate) or rate <= 0:
         raise InputError("workload.jobs_per_hour", jobs_per_hour, "must be a finite number > 0")
-    missing = [g for g in [*gpu_types, reference] if g not in table.gpu_types]
-    if missing:
-        raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
-    cols = [table.gpu_types.index(g) for g in gpu_types]
+    if reference not in table.gpu_types:
+        raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
+    cols = type_columns(table, gpu_types)
     ref = table.gpu_types.index(reference)
     names = sorted(jt for jt in table.job_types if (row := table.values.get((jt, 1))) is not None
                    and (row[cols] > 0).all() and row[ref] > 0)  # fmt: skip
