@@ -849,10 +849,7 @@ def _trace_workload(
     """The ``[workload]`` table of a trace scenario (module docstring)."""
     if "generator" in w.data:
         return _generated_workload(w, rounds_given)
-    other = sorted(set(w.data) - set(_TRACE_KEYS))
-    if other:
-        raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a trace workload; trace keys: "
-                         f"{list(_TRACE_KEYS)}")  # fmt: skip
+    _only_keys(w, _TRACE_KEYS, "a trace workload")
     raw = w.string("trace", required=True) or ""
     path = Path(raw).expanduser()
     if not path.is_absolute():
@@ -863,11 +860,7 @@ def _trace_workload(
     fmt = w.string("trace_format", "gavel")
     if fmt not in TRACE_FORMATS:
         raise InputError(w.key("trace_format"), fmt, f"must be one of {list(TRACE_FORMATS)}")
-    tenancy = w.raw("tenancy", "job")
-    if isinstance(tenancy, bool) or not (tenancy in ("job", "user") or (isinstance(tenancy, int) and tenancy >= 1)):
-        raise InputError(w.key("tenancy"), tenancy, "must be 'job', 'user' or an integer >= 1")
-    if tenancy == "user" and fmt != "philly":
-        raise InputError(w.key("tenancy"), tenancy, f"needs a trace with users; the {fmt} format has none")
+    tenancy = _tenancy(w, None if fmt == "philly" else f"needs a trace with users; the {fmt} format has none")
     spec = TraceSpec(
         str(path),
         fmt or "gavel",
@@ -884,18 +877,31 @@ def _trace_workload(
     return WorkloadSpec(tenants=n_tenants, trace=spec)
 
 
+def _only_keys(w: _Table, keys: tuple[str, ...], what: str) -> None:
+    """Reject a ``[workload]`` key that ``what`` does not use, naming it and the keys it does."""
+    other = sorted(set(w.data) - set(keys))
+    if other:
+        raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with {what}; its keys: {list(keys)}")
+
+
+def _tenancy(w: _Table, no_users: str | None) -> str | int:
+    """``[workload] tenancy``: ``"job"``, ``"user"`` or an integer >= 1; ``no_users`` is the error
+    for ``"user"`` when the jobs carry no users (``None``: they do)."""
+    tenancy = w.raw("tenancy", "job")
+    if isinstance(tenancy, bool) or not (tenancy in ("job", "user") or (isinstance(tenancy, int) and tenancy >= 1)):
+        raise InputError(w.key("tenancy"), tenancy, "must be 'job', 'user' or an integer >= 1")
+    if tenancy == "user" and no_users is not None:
+        raise InputError(w.key("tenancy"), tenancy, no_users)
+    return tenancy
+
+
 def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
     """A ``[workload]`` with ``generator = "gavel"``: a generated trace (module docstring)."""
-    other = sorted(set(w.data) - set(_GENERATOR_KEYS))
-    if other:
-        raise InputError(w.key(other[0]), w.data[other[0]], f"is not used with a generated trace; keys: "
-                         f"{list(_GENERATOR_KEYS)}")  # fmt: skip
+    _only_keys(w, _GENERATOR_KEYS, "a generated trace")
     gen = w.string("generator", required=True)
     if gen != "gavel":
         raise InputError(w.key("generator"), gen, "must be 'gavel' (Gavel's job generator)")
-    tenancy = w.raw("tenancy", "job")
-    if isinstance(tenancy, bool) or not (tenancy == "job" or (isinstance(tenancy, int) and tenancy >= 1)):
-        raise InputError(w.key("tenancy"), tenancy, "must be 'job' or an integer >= 1 (generated jobs have no users)")
+    tenancy = _tenancy(w, "needs a trace with users; generated jobs have none")
     spec = TraceSpec(
         "",
         "gavel",
