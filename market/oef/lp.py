@@ -698,25 +698,25 @@ def solve_coop(
     omega: np.ndarray | None = None,
     solver: str = "highs-ds",
     per_row: int = 1,
-    window: int = 0,
+    window: int = 2,
     per_col: int = 1,
     drop_after: int = 2,
 ) -> tuple[np.ndarray, float, dict[str, Any]]:
     """LP (10) (A3 / A3') by lazy generation of its envy-freeness rows in one warm-started HiGHS model.
 
     Starts with the capacity rows and the EF rows between rows at most ``window`` apart in the
-    speedup order of :func:`staircase` (none by default); after every solve finds the violated EF
-    rows of all ``R(R-1)`` pairs from ``W X^T`` (violation > ``1e-9 max(1, U)``,
-    :func:`ef_violations`), adds the ``per_row`` most violated of each envious row and the
-    ``per_col`` most violated of each envied row and re-solves from the previous basis (dual
-    simplex). EF rows whose slack stayed basic (dual 0) over ``drop_after`` consecutive solves are
-    deleted from the model (``0``: never), so it keeps a few thousand rows instead of tens of
-    thousands: deleting rows with basic slacks leaves the basis valid and the current vertex optimal,
-    and a deleted row comes back when it is violated again. Rows are only deleted after a solve that
-    lowered the relaxation's optimum (by more than ``1e-12`` relative); between such solves the row set
-    only grows, so the loop ends. It ends when no EF row outside the model is violated: the final
-    point is the optimum of a relaxation and satisfies every dropped EF row, so it is optimal for the
-    full LP (10) and a vertex of it. Returns ``(X (R, k), seconds, info)``."""
+    speedup order of :func:`staircase` (where LP (10)'s binding EF rows sit on ordered speedups);
+    after every solve finds the violated EF rows of all ``R(R-1)`` pairs from ``W X^T`` (violation
+    > ``1e-9 max(1, U)``, :func:`ef_violations`), adds the ``per_row`` most violated of each envious
+    row and the ``per_col`` most violated of each envied row and re-solves from the previous basis
+    (dual simplex). EF rows whose slack stayed basic (dual 0) over ``drop_after`` consecutive solves
+    are deleted from the model (``0``: never), so it keeps a few thousand rows instead of tens of
+    thousands: deleting rows with basic slacks leaves the basis valid and the current vertex
+    optimal, and a deleted row comes back when it is violated again. Rows are only deleted after a
+    solve that lowered the relaxation's optimum (by more than ``1e-12`` relative); between such
+    solves the row set only grows, so the loop ends. It ends when no EF row outside the model is
+    violated: the final point is the optimum of a relaxation and satisfies every dropped EF row, so it
+    is optimal for the full LP (10) and a vertex of it. Returns ``(X (R, k), seconds, info)``."""
     t0 = time.perf_counter()
     R, k = W.shape
     active, Wa, ma, s = _reduce(W, m)

@@ -189,7 +189,7 @@ _COOP_OPTIONS: dict[str, Any] = {
     "ef_rows": "auto",
     "lazy_min_rows": 0,
     "lazy_per_row": 1,
-    "lazy_window": 0,
+    "lazy_window": 2,
     "lazy_per_col": 1,
     "lazy_drop_after": 2,
 }
@@ -270,8 +270,8 @@ def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options
     ``"highs-ds"`` and more than ``lazy_min_rows`` (default 0) LP rows, else ``"full"``),
     ``"full"`` (all ``R(R-1)`` sparse EF rows, as the spec builds them, solved by scipy's
     ``linprog``) or ``"lazy"`` (:func:`market.oef.lp.solve_coop`: constraint generation in one
-    warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 0:
-    none) apart in speedup order, then per round the ``lazy_per_row`` (default 1) most violated EF
+    warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 2)
+    apart in speedup order, then per round the ``lazy_per_row`` (default 1) most violated EF
     rows of each envious row and the ``lazy_per_col`` (default 1) most violated of each envied row,
     deleting EF rows whose slack stayed basic over ``lazy_drop_after`` (default 2; 0: never)
     consecutive solves, until none of the ``R(R-1)`` is violated; an optimal vertex of the full
