@@ -95,3 +95,35 @@ def test_certificate_rejects_a_single_dropped_violated_row():
     # slightly larger bundle, and row 0, entitled to twice as much, envies both others
     _, viol_w = lp.ef_violations(W, X, np.array([2.0, 1.0, 1.0]))
     assert not viol_w[:, 0].any() and viol_w[0, 1:].all() and not viol_w[1:, 1:].any()
+
+
+def test_deleting_rows_with_basic_slacks_keeps_the_optimal_basis():
+    """What the row deletion relies on (HiGHS behaviour, checked so an upgrade that drops it shows):
+    after deleting the EF rows whose slack is basic, the basis stays valid and the re-solve makes no
+    pivot and keeps the optimum."""
+    import highspy
+
+    W, m = _unordered(60, 6, 9)
+    R, k = W.shape
+    n = R * k
+    h = lp._highs(
+        -W.ravel(),
+        np.arange(n + 1, dtype=np.int32),
+        np.tile(np.arange(k, dtype=np.int32), R),
+        np.ones(n),
+        np.full(k, -np.inf),
+        m,
+    )
+    L, I = np.nonzero((np.abs(np.subtract.outer(np.arange(R), np.arange(R))) <= 5) & ~np.eye(R, dtype=bool))
+    start, index, value = lp._ef_csr(W, None, L, I)
+    h.addRows(L.size, np.full(L.size, -np.inf), np.zeros(L.size), value.size, start[:-1], index, value)
+    h.run()
+    before = h.getInfo().objective_function_value
+    basic = np.array([s == highspy.HighsBasisStatus.kBasic for s in h.getBasis().row_status[k:]])
+    drop = (np.flatnonzero(basic) + k).astype(np.int32)
+    assert 0 < drop.size < L.size
+    h.deleteRows(drop.size, drop)
+    assert h.getBasis().valid
+    h.run()
+    assert h.getInfo().simplex_iteration_count == 0
+    assert h.getInfo().objective_function_value == pytest.approx(before, rel=1e-12)
