@@ -111,12 +111,28 @@ def test_staircase_is_a_crash_basis_elsewhere():
 
 
 @SETTINGS
-@given(inst=instances(), wl=weights_st, per_row=st.sampled_from([1, 5]), window=st.sampled_from([0, 1, 4]))
-def test_lazy_coop_matches_full_lp(inst, wl, per_row, window):
+@given(
+    inst=instances(),
+    wl=weights_st,
+    per_row=st.sampled_from([1, 5]),
+    window=st.sampled_from([0, 1, 4]),
+    per_col=st.sampled_from([0, 1, 3]),
+    drop_after=st.sampled_from([0, 1, 2]),
+)
+def test_lazy_coop_matches_full_lp(inst, wl, per_row, window, per_col, drop_after):
     W, m = inst
     w = _weights(wl, W.shape[0])
     opts = {"weights": w, "cache": False}
-    lazy = oef_coop(W, m, ef_rows="lazy", lazy_per_row=per_row, lazy_window=window, **opts)
+    lazy = oef_coop(
+        W,
+        m,
+        ef_rows="lazy",
+        lazy_per_row=per_row,
+        lazy_window=window,
+        lazy_per_col=per_col,
+        lazy_drop_after=drop_after,
+        **opts,
+    )
     full = oef_coop(W, m, ef_rows="full", **opts)
     assert lazy.info["ef_rows"] == "lazy" and full.info["ef_rows"] == "full"
     assert lazy.objective == pytest.approx(full.objective, rel=REL, abs=1e-9)

@@ -132,6 +132,8 @@ def test_unknown_option_and_bad_option_values():
     _raises(gavel_maxmin, W, [1, 1], tiebreak="random", must_contain=("tiebreak", "random"))
     _raises(gandiva_fair, W, [1, 1], two_party_price="median", must_contain=("two_party_price", "median"))
     _raises(oef_coop, W, [1, 1], ef_rows="some", must_contain=("ef_rows", "some"))
+    _raises(oef_coop, W, [1, 1], lazy_per_col=-1, must_contain=("lazy_per_col", "-1"))
+    _raises(oef_coop, W, [1, 1], lazy_drop_after=1.5, must_contain=("lazy_drop_after", "1.5"))
 
 
 def test_bad_caps():

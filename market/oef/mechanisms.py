@@ -163,7 +163,15 @@ def _coop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         extra: dict[str, Any] = {"ef_rows": "full"}
     else:
         X_rows, dt, extra = lp.solve_coop(
-            policy, rows.W, v.m, rows.omega, opts["solver"], int(opts["lazy_per_row"]), int(opts["lazy_window"])
+            policy,
+            rows.W,
+            v.m,
+            rows.omega,
+            opts["solver"],
+            int(opts["lazy_per_row"]),
+            int(opts["lazy_window"]),
+            int(opts["lazy_per_col"]),
+            int(opts["lazy_drop_after"]),
         )
     X_rows = lp.clip_solution(policy, X_rows)
     envy, U = lp.row_envy(rows.W, X_rows, rows.omega)
@@ -180,8 +188,10 @@ _COOP_OPTIONS: dict[str, Any] = {
     **_OEF_OPTIONS,
     "ef_rows": "auto",
     "lazy_min_rows": 0,
-    "lazy_per_row": 5,
-    "lazy_window": 4,
+    "lazy_per_row": 1,
+    "lazy_window": 2,
+    "lazy_per_col": 1,
+    "lazy_drop_after": 2,
 }
 
 
@@ -210,6 +220,8 @@ def _run(policy: str, compute: Any, W: Any, m: Any, weights: Any, caps: Any, opt
         check_int("lazy_min_rows", opts["lazy_min_rows"], minimum=0)
         check_int("lazy_per_row", opts["lazy_per_row"], minimum=1)
         check_int("lazy_window", opts["lazy_window"], minimum=0)
+        check_int("lazy_per_col", opts["lazy_per_col"], minimum=0)
+        check_int("lazy_drop_after", opts["lazy_drop_after"], minimum=0)
     if policy == "oef-noncoop":
         _check_warm(opts, v.n)
     triv = trivial_allocation(policy, v)
@@ -262,10 +274,12 @@ def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options
     ``"highs-ds"`` and more than ``lazy_min_rows`` (default 0) LP rows, else ``"full"``),
     ``"full"`` (all ``R(R-1)`` sparse EF rows, as the spec builds them, solved by scipy's
     ``linprog``) or ``"lazy"`` (:func:`market.oef.lp.solve_coop`: constraint generation in one
-    warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 4)
-    apart in speedup order, then up to ``lazy_per_row`` (default 5) most violated rows per envious
-    row per round until none of the ``R(R-1)`` is violated; an optimal vertex of the full LP 10,
-    the same optimum). ``info["lp_sizes"]`` always reports the full LP's size.
+    warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 2)
+    apart in speedup order, then per round the ``lazy_per_row`` (default 1) most violated EF
+    rows of each envious row and the ``lazy_per_col`` (default 1) most violated of each envied row,
+    deleting EF rows whose slack stayed basic over ``lazy_drop_after`` (default 2; 0: never)
+    consecutive solves, until none of the ``R(R-1)`` is violated; an optimal vertex of the full
+    LP 10, the same optimum). ``info["lp_sizes"]`` always reports the full LP's size.
     """
     return _run("oef-coop", _coop, W, m, weights, caps, options)
 
