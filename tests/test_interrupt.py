@@ -52,6 +52,18 @@ def test_ctrl_c_stops_a_long_cooperative_solve_promptly(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 10.0
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _sigint_not_ignored():
+    """A suite started in the background (``nohup pytest ... &``) inherits SIGINT ignored, and so
+    would every CLI process these tests interrupt (an ignored signal stays ignored across exec); a
+    handled one is reset to the default in the child, as when started from a terminal."""
+    old = signal.getsignal(signal.SIGINT)
+    if old is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def _wait_for(pred, timeout: float = 60.0) -> None:
     t0 = time.monotonic()
     while not pred():
