@@ -201,12 +201,18 @@ class MarketModel(mesa.Model):
             self._tenants[cfg.tenant_id] = TenantAgent(self, cfg, true)
             self.events.append({"round": self.round, "tenant": cfg.tenant_id, "event": "arrive", "time_s": now})
 
-    def _trace_step(self) -> None:
-        self.round = self.steps - 1
+    def _round(self) -> None:
+        """The auctioneer's round, then the round's data collection (drained every ``DRAIN_ROUNDS``)."""
         self.auctioneer.step()
         self.datacollector.collect(self)
         if len(self.datacollector._collection_steps) >= self.DRAIN_ROUNDS:
             self._drain()
+
+    def _trace_step(self) -> None:
+        """One lease round of a trace run (arrivals and completions live in the trace engine); ends
+        the run when every job finished or at the safety cap."""
+        self.round = self.steps - 1
+        self._round()
         eng = self.auctioneer.trace
         assert eng is not None and self.config.trace is not None
         if eng.finished and (self.config.stop_when_idle or self.config.trace.until_done):
@@ -237,10 +243,7 @@ class MarketModel(mesa.Model):
         servers = self.agents_by_type.get(GPUServerAgent)
         if servers is not None:
             servers.do("clear")
-        self.auctioneer.step()
-        self.datacollector.collect(self)
-        if len(self.datacollector._collection_steps) >= self.DRAIN_ROUNDS:
-            self._drain()
+        self._round()
         idle = not self._pending and all(t.finished() for t in self._tenants.values())
         if self.steps >= self.config.rounds or (self.config.stop_when_idle and idle):
             self.running = False
