@@ -491,3 +491,15 @@ def test_a_failing_bayesian_task_keeps_the_others_and_the_report(tmp_path, monke
     paths = L.write_learning(sc, traj, table, tmp_path / "o")
     assert "quadrature exploded" in (tmp_path / "o" / "report.md").read_text()
     assert (tmp_path / "o" / "bids.png") in paths and (tmp_path / "o" / "bids.png").stat().st_size > 0
+
+
+def test_posted_price_reference_by_hand() -> None:
+    """Posted price p: every value above p buys, revenue sum_c n_c p (1 - F_c(p)); one class goes
+    through symmetric_bne, several through bne_reference (the same helper)."""
+    one = symmetric_bne("posted-price", uniform(0.0, 1.0), 3, {"price": 0.4})
+    assert one is not None and one.revenue == pytest.approx(3 * 0.4 * 0.6)
+    assert one.screening == (0.4,)
+    two = bne_reference("posted-price", [uniform(0.0, 1.0), uniform(0.0, 2.0)], [2, 1], {"price": 0.5})
+    assert two is not None and two.revenue == pytest.approx(2 * 0.5 * 0.5 + 1 * 0.5 * 0.75)
+    reserve = symmetric_bne("posted-price", uniform(0.0, 1.0), 2, {"price": 0.2, "reserve": 0.5})
+    assert reserve is not None and reserve.revenue == pytest.approx(2 * 0.5 * 0.5)  # p = max(price, reserve)

@@ -70,12 +70,7 @@ def symmetric_bne(
     rule = PAYMENT_RULES[mechanism]
     r = opts["reserve"]
     if rule.screening is None or rule.bid is None:
-        if mechanism != "posted-price":
-            return None
-        # posted price: threshold strategies, revenue n p (1 - F(p))
-        p = max(opts.get("price", 0.0), r)
-        rev = n * p * (1.0 - float(dist.cdf(p)))
-        return BneReference(mechanism, (None,), (p,), rev, "posted price: any bid on the right side of p")
+        return _posted_price_reference([dist], [n], opts) if mechanism == "posted-price" else None
 
     def G(x: Any) -> np.ndarray:
         return dist.cdf(x) ** (n - 1)
@@ -198,11 +193,19 @@ def bne_reference(
         rev = _second_price_revenue(dists, counts, r)
         return BneReference(mechanism, ident, tuple(max(r, d.low) for d in dists), rev, "truthful (dominant strategy)")
     if mechanism == "posted-price":
-        p = max(opts.get("price", 0.0), opts["reserve"])
-        rev = sum(c * p * (1.0 - float(d.cdf(p))) for d, c in zip(dists, counts, strict=True))
-        return BneReference(mechanism, tuple(None for _ in dists), tuple(p for _ in dists), rev,
-                            "posted price: any bid on the right side of p")  # fmt: skip
+        return _posted_price_reference(dists, counts, opts)
     return None
+
+
+def _posted_price_reference(
+    dists: Sequence[ValueDistribution], counts: Sequence[int], opts: Mapping[str, Any]
+) -> BneReference:
+    """Posted price ``p = max(price, reserve)``: threshold strategies (any bid on the right side of
+    ``p``), revenue ``sum_c n_c p (1 - F_c(p))``."""
+    p = max(opts.get("price", 0.0), opts["reserve"])
+    rev = sum(c * p * (1.0 - float(d.cdf(p))) for d, c in zip(dists, counts, strict=True))
+    return BneReference("posted-price", tuple(None for _ in dists), tuple(p for _ in dists), rev,
+                        "posted price: any bid on the right side of p")  # fmt: skip
 
 
 def _second_price_revenue(dists: Sequence[ValueDistribution], counts: Sequence[int], r: float) -> float:
