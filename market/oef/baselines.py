@@ -16,7 +16,7 @@ import numpy as np
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, check_choice, check_int
 from market.oef import lp
-from market.oef.maxmin import solve_maxmin
+from market.oef.maxmin import solve_maxmin_live
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
 from market.registry import register
@@ -49,18 +49,16 @@ def _gavel_maxmin(
     full program sizes, path)``. With ``solver="auto"`` a program large enough for interior point is
     first solved exactly by price decomposition (:mod:`market.oef.maxmin`, path ``"decomposition"``;
     rows capped at 0 get nothing), else (or when it gives up) the full LP (path ``"full"``)."""
-    R, k = W.shape
+    R = W.shape[0]
     ka, capped = int((m > 0).sum()), int(np.isfinite(caps).sum())
     sizes = {"variables": R * ka + 1, "ineq_rows": R + ka + capped, "eq_rows": 0,
              "nonzeros": 2 * R * ka + R + ka * capped}  # fmt: skip
     if solver == "auto" and lp.choose_solver("auto", sizes["nonzeros"]) == "highs-ipm":
         t0 = time.perf_counter()
-        live, act = caps > 0, m > 0
-        sol = solve_maxmin(W[np.ix_(live, act)] / targets[live, None], m[act], d=caps[live], policy=policy)
-        if sol is not None:
-            X = np.zeros((R, k))
-            X[np.ix_(live, act)] = sol.x
-            return X, sol.t, time.perf_counter() - t0, sizes, "decomposition"
+        C = W / np.where(targets > 0, targets, 1.0)[:, None]  # targets are 0 exactly on rows capped at 0
+        got = solve_maxmin_live(C, m, d=caps, policy=policy)
+        if got is not None:
+            return got[0], got[1], time.perf_counter() - t0, sizes, "decomposition"
     X, extra, dt, sizes, _ = lp.solve_rows(
         policy, lambda W0, m0: lp.build_gavel(W0, m0, caps, targets), W, m, solver
     )

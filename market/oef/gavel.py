@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, as_float_array, check_choice
 from market.oef import lp as lpmod
-from market.oef.maxmin import solve_maxmin
+from market.oef.maxmin import solve_maxmin_live
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
 from market.oef.validate import SOLVERS, check_caps
 from market.registry import register
@@ -182,12 +182,9 @@ def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np
     to the full LP (path ``"full"``)."""
     n, k = g.n, g.k
     if g.solver == "auto" and lpmod.choose_solver("auto", 3 * n * k + n) == "highs-ipm":
-        act = g.m > 0
-        sol = solve_maxmin(coef[:, act], g.m[act], g.s, time_ub, policy="gavel-max-min-perf")
-        if sol is not None:
-            x = np.zeros((n, k))
-            x[:, act] = sol.x
-            return x, sol.t, "decomposition"
+        got = solve_maxmin_live(coef, g.m, g.s, time_ub, policy="gavel-max-min-perf")
+        if got is not None:
+            return got[0], got[1], "decomposition"
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
     cols = np.concatenate([np.arange(n * k), np.full(n, n * k)])
     fair = sp.csr_array((np.concatenate([-coef.ravel(), np.ones(n)]), (rows, cols)), shape=(n, n * k + 1))

@@ -50,7 +50,7 @@ import numpy as np
 
 from market.errors import SolveError
 
-__all__ = ["MaxMinSolution", "PriceWarmStart", "solve_maxmin", "DECOMPOSE_MIN_ROWS"]
+__all__ = ["MaxMinSolution", "PriceWarmStart", "solve_maxmin", "solve_maxmin_live", "DECOMPOSE_MIN_ROWS"]
 
 DECOMPOSE_MIN_ROWS = 64
 """Programs with fewer rows are left to the full solve (nothing to gain)."""
@@ -481,3 +481,21 @@ def solve_maxmin(
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
             "simplex_iterations": pivots + lp.iterations, "kept_program": kept}  # fmt: skip
     return MaxMinSolution(x, t, p, info)
+
+
+def solve_maxmin_live(
+    C: np.ndarray, m: np.ndarray, s: np.ndarray | None = None, d: np.ndarray | None = None, *, policy: str
+) -> tuple[np.ndarray, float] | None:
+    """:func:`solve_maxmin` on the GPU types with ``m_j > 0`` and the rows with a positive cap (a row
+    capped at 0 gets nothing; its ``C`` row is not read): the (n, k) allocation with zeros elsewhere
+    and ``t``, or ``None`` when the decomposition does not apply or gives up."""
+    n, k = C.shape
+    live = np.ones(n, dtype=bool) if d is None else np.asarray(d) > 0
+    act = np.asarray(m) > 0
+    sol = solve_maxmin(C[np.ix_(live, act)], np.asarray(m, dtype=float)[act], None if s is None else s[live],
+                       None if d is None else d[live], policy=policy)  # fmt: skip
+    if sol is None:
+        return None
+    x = np.zeros((n, k))
+    x[np.ix_(live, act)] = sol.x
+    return x, sol.t
