@@ -34,6 +34,7 @@ import platform
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,15 +97,22 @@ def gavel_workload(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarr
 # ------------------------------------------------------------------------------------------- solvers
 
 
+def _gavel_path(info: dict[str, Any]) -> str:
+    """Classes solved, LP path and, for the decomposition, its free rows and HiGHS solves."""
+    dec = info.get("decomposition") or {}
+    more = f" ({dec['free_rows']} free rows, {dec['decomposition_solves']} solves)" if dec else ""
+    return f"classes={info['aggregated_classes']}, {info['lp_path']}{more}"
+
+
 def ours_gavel(T: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     W = T / T[:, :1]
     a = get("gavel").fn(W, m, caps=np.ones(len(T)), cache=False)
-    return float(a.info["s_star"]), {"path": f"classes={a.info['aggregated_classes']}, {a.info['lp_path']}"}
+    return float(a.info["s_star"]), {"path": _gavel_path(a.info)}
 
 
 def ours_perf(T: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     a = get("gavel-max-min-perf").fn(T, m)
-    return float(a.info["min_ratio"]), {"path": f"classes={a.info['aggregated_classes']}, {a.info['lp_path']}"}
+    return float(a.info["min_ratio"]), {"path": _gavel_path(a.info)}
 
 
 def cvxpy_maxmin(coef: np.ndarray, m: np.ndarray, scale: np.ndarray, caps: np.ndarray) -> float:
@@ -221,7 +229,7 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
     med = statistics.median
     # interleaved: one warm start, and per round warm, cold, cvxpy
     warm = fresh()
-    iw, ic, cw, cc, vw, vc, iters, paths = [], [], [], [], [], [], [], []
+    iw, ic, cw, cc, vw, vc, iters, paths, free = [], [], [], [], [], [], [], [], []
     gap = obj_diff = 0.0
     for W_, ids_ in seq:
         w, c, a = timed(lambda W_=W_, ids_=ids_: oef_noncoop(W_, m, warm_start=warm, row_ids=ids_))
@@ -229,6 +237,7 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
         ic.append(c)
         iters.append(a.info["simplex_iterations"])
         paths.append(a.info["noncoop_path"])
+        free.append(a.info.get("free_rows", 0))
         w, c, b = timed(lambda W_=W_: oef_noncoop(W_, m, cache=False))
         cw.append(w)
         cc.append(c)
@@ -242,7 +251,7 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
         "warm_wall_s": med(iw), "warm_cpu_s": med(ic), "cold_wall_s": med(cw), "cold_cpu_s": med(cc),
         "warm_iterations_median": med(iters), "max_abs_allocation_gap_warm_vs_cold": gap,
         "rounds": rounds, "jobs_changed_per_round": change, "warm_rounds": warm.warm_rounds,
-        "decomposition_rounds": paths.count("decomposition"),
+        "decomposition_rounds": paths.count("decomposition"), "free_rows_median": med(free),
     }  # fmt: skip
     if HAVE_CVXPY:
         row.update(cvxpy_wall_s=med(vw), cvxpy_cpu_s=med(vc))
@@ -272,6 +281,35 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
     return row
 
 
+def noncoop_cold_paths(sizes: tuple[int, ...], k: int, reps: int) -> list[dict[str, Any]]:
+    """Cold ``oef-noncoop`` on unordered speedups at each size, by both of its paths: the price
+    decomposition (``lp.COLD_DECOMPOSE_ROWS_PER_TYPE`` set to 0) and the staircase-crashed HiGHS
+    simplex (set out of reach); median CPU seconds, the path taken and the free rows. The
+    threshold's default is read off this table."""
+    from market.oef import oef_noncoop
+
+    default = lp.COLD_DECOMPOSE_ROWS_PER_TYPE
+    out = []
+    try:
+        for n in sizes:
+            W, m = unordered_instance(n, k, 20240 + n)
+            row: dict[str, Any] = {"n": n, "k": k}
+            for name, limit in (("decomposition", 0), ("simplex", 10**9)):
+                lp.COLD_DECOMPOSE_ROWS_PER_TYPE = limit
+                solve = partial(oef_noncoop, cache=False)
+                solve(W, m)  # warm-up
+                runs = [timed(solve, W, m) for _ in range(reps)]
+                info = runs[-1][2].info
+                row[f"{name}_cpu_s"] = statistics.median(r[1] for r in runs)
+                row[f"{name}_path"] = info["noncoop_path"]
+                row[f"{name}_free_rows"] = info.get("free_rows")
+            out.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        lp.COLD_DECOMPOSE_ROWS_PER_TYPE = default
+    return out
+
+
 def ours_noncoop(W: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     from market.oef import oef_noncoop
 
@@ -290,8 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         suffix = "_quick" if args.quick else ""
         d = json.loads((args.out / f"round_lp{suffix}.json").read_text())
-        (args.out / f"round_lp{suffix}.md").write_text(render(d["meta"], d["rows"], d["noncoop_rounds"], d["coop"],
-                                                              args.quick))  # fmt: skip
+        md = render(d["meta"], d["rows"], d["noncoop_rounds"], d.get("noncoop_cold_paths", []), d["coop"], args.quick)
+        (args.out / f"round_lp{suffix}.md").write_text(md)
         return 0
     n_gavel = 512 if args.quick else 4096
     n_nc = 50 if args.quick else 200
@@ -310,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
            **side_by_side(ours_noncoop, lambda W_, m_: cvxpy_noncoop(W_, m_), (W, m), reps)}  # fmt: skip
     rows.append(row)
     print(json.dumps(row), flush=True)
+    cold_paths = noncoop_cold_paths((100, 400) if args.quick else (200, 500, 1000, 2000), 10, 2 if args.quick else 3)
     seq = {"case": "oef-noncoop rounds", "family": "unordered", "n": n_nc, "k": 10,
            **noncoop_rounds(n_nc, 10, 5 if args.quick else 15, 3, seed=11)}  # fmt: skip
     print(json.dumps(seq), flush=True)
@@ -341,9 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "_quick" if args.quick else ""
     (args.out / f"round_lp{suffix}.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "noncoop_rounds": seq, "coop": coop}, indent=2) + "\n"
+        json.dumps({"meta": meta, "rows": rows, "noncoop_rounds": seq, "noncoop_cold_paths": cold_paths,
+                    "coop": coop}, indent=2) + "\n"
     )
-    (args.out / f"round_lp{suffix}.md").write_text(render(meta, rows, seq, coop, args.quick))
+    (args.out / f"round_lp{suffix}.md").write_text(render(meta, rows, seq, cold_paths, coop, args.quick))
     return 0
 
 
@@ -351,8 +391,8 @@ def _f(v: Any, p: int = 4) -> str:
     return "—" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))
 
 
-def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any], coop: dict[str, Any],
-           quick: bool) -> str:  # fmt: skip
+def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any], cold_paths: list[dict[str, Any]],
+           coop: dict[str, Any], quick: bool) -> str:  # fmt: skip
     ls, le = meta["load_average_at_start"], meta["load_average_at_end"]
     b2b = seq.get("back_to_back", {})
     lines = [
@@ -422,9 +462,24 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
         f"cvxpy / warm: interleaved {_f(seq.get('ratio_warm'), 1)}x wall, {_f(seq.get('cpu_ratio_warm'), 1)}x CPU; "
         f"back to back {_f(b2b.get('ratio_warm'), 1)}x wall, {_f(b2b.get('cpu_ratio_warm'), 1)}x CPU. "
         f"{seq['decomposition_rounds']} of {seq['rounds']} warm rounds took the decomposition (median "
-        f"{_f(seq['warm_iterations_median'], 0)} pivots); largest allocation difference warm vs cold "
+        f"{_f(seq['warm_iterations_median'], 0)} pivots, median {_f(seq.get('free_rows_median'), 0)} of "
+        f"{seq['n']} tenants free); interleaving costs the warm solve "
+        f"{1e3 * (seq['warm_cpu_s'] - b2b.get('warm_cpu_s', seq['warm_cpu_s'])):.2f} ms of CPU per round over back "
+        "to back; largest allocation difference warm vs cold "
         f"{seq['max_abs_allocation_gap_warm_vs_cold']:.1e} GPUs; largest relative objective difference to cvxpy "
         f"{seq.get('max_rel_objective_diff', float('nan')):.1e}.",
+        "",
+        "## `oef-noncoop` cold: decomposition vs staircase-crashed simplex (unordered, k = 10)",
+        "",
+        "Median CPU seconds per solve of the registered policy with `lp.COLD_DECOMPOSE_ROWS_PER_TYPE` set to 0 "
+        "(decomposition whenever the staircase certificate fails; `highs` in the path column when it gave up) "
+        "and out of reach (the staircase-crashed simplex). The default threshold is chosen from this table.",
+        "",
+        "| n | decomposition CPU s | path | free rows | simplex CPU s | simplex / decomposition |",
+        "|---|---|---|---|---|---|",
+        *[f"| {c['n']} | {_f(c['decomposition_cpu_s'])} | {c['decomposition_path']} | "
+          f"{_f(c['decomposition_free_rows'], 0)} | {_f(c['simplex_cpu_s'])} | "
+          f"{c['simplex_cpu_s'] / c['decomposition_cpu_s']:.1f} |" for c in cold_paths],
         "",
         f"## `oef-coop` at n = {coop['n']} (unordered, k = {coop['k']})",
         "",
@@ -433,8 +488,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
         f"rows generated, {coop.get('ef_rows_deleted', 0):,} deletions, {coop.get('ef_rows_final', 0):,} rows in "
         f"the final model, {coop['simplex_iterations']:,} simplex pivots). Target under 30 s: "
         f"{'met' if coop['target_30s_met'] else 'NOT met'} (wall). CPU above wall is numpy's BLAS threads in the "
-        "envy products W X^T; the solver is single-threaded. Before this change (same instance, "
-        "`benchmarks/results/coop_speed_notes.md`): 125.6 s, 69,093 rows kept, 46,541 pivots.",
+        "envy products W X^T; the solver is single-threaded. The previous recorded run of this benchmark (commit "
+        "ce1a840, load average ~10) took 556 s wall, 140 s CPU, keeping all 69,093 generated rows.",
         "",
         *targets(rows, seq, coop),
     ]
@@ -475,25 +530,19 @@ def targets(rows: list[dict[str, Any]], seq: dict[str, Any], coop: dict[str, Any
 
 NOTES = """Where the time goes. On `gavel-table` the program has 26 rows (one per distinct job) instead
 of 4,096, and the seconds are validation and building. On heterogeneous rows nothing repeats; the
-decomposition fixes every job whose cheapest type is clear (all but a few dozen to a few hundred of
-4,096) and solves the rest in one small HiGHS program. With `m_j = n / 4` the optimum is pinned by
-the one-job time bound of the job with the flattest row (every capacity price 0); with `m_j = n / 16`
+decomposition fixes every job whose cheapest type is clear and solves the free ones (the path
+column counts them) in one small HiGHS program. With `m_j = n / 4` the optimum is pinned by the
+one-job time bound of the job with the flattest row (every capacity price 0); with `m_j = n / 16`
 capacity binds and the first prices, from the program on a 128-job sample, are refined by
-tatonnement (loads per unit of capacity balanced) before any job is fixed: a 0.3% price error had
-left one type the bottleneck of the reduced program and freed 1,500 jobs. Before the
-decomposition the full LP (12,289 variables, 8,195 rows) went to HiGHS's interior point with
-crossover and was about 5x slower than ECOS. Non-cooperative OEF, warm-started rounds: the reduced
-program (about 40 of 200 tenants free, near a tie between two types) is kept in HiGHS across rounds
-and needs about 8 dual simplex pivots; what remains is fixed cost (HiGHS's run, the numpy
-bookkeeping and the policy's validation). Interleaved with the cold and the cvxpy solves, each call
-starts with cold caches and costs about 0.7 ms more than back to back, which is why the two
-schedules differ. Cold, at n = 200 and k = 10 the staircase-crashed simplex (about 230 pivots)
-stays: the decomposition would free most tenants there. Cooperative OEF at n = 1,000: the
-relaxation keeps 2,000 to 5,000 envy rows instead of up to 69,000 (slack rows deleted), and one
-row per envied tenant per round stops the early rounds from adding a row per tenant against each
-of the few tenants everyone envies; at the optimum only about 2n envy rows have a non-zero dual,
-and the remaining time is HiGHS's dual simplex finding them (what was tried and did not help:
-`benchmarks/results/coop_speed_notes.md`)."""
+tatonnement (loads per unit of capacity balanced) before any job is fixed. The previous recorded run
+of this benchmark (commit ce1a840), before the decomposition, solved the full LP (12,289 variables,
+8,195 rows) by HiGHS's interior point with crossover at 0.2x of ECOS. Non-cooperative OEF,
+warm-started rounds: the reduced program (the tenants near a tie between two types) is kept in
+HiGHS across rounds and continues from its basis; what remains is fixed cost (HiGHS's run, the
+numpy bookkeeping and the policy's validation), which is larger when every call starts with caches
+the other solvers filled (the interleaved schedule). Cooperative OEF: the relaxation deletes envy
+rows whose slack stayed basic, and adds one row per envious and per envied tenant per round
+(`docs/round_lp.md`)."""
 
 
 if __name__ == "__main__":

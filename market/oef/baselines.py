@@ -44,9 +44,9 @@ def _gavel_targets(v: ValidatedInput) -> tuple[np.ndarray, np.ndarray]:
 
 def _gavel_maxmin(
     policy: str, W: np.ndarray, m: np.ndarray, caps: np.ndarray, targets: np.ndarray, solver: str
-) -> tuple[np.ndarray, float, float, dict[str, int], str]:
+) -> tuple[np.ndarray, float, float, dict[str, int], str, dict[str, Any]]:
     """The max-min stage ``max s`` s.t. ``W_l.x_l >= s targets_l``, capacity, caps: ``(X, s*, seconds,
-    full program sizes, path)``. With ``solver="auto"`` a program large enough for interior point is
+    full program sizes, path, decomposition info)``. With ``solver="auto"`` a program large enough for interior point is
     first solved exactly by price decomposition (:mod:`market.oef.maxmin`, path ``"decomposition"``;
     rows capped at 0 get nothing), else (or when it gives up) the full LP (path ``"full"``)."""
     R = W.shape[0]
@@ -58,11 +58,11 @@ def _gavel_maxmin(
         C = W / np.where(targets > 0, targets, 1.0)[:, None]  # targets are 0 exactly on rows capped at 0
         got = solve_maxmin_live(C, m, d=caps, policy=policy)
         if got is not None:
-            return got[0], got[1], time.perf_counter() - t0, sizes, "decomposition"
+            return got[0], got[1], time.perf_counter() - t0, sizes, "decomposition", got[2]
     X, extra, dt, sizes, _ = lp.solve_rows(
         policy, lambda W0, m0: lp.build_gavel(W0, m0, caps, targets), W, m, solver
     )
-    return X, float(extra[0]), dt, sizes, "full"
+    return X, float(extra[0]), dt, sizes, "full", {}
 
 
 def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
@@ -78,9 +78,10 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         W_, caps_, targets_ = v.W[first], v.caps[first] * counts, targets[first] * counts
     else:
         W_, caps_, targets_ = v.W, v.caps, targets
-    X, s_star, dt, sizes, path = _gavel_maxmin(policy, W_, v.m, caps_, targets_, opts["solver"])
+    X, s_star, dt, sizes, path, dec = _gavel_maxmin(policy, W_, v.m, caps_, targets_, opts["solver"])
     info: dict[str, Any] = {"s_star": s_star, "normalisers": N.tolist(), "lp_sizes": sizes, "tiebreak": "none",
-                            "aggregated_classes": int(first.size) if agg else None, "lp_path": path}  # fmt: skip
+                            "aggregated_classes": int(first.size) if agg else None, "lp_path": path,
+                            "decomposition": dec}  # fmt: skip
     if opts["tiebreak"] == "max_total":
         floor = s_star * (1.0 - 1e-9)
         X, _, dt2, sizes2, _ = lp.solve_rows(

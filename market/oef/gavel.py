@@ -175,16 +175,16 @@ def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any =
     return _finish("gavel-max-sum-throughput", g, x, obj, time.perf_counter() - t0, {"solver": g.solver})
 
 
-def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float, str]:
+def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float, str, dict]:
     """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows; returns ``(x, t,
-    path)``. With ``solver="auto"`` a program large enough for interior point is first solved by
+    path, decomposition info)``. With ``solver="auto"`` a program large enough for interior point is first solved by
     price decomposition (:mod:`market.oef.maxmin`, exact, path ``"decomposition"``), falling back
     to the full LP (path ``"full"``)."""
     n, k = g.n, g.k
     if g.solver == "auto" and lpmod.choose_solver("auto", 3 * n * k + n) == "highs-ipm":
         got = solve_maxmin_live(coef, g.m, g.s, time_ub, policy="gavel-max-min-perf")
         if got is not None:
-            return got[0], got[1], "decomposition"
+            return got[0], got[1], "decomposition", got[2]
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
     cols = np.concatenate([np.arange(n * k), np.full(n, n * k)])
     fair = sp.csr_array((np.concatenate([-coef.ravel(), np.ones(n)]), (rows, cols)), shape=(n, n * k + 1))
@@ -192,7 +192,7 @@ def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np
     c[-1] = -1.0
     prog = _program(g, c, fair, 1, time_ub)
     x, fun, _ = lpmod.solve("gavel-max-min-perf", prog, g.solver)
-    return x[: n * k].reshape(n, k), -fun, "full"
+    return x[: n * k].reshape(n, k), -fun, "full", {}
 
 
 def proportional_throughputs(T: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -241,11 +241,12 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
     if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
-        xa, t, path = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
+        xa, t, path, dec = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
         x = xa[cls] / counts[cls][:, None]
     else:
-        x, t, path = _maxmin_lp(g, coef, tub)
+        x, t, path, dec = _maxmin_lp(g, coef, tub)
     obj = float((g.T * np.clip(x, 0, tub[:, None])).sum())
     return _finish("gavel-max-min-perf", g, x, obj, time.perf_counter() - t0,
                    {"min_ratio": t, "proportional_throughputs": prop.tolist(), "solver": g.solver,
-                    "aggregated_classes": int(first.size) if agg else None, "lp_path": path})  # fmt: skip
+                    "aggregated_classes": int(first.size) if agg else None, "lp_path": path,
+                    "decomposition": dec})  # fmt: skip

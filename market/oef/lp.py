@@ -380,9 +380,9 @@ def _highs(
 
 COLD_DECOMPOSE_ROWS_PER_TYPE = 100
 """``oef-noncoop`` without a warm start solves LP (9) by price decomposition (:mod:`market.oef.maxmin`)
-when the staircase certificate fails and it has at least this many rows per GPU type (measured
-on unordered speedups with k = 10: at n = 200 and 500 the decomposition frees most rows and loses
-to the staircase-crashed simplex; at n = 1,000 and 2,000 it is 4-5x faster)."""
+when the staircase certificate fails and it has at least this many rows per GPU type; below it the
+staircase-crashed simplex is faster, the decomposition freeing most rows (both paths side by side:
+``benchmarks/bench_round_lp.py``, section "oef-noncoop cold")."""
 
 # LPs with at most this many nonzeros solve in milliseconds: they run in this thread (Ctrl-C lands
 # right after), skipping the solver thread's start and polling, a large share of a small solve

@@ -485,10 +485,10 @@ def solve_maxmin(
 
 def solve_maxmin_live(
     C: np.ndarray, m: np.ndarray, s: np.ndarray | None = None, d: np.ndarray | None = None, *, policy: str
-) -> tuple[np.ndarray, float] | None:
+) -> tuple[np.ndarray, float, dict[str, Any]] | None:
     """:func:`solve_maxmin` on the GPU types with ``m_j > 0`` and the rows with a positive cap (a row
-    capped at 0 gets nothing; its ``C`` row is not read): the (n, k) allocation with zeros elsewhere
-    and ``t``, or ``None`` when the decomposition does not apply or gives up."""
+    capped at 0 gets nothing; its ``C`` row is not read): the (n, k) allocation with zeros elsewhere,
+    ``t`` and the solve's ``info``, or ``None`` when the decomposition does not apply or gives up."""
     n, k = C.shape
     live = np.ones(n, dtype=bool) if d is None else np.asarray(d) > 0
     act = np.asarray(m) > 0
@@ -498,4 +498,4 @@ def solve_maxmin_live(
         return None
     x = np.zeros((n, k))
     x[np.ix_(live, act)] = sol.x
-    return x, sol.t
+    return x, sol.t, sol.info
