@@ -622,7 +622,6 @@ def solve_noncoop(
     types = active.tobytes()
     sizes = {"variables": R * ka + 1, "ineq_rows": ka, "eq_rows": R, "nonzeros": 2 * R * ka + R}
     keep = warm is not None and ids is not None and solver == "highs-ds"
-    C = Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None]
     from_prices = keep and R >= DECOMPOSE_MIN_ROWS and warm.prices.get(types) is not None
 
     def start() -> tuple[highspy.HighsBasis | None, Staircase | None]:
@@ -634,6 +633,7 @@ def solve_noncoop(
     if from_prices or (st is not None and not st.optimal and R >= COLD_DECOMPOSE_ROWS_PER_TYPE * ka):
         # price decomposition (market.oef.maxmin, exact): from the previous round's prices and
         # program, or cold on a large program the staircase does not solve
+        C = Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None]  # weights divided in
         sol = solve_maxmin(C, ma, equal=True, warm=warm.prices if keep else None, ids=ids if keep else None,
                            types=types, policy=policy)  # fmt: skip
         if sol is not None:
