@@ -77,7 +77,11 @@ def new_highs() -> highspy.Highs:
     return h
 
 
-_OPTIONS = {"time_limit": float, "mip_rel_gap": float, "presolve": bool}
+_OPTIONS = {"time_limit": float, "mip_rel_gap": float, "mip_abs_gap": float, "presolve": bool}
+
+#: HiGHS' absolute MIP gap, set explicitly on every solve (HiGHS' own default): a MILP reported optimal
+#: has ``bound >= OPT - max(MIP_ABS_GAP, mip_rel_gap * |bound|)``, so an optimum below this may read as 0.
+MIP_ABS_GAP = 1e-6
 
 
 @dataclass
@@ -120,7 +124,8 @@ def milp(
     """Minimise ``c @ x`` subject to ``constraints.lb <= A x <= constraints.ub``, ``bounds`` and
     ``integrality`` (1 = integer, 0 = continuous; a scalar applies to every variable).
 
-    ``options``: ``time_limit`` (s), ``mip_rel_gap``, ``presolve`` (default on); ``disp`` is
+    ``options``: ``time_limit`` (s), ``mip_rel_gap``, ``mip_abs_gap`` (default :data:`MIP_ABS_GAP`),
+    ``presolve`` (default on); ``disp`` is
     accepted and ignored (HiGHS output is always off)."""
     c = np.asarray(c, dtype=float)
     n = c.size
@@ -162,6 +167,7 @@ def milp(
     h = new_highs()
     h.setOptionValue("random_seed", 0)
     h.setOptionValue("threads", 1)
+    h.setOptionValue("mip_abs_gap", MIP_ABS_GAP)
     for key, val in (options or {}).items():
         if key == "disp":
             continue
