@@ -29,12 +29,13 @@ def full_lp(C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: b
     c = np.zeros(nv)
     c[-1] = -1.0
     bounds = [(0, 0) if C.ravel()[i] <= 0 else (0, None) for i in range(n * k)] + [(0, None)]
+    tight = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}  # 1e-7 by default
     if equal:
         res = linprog(c, A_ub=sp.vstack([cap, caps]), b_ub=np.concatenate([m, d[fin]]), A_eq=thr, b_eq=np.zeros(n),
-                      bounds=bounds, method="highs")  # fmt: skip
+                      bounds=bounds, method="highs", options=tight)  # fmt: skip
     else:
         res = linprog(c, A_ub=sp.vstack([cap, thr, caps]), b_ub=np.concatenate([m, np.zeros(n), d[fin]]),
-                      bounds=bounds, method="highs")  # fmt: skip
+                      bounds=bounds, method="highs", options=tight)  # fmt: skip
     assert res.status == 0
     return float(-res.fun)
 
