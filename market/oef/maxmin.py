@@ -607,6 +607,7 @@ def solve_maxmin(
         lp = _Reduced(policy, C, m, s, d, equal, own=own)
         lp.units = (gam, mu)
     new = free & (lp.thr_row < 0)
+    priced = 0
     while True:
         if free.sum() > max_free * n:
             return None
@@ -619,12 +620,21 @@ def solve_maxmin(
         while True:  # price the free rows' missing columns in
             got = lp.solve(n)
             if got is None:
-                return None
+                break
             x, t, p = got
             more = lp.priced_out(rows[free])
             if more[0].size == 0:
                 break
             lp.add_columns(*more)
+            priced += more[0].size
+        if got is None:  # infeasible: the fixed two-type rows' patterns were far off (single rows fit at t = 0)
+            if not (fv >= 0).any():
+                return None
+            new = np.zeros(n, dtype=bool)
+            new[fr[fv >= 0]] = True
+            near[new] = C[new] > 0
+            free |= new
+            continue
         bad = _certify(p, t, C[fr], s[fr], fu, fv, lo, hi, tmax)
         if not bad.any():
             break
@@ -651,7 +661,7 @@ def solve_maxmin(
             warm.model = lp
             warm.keep_ids(ids)
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
-            "split_rows": int(pair.sum()),
+            "split_rows": int(pair.sum()), "priced_columns": priced,
             "simplex_iterations": pivots + lp.iterations, "kept_program": kept}  # fmt: skip
     return MaxMinSolution(x * mu, t * gam * mu, p * gam, info)
 
