@@ -10,33 +10,37 @@ form, over ``n`` rows (jobs or tenants) and ``k`` GPU types::
 
 (``C`` the row's normalised throughputs, per-row targets or weights already divided in; ``s`` scale
 factors; ``d`` time or device caps, ``inf`` for none; ``m_j > 0``.) ``k`` is small (3 in Gavel's
-tables, 10 in OEF's evaluation) and ``n`` large, and at an optimum almost every row is served by one
-type: the one where its throughput is cheapest at the capacity prices ``p`` (the duals of the
-capacity rows), ``a_l = argmin_j p_j / C_lj``. Only rows near a tie between types, or held by their
-cap, need the LP. :func:`solve_maxmin` therefore
+tables, 10 in OEF's evaluation) and ``n`` large, and at an optimum almost every row follows one of two
+patterns at the capacity prices ``p`` (the duals of the capacity rows): it runs on its cheapest type per unit of ``t``,
+``u = argmin_j p_j / C_lj``, with its cap slack; or, when that type alone cannot reach ``t`` within
+the cap, it uses its whole cap on the two types around ``t / d_l`` on the lower envelope of the points
+``(C_lj, s_l p_j)`` (:func:`_patterns`). Only rows near a tie or a breakpoint need the LP.
+:func:`solve_maxmin` therefore
 
-1. guesses prices (given ones, e.g. the previous round's, or the duals of the same program on a
-   deterministic sample of rows with proportionally scaled capacities);
-2. *fixes* every row whose cheapest type is clear (second-cheapest more than ``delta`` dearer) and
-   whose cap cannot bind, to ``x_{l,a_l} = t / C_{l,a_l}``; fixed rows then enter the program only
-   through one coefficient per capacity row, ``g_j t`` with ``g_j = sum_{fixed on j} s_l / C_lj``, and
-   the bound ``t <= min d_l C_{l,a_l}``;
-3. solves that reduced program (the other rows in full, ``k`` capacity rows, one HiGHS dual simplex
-   solve of a few dozen rows) for ``t``, the free rows' ``x`` and new prices ``p``;
-4. certifies the result against the full program: with ``y_l = s_l p_{a_l} / C_{l,a_l}`` for every
-   fixed row, the reduced program's duals extend to a feasible dual of (P) with equal objective iff
-   every fixed row's type is still cheapest, ``p_{a_l} / C_{l,a_l} <= p_j / C_lj`` for all ``j``,
-   and the bound on ``t`` is slack (complementary slackness: the fixed rows' throughput rows are
-   tight, their caps slack). Rows that fail join the free set and step 3 repeats (the free set only
-   grows, so the loop ends).
+0. works in units where ``C`` and ``x`` are of order one (HiGHS's tolerances are absolute);
+1. guesses prices and ``t`` (given ones, e.g. the previous round's, or the optimum of the same program
+   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`);
+2. *fixes* every row whose pattern is clear (it survives a relative change ``delta`` of the prices
+   and of ``t``): a one-type row ``x_lu = t / C_lu``, a two-type row ``x_lu = (C_lv d_l - t) / D``,
+   ``x_lv = (t - C_lu d_l) / D`` (``D = C_lv - C_lu``); fixed rows then enter the program only
+   through ``g_j t + h_j`` per capacity row and a bound on ``t`` (:func:`_fold`);
+3. solves that reduced program (the free rows in full, ``k`` capacity rows; one HiGHS dual simplex
+   solve, any missing column of a free row with a negative reduced cost priced in) for ``t``, the
+   free rows' ``x`` and new prices ``p``;
+4. certifies the result against the full program (:func:`_certify`): each fixed row's duals follow
+   from its pattern's columns being tight (``y_l`` of its throughput row, ``z_l`` of its cap), and
+   the reduced program's duals extend to a feasible dual of (P) with equal objective iff
+   ``s_l p_j + z_l >= y_l C_lj`` for all ``j``, ``y_l, z_l >= 0``, every pattern is primal feasible
+   at ``t`` and the bound on ``t`` is slack (complementary slackness). Rows that fail join the free
+   set and step 3 repeats (the free set only grows, so the loop ends); if the reduced program is
+   infeasible the fixed two-type rows are freed.
 
 The returned ``x`` is therefore an optimal solution of (P) itself, certified by LP duality with
 relative tolerance ``1e-9``; ``t`` equals the full program's optimum. When the free set would exceed
 ``max_free`` of the rows the decomposition gives up (returns ``None``) and the caller solves the full
-program. The solution is a vertex of (P) (the reduced program's vertex with one basic column per fixed
-row) but, where (P) has several optimal vertices, not necessarily the one a simplex solve of the full
-program would return. ``tests/test_maxmin_decomposition.py`` checks optimum and certificate against
-full solves, and that a wrong price guess is repaired.
+program. Where (P) has several optimal vertices the solution is not necessarily the one a simplex
+solve of the full program would return. ``tests/test_maxmin_decomposition.py`` checks optimum and
+certificate against full solves, with a test per step that fails without it (docs/round_lp.md).
 """
 
 from __future__ import annotations
@@ -498,29 +502,60 @@ def _sample_prices(
 
 
 RECURSE_ROWS = 2048
-"""From this many rows on, the first prices are the exact optimum of (P) on a quarter of the rows
-(solved by the same decomposition, recursively); below, the duals of (P) on a sample of at most 128
-rows, refined by :func:`_balance` when no row has a cap."""
+"""From this many rows on, when the sample's prices leave the loads far from balanced
+(:data:`SPREAD`), the first prices are the exact optimum of (P) on a quarter of the rows (solved by
+the same decomposition, recursively)."""
+
+SPREAD = 1.05
+"""Largest acceptable load spread (:func:`_spread`) of a first guess before a larger sample is solved."""
+
+
+def _spread(p: np.ndarray, t: float, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray) -> float:
+    """How far prices ``p`` and level ``t`` are from an optimum, measured on the loads they imply: with
+    every row on its pattern at ``(p, t)``, ``r_j = U_j / m_j`` is type ``j``'s use per GPU. At an
+    optimum the priced types are full and no type is over: the spread ``max_j r_j / min_{p_j > 0} r_j``
+    is 1. With every price 0 it is ``max_j r_j`` (at most 1: the rows fit)."""
+    u, v, _, _ = _patterns(p, C, s, d, t, 0.0)
+    g, h, _, _ = _fold(C, s, d, u, v, C.shape[1])
+    r = (g * t + h) / m
+    if not (p > 0).any():
+        return float(r.max())
+    low = float(r[p > 0].min())
+    return float(r.max() / low) if low > 0 else np.inf
 
 
 def _guess(
     policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, delta: float
 ) -> tuple[np.ndarray, float, int, int] | None:
-    """First prices and ``t`` of (P) from a deterministic sample of the rows with capacities scaled
-    by the sample's share of the scale factors: ``(p, t, simplex iterations, LP solves)``."""
+    """First prices and ``t`` of (P): ``(p, t, simplex iterations, LP solves)``. The duals of (P) on a
+    deterministic sample of at most 128 rows with capacities scaled by the sample's share of the scale
+    factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that balances
+    the loads better, :func:`_spread`). With every sampled price 0 (a cap pins ``t``), the rows stay
+    on their fastest types if they fit there, else they get prices that balance the loads. From
+    :data:`RECURSE_ROWS` rows on, a guess whose spread exceeds :data:`SPREAD` is replaced by the
+    optimum on a quarter of the rows."""
     n, k = C.shape
-    if n >= RECURSE_ROWS:
+    got = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
+    if got is None:
+        return None
+    p, t, pivots = got
+    if not np.isfinite(d).any():
+        return _balance(p, C, m, s), t, pivots, 1
+    t = min(t, float((d * C.max(axis=1)).min()))
+    cands = [p, _balance(p if (p > 0).any() else np.ones(k), C, m, s)]
+    spreads = [_spread(c, t, C, m, s, d) for c in cands]
+    best = int(np.argmin(spreads))
+    if spreads[best] > SPREAD and n >= RECURSE_ROWS:
         rows = np.sort(np.random.default_rng(0).permutation(n)[: n // 4])
         share = float(s[rows].sum() / s.sum())
         sub = solve_maxmin(C[rows], m * share, s[rows], d[rows], equal=equal, delta=delta, max_free=1.0,
                            policy=policy)  # fmt: skip
         if sub is not None:
-            return sub.prices, sub.t, sub.info["simplex_iterations"], sub.info["decomposition_solves"]
-    got = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
-    if got is None:
-        return None
-    p, t, pivots = got
-    return (p if np.isfinite(d).any() else _balance(p, C, m, s)), t, pivots, 1
+            p = sub.prices
+            if not (p > 0).any() and _spread(p, sub.t, C, m, s, d) > 1.0:
+                p = cands[1]
+            return p, sub.t, pivots + sub.info["simplex_iterations"], 1 + sub.info["decomposition_solves"]
+    return cands[best], t, pivots, 1
 
 
 def solve_maxmin(
@@ -580,12 +615,12 @@ def solve_maxmin(
         p, t_hint, pivots, solves = got
     if not guess:
         p = np.maximum(np.asarray(prices, dtype=float) / gam, 0.0)
-    if capped and not (p > 0).any():
-        # every price 0: t is pinned by a cap (t = min_l d_l max_j C_lj) and any allocation that reaches it
-        # is optimal; patterns from prices that balance the loads keep the fixed rows within capacity
-        p = _balance(np.ones(k), C, m, s)
     if capped:
         t_hint = min(t_hint, float((d * C.max(axis=1)).min()))  # no row can exceed d_l max_j C_lj
+        if not (p > 0).any() and _spread(p, t_hint, C, m, s, d) > 1.0:
+            # every price 0: t is pinned by a cap (t = min_l d_l max_j C_lj) and any allocation that reaches
+            # it is optimal; rows that do not fit on their fastest types get prices that balance the loads
+            p = _balance(np.ones(k), C, m, s)
     u, v, clear, near = _patterns(p, C, s, d, t_hint, delta)
     free = ~clear
     rows = np.arange(n)
