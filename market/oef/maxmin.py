@@ -503,7 +503,7 @@ def _sample_prices(
 
 RECURSE_ROWS = 2048
 """From this many rows on, when the sample's prices leave the loads far from balanced
-(:data:`SPREAD`), the first prices are the exact optimum of (P) on a quarter of the rows (solved by
+(:data:`SPREAD`), the first prices are the exact optimum of (P) on an eighth of the rows (solved by
 the same decomposition, recursively)."""
 
 SPREAD = 1.05
@@ -530,10 +530,9 @@ def _guess(
     """First prices and ``t`` of (P): ``(p, t, simplex iterations, LP solves)``. The duals of (P) on a
     deterministic sample of at most 128 rows with capacities scaled by the sample's share of the scale
     factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that balances
-    the loads better, :func:`_spread`). With every sampled price 0 (a cap pins ``t``), the rows stay
-    on their fastest types if they fit there, else they get prices that balance the loads. From
-    :data:`RECURSE_ROWS` rows on, a guess whose spread exceeds :data:`SPREAD` is replaced by the
-    optimum on a quarter of the rows."""
+    the loads better, :func:`_spread`). From :data:`RECURSE_ROWS` rows on, a guess whose spread
+    exceeds :data:`SPREAD` is replaced by the optimum on an eighth of the rows. (Every sampled price
+    0: returned as is, :func:`solve_maxmin` checks whether the rows fit on their fastest types.)"""
     n, k = C.shape
     got = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
     if got is None:
@@ -541,20 +540,19 @@ def _guess(
     p, t, pivots = got
     if not np.isfinite(d).any():
         return _balance(p, C, m, s), t, pivots, 1
+    if not (p > 0).any():
+        return p, t, pivots, 1  # a cap pins t (solve_maxmin checks that the rows fit)
     t = min(t, float((d * C.max(axis=1)).min()))
-    cands = [p, _balance(p if (p > 0).any() else np.ones(k), C, m, s)]
+    cands = [p, _balance(p, C, m, s)]
     spreads = [_spread(c, t, C, m, s, d) for c in cands]
     best = int(np.argmin(spreads))
     if spreads[best] > SPREAD and n >= RECURSE_ROWS:
-        rows = np.sort(np.random.default_rng(0).permutation(n)[: n // 4])
+        rows = np.sort(np.random.default_rng(0).permutation(n)[: n // 8])
         share = float(s[rows].sum() / s.sum())
         sub = solve_maxmin(C[rows], m * share, s[rows], d[rows], equal=equal, delta=delta, max_free=1.0,
                            policy=policy)  # fmt: skip
         if sub is not None:
-            p = sub.prices
-            if not (p > 0).any() and _spread(p, sub.t, C, m, s, d) > 1.0:
-                p = cands[1]
-            return p, sub.t, pivots + sub.info["simplex_iterations"], 1 + sub.info["decomposition_solves"]
+            return sub.prices, sub.t, pivots + sub.info["simplex_iterations"], 1 + sub.info["decomposition_solves"]
     return cands[best], t, pivots, 1
 
 
