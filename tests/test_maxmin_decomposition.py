@@ -105,13 +105,15 @@ def test_gives_up_rather_than_guessing() -> None:
 
 def test_cap_bound_optimum_with_zero_prices() -> None:
     """Gavel's normalisation on heterogeneous jobs: one job's own best type pins t (all capacity
-    prices 0, a degenerate program); the decomposition still returns the full optimum."""
+    prices 0, a degenerate program); the decomposition still returns the full optimum. The rows fit
+    on their fastest types, so they are fixed there (12 free rows; with the load-balancing prices
+    used when they do not fit, 63)."""
     rng = np.random.default_rng(7)
     T = rng.uniform(0.5, 8.0, (1024, 3))
     m = np.full(3, 256.0)
     C = T / (T @ m / m.sum())[:, None]
     sol = solve_maxmin(C, m, d=np.ones(1024))
-    assert sol is not None and sol.info["free_rows"] < 100
+    assert sol is not None and sol.info["free_rows"] < 30
     assert sol.t == pytest.approx(full_lp(C, m, np.ones(1024), np.ones(1024), False), rel=1e-9)
     assert sol.t == pytest.approx(float(C.max(axis=1).min()), rel=1e-12)
     assert not sol.prices.any()
