@@ -10,8 +10,9 @@ wall and CPU seconds per solve, building the program included on both sides):
   ``heterogeneous-scarce`` (every job its own row, throughputs U(0.5, 8) per type), and the
   ``ordered-<1024|256>[-weights][-scale]`` families (K80 < P100 < V100, 1,024 or 256 GPUs per type,
   priority weights from {0.5, 1, 2}, scale factors from {1, 2, 4, 8}); each is also solved, untimed,
-  by scipy's HiGHS with 1e-10 tolerances as the reference optimum. cvxpy writes them as Gavel's ``MaxMinFairnessPolicyWithPerf``
-  does: ``x = Variable((n, k))``, ``Maximize(min(sum(multiply(coef, x), axis=1)))`` s.t.
+  by scipy's HiGHS with 1e-10 tolerances as the reference optimum. cvxpy writes them as Gavel's
+  ``MaxMinFairnessPolicyWithPerf`` does: ``x = Variable((n, k))``,
+  ``Maximize(min(sum(multiply(coef, x), axis=1)))`` s.t.
   ``x >= 0``, ``sum(multiply(scale, x), axis=0) <= m``, ``sum(x, axis=1) <= 1`` (caps), solved by
   ECOS (Gavel's default solver). ``coef = W / N`` for ``gavel`` (``N`` the framework's proportional
   normalisers), ``T / P`` for ``gavel-max-min-perf`` (``P = T m / sum(m)``).
