@@ -10,33 +10,37 @@ form, over ``n`` rows (jobs or tenants) and ``k`` GPU types::
 
 (``C`` the row's normalised throughputs, per-row targets or weights already divided in; ``s`` scale
 factors; ``d`` time or device caps, ``inf`` for none; ``m_j > 0``.) ``k`` is small (3 in Gavel's
-tables, 10 in OEF's evaluation) and ``n`` large, and at an optimum almost every row is served by one
-type: the one where its throughput is cheapest at the capacity prices ``p`` (the duals of the
-capacity rows), ``a_l = argmin_j p_j / C_lj``. Only rows near a tie between types, or held by their
-cap, need the LP. :func:`solve_maxmin` therefore
+tables, 10 in OEF's evaluation) and ``n`` large, and at an optimum almost every row follows one of two
+patterns at the capacity prices ``p`` (the duals of the capacity rows): it runs on its cheapest type per unit of ``t``,
+``u = argmin_j p_j / C_lj``, with its cap slack; or, when that type alone cannot reach ``t`` within
+the cap, it uses its whole cap on the two types around ``t / d_l`` on the lower envelope of the points
+``(C_lj, s_l p_j)`` (:func:`_patterns`). Only rows near a tie or a breakpoint need the LP.
+:func:`solve_maxmin` therefore
 
-1. guesses prices (given ones, e.g. the previous round's, or the duals of the same program on a
-   deterministic sample of rows with proportionally scaled capacities);
-2. *fixes* every row whose cheapest type is clear (second-cheapest more than ``delta`` dearer) and
-   whose cap cannot bind, to ``x_{l,a_l} = t / C_{l,a_l}``; fixed rows then enter the program only
-   through one coefficient per capacity row, ``g_j t`` with ``g_j = sum_{fixed on j} s_l / C_lj``, and
-   the bound ``t <= min d_l C_{l,a_l}``;
-3. solves that reduced program (the other rows in full, ``k`` capacity rows, one HiGHS dual simplex
-   solve of a few dozen rows) for ``t``, the free rows' ``x`` and new prices ``p``;
-4. certifies the result against the full program: with ``y_l = s_l p_{a_l} / C_{l,a_l}`` for every
-   fixed row, the reduced program's duals extend to a feasible dual of (P) with equal objective iff
-   every fixed row's type is still cheapest, ``p_{a_l} / C_{l,a_l} <= p_j / C_lj`` for all ``j``,
-   and the bound on ``t`` is slack (complementary slackness: the fixed rows' throughput rows are
-   tight, their caps slack). Rows that fail join the free set and step 3 repeats (the free set only
-   grows, so the loop ends).
+0. works in units where ``C`` and ``x`` are of order one (HiGHS's tolerances are absolute);
+1. guesses prices and ``t`` (given ones, e.g. the previous round's, or the optimum of the same program
+   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`);
+2. *fixes* every row whose pattern is clear (it survives a relative change ``delta`` of the prices
+   and of ``t``): a one-type row ``x_lu = t / C_lu``, a two-type row ``x_lu = (C_lv d_l - t) / D``,
+   ``x_lv = (t - C_lu d_l) / D`` (``D = C_lv - C_lu``); fixed rows then enter the program only
+   through ``g_j t + h_j`` per capacity row and a bound on ``t`` (:func:`_fold`);
+3. solves that reduced program (the free rows in full, ``k`` capacity rows; one HiGHS dual simplex
+   solve, any missing column of a free row with a negative reduced cost priced in) for ``t``, the
+   free rows' ``x`` and new prices ``p``;
+4. certifies the result against the full program (:func:`_certify`): each fixed row's duals follow
+   from its pattern's columns being tight (``y_l`` of its throughput row, ``z_l`` of its cap), and
+   the reduced program's duals extend to a feasible dual of (P) with equal objective iff
+   ``s_l p_j + z_l >= y_l C_lj`` for all ``j``, ``y_l, z_l >= 0``, every pattern is primal feasible
+   at ``t`` and the bound on ``t`` is slack (complementary slackness). Rows that fail join the free
+   set and step 3 repeats (the free set only grows, so the loop ends); if the reduced program is
+   infeasible the fixed two-type rows are freed.
 
 The returned ``x`` is therefore an optimal solution of (P) itself, certified by LP duality with
 relative tolerance ``1e-9``; ``t`` equals the full program's optimum. When the free set would exceed
 ``max_free`` of the rows the decomposition gives up (returns ``None``) and the caller solves the full
-program. The solution is a vertex of (P) (the reduced program's vertex with one basic column per fixed
-row) but, where (P) has several optimal vertices, not necessarily the one a simplex solve of the full
-program would return. ``tests/test_maxmin_decomposition.py`` checks optimum and certificate against
-full solves, and that a wrong price guess is repaired.
+program. Where (P) has several optimal vertices the solution is not necessarily the one a simplex
+solve of the full program would return. ``tests/test_maxmin_decomposition.py`` checks optimum and
+certificate against full solves, with a test per step that fails without it (docs/round_lp.md).
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class PriceWarmStart:
 
     def __init__(self) -> None:
         self.prices: np.ndarray | None = None
+        self.t = np.inf
         self.types: bytes | None = None
         self.model: _Reduced | None = None
         self.index: dict[Any, int] = {}
@@ -89,9 +94,9 @@ class PriceWarmStart:
         """The stored prices if they belong to ``types``."""
         return self.prices if self.prices is not None and self.types == types else None
 
-    def put(self, types: bytes, prices: np.ndarray) -> None:
-        """Keep ``prices`` for ``types`` (and forget any kept program)."""
-        self.prices, self.types = np.asarray(prices, dtype=float).copy(), types
+    def put(self, types: bytes, prices: np.ndarray, t: float = np.inf) -> None:
+        """Keep ``prices`` (and the optimum ``t``, if known) for ``types``, and forget any kept program."""
+        self.prices, self.types, self.t = np.asarray(prices, dtype=float).copy(), types, float(t)
         self.model, self.index, self._sorted = None, {}, None
 
     def keep_ids(self, ids: list[Any]) -> None:
@@ -121,10 +126,12 @@ class PriceWarmStart:
 
 
 _OPTIONS = (("output_flag", False), ("solver", "simplex"), ("simplex_strategy", 1), ("presolve", "off"),
-            ("random_seed", 0), ("threads", 1), ("simplex_dual_edge_weight_strategy", 1))  # fmt: skip
+            ("random_seed", 0), ("threads", 1), ("simplex_dual_edge_weight_strategy", 1),
+            ("primal_feasibility_tolerance", 1e-10), ("dual_feasibility_tolerance", 1e-10))  # fmt: skip
 """HiGHS options of the reduced programs: dual simplex without presolve, single-threaded, fixed seed
 (deterministic), Devex pricing (a warm-started solve needs a few pivots; steepest-edge weights would
-cost more to set up than they save)."""
+cost more to set up than they save), feasibility tolerances 1e-10 instead of 1e-7 (the program is
+solved in units where its numbers are of order one, so the optimum holds to about 1e-10 relative)."""
 
 
 def _highs(own: bool = False) -> highspy.Highs:
@@ -164,6 +171,7 @@ class _Reduced:
         self.m = np.asarray(m, dtype=float)
         h.addRows(self.k, np.full(self.k, -np.inf), self.m, 0, empty, empty, np.zeros(0))
         self.g = np.zeros(self.k)
+        self.hcap = np.zeros(self.k)
         self.row_owner = np.full(self.k, -1, dtype=np.int64)  # input row of each model row (-1: capacity)
         self.row_cap = np.zeros(self.k, dtype=bool)  # model row is a cap row
         self.col_row = np.zeros(0, dtype=np.int64)  # input row of each x column (columns 1..)
@@ -172,6 +180,7 @@ class _Reduced:
         self.iterations = 0
         self.solves = 0
         self.row_dual = np.zeros(0)
+        self.units = (1.0, 1.0)  # the divisors of C and of x this program was built in (solve_maxmin)
 
     def _bind(self, C: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
         """This round's inputs, and the per-input-row indices derived from the model rows/columns."""
@@ -258,7 +267,7 @@ class _Reduced:
         self.col_row, self.col_type = new_of[self.col_row[keep_c]], self.col_type[keep_c]
         m = np.asarray(m, dtype=float)
         if not np.array_equal(m, self.m):
-            h.changeRowsBounds(self.k, np.arange(self.k, dtype=np.int32), np.full(self.k, -np.inf), m)
+            h.changeRowsBounds(self.k, np.arange(self.k, dtype=np.int32), np.full(self.k, -np.inf), m - self.hcap)
             self.m = m
         self._bind(C, s, d)
         self.iterations = self.solves = 0
@@ -280,19 +289,26 @@ class _Reduced:
         ra, rj = np.nonzero(miss & (rc < -tol))
         return rows[ra], rj
 
-    def fold(self, g: np.ndarray, tmax: float) -> None:
-        """The fixed rows' capacity per unit of ``t`` (``g``, (k,)) and their bound on ``t``."""
+    def fold(self, g: np.ndarray, h: np.ndarray, tmax: float) -> None:
+        """The fixed rows' capacity use ``g_j t + h_j`` (``g``, ``h`` (k,)) and their bound on ``t``."""
         for j in np.flatnonzero(g != self.g).tolist():
             self.h.changeCoeff(j, 0, float(g[j]))
         self.g = g.copy()
+        if not np.array_equal(h, self.hcap):
+            self.hcap = h.copy()
+            self.h.changeRowsBounds(self.k, np.arange(self.k, dtype=np.int32), np.full(self.k, -np.inf), self.m - h)
         self.h.changeColBounds(0, 0.0, tmax)
 
-    def solve(self, n: int) -> tuple[np.ndarray, float, np.ndarray]:
-        """Solve from the current basis: (x (n, k) on the free rows' entries, t, capacity prices p)."""
+    def solve(self, n: int) -> tuple[np.ndarray, float, np.ndarray] | None:
+        """Solve from the current basis: (x (n, k) on the free rows' entries, t, capacity prices p),
+        or ``None`` when the reduced program is infeasible or unbounded (a fold from far-off prices:
+        the caller solves the full program)."""
         h = self.h
         h.run()
         status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
+            if status in _GIVE_UP:
+                return None
             why = "HiGHS did not solve the reduced max-min program"
             raise SolveError(self.policy, h.modelStatusToString(status), why)
         self.iterations += int(h.getInfo().simplex_iteration_count)
@@ -304,6 +320,10 @@ class _Reduced:
         x[self.col_row, self.col_type] = np.maximum(col[1:], 0.0)
         p = np.maximum(-self.row_dual[: self.k], 0.0)
         return x, float(col[0]), p
+
+
+_GIVE_UP = (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnbounded,
+            highspy.HighsModelStatus.kUnboundedOrInfeasible)  # fmt: skip
 
 
 def _cheapest(p: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -357,18 +377,183 @@ def _balance(p: np.ndarray, C: np.ndarray, m: np.ndarray, s: np.ndarray, iters: 
     return best
 
 
+def _patterns(
+    p: np.ndarray, C: np.ndarray, s: np.ndarray, d: np.ndarray, t: float, delta: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's least-cost way to reach ``t`` at capacity prices ``p``: ``(u, v, clear, near)``.
+
+    A row whose cap is slack (``t <= d_l C_lu``) runs on its cheapest type per unit of ``t``, ``u``
+    (``v = -1``). A row whose cap binds there uses its whole cap ``d_l`` on two types ``u``, ``v``
+    with ``C_lu < t / d_l < C_lv``, the pair on the lower envelope of the points ``(C_lj, s_l p_j)``
+    at the rate ``t / d_l``. ``clear``: the pattern survives a relative change ``delta`` of the prices
+    or of ``t`` (second-cheapest type more than ``delta`` dearer; ``t / d_l`` at least ``delta`` from
+    a breakpoint; every other point more than ``delta`` above the pair's line). ``near`` (n, k): the
+    columns a free row starts with (the types within ``delta`` of its cheapest, or every usable type
+    for a row whose cap may bind)."""
+    n, k = C.shape
+    u, gap, near = _assign(p, C, delta)
+    v = np.full(n, -1, dtype=np.int64)
+    clear = gap > delta
+    capped = np.isfinite(d)
+    if not capped.any():
+        return u, v, clear, near
+    r = np.zeros(n)
+    r[capped] = t / d[capped]
+    Cu = C[np.arange(n), u]
+    binds = r * (1.0 + delta) > Cu  # the cap may bind on the cheapest type
+    clear &= ~binds
+    near[binds] = C[binds] > 0
+    rows = np.flatnonzero(r > Cu)
+    if rows.size == 0:
+        return u, v, clear, near
+    Cp, rp = C[rows], r[rows]
+    cost = s[rows, None] * p[None, :]
+    best = np.full(rows.size, np.inf)
+    bu = np.full(rows.size, -1, dtype=np.int64)
+    bv = np.full(rows.size, -1, dtype=np.int64)
+    for i in range(k):
+        for j in range(k):
+            ok = (Cp[:, i] > 0) & (Cp[:, i] < Cp[:, j]) & (Cp[:, i] <= rp) & (rp <= Cp[:, j])
+            if i == j or not ok.any():
+                continue
+            val = cost[:, i] + (cost[:, j] - cost[:, i]) * (rp - Cp[:, i]) / np.where(ok, Cp[:, j] - Cp[:, i], 1.0)
+            take = ok & (val < best)
+            best[take], bu[take], bv[take] = val[take], i, j
+    found = bu >= 0
+    q = np.arange(rows.size)
+    iu, iv = np.where(found, bu, 0), np.where(found, bv, 0)
+    ci, cv = Cp[q, iu], Cp[q, iv]
+    y = (cost[q, iv] - cost[q, iu]) / np.where(found, cv - ci, 1.0)
+    above = cost - (cost[q, iu] - y * ci)[:, None] - y[:, None] * Cp  # each point's height above the line
+    others = (Cp > 0) & (np.arange(k) != iu[:, None]) & (np.arange(k) != iv[:, None])
+    margin = ((above >= delta * y[:, None] * np.maximum(Cp, ci[:, None])) | ~others).all(axis=1)
+    margin &= y * ci - cost[q, iu] >= delta * y * ci  # the origin (idle time) too
+    margin &= (rp >= ci * (1.0 + delta)) & (rp * (1.0 + delta) <= cv) & (y > 0)
+    u[rows[found]], v[rows[found]] = bu[found], bv[found]
+    clear[rows] = found & margin
+    return u, v, clear, near
+
+
+def _fold(
+    C: np.ndarray, s: np.ndarray, d: np.ndarray, u: np.ndarray, v: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fixed rows' capacity use ``g_j t + h_j`` and the range ``[lo_l, hi_l]`` of ``t`` over which
+    their patterns are feasible: a single row ``x_lu = t / C_lu`` (``t <= d_l C_lu``), a pair row
+    ``x_lu = (C_lv d_l - t) / D``, ``x_lv = (t - C_lu d_l) / D`` with ``D = C_lv - C_lu`` (its cap
+    full, ``C_lu d_l <= t <= C_lv d_l``). Returns ``(g, h, lo, hi)``."""
+    n = C.shape[0]
+    idx = np.arange(n)
+    pair = v >= 0
+    cu = C[idx, u]
+    cv = np.where(pair, C[idx, np.maximum(v, 0)], 1.0)
+    single = ~pair
+    g = np.bincount(u[single], weights=s[single] / cu[single], minlength=k).astype(float)
+    w = s[pair] / (cv[pair] - cu[pair])
+    up, vp, dp = u[pair], v[pair], d[pair]
+    g += np.bincount(vp, weights=w, minlength=k) - np.bincount(up, weights=w, minlength=k)
+    h = np.bincount(up, weights=w * cv[pair] * dp, minlength=k) - np.bincount(vp, weights=w * cu[pair] * dp,
+                                                                              minlength=k).astype(float)  # fmt: skip
+    lo = np.where(pair, cu * np.where(pair, d, 0.0), 0.0)
+    hi = np.where(pair, cv, cu) * d
+    return g, h, lo, hi
+
+
+def _certify(
+    p: np.ndarray, t: float, C: np.ndarray, s: np.ndarray, u: np.ndarray, v: np.ndarray, lo: np.ndarray,
+    hi: np.ndarray, tmax: float,
+) -> np.ndarray:  # fmt: skip
+    """Fixed rows that break the certificate at the reduced program's prices ``p`` and ``t``: their
+    dual ``y_l`` (throughput row) and ``z_l`` (cap), from their pattern's columns being tight
+    (single: ``y = s p_u / C_u``, ``z = 0``; pair: ``y = s (p_v - p_u) / D``, ``z = y C_u - s p_u``),
+    must satisfy ``s_l p_j + z_l >= y_l C_lj`` for every type, ``y, z >= 0``, and the pattern must be
+    primal feasible at ``t`` with the bound the fixed rows put on ``t`` slack (if ``t`` sits on it,
+    the rows that set it are freed)."""
+    n = C.shape[0]
+    idx = np.arange(n)
+    pair = v >= 0
+    cu = C[idx, u]
+    cv = np.where(pair, C[idx, np.maximum(v, 0)], 1.0)
+    pu, pv = p[u], p[np.maximum(v, 0)]
+    y = np.where(pair, s * (pv - pu) / np.where(pair, cv - cu, 1.0), s * pu / cu)
+    z = np.where(pair, y * cu - s * pu, 0.0)
+    lhs = s[:, None] * p[None, :] + z[:, None]
+    rhs = y[:, None] * C
+    floor = _TOL * float(p.max(initial=0.0)) * s[:, None] * np.maximum(C, 1.0)
+    bad = (rhs > lhs + _TOL * (np.abs(lhs) + rhs) + floor).any(axis=1)
+    bad |= z < -_TOL * (y * cu + s * pu) - _TOL * float(p.max(initial=0.0)) * s
+    bad |= pair & (t < lo * (1.0 - _TOL))
+    if np.isfinite(tmax) and t >= tmax * (1.0 - _TOL):
+        bad |= hi <= t * (1.0 + _TOL)
+    return bad
+
+
 def _sample_prices(
     policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, size: int
-) -> tuple[np.ndarray, float, int]:
-    """Prices, ``t`` and simplex iterations of (P) on ``size`` rows drawn by a fixed-seed permutation, capacities scaled
-    by the sample's share of the scale factors (a deterministic first guess)."""
+) -> tuple[np.ndarray, float, int] | None:
+    """Prices, ``t`` and simplex iterations of (P) on ``size`` rows drawn by a fixed-seed permutation,
+    capacities scaled by the sample's share of the scale factors (a deterministic first guess)."""
     n = C.shape[0]
     rows = np.sort(np.random.default_rng(0).permutation(n)[:size])
     share = float(s[rows].sum() / s.sum())
     lp = _Reduced(policy, C, m * share, s, d, equal)
     lp.free(rows, C[rows] > 0)
-    _, t, p = lp.solve(n)
-    return p, t, lp.iterations
+    got = lp.solve(n)
+    return None if got is None else (got[2], got[1], lp.iterations)
+
+
+RECURSE_ROWS = 2048
+"""From this many rows on, when the sample's prices leave the loads far from balanced
+(:data:`SPREAD`), the first prices are the exact optimum of (P) on an eighth of the rows (solved by
+the same decomposition, recursively)."""
+
+SPREAD = 1.05
+"""Largest acceptable load spread (:func:`_spread`) of a first guess before a larger sample is solved."""
+
+
+def _spread(p: np.ndarray, t: float, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray) -> float:
+    """How far prices ``p`` and level ``t`` are from an optimum, measured on the loads they imply: with
+    every row on its pattern at ``(p, t)``, ``r_j = U_j / m_j`` is type ``j``'s use per GPU. At an
+    optimum the priced types are full and no type is over: the spread ``max_j r_j / min_{p_j > 0} r_j``
+    is 1. With every price 0 it is ``max_j r_j`` (at most 1: the rows fit)."""
+    u, v, _, _ = _patterns(p, C, s, d, t, 0.0)
+    g, h, _, _ = _fold(C, s, d, u, v, C.shape[1])
+    r = (g * t + h) / m
+    if not (p > 0).any():
+        return float(r.max())
+    low = float(r[p > 0].min())
+    return float(r.max() / low) if low > 0 else np.inf
+
+
+def _guess(
+    policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, delta: float
+) -> tuple[np.ndarray, float, int, int] | None:
+    """First prices and ``t`` of (P): ``(p, t, simplex iterations, LP solves)``. The duals of (P) on a
+    deterministic sample of at most 128 rows with capacities scaled by the sample's share of the scale
+    factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that balances
+    the loads better, :func:`_spread`). From :data:`RECURSE_ROWS` rows on, a guess whose spread
+    exceeds :data:`SPREAD` is replaced by the optimum on an eighth of the rows. (Every sampled price
+    0: returned as is, :func:`solve_maxmin` checks whether the rows fit on their fastest types.)"""
+    n, k = C.shape
+    got = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
+    if got is None:
+        return None
+    p, t, pivots = got
+    if not np.isfinite(d).any():
+        return _balance(p, C, m, s), t, pivots, 1
+    if not (p > 0).any():
+        return p, t, pivots, 1  # a cap pins t (solve_maxmin checks that the rows fit)
+    t = min(t, float((d * C.max(axis=1)).min()))
+    cands = [p, _balance(p, C, m, s)]
+    spreads = [_spread(c, t, C, m, s, d) for c in cands]
+    best = int(np.argmin(spreads))
+    if spreads[best] > SPREAD and n >= RECURSE_ROWS:
+        rows = np.sort(np.random.default_rng(0).permutation(n)[: n // 8])
+        share = float(s[rows].sum() / s.sum())
+        sub = solve_maxmin(C[rows], m * share, s[rows], d[rows], equal=equal, delta=delta, max_free=1.0,
+                           policy=policy)  # fmt: skip
+        if sub is not None:
+            return sub.prices, sub.t, pivots + sub.info["simplex_iterations"], 1 + sub.info["decomposition_solves"]
+    return cands[best], t, pivots, 1
 
 
 def solve_maxmin(
@@ -394,8 +579,11 @@ def solve_maxmin(
     capacities; ``s`` (n,) scale factors (default 1); ``d`` (n,) caps on ``sum_j x_lj`` (default none);
     ``equal``: the throughput rows are equalities (LP (9)); ``prices``: a first guess of the capacity
     prices; ``warm``: a :class:`PriceWarmStart` for the GPU types ``types`` (prices, and with ``ids``,
-    one hashable id per row, the basis; updated after the solve); ``delta``: rows whose two cheapest
-    types are within this relative margin start free, with the types within it of their cheapest."""
+    one hashable id per row, the basis; updated after the solve); ``delta``: rows whose pattern
+    changes within this relative margin of the prices or of ``t`` start free. Any units: the
+    program is solved with ``C`` divided by the median of its rows' largest entries and ``x``
+    by the mean capacity per unit of scale factor, so HiGHS's absolute tolerances act on numbers of
+    order one."""
     C = np.asarray(C, dtype=float)
     n, k = C.shape
     m = np.asarray(m, dtype=float)
@@ -403,27 +591,39 @@ def solve_maxmin(
     d = np.full(n, np.inf) if d is None else np.asarray(d, dtype=float)
     if n < DECOMPOSE_MIN_ROWS or (m <= 0).any() or (d <= 0).any() or not (C > 0).any(axis=1).all():
         return None
-    if prices is None and warm is not None:
-        prices = warm.get(types)
-    solves, pivots, t_hint = 0, 0, np.inf
-    if prices is None or np.shape(prices) != (k,) or not np.isfinite(prices).all():
-        p, t_hint, pivots = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
-        p = _balance(p, C, m, s)
-        solves = 1
-    else:
-        p = np.maximum(np.asarray(prices, dtype=float), 0.0)
-    a, gap, near = _assign(p, C, delta)
-    free = gap <= delta
-    every = np.zeros(n, dtype=bool)  # free rows that start with all their columns (their cap may bind)
-    if np.isfinite(d).any():
-        # rows whose cap may bind: t <= min_l d_l max_j C_lj (each row alone at its cap on its best type)
-        t_upper = float((d * C.max(axis=1)).min())
-        every = d * C[np.arange(n), a] <= min(t_upper, t_hint) * (1.0 + delta)
-        free |= every
-    rows = np.arange(n)
-    lp: _Reduced | None = None
+    if (s <= 0).any() or not (np.isfinite(C).all() and np.isfinite(m).all() and np.isfinite(s).all()):
+        return None
     kept = bool(warm is not None and ids is not None and warm.model is not None and warm.types == types
                 and warm.model.equal == equal)  # fmt: skip
+    # units: rows' best throughputs about 1 (gamma), x about 1 per unit of scale factor (mu)
+    gam, mu = warm.model.units if kept else (float(np.median(C.max(axis=1))), float(m.sum() / s.sum()))
+    C, m, d = C / gam, m / mu, d / mu
+    t_hint = np.inf
+    if prices is None and warm is not None:
+        prices = warm.get(types)
+        if prices is not None:
+            t_hint = warm.t / (gam * mu)
+    solves, pivots = 0, 0
+    capped = np.isfinite(d).any()
+    guess = prices is None or np.shape(prices) != (k,) or not np.isfinite(prices).all()
+    if guess or (capped and not np.isfinite(t_hint)):
+        got = _guess(policy, C, m, s, d, equal, delta)
+        if got is None:
+            return None
+        p, t_hint, pivots, solves = got
+    if not guess:
+        p = np.maximum(np.asarray(prices, dtype=float) / gam, 0.0)
+    if capped:
+        t_hint = min(t_hint, float((d * C.max(axis=1)).min()))  # no row can exceed d_l max_j C_lj
+        if not (p > 0).any() and _spread(p, t_hint, C, m, s, d) > 1.0:
+            # every price 0: t is pinned by a cap (t = min_l d_l max_j C_lj) and any allocation that reaches
+            # it is optimal; rows that do not fit on their fastest types get prices that balance the loads
+            p = _balance(np.ones(k), C, m, s)
+    u, v, clear, near = _patterns(p, C, s, d, t_hint, delta)
+    free = ~clear
+    rows = np.arange(n)
+    lp: _Reduced | None = None
+    own = warm is not None and ids is not None
     if kept:  # continue last round's program: rows still present, unchanged and near a tie stay free
         lp, warm.model = warm.model, None  # given back when this round's solve succeeds
         old_of = warm.where(ids)
@@ -431,56 +631,72 @@ def solve_maxmin(
         was = old_of[seen]
         same = (lp.thr_row[was] >= 0) & (lp.C[was] == C[seen]).all(axis=1)
         same &= (lp.s[was] == s[seen]) & (lp.d[was] == d[seen])
-        stay = same & ((gap[seen] <= 1.5 * delta) | every[seen])
+        stay = same & ~_patterns(p, C[seen], s[seen], d[seen], t_hint, 1.5 * delta)[2]
         old_of = np.full(n, -1, dtype=np.int64)
         old_of[seen[stay]] = was[stay]
         lp.remap(old_of, C, m, s, d)
         free |= lp.thr_row >= 0
     if lp is None:
-        lp = _Reduced(policy, C, m, s, d, equal, own=warm is not None and ids is not None)
+        lp = _Reduced(policy, C, m, s, d, equal, own=own)
+        lp.units = (gam, mu)
     new = free & (lp.thr_row < 0)
+    priced = 0
     while True:
         if free.sum() > max_free * n:
             return None
-        nr = rows[new]
-        if lp.solves:  # rows freed by the certificate: the types near their cheapest at the new prices
-            _, _, near_new = _assign(p, C[nr], delta)
-            near[nr] = near_new | (np.arange(k) == a[nr, None])
-        lp.free(nr, np.where(every[nr, None], C[nr] > 0, near[nr]))
+        lp.free(rows[new], near[new])
         fixed = ~free
-        fr, fa = rows[fixed], a[fixed]
-        cf = C[fr, fa]
-        bound = d[fr] * cf
-        tmax = float(bound.min()) if bound.size else np.inf
-        lp.fold(np.bincount(fa, weights=s[fr] / cf, minlength=k), tmax)
+        fr, fu, fv = rows[fixed], u[fixed], v[fixed]
+        g, h, lo, hi = _fold(C[fr], s[fr], d[fr], fu, fv, k)
+        tmax = float(hi.min()) if hi.size else np.inf
+        lp.fold(g, h, tmax)
         while True:  # price the free rows' missing columns in
-            x, t, p = lp.solve(n)
+            got = lp.solve(n)
+            if got is None:
+                break
+            x, t, p = got
             more = lp.priced_out(rows[free])
             if more[0].size == 0:
                 break
             lp.add_columns(*more)
-        R = _cheapest(p, C[fr])
-        cur = R[np.arange(fr.size), fa]
-        cheapest = R.min(axis=1)
-        scale = float(cur.max()) if cur.size else 0.0
-        bad = cur > cheapest * (1.0 + _TOL) + _TOL * scale
-        if np.isfinite(tmax) and t >= tmax * (1.0 - _TOL):
-            bad |= bound <= t * (1.0 + _TOL)
-            every[fr[bad]] = True
+            priced += more[0].size
+        if got is None:  # infeasible: the fixed two-type rows' patterns were far off (single rows fit at t = 0)
+            if not (fv >= 0).any():
+                return None
+            new = np.zeros(n, dtype=bool)
+            new[fr[fv >= 0]] = True
+            near[new] = C[new] > 0
+            free |= new
+            continue
+        bad = _certify(p, t, C[fr], s[fr], fu, fv, lo, hi, tmax)
         if not bad.any():
             break
+        nr = fr[bad]
+        u2, v2, _, near2 = _patterns(p, C[nr], s[nr], d[nr], t, delta)
+        near2[np.arange(nr.size), u2] = True
+        near2[np.arange(nr.size), u[nr]] = True
+        pv = v[nr] >= 0
+        near2[np.flatnonzero(pv), v[nr][pv]] = True
+        near[nr] = near2 & (C[nr] > 0)
         new = np.zeros(n, dtype=bool)
-        new[fr[bad]] = True
+        new[nr] = True
         free |= new
-    x[fr, fa] = t / cf
+    single, pair = fv < 0, fv >= 0
+    x[fr[single], fu[single]] = t / C[fr[single], fu[single]]
+    if pair.any():
+        fp, up, vp = fr[pair], fu[pair], fv[pair]
+        cu, cv, dp = C[fp, up], C[fp, vp], d[fp]
+        x[fp, up] = np.maximum((cv * dp - t) / (cv - cu), 0.0)
+        x[fp, vp] = np.maximum((t - cu * dp) / (cv - cu), 0.0)
     if warm is not None:
-        warm.put(types, p)
+        warm.put(types, p * gam, t * gam * mu)
         if ids is not None:
             warm.model = lp
             warm.keep_ids(ids)
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
+            "split_rows": int(pair.sum()), "priced_columns": priced,
             "simplex_iterations": pivots + lp.iterations, "kept_program": kept}  # fmt: skip
-    return MaxMinSolution(x, t, p, info)
+    return MaxMinSolution(x * mu, t * gam * mu, p * gam, info)
 
 
 def solve_maxmin_live(
