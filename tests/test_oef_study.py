@@ -438,6 +438,8 @@ def test_realisations_per_panel_seeds_added_type_and_section6_metrics(tmp_path: 
     assert runs[("gavel", "gavel-lease", "own")] == 3 and runs[("gavel", "oef-rounding", "alternative")] == 3
     assert runs[("gandiva-fair", "gandiva-lottery", "own")] == 3
     assert ("oef-coop", "oef-rounding", "own") in runs and len(runs) == 7  # no duplicate run for OEF / max-min
+    gav = p0[p0["mechanism"] == "gavel"].pivot_table(index="replication", columns="realisation", values="total_act")
+    assert not np.allclose(gav["gavel-lease"], gav["oef-rounding"])  # the lease realiser really ran
     # Fig. 5(a): per-user ratio over max-min, and U4 (LSTM) gains the most under cooperative OEF
     coop = p0[(p0["mechanism"] == "oef-coop") & (p0["realisation_mode"] == "own")]
     assert (coop["min_user_gain_vs_maxmin"] >= 1 - 1e-6).all() and (coop["u3_gains_most"] == 1).all()
