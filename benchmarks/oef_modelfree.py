@@ -158,6 +158,8 @@ def markdown(data: dict[str, Any]) -> str:
             for base in BASELINES:
                 for cap in b["caps"]:
                     rows = [r for r in b["runs"] if r["mode"] == mode and r["baseline"] == base and r["cap"] == cap]
+                    if not rows:
+                        continue
                     best = {n: max((r for r in rows if r["n"] == n), key=lambda r: r["gain"]) for n in b["sizes"]}
                     top = max(best.values(), key=lambda r: r["gain"])
                     wit = ", ".join(f"{v} x{c}" for v, c in zip(top["vectors"], top["counts"], strict=True))
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--restarts", type=int, default=2)
     ap.add_argument("--maxiter", type=int, default=12)
     ap.add_argument("--popsize", type=int, default=8)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--baselines", default=",".join(BASELINES))
     ap.add_argument("--clusters", type=int, default=300)
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--quick", action="store_true", help="sizes 4,20, 1 restart, 60 clusters")
@@ -208,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         caps = [float(c) for c in a.caps.split(",")]
         seeds = [a.seed + i for i in range(a.restarts)]
         runs = []
-        for mode in MODES:
-            for base in BASELINES:
+        for mode in a.modes.split(","):
+            for base in a.baselines.split(","):
                 for cap in caps:
                     for n in sizes:
                         for s in seeds:
