@@ -117,6 +117,7 @@ class Panel:
     mechanisms: tuple[str, ...] = ()  # fair-share: the panel's subset of the study's mechanisms (empty: all)
     variants: tuple[str, ...] | None = None  # fair-share: the panel's lying variants (None: all)
     replications: int | None = None  # the panel's own number of replications (None: the study's)
+    sensitivity_of: int | None = None  # a sensitivity panel: re-reads the headlines of that panel here
     realisations: tuple[str, ...] = ()  # fair-share: "own" plus alternatives, e.g. ("own", "oef-rounding")
 
 
@@ -262,7 +263,13 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
     for i, t in enumerate(raw_panels):
         key = f"panel[{i}]"
         extra = {"scenario", "mechanisms", "variants", "realisations"} if family == "fair-share" else set()
-        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", "replications", *extra})
+        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", "replications", "sensitivity_of",
+                                *extra})  # fmt: skip
+        sens = None
+        if "sensitivity_of" in t:
+            sens = check_int(_where(name, f"{key}.sensitivity_of"), t["sensitivity_of"], minimum=0)
+            if sens >= i:
+                raise InputError(_where(name, f"{key}.sensitivity_of"), sens, "must index an earlier panel")
         preps = check_int(_where(name, f"{key}.replications"), t["replications"], minimum=1) if "replications" in t \
             else None
         x = t.get("x")
@@ -298,10 +305,11 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
                                          f"must be 'own' or one of {list(REALISATIONS)}")  # fmt: skip
                 if preal[0] != "own":
                     raise InputError(_where(name, f"{key}.realisations"), list(preal), "must start with 'own'")
-            panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars, preps,
-                                preal))  # fmt: skip
+            panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars,
+                                replications=preps, realisations=preal, sensitivity_of=sens))  # fmt: skip
             continue
-        panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common, replications=preps))
+        panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common, replications=preps,
+                            sensitivity_of=sens))  # fmt: skip
     notes = []
     for i, t in enumerate(_tables(name, "reported", data.get("reported", []))):
         key = f"reported[{i}]"
@@ -867,21 +875,23 @@ def _lead_markdown(table: pd.DataFrame, lead: Lead) -> list[str]:
 
 
 def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) -> pd.DataFrame:
-    """Every headline that pins ``x``, re-evaluated at each value of its panel (one row per value):
-    ``headline, x_name, x, ours, low, high, CI, n, verdict``."""
+    """Every headline re-evaluated at each value of its panel (if it pins ``x`` on a panel of several
+    values) and of every panel marked ``sensitivity_of`` its panel (one row per value): ``headline,
+    realisation, panel, x_name, x, ours, low, high, CI, n, verdict``. Sensitivity rows decide nothing."""
     from dataclasses import replace
 
-    cols = ["headline", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
+    cols = ["headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
     out = []
     for h in study.headlines:
-        panel = study.panels[h.panel]
-        if not h.x or len(panel.values) < 2:
-            continue
-        for v in panel.values:
-            r = evaluate_headline(frame, replace(h, x=(v,)), seed=seed)
-            ci = f"[{_fmt(r['low'])}, {_fmt(r['high'])}]"
-            out.append(dict(zip(cols, (h.text, panel.x, v, r["ours"], r["low"], r["high"], ci, r["n"],
-                                       r["verdict"]), strict=True)))  # fmt: skip
+        targets = [(h.panel, study.panels[h.panel])] if h.x and len(study.panels[h.panel].values) >= 2 else []
+        targets += [(i, p) for i, p in enumerate(study.panels) if p.sensitivity_of == h.panel
+                    and (h.realisation == "own" or h.realisation in p.realisations)]  # fmt: skip
+        for pi, panel in targets:
+            for v in panel.values:
+                r = evaluate_headline(frame, replace(h, panel=pi, x=(v,)), seed=seed)
+                ci = f"[{_fmt(r['low'])}, {_fmt(r['high'])}]"
+                out.append(dict(zip(cols, (h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"], r["high"], ci,
+                                           r["n"], r["verdict"]), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
 
@@ -1046,11 +1056,11 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             lines += [
                 "### Sensitivity: each headline at every value of its panel",
                 "",
-                "The verdicts above are read at the value the headline pins (the paper's or the spec's setting); "
-                "where the paper leaves the setting open, the panel sweeps it, and this table gives the same "
-                "headline at every value.",
+                "The verdicts above are read at the setting that reads the paper most literally; where the paper "
+                "leaves a setting open, a sensitivity panel sweeps it (fewer seeds), and this table gives the "
+                "same headline there. These rows decide nothing.",
                 "",
-                _md(sens[["headline", "x_name", "x", "ours", "CI", "verdict"]]),
+                _md(sens[["headline", "realisation", "panel", "x_name", "x", "ours", "CI", "n", "verdict"]]),
                 "",
             ]
     else:
