@@ -30,6 +30,31 @@ slowest-GPU equivalents (OEF spec §5.4), means over the rounds of the run:
   ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
 
+Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for OEF §6.2:
+
+* ``spread_act`` / ``spread_est``: max / min over the tenants of their mean actual / estimated
+  throughput over the rounds before the first change of the tenant set (a tenant leaving, or a job
+  type added, ``split_s``); ``spread_act_after`` / ``spread_est_after`` the same over the rounds
+  from ``split_s`` on (Fig. 4(a) "almost identical normalised progress");
+* ``envy_own_u3`` = ``E[3,3]``, ``envy_other_u3_u0`` = ``E[3,0]`` and ``min_envy_ratio`` =
+  ``min_{l != i} E[l,l] / E[l,i]`` with ``E[l,i] = w_l · x_i`` (true speedups, the last round's
+  allocation; one class per tenant):
+  Fig. 6's envy ratios;
+* a tenant that adds a job type (``add_type``, spec S4): ``u0_over_others_before`` (tenant 0's
+  estimated throughput over the others' mean, before ``split_s``), ``u0_type_ratio`` (its added
+  class over its first class) and ``u0_class_over_others`` (its classes' mean over the other
+  tenants' mean), both from the last round's allocation (Fig. 5(b));
+* ``eff_dev`` = ``|Σ est − Σ est_reported| / Σ est_reported`` over the run (spec §5.4, Fig. 10(b));
+* set across the mechanisms of a cell (truthful, own realisation) when ``maxmin`` ran:
+  ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
+  has the largest such ratio, else 0) (Fig. 5(a)).
+
+**Realisation** (:mod:`market.oef.realise`): each mechanism runs with its OWN realisation
+(``realisation_mode = "own"``: Gavel's leases, Gandiva_fair's lottery, OEF's rounding for the
+others); a panel's ``realisations = ["own", "oef-rounding"]`` adds a run with OEF's rounding for the
+mechanisms whose own realisation differs (``realisation_mode = "alternative"``). Columns
+``realisation`` (the realiser's name) and ``realisation_mode``.
+
 **Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
 ``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
 measures are means over the rounds weighted by each round's length (rounds of a trace run differ
@@ -46,6 +71,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +81,7 @@ import numpy as np
 import pandas as pd
 
 from market.errors import InputError
+from market.oef.realise import make_realiser
 
 if TYPE_CHECKING:
     from analysis.studies import CellResult, CellSpec, Study, Variant
@@ -216,6 +243,72 @@ def _liar_indices(variant: Variant, n: int, rng: np.random.Generator) -> list[in
     return sorted(int(i) for i in rng.choice(n, size=min(k, n), replace=False))
 
 
+def _split_s(model: Any) -> float | None:
+    """The first time the tenant set changes after the start: a tenant leaving or a later job
+    arrival of a tenant present from 0 (s); None if it never does."""
+    times = [t.leave_at for t in model.config.tenants if t.leave_at is not None and t.leave_at > 0]
+    for t in model.config.tenants:
+        if t.arrival <= 0:
+            times += [j.arrival for j in t.jobs if j.arrival > 0]
+    return float(min(times)) if times else None
+
+
+def _spread(values: Sequence[float]) -> float:
+    v = np.asarray([x for x in values if math.isfinite(x)], dtype=float)
+    return float(v.max() / v.min()) if v.size >= 2 and v.min() > 0 else math.nan
+
+
+def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
+    """The §6.2 metrics of the module docstring for a run of <= 8 tenants."""
+    out: dict[str, float] = {}
+    dt = float(model.round_seconds)
+    split = _split_s(model)
+    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
+    before = ten if split is None else ten[ten["round"] * dt < split - 1e-9]
+    after = ten.iloc[0:0] if split is None else ten[ten["round"] * dt >= split - 1e-9]
+
+    def means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
+        return frame[frame["measure"] == measure].groupby("tenant")["value"].mean().to_dict()
+
+    for tag, part in (("", before), ("_after", after)):
+        for measure in ("act", "est"):
+            out[f"spread_{measure}{tag}"] = _spread(list(means(part, measure).values()))
+    if liars:
+        liar_set = set(liars)
+        a = means(after, "act")
+        out["liar_act_after"] = float(sum(a.get(t, 0.0) for t in liar_set)) if split is not None else math.nan
+    eng = model.auctioneer
+    alloc = getattr(eng, "allocation", None)
+    classes = list(getattr(eng, "classes", []))
+    by_id = {t.tenant_id: t for t in model.config.tenants}
+    if alloc is not None and classes:
+        X = np.asarray(alloc.X, dtype=float)
+        W = np.array([np.asarray(by_id[u].speedups[jt], dtype=float) / by_id[u].speedups[jt][0] for u, jt in classes])
+        est_c = np.einsum("lj,lj->l", W, X)
+        owners = [u for u, _ in classes]
+        if len(set(owners)) == len(owners) == len(ids) and len(ids) >= 4:  # one class per tenant
+            E = W @ X.T  # E[l, i]: tenant l's true throughput on tenant i's allocation
+            pos = [i for i, u in enumerate(owners) if u == ids[3]], [i for i, u in enumerate(owners) if u == ids[0]]
+            l3, l0 = pos[0][0], pos[1][0]
+            out["envy_own_u3"], out["envy_other_u3_u0"] = float(E[l3, l3]), float(E[l3, l0])
+            off = ~np.eye(len(owners), dtype=bool) & (E > 0)
+            ratios = (np.diag(E)[:, None] / np.where(E > 0, E, 1.0))[off]
+            out["min_envy_ratio"] = float(ratios.min()) if ratios.size else math.nan
+        mine = [i for i, u in enumerate(owners) if u == ids[0]]
+        if len(mine) == 2 and split is not None:  # tenant 0 added a job type (spec S4)
+            first_type = by_id[ids[0]].jobs[0].job_type
+            i0 = next(i for i in mine if classes[i][1] == first_type)
+            i1 = next(i for i in mine if i != i0)
+            others = [est_c[[i for i, u in enumerate(owners) if u == t]].sum() for t in ids[1:] if t in owners]
+            out["u0_type_ratio"] = float(est_c[i1] / est_c[i0]) if est_c[i0] > 0 else math.nan
+            om = float(np.mean(others)) if others else math.nan
+            out["u0_class_over_others"] = float(est_c[mine].mean() / om) if om > 0 else math.nan
+            b = means(before, "est")
+            ob = [b[t] for t in ids[1:] if t in b]
+            out["u0_over_others_before"] = float(b.get(ids[0], math.nan) / np.mean(ob)) if ob else math.nan
+    return out
+
+
 def summarise_run(
     model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None
 ) -> tuple[dict[str, float], pd.DataFrame]:
@@ -228,7 +321,7 @@ def summarise_run(
     by = cl.groupby("measure", sort=False)["value"]
     means, sums = by.mean(), by.sum()
     ids = [t.tenant_id for t in model.config.tenants]
-    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act"])]
+    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
     agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
 
     def col(measure: str, what: str) -> dict[str, float]:
@@ -261,10 +354,14 @@ def summarise_run(
         n = sum(jcount.get(t, 0) for t in who)
         return float(sum(jsum.get(t, 0.0) for t in who) / n / 3600.0) if n else math.nan
 
+    s_rep = col("est_reported", "sum") if "est_reported" in agg.index.get_level_values(0) else {}
+    tot_est, tot_rep = sum(s_est.values()), sum(s_rep.values())
+    row["eff_dev"] = abs(tot_est - tot_rep) / tot_rep if tot_rep > 0 else math.nan
     if len(ids) <= _PER_TENANT_MAX:
         for i, t in enumerate(ids):
             row[f"est_t{i}"] = mean_of(s_est, t)
             row[f"act_t{i}"] = mean_of(s_act, t)
+        row.update(_small_run_metrics(model, f, ids, liars))
     if liars:
         liar_set = set(liars)
         honest = [t for t in ids if t not in liar_set]
@@ -390,8 +487,43 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
                 # the liars' JCT saved by lying (hours; > 0 = the liars finish sooner)
                 metrics["liar_gain"] = twin["liar_jct_h"] - metrics["liar_jct_h"]
             seconds = time.perf_counter() - t0
-            rows.append({**key, "variant": vname, "mechanism": mech, **metrics, "seconds": seconds})
+            rows.append({**key, "variant": vname, "mechanism": mech, "realisation": "trace-lease",
+                         "realisation_mode": "own", **metrics, "seconds": seconds})  # fmt: skip
     return CellResult(spec.run_id, rows, [])
+
+
+def panel_realisations(study: Study, pi: int) -> tuple[str, ...]:
+    """The realisation modes panel ``pi`` runs: ``"own"`` and optionally named realisations."""
+    return tuple(getattr(study.panels[pi], "realisations", ()) or ("own",))
+
+
+def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
+    """(mode, realiser) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
+    named realisation that differs from it (OEF's rounding for Gavel is a second run; for OEF it is
+    the same run)."""
+    from market.oef.realise import own_realisation
+
+    own = own_realisation(mech)
+    out = [("own", own)]
+    for r in panel_realisations(study, pi):
+        if r != "own" and r != own and r not in {x for _, x in out}:
+            out.append(("alternative", r))
+    return out
+
+
+def _versus_maxmin(rows: list[dict[str, Any]]) -> None:
+    """Fig. 5(a)'s per-user ratios over max-min, set on the truthful own-realisation rows of a cell."""
+    own = [r for r in rows if r["variant"] == "truthful" and r.get("realisation_mode") == "own"]
+    base = next((r for r in own if r["mechanism"] == "maxmin"), None)
+    if base is None or "est_t0" not in base:
+        return
+    n = sum(1 for k in base if k.startswith("est_t"))
+    for r in own:
+        ratios = np.array([r.get(f"est_t{i}", math.nan) / base[f"est_t{i}"] if base[f"est_t{i}"] > 0 else math.nan
+                           for i in range(n)])  # fmt: skip
+        if np.isfinite(ratios).all():
+            r["min_user_gain_vs_maxmin"] = float(ratios.min())
+            r["u3_gains_most"] = float(n > 3 and int(np.argmax(ratios)) == 3)
 
 
 _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "honest_jct_h")
@@ -427,35 +559,44 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
         rows: list[dict[str, Any]] = []
         trows: list[dict[str, Any]] = []
         for mech in spec.mechanisms:
-            truthful: dict[str, float] = {}
-            truthful_run: tuple[Any, pd.DataFrame] | None = None
-            for vname, liars in variants:
-                t0 = time.perf_counter()
-                work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
-                config = scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
-                if liars:
-                    tenants = tuple(replace(t, strategy=liars[t.tenant_id]) if t.tenant_id in liars else t
-                                    for t in config.tenants)  # fmt: skip
-                    config = replace(config, tenants=tenants)
-                model = MarketModel(config, rng=np.random.default_rng(model_ss))
-                model.run()
-                tidy = model.tidy()
-                metrics, tframe = summarise_run(model, sorted(liars), tidy)
-                if vname == TRUTHFUL:
-                    truthful, truthful_run = metrics, (model, tidy)
-                    metrics["liar_gain"] = 0.0
-                else:
-                    assert truthful_run is not None
-                    twin, _ = summarise_run(truthful_run[0], sorted(liars), truthful_run[1])
-                    for name in _TWINS:
-                        metrics[f"{name}_truthful"] = twin[name]
-                    for name in ("total_est", "total_act", "mean_jct_h"):
-                        metrics[f"{name}_truthful"] = truthful[name]
-                    metrics["liar_gain"] = metrics["liar_act"] - twin["liar_act"]
-                seconds = time.perf_counter() - t0
-                rows.append({**key, "variant": vname, "mechanism": mech, **metrics, "seconds": seconds})
-                for tr in tframe.to_dict("records"):
-                    trows.append({**key, "variant": vname, "mechanism": mech, **tr})
+            for mode, real in _realisations(study, spec.panel, mech):
+                truthful: dict[str, float] = {}
+                truthful_run: tuple[Any, pd.DataFrame] | None = None
+                for vname, liars in variants:
+                    t0 = time.perf_counter()
+                    work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
+                    config = scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
+                    if liars:
+                        tenants = tuple(replace(t, strategy=liars[t.tenant_id]) if t.tenant_id in liars else t
+                                        for t in config.tenants)  # fmt: skip
+                        config = replace(config, tenants=tenants)
+                    model = MarketModel(config, rng=np.random.default_rng(model_ss))
+                    if real != "oef-rounding":  # the round loop's default realiser is OEF's rounding (spec A6)
+                        salt = (*scen_ss.spawn_key, 7, zlib.crc32(mech.encode()))
+                        lot = np.random.SeedSequence(scen_ss.entropy, spawn_key=salt)
+                        model.auctioneer.rounder = make_realiser(real, backfill=config.backfill,
+                                                                 rng=np.random.default_rng(lot))  # fmt: skip
+                    model.run()
+                    tidy = model.tidy()
+                    metrics, tframe = summarise_run(model, sorted(liars), tidy)
+                    if vname == TRUTHFUL:
+                        truthful, truthful_run = metrics, (model, tidy)
+                        metrics["liar_gain"] = 0.0
+                    else:
+                        assert truthful_run is not None
+                        twin, _ = summarise_run(truthful_run[0], sorted(liars), truthful_run[1])
+                        for name in (*_TWINS, "liar_act_after"):
+                            if name in twin:
+                                metrics[f"{name}_truthful"] = twin[name]
+                        for name in ("total_est", "total_act", "mean_jct_h"):
+                            metrics[f"{name}_truthful"] = truthful[name]
+                        metrics["liar_gain"] = metrics["liar_act"] - twin["liar_act"]
+                    seconds = time.perf_counter() - t0
+                    where = {"variant": vname, "mechanism": mech, "realisation": real, "realisation_mode": mode}
+                    rows.append({**key, **where, **metrics, "seconds": seconds})
+                    for tr in tframe.to_dict("records"):
+                        trows.append({**key, **where, **tr})
+        _versus_maxmin(rows)
         return CellResult(spec.run_id, rows, trows)
     except Exception as exc:  # a crashing cell becomes a failure row; the study goes on
         return CellResult.failed(spec.run_id, exc)

@@ -1,40 +1,46 @@
 """A study's headline claims against our measurements: reproduced, direction only, or not reproduced.
 
 A study TOML lists the paper's headline numbers as ``[[headline]]`` tables (see
-:func:`parse_headline`). :func:`evaluate_headlines` pools the study's cells (panel × value ×
-replication, one variant, default truthful) and computes, per headline:
+:func:`parse_headline`). :func:`evaluate_headline` takes the study's cells (panel × value ×
+replication, one variant, default truthful, one realisation) at the values the headline pins and
+computes:
 
-* with a ``baseline``: the paired ratio of means ``mean(metric | mechanism) / mean(metric | baseline)``
-  over the cells where both ran (same workload), with a 95% percentile interval from a seeded
-  paired bootstrap over cells (:data:`BOOTSTRAP` resamples); undefined when the baseline's mean
-  is <= 0 (a ratio of a loss is not a speed-up);
-* with a ``baseline_metric`` instead: the paired ratio ``mean(metric) / mean(baseline_metric)`` of two
-  columns of the SAME rows (mechanism, variant, cell), e.g. a liar's true throughput when lying over
-  the same tenant's throughput in the truthful twin run of the cell (fair-share studies);
+* with a ``baseline``: per cell (same workload) the paired ratio ``metric(mechanism) /
+  metric(baseline)``; ``ours`` is the mean of these per-seed ratios with a 95% Student-t interval
+  over the cells (undefined when a baseline value is <= 0: a ratio of a loss is not a speed-up);
+* with a ``baseline_metric`` instead: per cell the ratio of two columns of the SAME row (mechanism,
+  variant, cell), e.g. a liar's true throughput when lying over the same tenant's throughput in the
+  truthful twin run of the cell (fair-share studies); same t-interval;
 * without a baseline: the mean of ``metric`` with a 95% Student-t interval.
 
-Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by hand:
+Verdicts (:data:`HEADLINE_VERDICTS`), derived from the numbers, never written by hand, the same
+rule for every study (:func:`verdict`):
 
-* ``reproduced``: the paper's number lies inside our interval or is close to our figure, and, with
-  a baseline, our interval excludes 1 on the paper's side (the mechanisms separate in the direction
-  the paper reports; a paper ratio of exactly 1, "no difference", needs no separation). "Close" is
-  relative to the EFFECT for a ratio: ``|log(ours) / log(paper) − 1| <= tolerance`` (a paper's
-  1.35x, +35%, is not reproduced by our 1.11x, although 1.11 is within 25% of 1.35); for a level
-  (no baseline) and for a paper ratio of exactly 1 it is ``|ours − paper| <= tolerance · |paper|``;
-* ``direction only``: with a baseline, our interval lies entirely on the paper's side of 1, but the
-  magnitude is off;
+* ``reproduced``: the paper's number lies inside our interval, or within the stated relative
+  tolerance of our figure (``tolerance``, default 25%; for a ratio it is relative to the EFFECT,
+  ``|log(ours) / log(paper) − 1| <= tolerance``, so +11% does not reproduce +35%; for a level and
+  for a paper ratio of exactly 1 it is ``|ours − paper| <= tolerance · |paper|``); and, for a ratio
+  the paper reports as different from 1, our interval excludes 1 on the paper's side (an interval
+  that also contains "no effect" reproduces nothing);
+* ``direction only``: a ratio whose interval lies entirely on the paper's side of 1 AND whose effect
+  is at least a quarter of the paper's on a log scale (``|log ours| >= MIN_EFFECT · |log paper|``,
+  :data:`MIN_EFFECT` = 0.25: +0.3% against +20% is not "the same direction", it is no effect);
 * ``not reproduced``: everything else: the opposite direction, an interval that includes 1 (no
-  separation), an undefined ratio, or no cells. The reason column says which.
+  separation), an effect below a quarter of the paper's, an undefined ratio, or no cells. The
+  reason column says which.
 
 Where the paper gives no number, ``paper`` may be ``"higher"`` / ``"lower"`` (with a baseline:
-reproduced iff our ratio's interval lies entirely above / below 1) or ``"at most 0"`` (a statement
-about every cell, e.g. a liar's gain under a truthful mechanism: reproduced iff no cell is positive).
+reproduced iff our interval lies entirely above / below 1), ``"at most 0"`` (a statement about
+every cell, e.g. a liar's gain under a truthful mechanism: reproduced iff no cell is positive) or
+``"at least 1"`` (every cell, e.g. every user's ratio over max-min: reproduced iff no cell is
+below 1 − 1e-6).
+
+Studies report ``n`` (cells) per headline; the reproduction studies use n >= 20 seeds.
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,21 +52,25 @@ from analysis.stats import t_interval
 from market.errors import InputError, check_int
 
 __all__ = [
-    "BOOTSTRAP",
     "DEFAULT_TOLERANCE",
+    "MIN_EFFECT",
     "HEADLINE_VERDICTS",
     "Headline",
     "parse_headline",
     "evaluate_headline",
     "evaluate_headlines",
     "headline_markdown",
+    "verdict",
 ]
 
 HEADLINE_VERDICTS = ("reproduced", "direction only", "not reproduced")
 DEFAULT_TOLERANCE = 0.25
-BOOTSTRAP = 2000
+#: "direction only" needs at least this share of the paper's effect on a log scale
+MIN_EFFECT = 0.25
 _KEYS = {"text", "panel", "metric", "mechanism", "baseline", "baseline_metric", "paper", "x", "tolerance", "note",
-         "variant"}
+         "variant", "realisation"}
+#: the claims the paper states without a number
+_WORDS = ("higher", "lower", "at most 0", "at least 1")
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,9 @@ class Headline:
     tolerance: float = DEFAULT_TOLERANCE
     note: str = ""
     variant: str = "truthful"
-    direction: str = ""  # "higher" / "lower": a qualitative claim (paper gave no number)
+    direction: str = ""  # "higher" / "lower" / "at most 0" / "at least 1": the paper gave no number
     baseline_metric: str = ""  # ratio of two columns of the same rows instead of two mechanisms
+    realisation: str = "own"  # fair-share: "own" (each policy's own realisation) or a realisation name
 
     @property
     def is_ratio(self) -> bool:
@@ -144,10 +155,11 @@ def parse_headline(
         if not ratio:
             raise InputError(f"{where}.paper", t.get("paper"), "a direction ('higher'/'lower') needs a baseline")
         direction, paper = str(t["paper"]), math.nan
-    elif t.get("paper") == "at most 0":  # e.g. truthfulness: a liar's gain is never positive
+    elif t.get("paper") in ("at most 0", "at least 1"):  # a statement about every cell
         if ratio:
-            raise InputError(f"{where}.paper", t.get("paper"), "'at most 0' is a level claim: drop the baseline")
-        direction, paper = "at most 0", 0.0
+            raise InputError(f"{where}.paper", t.get("paper"), f"'{t['paper']}' is a level claim: drop the baseline")
+        direction = str(t["paper"])
+        paper = 0.0 if direction == "at most 0" else 1.0
     else:
         paper = _num(f"{where}.paper", t.get("paper"))
     if ratio and paper <= 0:
@@ -167,6 +179,9 @@ def parse_headline(
     variant = t.get("variant", "truthful")
     if variant not in variants:
         raise InputError(f"{where}.variant", variant, f"must be one of {list(variants)}")
+    realisation = t.get("realisation", "own")
+    if not isinstance(realisation, str) or not realisation:
+        raise InputError(f"{where}.realisation", realisation, "must be 'own' or a realisation name")
     return Headline(
         " ".join(text.split()),
         pi,
@@ -180,6 +195,7 @@ def parse_headline(
         str(variant),
         direction,
         str(bmetric),
+        realisation,
     )
 
 
@@ -192,6 +208,11 @@ def _cells(frame: pd.DataFrame, h: Headline) -> pd.DataFrame:
     if frame.empty or not need <= set(frame.columns):
         return pd.DataFrame()
     sub = frame[(frame["panel"] == h.panel) & (frame["variant"] == h.variant)]
+    if "realisation_mode" in sub.columns:  # fair-share: each policy's own realisation, or one named realisation
+        if h.realisation == "own":
+            sub = sub[sub["realisation_mode"] == "own"]
+        else:
+            sub = sub[sub["realisation"] == h.realisation]
     if h.x:
         sub = sub[sub["x"].isin([float(v) if isinstance(v, (int, float)) else v for v in h.x])]
     if h.baseline_metric:
@@ -210,31 +231,15 @@ def _cells(frame: pd.DataFrame, h: Headline) -> pd.DataFrame:
     return wide[mechs].dropna()
 
 
-def _rng(seed: int, h: Headline) -> np.random.Generator:
-    key = f"{h.panel}|{h.metric}|{h.mechanism}|{h.baseline}|{h.variant}|{h.x}"
-    if h.baseline_metric:
-        key += f"|{h.baseline_metric}"
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(key.encode()),)))
-
-
-def _ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
-    """95% percentile interval of mean(a)/mean(b) from a paired bootstrap (NaN if too many resamples
-    have a non-positive baseline mean)."""
-    n = a.size
-    if n < 2:
-        return float("nan"), float("nan")
-    idx = rng.integers(0, n, size=(BOOTSTRAP, n))
-    num, den = a[idx].mean(axis=1), b[idx].mean(axis=1)
-    ok = den > 0
-    if ok.mean() < 0.95:
-        return float("nan"), float("nan")
-    r = num[ok] / den[ok]
-    return float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))
+def _paired_ratios(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per-cell ratios ``a / b`` (the caller checks ``b > 0``)."""
+    return np.asarray(a, dtype=float) / np.asarray(b, dtype=float)
 
 
 def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dict[str, Any]:
     """Our figure for ``h`` on a study frame: ``ours``, ``low``, ``high``, ``n`` (cells), ``verdict``,
-    ``reason`` (plus the headline's own fields)."""
+    ``reason`` (plus the headline's own fields). ``seed`` is accepted for API stability (t-intervals
+    need no resampling)."""
     row: dict[str, Any] = {
         "headline": h.text,
         "panel": h.panel,
@@ -246,6 +251,7 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
         "direction": h.direction,
         "tolerance": h.tolerance,
         "note": h.note,
+        "realisation": h.realisation,
     }
     if h.metric not in frame.columns:
         missing = f"metric {h.metric!r} is not in the results"
@@ -263,26 +269,32 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
         a = cells[h.mechanism].to_numpy(dtype=float)
         b = cells[h.baseline].to_numpy(dtype=float) if h.baseline else a
     if h.is_ratio:
-        if b.mean() <= 0:
-            what = f"{h.baseline}'s mean {h.metric}"
+        if (b <= 0).any():
+            what = f"{h.baseline}'s {h.metric}"
             if h.baseline_metric:
-                what = f"{h.mechanism}'s mean {h.baseline_metric}"
-            reason = (f"ratio undefined: {what} is {b.mean():.4g} <= 0 "
-                      f"({h.mechanism}: {a.mean():.4g})")
+                what = f"{h.mechanism}'s {h.baseline_metric}"
+            reason = (f"ratio undefined: {what} is <= 0 in {int((b <= 0).sum())} of {n} cells "
+                      f"(mean {b.mean():.4g}; {h.mechanism}: {a.mean():.4g})")
             return {**row, "ours": float("nan"), "low": float("nan"), "high": float("nan"),
                     "verdict": "not reproduced", "reason": _join(reason, h.note)}  # fmt: skip
-        ours = float(a.mean() / b.mean())
-        low, high = _ratio_ci(a, b, _rng(seed, h))
+        ours, low, high = t_interval(_paired_ratios(a, b))
     else:
         ours, low, high = t_interval(a)
-    if h.direction == "at most 0":  # a statement about every cell, not the mean: check the largest
-        worst = float(a.max())
-        tol = 1e-9 * max(1.0, float(np.abs(a).max()))
-        if worst <= tol:
-            verdict, reason = "reproduced", f"never positive: largest of {n} cells {worst:.4g} (mean {ours:.4g})"
+    if h.direction in ("at most 0", "at least 1"):  # a statement about every cell, not the mean
+        if h.direction == "at most 0":
+            worst = float(a.max())
+            tol = 1e-9 * max(1.0, float(np.abs(a).max()))
+            bad = a > tol
+            ok_text, bad_text = "never positive: largest", "positive"
         else:
-            k = int((a > tol).sum())
-            verdict, reason = "not reproduced", f"positive in {k} of {n} cells (largest {worst:.4g}, mean {ours:.4g})"
+            worst = float(a.min())
+            bad = a < 1.0 - 1e-6
+            ok_text, bad_text = "never below 1: smallest", "below 1"
+        if not bad.any():
+            verdict, reason = "reproduced", f"{ok_text} of {n} cells {worst:.4g} (mean {ours:.4g})"
+        else:
+            k = int(bad.sum())
+            verdict, reason = "not reproduced", f"{bad_text} in {k} of {n} cells (extreme {worst:.4g}, mean {ours:.4g})"
         return {**row, "ours": ours, "low": low, "high": high, "verdict": verdict, "reason": _join(reason, h.note)}
     verdict, reason = _verdict(h, ours, low, high, n)
     return {**row, "ours": ours, "low": low, "high": high, "verdict": verdict, "reason": _join(reason, h.note)}
@@ -292,52 +304,68 @@ def _join(reason: str, note: str) -> str:
     return f"{reason}. {note}" if note else reason
 
 
-def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple[str, str]:
+def verdict(
+    paper: float, ours: float, low: float, high: float, *, ratio: bool, tolerance: float = DEFAULT_TOLERANCE,
+    direction: str = "",
+) -> tuple[str, str]:
+    """The verdict rule of the module docstring, applied to one figure: the paper's number (or
+    ``direction`` "higher"/"lower"), ours with its 95% interval [low, high], whether it is a ratio,
+    and the relative tolerance. Returns (verdict, reason without n)."""
     has_ci = math.isfinite(low) and math.isfinite(high)
-    ci = f"[{low:.3g}, {high:.3g}]" if has_ci else "(no interval: fewer than 2 cells or unstable bootstrap)"
-    if h.direction:  # qualitative claim: the direction is all the paper states
+    ci = f"[{low:.3g}, {high:.3g}]" if has_ci else "(no interval: fewer than 2 cells)"
+    if not math.isfinite(ours):
+        return "not reproduced", "no finite figure"
+    if direction in ("higher", "lower"):  # qualitative claim: the direction is all the paper states
         if not has_ci:
-            return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1 (n={n})"
-        up = h.direction == "higher"
+            return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1"
+        up = direction == "higher"
         if (low > 1) if up else (high < 1):
-            return "reproduced", f"{h.direction}, as the paper states (no number given): ours {ours:.4g}x {ci}, n={n}"
+            return "reproduced", f"{direction}, as the paper states (no number given): ours {ours:.4g}x {ci}"
         if (high < 1) if up else (low > 1):
-            return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci}, paper: {h.direction} (n={n})"
-        return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1 (n={n})"
-    close = abs(ours - h.paper) <= h.tolerance * abs(h.paper)
-    if h.is_ratio and h.paper != 1:  # effect scale: compare log-ratios, not ratios
-        close = ours > 0 and abs(math.log(ours) / math.log(h.paper) - 1) <= h.tolerance
-    inside = has_ci and low <= h.paper <= high
-    if not h.is_ratio:
+            return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci}, paper: {direction}"
+        return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1"
+    inside = has_ci and low <= paper <= high
+    close = abs(ours - paper) <= tolerance * abs(paper)
+    if ratio and paper != 1:  # effect scale: compare log-ratios, not ratios
+        close = ours > 0 and abs(math.log(ours) / math.log(paper) - 1) <= tolerance
+    how = "inside our 95% CI" if inside else (f"effect within {tolerance:.0%}" if ratio and paper != 1
+                                              else f"within {tolerance:.0%}")  # fmt: skip
+    if not ratio or paper == 1:  # a level, or an equality claim ("comparable"): no direction to establish
+        x = "x" if ratio else ""
         if inside or close:
-            how = "inside our 95% CI" if inside else f"within {h.tolerance:.0%}"
-            return "reproduced", f"paper's {h.paper:.4g} {how} (ours {ours:.4g} {ci}, n={n})"
-        return "not reproduced", f"ours {ours:.4g} {ci} vs paper {h.paper:.4g} (n={n})"
-    if h.paper == 1:  # an equality claim ("the same welfare"): no direction to establish
-        if inside or close:
-            how = "inside our 95% CI" if inside else f"within {h.tolerance:.0%}"
-            return "reproduced", f"paper's 1x (no difference) {how} (ours {ours:.4g}x {ci}, n={n})"
-        return "not reproduced", f"the mechanisms differ: ours {ours:.4g}x {ci} vs paper 1x (n={n})"
-    up = h.paper > 1
+            return "reproduced", f"paper's {paper:.4g}{x} {how} (ours {ours:.4g}{x} {ci})"
+        return "not reproduced", f"ours {ours:.4g}{x} {ci} vs paper {paper:.4g}{x}, outside CI and tolerance"
     if not has_ci:
-        return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1 (n={n})"
+        return "not reproduced", f"ours {ours:.4g} {ci}: no interval, cannot separate from 1"
+    up = paper > 1
     separated = low > 1 if up else high < 1
     opposite = high < 1 if up else low > 1
+    if ours <= 0:
+        return "not reproduced", f"ours {ours:.4g}x is not a positive ratio"
+    share = math.log(ours) / math.log(paper)  # our effect as a share of the paper's, log scale
     if separated and (inside or close):
-        how = "inside our 95% CI" if inside else f"effect within {h.tolerance:.0%}"
-        return "reproduced", f"paper's {h.paper:.4g}x {how} (ours {ours:.4g}x {ci}, n={n})"
+        return "reproduced", f"paper's {paper:.4g}x {how} (ours {ours:.4g}x {ci})"
+    if separated and share >= MIN_EFFECT:
+        size = "larger" if share > 1 else "smaller"
+        return "direction only", (f"same direction, effect {size}: ours {ours:.4g}x {ci} vs paper {paper:.4g}x "
+                                  f"({share:.0%} of the paper's effect on a log scale)")  # fmt: skip
     if separated:
-        size = "larger" if abs(math.log(ours)) > abs(math.log(h.paper)) else "smaller"
-        return "direction only", f"same direction, effect {size}: ours {ours:.4g}x {ci} vs paper {h.paper:.4g}x (n={n})"
+        return "not reproduced", (f"effect too small: ours {ours:.4g}x {ci} is {share:.0%} of the paper's "
+                                  f"{paper:.4g}x on a log scale (direction only needs >= {MIN_EFFECT:.0%})")
     if opposite:
-        return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci} vs paper {h.paper:.4g}x (n={n})"
-    return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1 (n={n})"
+        return "not reproduced", f"opposite direction: ours {ours:.4g}x {ci} vs paper {paper:.4g}x"
+    return "not reproduced", f"no separation: ours {ours:.4g}x, CI {ci} includes 1"
+
+
+def _verdict(h: Headline, ours: float, low: float, high: float, n: int) -> tuple[str, str]:
+    v, reason = verdict(h.paper, ours, low, high, ratio=h.is_ratio, tolerance=h.tolerance, direction=h.direction)
+    return v, f"{reason} (n={n})"
 
 
 def evaluate_headlines(frame: pd.DataFrame, headlines: Sequence[Headline], *, seed: int = 0) -> pd.DataFrame:
     """One row per headline (see :func:`evaluate_headline`), in the study's order."""
-    cols = ["headline", "panel", "metric", "mechanism", "baseline", "variant", "paper", "direction", "ours", "low",
-            "high", "n", "tolerance", "verdict", "reason", "note"]  # fmt: skip
+    cols = ["headline", "panel", "metric", "mechanism", "baseline", "variant", "realisation", "paper", "direction",
+            "ours", "low", "high", "n", "tolerance", "verdict", "reason", "note"]  # fmt: skip
     return pd.DataFrame([evaluate_headline(frame, h, seed=seed) for h in headlines], columns=cols)
 
 

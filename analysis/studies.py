@@ -90,13 +90,17 @@ __all__ = [
     "headline_sensitivity",
     "study_family",
     "FAMILIES",
+    "cell_cost",
+    "Lead",
+    "lead_table",
+    "panel_replications",
 ]
 
 
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
 TRUTHFUL = "truthful"
 _TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
-_TABLES = {"base", "audit", "panel", "reported", "variant", "headline", "scenario"}
+_TABLES = {"base", "audit", "panel", "reported", "variant", "headline", "scenario", "lead", "unmeasured"}
 FAMILIES = ("auction", "fair-share")
 
 
@@ -112,6 +116,21 @@ class Panel:
     scenario: Mapping[str, Any] = field(default_factory=dict)  # fair-share: overrides of the study's [scenario]
     mechanisms: tuple[str, ...] = ()  # fair-share: the panel's subset of the study's mechanisms (empty: all)
     variants: tuple[str, ...] | None = None  # fair-share: the panel's lying variants (None: all)
+    replications: int | None = None  # the panel's own number of replications (None: the study's)
+    sensitivity_of: int | None = None  # a sensitivity panel: re-reads the headlines of that panel here
+    realisations: tuple[str, ...] = ()  # fair-share: "own" plus alternatives, e.g. ("own", "oef-rounding")
+
+
+@dataclass(frozen=True)
+class Lead:
+    """A comparison the report opens with: per-seed paired ratios of ``metric`` of each mechanism
+    over each baseline, at every value of ``panels`` (own realisation, truthful)."""
+
+    text: str
+    panels: tuple[int, ...]
+    metric: str
+    mechanisms: tuple[str, ...]
+    baselines: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -157,6 +176,8 @@ class Study:
     family: str = "auction"
     scenario: Mapping[str, Any] = field(default_factory=dict)  # fair-share: the base scenario document
     base_dir: str = ""  # fair-share: resolves a relative profiles.file
+    leads: tuple[Lead, ...] = ()  # comparisons the report opens with (before any simulated figure)
+    unmeasured: tuple[tuple[str, str], ...] = ()  # (claim, why it cannot be a headline)
 
     def params(self, panel: int, x: Any) -> dict[str, Any]:
         """Builder parameters of panel ``panel`` at ``x``."""
@@ -241,8 +262,16 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         raise InputError(_where(name, "panel"), [], "must define at least one [[panel]]")
     for i, t in enumerate(raw_panels):
         key = f"panel[{i}]"
-        extra = {"scenario", "mechanisms", "variants"} if family == "fair-share" else set()
-        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", *extra})
+        extra = {"scenario", "mechanisms", "variants", "realisations"} if family == "fair-share" else set()
+        _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", "replications", "sensitivity_of",
+                                *extra})  # fmt: skip
+        sens = None
+        if "sensitivity_of" in t:
+            sens = check_int(_where(name, f"{key}.sensitivity_of"), t["sensitivity_of"], minimum=0)
+            if sens >= i:
+                raise InputError(_where(name, f"{key}.sensitivity_of"), sens, "must index an earlier panel")
+        preps = check_int(_where(name, f"{key}.replications"), t["replications"], minimum=1) if "replications" in t \
+            else None
         x = t.get("x")
         if not isinstance(x, str) or not x:
             raise InputError(_where(name, f"{key}.x"), x, "must name a builder parameter")
@@ -265,9 +294,22 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
                     raise InputError(_where(name, f"{key}.variants"), pvars, "must be a list of variant names")
                 pvars = tuple(pvars)
             pscen = _table(name, f"{key}.scenario", t.get("scenario", {}))
-            panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars))
+            preal: tuple[str, ...] = ()
+            if "realisations" in t:
+                from market.oef.realise import REALISATIONS
+
+                preal = _str_list(name, f"{key}.realisations", t["realisations"])
+                for r in preal:
+                    if r != "own" and r not in REALISATIONS:
+                        raise InputError(_where(name, f"{key}.realisations"), r,
+                                         f"must be 'own' or one of {list(REALISATIONS)}")  # fmt: skip
+                if preal[0] != "own":
+                    raise InputError(_where(name, f"{key}.realisations"), list(preal), "must start with 'own'")
+            panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars,
+                                replications=preps, realisations=preal, sensitivity_of=sens))  # fmt: skip
             continue
-        panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common))
+        panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common, replications=preps,
+                            sensitivity_of=sens))  # fmt: skip
     notes = []
     for i, t in enumerate(_tables(name, "reported", data.get("reported", []))):
         key = f"reported[{i}]"
@@ -330,6 +372,29 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         variants.append(Variant(vname, params, tuple(bidders), float(frac), tuple(tenants)))
     if len({v.name for v in variants}) != len(variants):
         raise InputError(_where(name, "variant"), [v.name for v in variants], "names must be unique")
+    leads = []
+    for i, t in enumerate(_tables(name, "lead", data.get("lead", []))):
+        key = f"lead[{i}]"
+        _unknown(name, key, t, {"text", "panels", "metric", "mechanisms", "baselines"})
+        lp = t.get("panels")
+        if not isinstance(lp, list) or not lp or not all(isinstance(v, int) and 0 <= v < len(panels) for v in lp):
+            raise InputError(_where(name, f"{key}.panels"), lp, f"must list panel indices < {len(panels)}")
+        lm, lb = _str_list(name, f"{key}.mechanisms", t.get("mechanisms")), _str_list(name, f"{key}.baselines",
+                                                                                        t.get("baselines"))  # fmt: skip
+        for m in (*lm, *lb):
+            if m not in mechs:
+                raise InputError(_where(name, f"{key}.mechanisms"), m, f"is not one of the study's mechanisms {mechs}")
+        metric = t.get("metric")
+        if not isinstance(metric, str) or not metric:
+            raise InputError(_where(name, f"{key}.metric"), metric, "must name a metric column")
+        leads.append(Lead(" ".join(str(t.get("text", "")).split()), tuple(lp), metric, lm, lb))
+    unmeasured = []
+    for i, t in enumerate(_tables(name, "unmeasured", data.get("unmeasured", []))):
+        _unknown(name, f"unmeasured[{i}]", t, {"text", "reason"})
+        pair = (t.get("text"), t.get("reason"))
+        if not all(isinstance(v, str) and v.strip() for v in pair):
+            raise InputError(_where(name, f"unmeasured[{i}]"), t, "needs a non-empty text and reason")
+        unmeasured.append((" ".join(pair[0].split()), " ".join(pair[1].split())))
     headlines = tuple(
         parse_headline(
             t,
@@ -359,6 +424,8 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         family,
         _table(name, "scenario", data.get("scenario", {})),
         str(base_dir) if base_dir is not None else "",
+        tuple(leads),
+        tuple(unmeasured),
     )
     if family == "fair-share":
         from analysis.fairshare_study import validate_fair_study
@@ -513,8 +580,10 @@ class CellResult:
 def plan_cells(
     study: Study, replications: int | None = None, mechanisms: Sequence[str] | None = None
 ) -> list[CellSpec]:
-    """Every (panel, value, replication) cell, in a fixed order."""
-    reps = study.replications if replications is None else check_int("replications", replications, minimum=1)
+    """Every (panel, value, replication) cell, in a fixed order. A panel's own ``replications``
+    applies unless ``replications`` (the command line's) overrides every panel."""
+    if replications is not None:
+        replications = check_int("replications", replications, minimum=1)
     mechs = tuple(mechanisms) if mechanisms else study.mechanisms
     for m in mechs:
         if m not in study.mechanisms:
@@ -523,9 +592,36 @@ def plan_cells(
         CellSpec(f"{study.name}-p{pi}-x{xi}-r{rep}", study, pi, xi, rep, _panel_mechs(study, pi, mechs))
         for pi, panel in enumerate(study.panels)
         for xi in range(len(panel.values))
-        for rep in range(reps)
+        for rep in range(panel_replications(study, pi, replications))
         if _panel_mechs(study, pi, mechs)
     ]
+
+
+def panel_replications(study: Study, pi: int, override: int | None = None) -> int:
+    """Replications of panel ``pi``: ``override`` if given, else the panel's own, else the study's."""
+    if override is not None:
+        return int(override)
+    own = study.panels[pi].replications
+    return int(own) if own is not None else study.replications
+
+
+def cell_cost(spec: CellSpec) -> float:
+    """Planned work of a cell in run-rounds (runs x expected rounds; 1 per run for auction studies):
+    the progress bar's unit. A fair-share run that stops when idle is expected to last
+    ``max(arrival window, 48 h) + 6 h`` (calibrated on the OEF JCT panel, whose runs last 57-78 h
+    at windows of 24-72 h), capped at the scenario's rounds."""
+    study = spec.study
+    if study.family != "fair-share":
+        return float(len(spec.mechanisms) * (1 + len(study.variants)))
+    from analysis.fairshare_study import _realisations, panel_scenario, panel_variants
+
+    scen = panel_scenario(study, spec.panel, spec.x)
+    rounds = float(scen.rounds)
+    if scen.stop_when_idle and not scen.workload.backlogged and scen.workload.arrival_window_s > 0:
+        hours = max(scen.workload.arrival_window_s / 3600.0, 48.0) + 6.0
+        rounds = min(rounds, hours * 3600.0 / scen.cluster.round_seconds)
+    runs = sum(len(_realisations(study, spec.panel, m)) for m in spec.mechanisms)
+    return rounds * runs * (1 + len(panel_variants(study, spec.panel)))
 
 
 def _panel_mechs(study: Study, pi: int, mechs: tuple[str, ...]) -> tuple[str, ...]:
@@ -673,18 +769,25 @@ def run_study(
     if seed is not None:
         study = Study(**{**study.__dict__, "seed": check_int("seed", seed, minimum=0)})
     cells = plan_cells(study, replications, mechanisms)
+    cost = {c.run_id: cell_cost(c) for c in cells}
+    # longest cells first: a shorter tail on several workers; the results are sorted below, so the
+    # order changes no number (every cell is seeded by its own key)
+    cells = sorted(cells, key=lambda c: -cost[c.run_id])
     ex = make_executor(executor, workers)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     trows: list[dict[str, Any]] = []
     errors: list[tuple[str, str]] = []
-    bar = tqdm(total=len(cells), desc=study.name, unit="cell", disable=not progress)
+    # progress in planned run-rounds, not cells (a JCT cell is ~100x a 16-round cell), so the
+    # remaining-time estimate (elapsed / done x left) is in the right units
+    bar = tqdm(total=round(sum(cost.values())), desc=f"{study.name} ({len(cells)} cells)", unit="run-round",
+               unit_scale=True, disable=not progress)  # fmt: skip
     for res in ex.map(execute_cell, cells):
         rows.extend(res.rows)
         trows.extend(res.tenant_rows)
         if res.error:
             errors.append((res.run_id, res.error))
-        bar.update(1)
+        bar.update(round(cost[res.run_id]))
     bar.close()
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -725,22 +828,70 @@ def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain
     return pd.DataFrame(out, columns=cols)
 
 
+def lead_table(frame: pd.DataFrame, study: Study, lead: Lead) -> pd.DataFrame:
+    """One row per (panel, x, mechanism, baseline) of ``lead``: the mean per-seed paired ratio of
+    ``lead.metric`` with its 95% t-interval and n (truthful, own realisation)."""
+    cols = ["panel", "label", "x", "mechanism", "baseline", "ratio", "low", "high", "n"]
+    out = []
+    if frame.empty or lead.metric not in frame.columns:
+        return pd.DataFrame(columns=cols)
+    sub = frame[frame["variant"] == TRUTHFUL]
+    if "realisation_mode" in sub.columns:
+        sub = sub[sub["realisation_mode"] == "own"]
+    for pi in lead.panels:
+        p = sub[sub["panel"] == pi]
+        if p.empty:
+            continue
+        wide = p.pivot_table(index=["x", "replication"], columns="mechanism", values=lead.metric, aggfunc="first")
+        for x in sorted(set(p["x"])):
+            w = wide.xs(x, level="x")
+            for m in lead.mechanisms:
+                for b in lead.baselines:
+                    if m not in w or b not in w:
+                        continue
+                    ab = w[[m, b]].dropna()
+                    ab = ab[ab[b] > 0]
+                    r, lo, hi = t_interval((ab[m] / ab[b]).to_numpy())
+                    label = study.panels[pi].label.split(":")[0]
+                    out.append(dict(zip(cols, (pi, label, x, m, b, r, lo, hi, len(ab)), strict=True)))
+    return pd.DataFrame(out, columns=cols)
+
+
+def _lead_markdown(table: pd.DataFrame, lead: Lead) -> list[str]:
+    """The lead comparison as a table: one row per (panel, x, mechanism), one column per baseline."""
+    lines = [f"| panel | x | mechanism | {' | '.join(f'/ {b}' for b in lead.baselines)} |",
+             "|---|---|---|" + "---|" * len(lead.baselines)]  # fmt: skip
+    for (pi, x, m), g in table.groupby(["panel", "x", "mechanism"], sort=False):
+        cells = []
+        for b in lead.baselines:
+            r = g[g["baseline"] == b]
+            if r.empty:
+                cells.append("—")
+                continue
+            r0 = r.iloc[0]
+            cells.append(f"{_fmt(r0['ratio'])}x [{_fmt(r0['low'])}, {_fmt(r0['high'])}] (n={int(r0['n'])})")
+        lines.append(f"| {pi} ({g['label'].iloc[0]}) | {_fmt(x)} | {m} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) -> pd.DataFrame:
-    """Every headline that pins ``x``, re-evaluated at each value of its panel (one row per value):
-    ``headline, x_name, x, ours, low, high, CI, n, verdict``."""
+    """Every headline re-evaluated at each value of its panel (if it pins ``x`` on a panel of several
+    values) and of every panel marked ``sensitivity_of`` its panel (one row per value): ``headline,
+    realisation, panel, x_name, x, ours, low, high, CI, n, verdict``. Sensitivity rows decide nothing."""
     from dataclasses import replace
 
-    cols = ["headline", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
+    cols = ["headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
     out = []
     for h in study.headlines:
-        panel = study.panels[h.panel]
-        if not h.x or len(panel.values) < 2:
-            continue
-        for v in panel.values:
-            r = evaluate_headline(frame, replace(h, x=(v,)), seed=seed)
-            ci = f"[{_fmt(r['low'])}, {_fmt(r['high'])}]"
-            out.append(dict(zip(cols, (h.text, panel.x, v, r["ours"], r["low"], r["high"], ci, r["n"],
-                                       r["verdict"]), strict=True)))  # fmt: skip
+        targets = [(h.panel, study.panels[h.panel])] if h.x and len(study.panels[h.panel].values) >= 2 else []
+        targets += [(i, p) for i, p in enumerate(study.panels) if p.sensitivity_of == h.panel
+                    and (h.realisation == "own" or h.realisation in p.realisations)]  # fmt: skip
+        for pi, panel in targets:
+            for v in panel.values:
+                r = evaluate_headline(frame, replace(h, panel=pi, x=(v,)), seed=seed)
+                ci = f"[{_fmt(r['low'])}, {_fmt(r['high'])}]"
+                out.append(dict(zip(cols, (h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"], r["high"], ci,
+                                           r["n"], r["verdict"]), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
 
@@ -768,7 +919,7 @@ def _plot_panel(frame: pd.DataFrame, study: Study, pi: int, path: Path) -> Path:
             hue="mechanism",
             hue_order=list(study.mechanisms),
             marker="o",
-            errorbar=("ci", 95),
+            errorbar=("se", 1.96),  # normal 95% interval: a bootstrap per point is minutes on 20 seeds
             ax=ax,
             legend=ax is axes.ravel()[0],
         )
@@ -839,6 +990,16 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     ]
     if result.errors:
         lines += [f"**{len(result.errors)} cell(s) failed** (see errors.txt); their rows are missing.", ""]
+    lead_frames = []
+    for li, lead in enumerate(study.leads):
+        lt = lead_table(result.frame, study, lead)
+        lead_frames.append(lt.assign(lead=li, metric=lead.metric))
+        lines += [f"## First: {lead.text or lead.metric}" if li == 0 else f"### {lead.text or lead.metric}", ""]
+        lines += [f"Mean of the per-seed paired ratios of `{lead.metric}` (same workload), 95% t-interval, n seeds.",
+                  "", *_lead_markdown(lt, lead), ""]  # fmt: skip
+    if lead_frames:
+        paths["lead"] = out / "lead.csv"
+        pd.concat(lead_frames, ignore_index=True).to_csv(paths["lead"], index=False)
     for pi, panel in enumerate(study.panels):
         lines += [f"## Panel {pi}: {panel.label or panel.x}", ""]
         if not result.frame.empty and (result.frame["panel"] == pi).any():
@@ -872,12 +1033,19 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
         table = evaluate_headlines(result.frame, study.headlines, seed=result.seed)
         paths["headlines"] = out / "headlines.csv"
         table.to_csv(paths["headlines"], index=False)
-        counts = table["verdict"].value_counts()
+        own = table[table["realisation"] == "own"]
+        counts = own["verdict"].value_counts()
+        extra = len(table) - len(own)
         lines += [
-            f"{len(table)} headline(s): "
+            f"{len(own)} headline(s) at each policy's own realisation"
+            + (f" (+{extra} sensitivity rows with another realisation, not counted)" if extra else "")
+            + ": "
             + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "direction only", "not reproduced"))
-            + f". Ratios are paired (same workloads) with 95% bootstrap CIs over cells; levels use t intervals "
-            f"(`analysis/headlines.py`). {result.replications} replication(s) per cell.",
+            + ". Ratios are means of per-seed paired ratios (same workloads) with 95% t-intervals; levels use t "
+            "intervals; verdict rule in `analysis/headlines.py` (reproduced: the paper's number inside our CI or "
+            "within the stated tolerance, and for a ratio our CI excludes 1 on the paper's side; direction only: "
+            "the CI on the paper's side of 1 and at least a quarter of the paper's effect on a log scale; "
+            "otherwise not reproduced). n per row in the table.",
             "",
             headline_markdown(table),
         ]
@@ -888,15 +1056,18 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             lines += [
                 "### Sensitivity: each headline at every value of its panel",
                 "",
-                "The verdicts above are read at the value the headline pins (the paper's or the spec's setting); "
-                "where the paper leaves the setting open, the panel sweeps it, and this table gives the same "
-                "headline at every value.",
+                "The verdicts above are read at the setting that reads the paper most literally; where the paper "
+                "leaves a setting open, a sensitivity panel sweeps it (fewer seeds), and this table gives the "
+                "same headline there. These rows decide nothing.",
                 "",
-                _md(sens[["headline", "x_name", "x", "ours", "CI", "verdict"]]),
+                _md(sens[["headline", "realisation", "panel", "x_name", "x", "ours", "CI", "n", "verdict"]]),
                 "",
             ]
     else:
         lines += ["This study lists no `[[headline]]`: it claims nothing as reproduced.", ""]
+    if study.unmeasured:
+        lines += ["### Claims that are not headlines, and why", "", "| the paper's claim | why no verdict |",
+                  "|---|---|", *(f"| {a} | {b} |" for a, b in study.unmeasured), ""]  # fmt: skip
     paths["report"] = out / "report.md"
     paths["report"].write_text("\n".join(lines), encoding="utf-8")
     return paths

@@ -34,7 +34,8 @@ Schema (all keys optional unless marked)::
                 -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
                 (market.traces.generate_gavel_trace; seeded per replication), tenancy,
                 duration_reference (the GPU type durations are run times on, "v100"), max_rounds
-    [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
+    [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs,
+                add_type = {job_type, at_s, jobs} (a second job type added on the fly, OEF §6.2.3)
     [[variant]] name (required), tenant (required: index or id), strategy =
                 "truthful"|"scale"|"fast"|"report"|"noise"|"hedge", factors = {gpu type = f}, factor,
                 vector = [..], e, job_types = [..]; hedge (a learning tenant): points, low, high, eta
@@ -316,6 +317,8 @@ class TenantOverride:
     arrival_s: float | None = None
     leave_s: float | None = None
     jobs: int | None = None
+    #: a second job type the tenant adds on the fly (OEF §6.2.3, spec S4): (job type, time s, jobs)
+    add_type: tuple[str, float, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -510,6 +513,22 @@ class Scenario:
             weight = wl.weights[i] if wl.weights is not None else 1.0
             if o is not None and o.weight is not None:
                 weight = o.weight
+            if o is not None and o.add_type is not None:  # extra draws only here: other scenarios keep their stream
+                at, (jt2, at_s, n2) = len(jobs), o.add_type
+                if jt2 not in base:
+                    raise InputError(f"scenario {self.name}: tenant[{i}].add_type.job_type", jt2,
+                                     f"is not one of {pool}")  # fmt: skip
+                if jt2 not in speedups:
+                    speedups[jt2] = tuple(float(x) for x in jittered_profile(base[jt2], rng, self.profiles.jitter))
+                w2 = np.asarray(wl.workers)[rng.choice(len(wl.workers), size=n2, p=probs)]
+                d2 = np.minimum(rng.lognormal(math.log(wl.duration_median_s), wl.duration_sigma, size=n2),
+                                wl.duration_cap_s)  # fmt: skip
+                for q in range(n2):
+                    w = int(min(w2[q], G))
+                    dur = float(d2[q])
+                    if wl.backlogged:
+                        dur = max(dur, 2.0 * horizon * max(max(v) / v[0] for v in speedups.values()))
+                    jobs.append(JobConfig(f"{tid}-j{at + q}", jt2, w, dur * w, float(at_s)))
             leave = o.leave_s if o is not None else None
             tenants.append(
                 TenantConfig(
@@ -771,6 +790,17 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         if idx >= n_tenants:
             raise InputError(t.key("index"), idx, f"must be < workload.tenants ({n_tenants})")
         jt = t.array("job_types")
+        add = None
+        if t.has("add_type"):
+            a = t.table("add_type")
+            if not isinstance(a.data, dict):
+                raise InputError(t.key("add_type"), a.data, "must be a table {job_type, at_s, jobs}")
+            a.raw("at_s", required=True)
+            add = (a.string("job_type", required=True) or "", float(a.number("at_s", minimum=0.0)),
+                   int(a.integer("jobs", required=True, minimum=1)))  # fmt: skip
+            a.done()
+            if add[2] > MAX_JOBS:
+                raise InputError(t.key("add_type.jobs"), add[2], f"must be at most {MAX_JOBS:,} (size limit)")
         overrides.append(
             TenantOverride(
                 idx,
@@ -779,6 +809,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
                 arrival_s=t.number("arrival_s", minimum=0.0),
                 leave_s=t.number("leave_s", minimum=0.0),
                 jobs=t.integer("jobs", minimum=1),
+                add_type=add,
             )
         )
         if (overrides[-1].jobs or 0) > MAX_JOBS:
@@ -831,7 +862,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         scen.deviator(v.name)  # validates the tenant reference
     base = scen.base_profiles()  # validates profile sources and job-type names
     for o in overrides:
-        for jt in o.job_types or ():
+        for jt in (*(o.job_types or ()), *((o.add_type[0],) if o.add_type else ())):
             if jt not in base:
                 raise InputError(
                     f"scenario {name}: tenant index {o.index} job_types", jt, f"is not one of {list(base)}"

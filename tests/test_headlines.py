@@ -1,6 +1,8 @@
 """Headline verdicts of the study reports (analysis/headlines.py): each verdict is reached on a
 synthetic frame built to produce it, so none of them can be returned regardless of the data."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,7 +39,8 @@ def _noise(seed, scale):
     ("factor", "paper", "verdict", "phrase"),
     [
         (1.58, 1.58, "reproduced", "paper's 1.58x"),
-        (1.10, 1.58, "direction only", "same direction, effect smaller"),
+        (1.20, 1.58, "direction only", "same direction, effect smaller"),  # 40% of the effect (log scale)
+        (1.10, 1.58, "not reproduced", "effect too small"),  # 21% of the effect: below a quarter
         (3.00, 1.58, "direction only", "same direction, effect larger"),
         (0.80, 1.58, "not reproduced", "opposite direction"),
         (1.25, 0.80, "not reproduced", "opposite direction"),
@@ -54,7 +57,7 @@ def test_ratio_verdicts(factor, paper, verdict, phrase):
     assert phrase in r["reason"]
     assert r["n"] == 20
     assert r["low"] < factor * 1.02 and r["high"] > factor * 0.98  # the CI covers the true ratio
-    assert r["ours"] == pytest.approx(a.mean() / B.mean())
+    assert r["ours"] == pytest.approx((a / B).mean())  # mean of the per-seed paired ratios
 
 
 def test_no_separation_is_not_reproduced_even_when_the_paper_value_is_inside_the_ci():
@@ -92,7 +95,7 @@ def test_x_filter_cells_and_missing_data():
     assert "not in the results" in missing["reason"]
 
 
-def test_bootstrap_is_seeded():
+def test_headline_figures_are_deterministic():
     a = B * 1.3 * (1 + _noise(3, 0.05))
     f = _frame(a, B)
     t1 = evaluate_headlines(f, [_h(1.3)], seed=3)
@@ -144,7 +147,7 @@ def test_control_study_report_ends_with_the_headline_table(tmp_path):
     paths = write_study(res, tmp_path)
     report = paths["report"].read_text()
     tail = report[report.index("## Headline reproduction") :]
-    assert tail.count("\n| ") == 3  # header + 2 headlines, and nothing after the table
+    assert tail.count("\n| ") == 3  # header + 2 headlines, and nothing after the table (no [[unmeasured]])
     table = pd.read_csv(paths["headlines"])
     assert list(table["verdict"])[1] == "reproduced"  # a fixed price: shading never pays
     assert (res.frame.query("variant == 'shade' and mechanism == 'fixed-price'")["liar_gain"] <= 1e-9).all()
@@ -154,7 +157,7 @@ def test_equality_headline_fails_when_mechanisms_differ():
     h = _h(1.0, tolerance=0.0)
     assert evaluate_headline(_frame(B, B), h)["verdict"] == "reproduced"
     r = evaluate_headline(_frame(B * 1.2, B), h)
-    assert r["verdict"] == "not reproduced" and "differ" in r["reason"]
+    assert r["verdict"] == "not reproduced" and "outside CI and tolerance" in r["reason"]
 
 
 def test_shipped_control_study_headlines(tmp_path):
@@ -206,3 +209,53 @@ def test_every_shipped_study_ends_with_headlines() -> None:
 
     for name in study_names():
         assert load_study(name).headlines, f"study {name} states no headline claim"
+
+
+# -- the verdict rule at each of its boundaries (analysis.headlines.verdict) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("paper", "ours", "low", "high", "kw", "expected", "phrase"),
+    [
+        # the paper's number inside / just outside our CI (effect tolerance 0 to isolate the CI rule)
+        (1.20, 1.15, 1.10, 1.20, {"tolerance": 0.0}, "reproduced", "inside our 95% CI"),
+        (1.20, 1.15, 1.10, 1.1999, {"tolerance": 0.0}, "direction only", "same direction"),
+        # stated tolerance on the effect (log scale): 25% of log(1.2) around it
+        (1.20, math.exp(0.75 * math.log(1.2)) * 1.0001, 1.12, 1.13, {}, "reproduced", "effect within 25%"),
+        (1.20, math.exp(0.75 * math.log(1.2)) * 0.9999, 1.12, 1.13, {}, "direction only", "effect smaller"),
+        # a quarter of the paper's effect on a log scale: direction only vs not reproduced
+        (1.20, math.exp(0.25 * math.log(1.2)) * 1.0001, 1.04, 1.05, {}, "direction only", "25% of the paper"),
+        (1.20, math.exp(0.25 * math.log(1.2)) * 0.9999, 1.04, 1.05, {}, "not reproduced", "effect too small"),
+        (0.80, math.exp(0.25 * math.log(0.8)) * 0.9999, 0.94, 0.95, {}, "direction only", "same direction"),
+        (0.80, math.exp(0.25 * math.log(0.8)) * 1.0001, 0.94, 0.95, {}, "not reproduced", "effect too small"),
+        # separation from 1 on the paper's side
+        (1.20, 1.10, 1.0001, 1.19, {}, "direction only", "same direction"),
+        (1.20, 1.10, 0.9999, 1.2, {}, "not reproduced", "includes 1"),  # 1.2 inside, but no separation
+        (1.20, 0.90, 0.85, 0.9999, {}, "not reproduced", "opposite direction"),
+        # equality ("comparable") and level claims: CI or tolerance, no direction
+        (1.00, 1.0499, 1.04, 1.06, {"tolerance": 0.05}, "reproduced", "within 5%"),
+        (1.00, 1.0501, 1.04, 1.049, {"tolerance": 0.05}, "not reproduced", "outside CI and tolerance"),
+        (0.03, 0.0399, 0.0395, 0.041, {"ratio": False, "tolerance": 1 / 3}, "reproduced", "within 33%"),
+        (0.03, 0.0401, 0.0402, 0.041, {"ratio": False, "tolerance": 0.3}, "not reproduced", "outside"),
+        (0.03, 0.05, 0.02, 0.06, {"ratio": False, "tolerance": 0.0}, "reproduced", "inside our 95% CI"),
+        # qualitative claims: the CI strictly on the stated side of 1
+        (math.nan, 0.9, 0.8, 0.9999, {"direction": "lower"}, "reproduced", "lower, as the paper states"),
+        (math.nan, 0.9, 0.8, 1.0001, {"direction": "lower"}, "not reproduced", "includes 1"),
+    ],
+)
+def test_verdict_rule_on_both_sides_of_each_boundary(paper, ours, low, high, kw, expected, phrase):
+    from analysis.headlines import verdict
+
+    kw = {"ratio": True, **kw}
+    got, reason = verdict(paper, ours, low, high, **kw)
+    assert got == expected, reason
+    assert phrase in reason
+
+
+def test_headline_ci_is_a_t_interval_on_per_seed_ratios():
+    from analysis.stats import t_interval
+
+    a = B * 1.3 * (1 + _noise(5, 0.05))
+    r = evaluate_headline(_frame(a, B), _h(1.3))
+    mean, lo, hi = t_interval(a / B)
+    assert (r["ours"], r["low"], r["high"]) == pytest.approx((mean, lo, hi))

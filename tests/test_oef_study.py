@@ -236,16 +236,23 @@ def test_embedded_oef_study_is_registered_and_well_formed() -> None:
     assert study_family("oef") == "fair-share" and study_family("eris") == "auction"
     study = load_study("oef")
     assert study.source.endswith("market/oef/studies/oef.toml")
-    assert len(study.headlines) >= 15 and study.replications >= 5
-    # every headline names a panel value it can be read at
+    assert len(study.headlines) >= 30 and study.replications >= 20
+    # every headline is read at ONE value of a panel with the study's 20 seeds (sensitivity panels, with
+    # their own fewer seeds, carry no headline)
     for h in study.headlines:
-        assert h.x and all(v in study.panels[h.panel].values for v in h.x)
+        panel = study.panels[h.panel]
+        assert panel.replications is None, h.text
+        assert (len(h.x) == 1 and h.x[0] in panel.values) or (not h.x and len(panel.values) == 1), h.text
+    assert {p.replications for p in study.panels} == {None, 5, 3}
     cells = plan_cells(study)
-    assert {c.mechanisms for c in cells if c.panel == 3} == {("oef-noncoop", "oef-coop", "gavel", "gandiva-fair")}
-    assert math.isclose(study.panels[0].values[1], 1.3)
+    jct = next(i for i, p in enumerate(study.panels) if p.label.startswith("§6.3.2"))
+    assert {c.mechanisms for c in cells if c.panel == jct} == {("oef-noncoop", "oef-coop", "gavel", "gandiva-fair")}
+    assert study.panels[jct].values == (259200.0,)  # the "three-day-long" reading decides
+    assert math.isclose(study.panels[0].values[0], 1.3)
     paper = load_study("oef_paper")  # the paper-scale twin keeps the same panels and headlines
     assert paper.headlines == study.headlines and paper.replications == 20
     assert [p.values for p in paper.panels] == [p.values for p in study.panels]
+    assert all(p.replications is None for p in paper.panels)
 
 
 def test_gavel_duration_rule_draws_gavels_generator() -> None:
@@ -354,3 +361,136 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="variant liar.strategy"):
         load_study(_write(tmp_path, bad.replace('x = "variant.liar.factor"\nvalues = [1.5]',
                                                 'x = "cluster.round_seconds"\nvalues = [360.0]'), "bad"))
+
+
+# -- §6 reproduction machinery: realisations, per-panel seeds, S4's added job type, §6.2 metrics -----
+
+S6 = """
+kind = "study"
+name = "tiny_s6"
+paper = "oef"
+mechanisms = ["oef-coop", "oef-noncoop", "gavel", "gandiva-fair", "maxmin"]
+replications = 3
+seed = 11
+
+[scenario]
+rounds = 6
+[scenario.cluster]
+gpu_types = ["RTX3070", "RTX3080", "RTX3090"]
+gpus = [4, 4, 4]
+gpus_per_host = 4
+[scenario.profiles]
+generator = "assumed"
+jitter = 0.0
+[scenario.workload]
+tenants = 4
+jobs_per_tenant = 3
+backlogged = true
+[[scenario.tenant]]
+index = 0
+job_types = ["VGG"]
+[[scenario.tenant]]
+index = 1
+job_types = ["ResNet"]
+[[scenario.tenant]]
+index = 2
+job_types = ["Transformer"]
+[[scenario.tenant]]
+index = 3
+job_types = ["LSTM"]
+
+[[panel]]
+x = "kappa"
+values = [0.1]
+realisations = ["own", "oef-rounding"]
+variants = []
+
+[[panel]]
+x = "kappa"
+values = [0.1]
+replications = 2
+variants = []
+mechanisms = ["oef-noncoop"]
+[[panel.scenario.tenant]]
+index = 0
+job_types = ["LSTM"]
+add_type = { job_type = "VGG", at_s = 900.0, jobs = 2 }
+
+[[headline]]
+text = "gavel with OEF's rounding"
+panel = 0
+metric = "total_act"
+mechanism = "oef-coop"
+baseline = "gavel"
+paper = 1.0
+realisation = "oef-rounding"
+"""
+
+
+def test_realisations_per_panel_seeds_added_type_and_section6_metrics(tmp_path: Path) -> None:
+    import numpy as np
+
+    from agents.model import MarketModel
+    from analysis.fairshare_study import panel_scenario, summarise_run
+    from analysis.headlines import evaluate_headline
+
+    study = load_study(_write(tmp_path, S6, "tiny_s6"))
+    cells = plan_cells(study)
+    assert [c.panel for c in cells].count(0) == 3 and [c.panel for c in cells].count(1) == 2  # own seeds per panel
+    assert len(plan_cells(study, replications=1)) == 2  # the command line's --reps overrides every panel
+    res = run_study(study, progress=False)
+    f = res.frame
+    p0 = f[f["panel"] == 0]
+    runs = p0.groupby(["mechanism", "realisation", "realisation_mode"]).size()
+    assert runs[("gavel", "gavel-lease", "own")] == 3 and runs[("gavel", "oef-rounding", "alternative")] == 3
+    assert runs[("gandiva-fair", "gandiva-lottery", "own")] == 3
+    assert ("oef-coop", "oef-rounding", "own") in runs and len(runs) == 7  # no duplicate run for OEF / max-min
+    gav = p0[p0["mechanism"] == "gavel"].pivot_table(index="replication", columns="realisation", values="total_act")
+    assert not np.allclose(gav["gavel-lease"], gav["oef-rounding"])  # the lease realiser really ran
+    # Fig. 5(a): per-user ratio over max-min, and U4 (LSTM) gains the most under cooperative OEF
+    coop = p0[(p0["mechanism"] == "oef-coop") & (p0["realisation_mode"] == "own")]
+    assert (coop["min_user_gain_vs_maxmin"] >= 1 - 1e-6).all() and (coop["u3_gains_most"] == 1).all()
+    mm = p0[p0["mechanism"] == "maxmin"]
+    assert np.allclose(mm["min_user_gain_vs_maxmin"], 1.0)
+    # Fig. 6: cooperative OEF is envy-free; E[3,3] / E[3,0] recomputed from the last allocation
+    assert (coop["min_envy_ratio"] >= 1 - 1e-6).all()
+    scen = panel_scenario(study, 0, 0.1)
+    ss = np.random.SeedSequence(study.seed, spawn_key=(0, 0, 0)).spawn(2)[0]
+    work_ss, model_ss = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key).spawn(2)
+    model = MarketModel(scen.instantiate("oef-coop", "truthful", np.random.default_rng(work_ss)),
+                        rng=np.random.default_rng(model_ss))  # fmt: skip
+    model.run()
+    row, _ = summarise_run(model)
+    X = np.asarray(model.auctioneer.allocation.X)
+    W = np.array([model.config.tenants[i].speedups[jt] for i, (_, jt) in enumerate(model.auctioneer.classes)])
+    assert row["envy_own_u3"] == pytest.approx(W[3] @ X[3]) and row["envy_other_u3_u0"] == pytest.approx(W[3] @ X[0])
+    assert row["envy_own_u3"] > row["envy_other_u3_u0"]  # the LSTM user would lose with the VGG user's GPUs
+    first = coop[coop["replication"] == 0].iloc[0]
+    assert first["envy_own_u3"] == pytest.approx(row["envy_own_u3"])
+    # §6.2.3 / spec S4: User-1 adds VGG at 900 s; non-cooperative OEF halves its weight per class
+    p1 = f[f["panel"] == 1]
+    assert len(p1) == 2
+    assert np.allclose(p1["u0_over_others_before"], 1.0, atol=1e-6)
+    assert np.allclose(p1["u0_type_ratio"], 1.0, atol=1e-6) and np.allclose(p1["u0_class_over_others"], 0.5, atol=1e-6)
+    s4 = panel_scenario(study, 1, 0.1).instantiate("oef-noncoop", "truthful", np.random.default_rng(0))
+    jobs = s4.tenants[0].jobs
+    assert [(j.job_type, j.arrival) for j in jobs] == [("LSTM", 0.0)] * 3 + [("VGG", 900.0)] * 2
+    # the headline with realisation = "oef-rounding" pairs cooperative OEF with Gavel's OEF-rounded run
+    h = study.headlines[0]
+    r = evaluate_headline(f, h)
+    g = p0[(p0["mechanism"] == "gavel") & (p0["realisation"] == "oef-rounding")].set_index("replication")["total_act"]
+    c = coop.set_index("replication")["total_act"]
+    assert r["n"] == 3 and r["ours"] == pytest.approx((c / g).mean())
+    assert r["realisation"] == "oef-rounding"
+
+
+def test_add_type_and_realisations_reject_bad_input(tmp_path: Path) -> None:
+    bad = S6.replace('job_type = "VGG", at_s = 900.0', 'job_type = "Nope", at_s = 900.0')
+    with pytest.raises(InputError, match="add_type|job_types"):
+        load_study(_write(tmp_path, bad, "bad1"))
+    bad = S6.replace('realisations = ["own", "oef-rounding"]', 'realisations = ["own", "lottery"]')
+    with pytest.raises(InputError, match="realisations"):
+        load_study(_write(tmp_path, bad, "bad2"))
+    bad = S6.replace("replications = 2\n", "replications = 0\n")
+    with pytest.raises(InputError, match="replications"):
+        load_study(_write(tmp_path, bad, "bad3"))
