@@ -23,7 +23,8 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
    ``lease_rng``. Per type the jobs in descending ``(priority, deficit, alloc)`` (ties: arrival
    order); a job is leased ``scale`` GPUs of that type if it is not leased yet, can run there
    (throughput > 0) and fits. Priority-0 entries stay in the queue, so idle GPUs go to any job that
-   fits (work conservation as in Gavel).
+   fits (work conservation as in Gavel), except under the policies of :data:`ALLOCATED_ONLY`
+   (``gavel-fifo``: a job runs only on a type it has an allocation on, as Gavel's FIFO).
 5. **Progress** at the consolidated throughput of the job's scale factor on its type (steps/s of the
    whole job). A job that finishes inside the round completes at its exact time
    ``now + remaining / rate``; its GPUs idle until the round ends. The round ends when the last
@@ -68,10 +69,20 @@ import numpy as np
 from market.errors import InputError
 from market.oef.roundlp import row_classes
 
-__all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE", "LEASE_ORDERS", "ZERO_FILL", "lying_throughputs"]
+__all__ = [
+    "TraceRounds",
+    "TraceRoundResult",
+    "GAVEL_NATIVE",
+    "ALLOCATED_ONLY",
+    "LEASE_ORDERS",
+    "ZERO_FILL",
+    "lying_throughputs",
+]
 
 #: policies that take raw throughputs and scale factors (Gavel's own formulations)
 GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput"})
+#: policies whose jobs run only where they have an allocation (Gavel never leases a FIFO job with priority 0)
+ALLOCATED_ONLY = frozenset({"gavel-fifo"})
 #: the order in which a round leases GPU types (module docstring, step 4)
 LEASE_ORDERS = ("fastest", "shuffle")
 #: what a speedup-based policy sees for a throughput of 0, relative to the row's largest entry
@@ -302,6 +313,8 @@ class TraceRounds:
             prio = np.where(frac > 0, a / np.where(frac > 0, frac, 1.0), a * 1e9)
         prio[(a == 0) | (T <= 0)] = 0.0
         ok = (T > 0) & self.has_alloc[A][:, None]
+        if self.policy in ALLOCATED_ONLY:  # not work-conserving, as Gavel's FIFO
+            ok &= a > 0
         deficit = self.deficit[A]
         sizes = self.s[A]
         left = m.astype(np.int64).copy()

@@ -213,3 +213,49 @@ def test_philly_jobs_never_get_zero_steps(tmp_path: Path) -> None:
     assert (tr.total_steps > 0).all()
     assert set(tr.job_type.tolist()) == {"A"}
     assert tr.total_steps.tolist() == pytest.approx([100.0 * 1.5] * 200)  # 100 s x 1.5 steps/s (A, 2 GPUs, K80)
+
+
+# ------------------------------------------------------------------------------- fifo and isolated
+
+
+def test_isolated_is_a_capped_static_partition() -> None:
+    """Gavel's isolated on 4 + 4 + 4 GPUs, 4 rows: each row 1 GPU of every type (3 in all), scaled
+    to its cap (1 -> 1/3 each, 2 -> 2/3 each, 6 and 12 -> unchanged); what capped rows leave stays
+    free (maxmin would hand it on). Weights 1:3 on two rows split every type 1:3."""
+    fn = get("gavel-isolated", "fair-share").fn
+    W = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 1.5, 4.0], [1.0, 1.0, 1.0]])
+    X = fn(W, [4, 4, 4], caps=[1.0, 2.0, 6.0, 12.0]).X
+    np.testing.assert_allclose(X, [[1 / 3] * 3, [2 / 3] * 3, [1.0] * 3, [1.0] * 3])
+    assert X.sum() == pytest.approx(1 + 2 + 3 + 3)  # 3 of the 12 GPUs stay free
+    mm = get("maxmin", "fair-share").fn(W, [4, 4, 4], caps=[1.0, 2.0, 6.0, 12.0]).X
+    assert mm.sum() > X.sum() + 2.9  # progressive filling hands the rest on
+    np.testing.assert_allclose(fn(W[:2], [4, 8, 4], weights=[1.0, 3.0]).X, [[1, 2, 1], [3, 6, 3]])
+
+
+def test_fifo_serves_rows_in_order_on_their_fastest_type_with_room() -> None:
+    """Gavel's fifo_perf: row 0 takes 2 GPUs of its fastest type (col 2), row 1 of its own (col 1),
+    row 2 its fastest with room (col 0: col 2 is full); row 3 fits nowhere."""
+    fn = get("gavel-fifo", "fair-share").fn
+    W = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 1.5, 4.0], [1.0, 1.0, 1.0]])
+    a = fn(W, [2, 2, 2], caps=[2.0, 2.0, 2.0, 1.0])
+    np.testing.assert_array_equal(a.X, [[0, 0, 2], [0, 2, 0], [2, 0, 0], [0, 0, 0]])
+    assert a.info["blocked_at"] == 3
+
+
+def test_fifo_blocks_at_the_first_row_that_does_not_fit() -> None:
+    """1 + 2 GPUs: row 0 takes both GPUs of type 1, row 1 (2 GPUs) fits nowhere, so row 2 (1 GPU),
+    which would fit on type 0, gets nothing: no overtaking."""
+    a = get("gavel-fifo", "fair-share").fn(np.array([[1.0, 2.0]] * 3), [1, 2], caps=[2.0, 2.0, 1.0])
+    np.testing.assert_array_equal(a.X, [[0, 2], [0, 0], [0, 0]])
+    assert a.info["served"] == 1 and a.info["blocked_at"] == 1
+
+
+def test_fifo_in_a_trace_run_leases_only_allocated_jobs(tmp_path: Path) -> None:
+    """2 V100s (2 steps/s per GPU, 4 on 2 GPUs); jobs 0 (1 GPU, 720 steps), 1 (2 GPUs, 1,440 steps),
+    2 (1 GPU, 720 steps) at t = 0. FIFO: job 0 runs alone (job 1 blocks job 2, and a FIFO job runs
+    only with an allocation) until 360 s; job 1 then 360-720 s; job 2 720-1,080 s."""
+    lines = [_line("A", 720, 0.0), _line("A", 1440, 0.0, 2), _line("A", 720, 0.0)]
+    path = _scenario(tmp_path, lines, 'gpu_types = ["v100"]\ngpus = [2]', policy="gavel-fifo")
+    m = load_scenario(path).build_model("gavel-fifo", "truthful", 0)
+    m.run()
+    assert m.completions().sort_values("job_id")["jct_s"].tolist() == pytest.approx([360.0, 720.0, 1080.0])
