@@ -218,10 +218,10 @@ class ModelConfig:
             jobs = [f"{jt} on {g} GPUs ({why}): jobs {', '.join(ids)}" for (jt, g, why), ids in groups.items()]
             cluster = ", ".join(f"{c} {n}" for n, c in zip(names, m.tolist(), strict=True))
             raise InputError(
-                f"trace jobs ({bad.size})",
-                "; ".join(jobs),
-                f"can run on no GPU type of the cluster ({cluster}): a job runs on one type at a time, "
-                "on as many GPUs of it as its scale factor",
+                "trace jobs",
+                int(bad.size),
+                f"can run on no GPU type of the cluster ({cluster}; a job runs on one type at a time, on as "
+                f"many GPUs of it as its scale factor): {'; '.join(jobs)}",
             )
 
     @property
