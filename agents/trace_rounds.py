@@ -35,7 +35,8 @@ Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs,
 factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
 factor) with cap = total GPUs of its active jobs and weight ``1 / (classes of the tenant)``; each
 job of a class gets the class's devices per GPU (``X[c] / cap[c]``) as its time fraction. Gavel's
-own policies (``gavel-max-min-perf``, ``gavel-max-sum-throughput``) always get one row per job
+own policies (:data:`GAVEL_NATIVE`: ``gavel-max-min-perf``, ``gavel-max-sum-throughput``,
+``gavel-isolated``, ``gavel-fifo``) always get one row per job
 with raw throughputs and ``scale_factors`` (weights ``priority / active jobs of the tenant`` unless
 ``tenancy = "job"``). A time-fraction row summing above 1 (policies without caps, e.g. OEF) is
 scaled down to 1.
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 #: policies that take raw throughputs and scale factors (Gavel's own formulations)
-GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput"})
+GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput", "gavel-isolated", "gavel-fifo"})
 #: policies whose jobs run only where they have an allocation (Gavel never leases a FIFO job with priority 0)
 ALLOCATED_ONLY = frozenset({"gavel-fifo"})
 #: the order in which a round leases GPU types (module docstring, step 4)

@@ -221,7 +221,7 @@ def test_philly_jobs_never_get_zero_steps(tmp_path: Path) -> None:
 def test_isolated_is_a_capped_static_partition() -> None:
     """Gavel's isolated on 4 + 4 + 4 GPUs, 4 rows: each row 1 GPU of every type (3 in all), scaled
     to its cap (1 -> 1/3 each, 2 -> 2/3 each, 6 and 12 -> unchanged); what capped rows leave stays
-    free (maxmin would hand it on). Weights 1:3 on two rows split every type 1:3."""
+    free (maxmin would hand it on). Weights 1:3 on two uncapped rows split every type 1:3."""
     fn = get("gavel-isolated", "fair-share").fn
     W = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 1.5, 4.0], [1.0, 1.0, 1.0]])
     X = fn(W, [4, 4, 4], caps=[1.0, 2.0, 6.0, 12.0]).X
@@ -229,7 +229,10 @@ def test_isolated_is_a_capped_static_partition() -> None:
     assert X.sum() == pytest.approx(1 + 2 + 3 + 3)  # 3 of the 12 GPUs stay free
     mm = get("maxmin", "fair-share").fn(W, [4, 4, 4], caps=[1.0, 2.0, 6.0, 12.0]).X
     assert mm.sum() > X.sum() + 2.9  # progressive filling hands the rest on
-    np.testing.assert_allclose(fn(W[:2], [4, 8, 4], weights=[1.0, 3.0]).X, [[1, 2, 1], [3, 6, 3]])
+    inf = float("inf")
+    np.testing.assert_allclose(fn(W[:2], [4, 8, 4], weights=[1.0, 3.0], caps=[inf, inf]).X, [[1, 2, 1], [3, 6, 3]])
+    # no caps: Gavel's one-job time bound (row sum 1) on 1-GPU jobs
+    np.testing.assert_allclose(fn(W[:2], [4, 8, 4], weights=[1.0, 3.0]).X, [[0.25, 0.5, 0.25]] * 2)
 
 
 def test_fifo_serves_rows_in_order_on_their_fastest_type_with_room() -> None:
@@ -248,6 +251,15 @@ def test_fifo_blocks_at_the_first_row_that_does_not_fit() -> None:
     a = get("gavel-fifo", "fair-share").fn(np.array([[1.0, 2.0]] * 3), [1, 2], caps=[2.0, 2.0, 1.0])
     np.testing.assert_array_equal(a.X, [[0, 2], [0, 0], [0, 0]])
     assert a.info["served"] == 1 and a.info["blocked_at"] == 1
+
+
+def test_fifo_skips_a_row_whose_best_free_type_cannot_run_it() -> None:
+    """Raw throughputs, 1 K80 + 1 V100: row 0 takes the V100; row 1's only type with room is the
+    K80, where it cannot run (0): it gets nothing and does not use the K80, which goes to row 2
+    (Gavel pops such a job and goes on)."""
+    a = get("gavel-fifo", "fair-share").fn(np.array([[1.0, 2.0], [0.0, 3.0], [1.0, 1.0]]), [1, 1])
+    np.testing.assert_array_equal(a.X, [[0, 1], [0, 0], [1, 0]])
+    assert a.info["blocked_at"] is None
 
 
 def test_fifo_in_a_trace_run_leases_only_allocated_jobs(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
-"""Our trace engine against Gavel's own simulator on two of Gavel's traces with multi-GPU jobs
-(``scheduler/traces/physical_cluster/{minimize_makespan,max_min_fairness}.trace``; stored in
-``tests/data/gavel_physical_*.trace``), 8 + 8 + 8 GPUs, 360 s rounds, one tenant per job.
+"""Our trace engine against Gavel's own simulator on three Gavel traces with multi-GPU jobs, 8 + 8 + 8
+GPUs, 360 s rounds, one tenant per job: two files of Gavel's repository
+(``scheduler/traces/physical_cluster/{minimize_makespan,max_min_fairness}.trace``) and the first
+100 jobs of a trace written by Gavel's generator with multi-GPU jobs; all stored in ``tests/data/``.
 
-Gavel's per-job JCTs (unmodified Gavel, ECOS) are stored in
-``tests/data/gavel_sim_jcts_physical_*_888.csv`` (how they were made:
-``tests/data/gavel_physical.README.md``); the comparison is in ``docs/gavel_comparison.md``.
+Gavel's per-job JCTs (unmodified Gavel, ECOS) are stored in ``tests/data/gavel_sim_jcts_888_*.csv``
+(how they were made: ``tests/data/gavel_multigpu.README.md``); the comparison is in
+``docs/gavel_comparison.md``.
 
 Checks, per trace:
 
@@ -15,11 +16,14 @@ Checks, per trace:
   ``isolated`` (these two as the mean over 5 seeds on both sides: Gavel's seeds 0-4, our
   replication seeds 0-4);
 * the two agnostic policies with the shuffle within 2% of Gavel (5-seed means): the sd of the
-  per-seed means is 0.5% (Gavel) and 1.0% (ours) of the mean on ``max_min_fairness.trace``, so the
-  difference of the two 5-seed means has an sd of about 0.5% and 2% is about 4 sd. Without the
-  shuffle (``lease_order = "fastest"``) they are 3.5% and 3.1% below Gavel on
-  ``max_min_fairness.trace`` (measured), so this bound catches it;
-* per-job median |ln(JCT ours / JCT Gavel)| <= 0.08 (measured 0.016-0.060 per run).
+  per-seed means is at most 0.5% (Gavel) and 1.0% (ours) of the mean, so the difference of the two
+  5-seed means has an sd of about 0.5% and 2% is about 4 sd. Without the shuffle (``lease_order =
+  "fastest"``) they are 3.1-9.2% below Gavel on ``max_min_fairness`` and ``generated_multigpu``
+  (measured), so this bound catches it;
+* per-job median |ln(JCT ours / JCT Gavel)| <= 0.08 (measured up to 0.060), except
+  ``gavel-max-sum-throughput`` on ``generated_multigpu``: <= 0.25 (measured 0.122; Gavel against
+  itself with only its LP solver changed, ECOS to SCS, gives 0.093 there: the max-sum LP has many
+  optima and multi-GPU jobs make the schedules diverge).
 """
 
 from __future__ import annotations
@@ -33,7 +37,13 @@ import pytest
 from scenarios.loader import parse_scenario
 
 DATA = Path(__file__).parent / "data"
-TRACES = ("minimize_makespan", "max_min_fairness")
+#: trace name -> file in tests/data (tests/data/gavel_multigpu.README.md)
+TRACE_FILES = {
+    "minimize_makespan": "gavel_physical_minimize_makespan.trace",
+    "max_min_fairness": "gavel_physical_max_min_fairness.trace",
+    "generated_multigpu": "gavel_generated_multigpu_100.trace",
+}
+TRACES = tuple(TRACE_FILES)
 SEEDS = range(5)
 
 
@@ -49,9 +59,9 @@ def _ours(trace: str, policy: str, lease_order: str = "fastest", seed: int = 0) 
             "reallocation_interval_s": 1920.0,
             "lease_order": lease_order,
         },
-        "workload": {"trace": str(DATA / f"gavel_physical_{trace}.trace"), "tenancy": "job"},
+        "workload": {"trace": str(DATA / TRACE_FILES[trace]), "tenancy": "job"},
     }
-    model = parse_scenario(data, "gavel-physical").build_model(policy, "truthful", seed)
+    model = parse_scenario(data, "gavel-multigpu").build_model(policy, "truthful", seed)
     model.run()
     assert not model.cap_reached
     c = model.completions()
@@ -59,11 +69,11 @@ def _ours(trace: str, policy: str, lease_order: str = "fastest", seed: int = 0) 
 
 
 def _gavel(trace: str) -> pd.DataFrame:
-    return pd.read_csv(DATA / f"gavel_sim_jcts_physical_{trace}_888.csv", index_col="job_id").sort_index()
+    return pd.read_csv(DATA / f"gavel_sim_jcts_888_{trace}.csv", index_col="job_id").sort_index()
 
 
 def _n_jobs(trace: str) -> int:
-    return sum(1 for line in (DATA / f"gavel_physical_{trace}.trace").read_text().splitlines() if line.strip())
+    return sum(1 for line in (DATA / TRACE_FILES[trace]).read_text().splitlines() if line.strip())
 
 
 @pytest.mark.parametrize("trace", TRACES)
@@ -82,10 +92,14 @@ def test_gavel_perf_policies_within_5_percent(trace: str, gavel_policy: str, pol
     ours = _ours(trace, policy)
     assert ours.index.tolist() == g.index.tolist() == list(range(_n_jobs(trace)))
     assert ours.mean() / g.mean() == pytest.approx(1.0, abs=0.05)
-    assert float(np.median(np.abs(np.log(ours.to_numpy() / g.to_numpy())))) <= 0.08
+    per_job = 0.25 if (policy, trace) == ("gavel-max-sum-throughput", "generated_multigpu") else 0.08
+    assert float(np.median(np.abs(np.log(ours.to_numpy() / g.to_numpy())))) <= per_job
 
 
-@pytest.mark.parametrize("trace", TRACES)
+@pytest.mark.parametrize(
+    "trace",
+    [pytest.param(t, marks=pytest.mark.slow) if t == "generated_multigpu" else t for t in TRACES],  # 10 runs of 59 h
+)
 @pytest.mark.parametrize(("gavel_policy", "policy"), [("max_min_fairness", "maxmin"), ("isolated", "gavel-isolated")])
 def test_agnostic_policies_with_the_shuffle_match_gavel(trace: str, gavel_policy: str, policy: str) -> None:
     """Gavel's heterogeneity-agnostic policies (per-round GPU-type shuffle) against ours with
@@ -115,6 +129,9 @@ def test_the_stored_gavel_means_are_gavels_printed_means() -> None:
         ("minimize_makespan", "fifo_perf"): 61207.488,
         ("max_min_fairness", "fifo_perf"): 35664.283,
         ("max_min_fairness", "isolated_seed4"): 27329.310,
+        ("generated_multigpu", "max_sum_throughput_perf"): 109926.059,
+        ("generated_multigpu", "fifo_perf"): 222337.165,
+        ("generated_multigpu", "max_min_fairness_seed3"): 120489.411,
     }
     for (trace, col), mean in printed.items():
         assert _gavel(trace)[col].mean() == pytest.approx(mean, abs=2e-3)
