@@ -179,7 +179,7 @@ def test_a_job_infeasible_on_a_type_never_runs_there_under_any_policy() -> None:
     from market.registry import names
 
     T = np.array([[1.0, 2.0], [0.0, 1.0]])
-    for policy in names("fair-share"):
+    for policy in [n for n in names("fair-share") if get(n).fn.__module__.startswith("market.")]:  # built-in ones
         for order in ("fastest", "shuffle"):
             eng = TraceRounds(
                 throughputs=T, scale=np.array([1, 1]), total_steps=np.array([3000.0, 3000.0]),
