@@ -271,3 +271,13 @@ def test_fifo_in_a_trace_run_leases_only_allocated_jobs(tmp_path: Path) -> None:
     m = load_scenario(path).build_model("gavel-fifo", "truthful", 0)
     m.run()
     assert m.completions().sort_values("job_id")["jct_s"].tolist() == pytest.approx([360.0, 720.0, 1080.0])
+
+
+def test_lease_order_is_rejected_without_a_trace() -> None:
+    """`lease_order` would be silently ignored by the synthetic round loop: an error names it."""
+    from scenarios.loader import parse_scenario
+
+    data = {"policies": ["maxmin"], "cluster": {"gpu_types": ["k80"], "gpus": [2], "lease_order": "shuffle"},
+            "workload": {"tenants": 2}}  # fmt: skip
+    with pytest.raises(InputError, match="cluster.lease_order.*trace workloads only"):
+        parse_scenario(data, "x")
