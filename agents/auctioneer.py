@@ -105,6 +105,9 @@ class Auctioneer(mesa.Agent):
                 reallocation_interval_s=tw.reallocation_interval_s,
                 per_job=tw.tenancy == "job",
                 reported=tw.reported,
+                lease_order=tw.lease_order,
+                # a child stream of the model's RNG (drawn only for "shuffle": other runs keep their streams)
+                lease_rng=model.rng.spawn(1)[0] if tw.lease_order == "shuffle" else None,
             )
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------

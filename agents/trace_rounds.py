@@ -17,10 +17,14 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
    share of the time type ``t`` ran jobs since the reset; ``alloc * 1e9`` when ``fraction = 0``;
    0 when ``alloc = 0`` or the job cannot run on ``t``. ``alloc`` is the policy's time fraction
    (devices / scale factor).
-4. **Leases:** GPU types fastest first (the cluster lists them slowest first); per type the jobs in
-   descending ``(priority, deficit, alloc)`` (ties: arrival order); a job is leased ``scale`` GPUs of
-   that type if it is not leased yet, can run there (throughput > 0) and fits. Priority-0 entries
-   stay in the queue, so idle GPUs go to any job that fits (work conservation as in Gavel).
+4. **Leases:** GPU types in the lease order: ``"fastest"`` (default) fastest first (the cluster
+   lists them slowest first), or ``"shuffle"`` (Gavel's order for its heterogeneity-agnostic
+   policies): a uniformly random permutation of the types with GPUs, drawn anew every round from
+   ``lease_rng``. Per type the jobs in descending ``(priority, deficit, alloc)`` (ties: arrival
+   order); a job is leased ``scale`` GPUs of that type if it is not leased yet, can run there
+   (throughput > 0) and fits. Priority-0 entries stay in the queue, so idle GPUs go to any job that
+   fits (work conservation as in Gavel), except under the policies of :data:`ALLOCATED_ONLY`
+   (``gavel-fifo``: a job runs only on a type it has an allocation on, as Gavel's FIFO).
 5. **Progress** at the consolidated throughput of the job's scale factor on its type (steps/s of the
    whole job). A job that finishes inside the round completes at its exact time
    ``now + remaining / rate``; its GPUs idle until the round ends. The round ends when the last
@@ -31,10 +35,18 @@ Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs,
 factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
 factor) with cap = total GPUs of its active jobs and weight ``1 / (classes of the tenant)``; each
 job of a class gets the class's devices per GPU (``X[c] / cap[c]``) as its time fraction. Gavel's
-own policies (``gavel-max-min-perf``, ``gavel-max-sum-throughput``) always get one row per job
+own policies (:data:`GAVEL_NATIVE`: ``gavel-max-min-perf``, ``gavel-max-sum-throughput``,
+``gavel-isolated``, ``gavel-fifo``) always get one row per job
 with raw throughputs and ``scale_factors`` (weights ``priority / active jobs of the tenant`` unless
 ``tenancy = "job"``). A time-fraction row summing above 1 (policies without caps, e.g. OEF) is
 scaled down to 1.
+
+**Jobs that cannot run on a GPU type** (throughput 0): Gavel's own policies take the zeros as
+they are. The speedup-based policies need every entry > 0, so they see such an entry as
+``ZERO_FILL`` times the row's largest throughput (below every feasible entry of the row; the
+speedup bound of the policies holds); whatever time they give the job on that type is dropped
+(time fraction 0), and the type is skipped for the job in the leases. So the type is simply not
+used by that job, as in Gavel (whose agnostic max-min also allocates such time and skips it).
 
 **Lying tenants** (``reported``): the policy sees the REPORTED throughputs of every job (rows,
 normalisers, time fractions), while jobs progress, lease feasibility (throughput > 0) and the
@@ -58,10 +70,24 @@ import numpy as np
 from market.errors import InputError
 from market.oef.roundlp import row_classes
 
-__all__ = ["TraceRounds", "TraceRoundResult", "GAVEL_NATIVE", "lying_throughputs"]
+__all__ = [
+    "TraceRounds",
+    "TraceRoundResult",
+    "GAVEL_NATIVE",
+    "ALLOCATED_ONLY",
+    "LEASE_ORDERS",
+    "ZERO_FILL",
+    "lying_throughputs",
+]
 
 #: policies that take raw throughputs and scale factors (Gavel's own formulations)
-GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput"})
+GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput", "gavel-isolated", "gavel-fifo"})
+#: policies whose jobs run only where they have an allocation (Gavel never leases a FIFO job with priority 0)
+ALLOCATED_ONLY = frozenset({"gavel-fifo"})
+#: the order in which a round leases GPU types (module docstring, step 4)
+LEASE_ORDERS = ("fastest", "shuffle")
+#: what a speedup-based policy sees for a throughput of 0, relative to the row's largest entry
+ZERO_FILL = 1e-3
 
 
 @dataclass
@@ -119,7 +145,8 @@ class TraceRounds:
     ``priority`` (N,) > 0, ``tenant_code`` (N,) ints, ``job_type_code`` (N,) ints; ``policy`` a
     registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
     per job (tenancy "job"); ``reported`` (N, k): the throughputs the policy sees (None = the
-    truth; lying tenants, module docstring)."""
+    truth; lying tenants, module docstring); ``lease_order`` one of :data:`LEASE_ORDERS`, with
+    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations."""
 
     def __init__(
         self,
@@ -137,6 +164,8 @@ class TraceRounds:
         reallocation_interval_s: float,
         per_job: bool,
         reported: np.ndarray | None = None,
+        lease_order: str = "fastest",
+        lease_rng: np.random.Generator | None = None,
     ) -> None:
         self.T = np.asarray(throughputs, dtype=float)
         n, k = self.T.shape
@@ -158,6 +187,13 @@ class TraceRounds:
         self.dt = float(round_seconds)
         self.interval = float(reallocation_interval_s)
         self.per_job = bool(per_job)
+        if lease_order not in LEASE_ORDERS:
+            raise InputError("cluster.lease_order", lease_order, f"must be one of {list(LEASE_ORDERS)}")
+        if lease_order == "shuffle" and lease_rng is None:
+            raise InputError("lease_rng", lease_rng, "must be a numpy Generator with lease_order 'shuffle'")
+        self.lease_order = lease_order
+        self.lease_rng = lease_rng
+        self._order = np.arange(k - 1, -1, -1)  # this round's GPU-type order (fastest first by default)
         # class of each job: (tenant, job type, scale factor), numbered by first appearance
         self.klass = row_classes(self.tenant, np.asarray(job_type_code, dtype=np.int64), self.s)[1]
         pos = np.where(self.T > 0, self.T, np.inf).min(axis=1)
@@ -236,6 +272,8 @@ class TraceRounds:
         if A.size == 0:
             return np.zeros((0, self.k))
         T = self.R[A]  # the policy sees the reports
+        if not self.native:  # speedup-based policies need entries > 0 (module docstring)
+            T = np.where(T > 0, T, ZERO_FILL * T.max(axis=1, keepdims=True))
         s = self.s[A]
         ten = self.tenant[A]
         if self.native:
@@ -276,6 +314,8 @@ class TraceRounds:
             prio = np.where(frac > 0, a / np.where(frac > 0, frac, 1.0), a * 1e9)
         prio[(a == 0) | (T <= 0)] = 0.0
         ok = (T > 0) & self.has_alloc[A][:, None]
+        if self.policy in ALLOCATED_ONLY:  # not work-conserving, as Gavel's FIFO
+            ok &= a > 0
         deficit = self.deficit[A]
         sizes = self.s[A]
         left = m.astype(np.int64).copy()
@@ -283,7 +323,7 @@ class TraceRounds:
         pos_out: list[np.ndarray] = []
         typ_out: list[np.ndarray] = []
         idx = np.arange(A.size)
-        for t in range(self.k - 1, -1, -1):  # fastest type first
+        for t in self._order.tolist():  # this round's lease order (step())
             if left[t] <= 0:
                 continue
             cand = ok[:, t] & ~taken & (sizes <= left[t])
@@ -331,6 +371,8 @@ class TraceRounds:
         if self.active.size == 0:
             self.ran_last = False
             return res
+        if self.lease_order == "shuffle":  # Gavel: the types present, reshuffled every round
+            self._order = self.lease_rng.permutation(np.flatnonzero(m > 0))  # type: ignore[union-attr]
         force = self.last_reset is None or not self.ran_last
         if self.need_realloc and (force or self.now - self.last_reset >= self.interval):  # type: ignore[operator]
             self._reset_and_solve(m)

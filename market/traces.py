@@ -33,8 +33,9 @@ by this seeded rule (:func:`assign_philly_job_types`):
    scales that row's throughputs linearly by ``g / s`` (perfect weak scaling beyond the table;
    Gavel's table has no such rows).
 2. *Candidates.* The job types with rows at that scale factor whose throughput is > 0 on every
-   GPU type of the cluster (so every job can run anywhere and every speedup-based policy accepts
-   it).
+   GPU type of the cluster (so every job can run anywhere) and on the reference type of step 4
+   (so no job gets ``total_steps = 0``, e.g. ResNet-50 at batch size 128 on 2+ GPUs with a K80
+   reference).
 3. *Draw.* One ``u ~ U[0, 1)`` per job, in file order, from
    ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(0x7A11,)))``; the job takes
    candidate ``floor(u * len(candidates))`` of the candidates sorted by name. Same seed, same
@@ -179,6 +180,21 @@ def type_columns(table: ThroughputTable, gpu_types: Sequence[str]) -> list[int]:
     if missing:
         raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
     return [table.gpu_types.index(g) for g in gpu_types]
+
+
+def order_by_speed(table: ThroughputTable, gpu_types: Sequence[str]) -> tuple[str, ...]:
+    """``gpu_types`` ordered slowest first by the throughput table, never by list position: each
+    type's score is its mean log throughput over the table's rows (job type, GPU count) that are
+    > 0 on every one of ``gpu_types``, so two types compare by the mean log ratio of their
+    throughputs on the same rows (Gavel's table: k80 < p100 < v100). Exact ties, and all types
+    when no row runs on every type, keep their listed order."""
+    cols = type_columns(table, gpu_types)
+    rows = np.array([r[cols] for r in table.values.values()], dtype=float).reshape(-1, len(cols))
+    ok = rows[(rows > 0).all(axis=1)]
+    if ok.shape[0] == 0:
+        return tuple(gpu_types)
+    score = np.log(ok).mean(axis=0)
+    return tuple(gpu_types[j] for j in sorted(range(len(cols)), key=lambda j: (float(score[j]), j)))
 
 
 def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "job") -> np.ndarray:
@@ -329,9 +345,12 @@ def assign_philly_job_types(
         s = g if g in measured else max((x for x in measured if x < g), default=0)
         if s == 0:
             raise InputError(f"{trace.source}: num_gpus", g, f"is below every measured scale factor {measured}")
-        names = sorted(jt for (jt, sf), row in table.values.items() if sf == s and bool(np.all(row[cols] > 0)))
+        # runnable on every cluster type, and > 0 on the reference (else total_steps would be 0)
+        names = sorted(
+            jt for (jt, sf), row in table.values.items() if sf == s and bool(np.all(row[cols] > 0)) and row[ref] > 0
+        )
         if not names:
-            reason = f"has no job type runnable on every GPU type {list(gpu_types)}"
+            reason = f"has no job type runnable on every GPU type {list(gpu_types)} and on the reference {reference!r}"
             raise InputError(f"{trace.source}: num_gpus", g, reason)
         cand[g] = (s, names)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(PHILLY_SALT,)))

@@ -17,7 +17,10 @@ Schema (all keys optional unless marked)::
     placement = "auto"|"oef"|"naive", kappa, migration_cost_s, backfill, stop_when_idle
     [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
                 round_seconds (300; 360 = Gavel's with a trace), reallocation_interval_s (trace
-                runs; Gavel's 1920 s by default)
+                runs; Gavel's 1920 s by default), lease_order = "fastest"|"shuffle" (trace runs:
+                the GPU-type order of each round's leases; "shuffle" = Gavel's per-round shuffle).
+                With a trace the types are put slowest first by the throughput table
+                (market.traces.order_by_speed), whatever their listed order
     [profiles]  file (throughput CSV; relative to the scenario file), num_gpus, reference,
                 generator = "assumed"|"ordered", step = [lo, hi], job_types = [..], jitter
     [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
@@ -46,7 +49,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -67,7 +70,15 @@ from market.profiles import (
 )
 from market.registry import names as mechanism_names
 from market.topology import multi_rack_tree, single_rack
-from market.traces import GAVEL_THROUGHPUTS, TRACE_FORMATS, Trace, data_path, load_trace, tenant_of_jobs
+from market.traces import (
+    GAVEL_THROUGHPUTS,
+    TRACE_FORMATS,
+    Trace,
+    data_path,
+    load_trace,
+    order_by_speed,
+    tenant_of_jobs,
+)
 from market.types import Cluster
 from scenarios.catalog import embedded, embedded_file
 
@@ -223,6 +234,7 @@ class ClusterSpec:
     racks: int = 1
     round_seconds: float = 300.0
     reallocation_interval_s: float = GAVEL_REALLOCATION_S
+    lease_order: str = "fastest"
 
     def build(self) -> Cluster:
         """The :class:`market.types.Cluster` (topology from :mod:`market.topology`)."""
@@ -438,6 +450,7 @@ class Scenario:
             ts.tenancy,
             reallocation_interval_s=self.cluster.reallocation_interval_s,
             until_done=ts.until_done,
+            lease_order=self.cluster.lease_order,
         )
 
     def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
@@ -669,6 +682,14 @@ def _choice(t: _Table, name: str, default: str, allowed: tuple[str, ...]) -> str
     return str(v)
 
 
+def _lease_order(c: _Table, is_trace: bool) -> str:
+    from agents.trace_rounds import LEASE_ORDERS
+
+    if c.has("lease_order") and not is_trace:
+        raise InputError(c.key("lease_order"), c.raw("lease_order"), "applies to trace workloads only")
+    return _choice(c, "lease_order", "fastest", LEASE_ORDERS)
+
+
 def _need(t: _Table, name: str) -> Any:
     raise InputError(t.key(name), None, "is required by this strategy")
 
@@ -723,6 +744,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         racks=c.integer("racks", 1, minimum=1),
         round_seconds=c.number("round_seconds", 360.0 if is_trace else 300.0, positive=True),
         reallocation_interval_s=c.number("reallocation_interval_s", GAVEL_REALLOCATION_S, minimum=0.0),
+        lease_order=_lease_order(c, is_trace),
     )
     c.done()
 
@@ -769,7 +791,12 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     p.done()
 
     w = top.table("workload")
-    if is_trace:
+    if is_trace:  # GPU types slowest first by the table, never by list position (the lease order uses it)
+        order = order_by_speed(_cached_table(file or str(data_path(GAVEL_THROUGHPUTS))), gpu_types)
+        if order != tuple(gpu_types):
+            gpus = tuple(gpus[gpu_types.index(g)] for g in order)
+            gpu_types = order
+            cluster = replace(cluster, gpu_types=gpu_types, gpus=gpus)
         workload = _trace_workload(w, base_dir, cluster, profiles, rounds_given, seed)
     else:
         workload = _synthetic_workload(w)

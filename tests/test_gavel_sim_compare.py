@@ -91,3 +91,28 @@ def test_jcts_within_documented_differences_of_gavel(gavel_policy: str, policy: 
     assert float(np.median(np.abs(np.log(O / G)))) <= 0.04
     q = [0.1, 0.25, 0.5, 0.75, 0.9]
     assert np.quantile(O, q) / np.quantile(G, q) == pytest.approx(np.ones(5), abs=0.15)
+
+
+@pytest.mark.slow
+def test_maxmin_with_the_shuffle_on_gavels_own_cluster() -> None:
+    """300 jobs on 12 + 12 + 12 GPUs (Gavel's cluster for this trace, a light load), Gavel's
+    ``max_min_fairness`` (seeds 0-4) against ``maxmin`` with ``lease_order = "shuffle"`` (seeds
+    0-4): every job completes; the means of the 5-seed means within 2% (measured 0.995; the
+    per-seed means spread by 0.2% sd in both simulators). With the fixed fastest-first order the
+    ratio is 0.905 (docs/gavel_comparison.md), so the bound catches a missing shuffle."""
+    g = pd.read_csv(DATA / "gavel_sim_jcts_max_min_fairness_300_121212.csv", index_col="job_id").sort_index()
+    means = []
+    for seed in range(5):
+        scen = load_scenario("gavel_trace")
+        cl = dataclasses.replace(
+            scen.cluster, gpu_types=("k80", "p100", "v100"), gpus=(12, 12, 12), lease_order="shuffle"
+        )
+        wl = dataclasses.replace(scen.workload, trace=dataclasses.replace(scen.workload.trace, max_jobs=300))
+        scen = dataclasses.replace(scen, policies=("maxmin",), cluster=cl, workload=wl)
+        model = scen.build_model("maxmin", "truthful", seed)
+        model.run()
+        c = model.completions()
+        assert sorted(c["job_id"].astype(int).tolist()) == g.index.tolist() == list(range(300))
+        means.append(float(c["jct_s"].mean()))
+    g_mean = float(np.mean([g[f"seed{s}"].mean() for s in range(5)]))
+    assert float(np.mean(means)) / g_mean == pytest.approx(1.0, abs=0.02)

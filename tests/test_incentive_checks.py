@@ -36,6 +36,8 @@ FAIR: dict[str, dict[str, tuple | None]] = {
     "gavel": {"sp": A, "ef": C, "si": None},
     "gavel-max-min-perf": {"sp": C, "ef": C, "si": D},  # D: a job runs on one GPU at a time, equal split is 2
     "gavel-max-sum-throughput": {"sp": A, "ef": A, "si": A},
+    "gavel-isolated": {"sp": None, "ef": None, "si": D},  # W unused; D: the one-job bound cuts the equal split of 2
+    "gavel-fifo": {"sp": None, "ef": A, "si": A},  # first row takes the fast GPU; its own pick is its best with room
     "max-throughput": {"sp": A, "ef": A, "si": A},
     "maxmin": {"sp": None, "ef": None, "si": None},
     "oef-coop": {"sp": A, "ef": None, "si": None},

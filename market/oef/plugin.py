@@ -7,7 +7,9 @@ from market.plugins import Plugin
 PLUGIN = Plugin(
     name="oef",
     summary="OEF: envy-free and efficient fair allocation on heterogeneous GPUs, with Gavel, Gandiva_fair and max-min",
-    mechanisms={"fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel")},
+    mechanisms={
+        "fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel", "market.oef.gavel_simple")
+    },
     claims=("market.oef.claims",),
     studies="market.oef.studies",
 )
