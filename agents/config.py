@@ -104,7 +104,10 @@ class TraceWorkload:
     safety cap, and reaching it is reported by a warning and :attr:`MarketModel.cap_reached`);
     ``reported`` (N, k): the throughputs the policy sees (lying tenants,
     :func:`agents.trace_rounds.lying_throughputs`; None = the truth), while jobs progress at
-    ``throughputs``; ``liars``: the names of the lying tenants (for the results)."""
+    ``throughputs``; ``liars``: the names of the lying tenants (for the results);
+    ``strategies``: tenant name -> reporting strategy (absent = truthful), played by the tenants of
+    :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: record the
+    per-tenant per-round measures (``est``, ``act``, ...; off for very large traces)."""
 
     trace: Trace
     throughputs: np.ndarray
@@ -114,6 +117,8 @@ class TraceWorkload:
     until_done: bool = True
     reported: np.ndarray | None = None
     liars: tuple[str, ...] = ()
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    tenant_rows: bool = True
 
     def __post_init__(self) -> None:
         n = len(self.trace)
@@ -136,6 +141,17 @@ class TraceWorkload:
                 why = f"must be finite, >= 0 and 0 exactly where the true throughput is ({T[i, j]!r})"
                 raise InputError(f"trace reported throughputs[{i}, {j}]", float(R[i, j]), why)
             object.__setattr__(self, "reported", R)
+        strategies = dict(self.strategies)
+        if strategies:
+            if self.reported is not None:
+                raise InputError("trace strategies", sorted(strategies), "cannot be combined with reported throughputs")
+            known = set(np.asarray(self.tenants).astype(str).tolist())
+            for name, strat in strategies.items():
+                if name not in known:
+                    raise InputError("trace strategies", name, "is not a tenant of the trace")
+                if not isinstance(strat, Strategy):
+                    raise InputError(f"trace strategies[{name}]", strat, "must be a reporting strategy")
+        object.__setattr__(self, "strategies", strategies)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ class TraceRoundResult:
     used_gpu_seconds: float = 0.0
     total_est: float = 0.0
     total_act: float = 0.0
+    #: the active jobs at the round's start (indices) and the steps each leased job did (``leased`` order)
+    active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    done_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def lying_throughputs(
@@ -183,6 +186,10 @@ class TraceRounds:
         self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
+        #: the tenants' reports (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`):
+        #: ``reports(A)`` gives the rows the policy sees for the active jobs ``A`` at a solve and
+        #: ``solved(A, m, x)`` hears the allocation (learning tenants re-score it by :meth:`_solve`)
+        self.reporter: Any = None
 
     # -- queries ---------------------------------------------------------------------------------
     @property
@@ -230,12 +237,17 @@ class TraceRounds:
         self.alloc[A] = x
         self.has_alloc[A] = True
         self._counts = None
+        if self.reporter is not None:
+            self.reporter.solved(A, m, x)
 
-    def _solve(self, A: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """Time fractions (|A|, k) of the active jobs under the policy."""
+    def _solve(self, A: np.ndarray, m: np.ndarray, reported: np.ndarray | None = None) -> np.ndarray:
+        """Time fractions (|A|, k) of the active jobs under the policy, given the reported rows
+        (|A|, k) of ``A`` (default: the tenants' reports, :attr:`reporter`, else :attr:`R`)."""
         if A.size == 0:
             return np.zeros((0, self.k))
-        T = self.R[A]  # the policy sees the reports
+        if reported is None:
+            reported = self.R[A] if self.reporter is None else self.reporter.reports(A)
+        T = reported  # the policy sees the reports
         s = self.s[A]
         ten = self.tenant[A]
         if self.native:
@@ -361,6 +373,7 @@ class TraceRounds:
         length = float(ran.max())
         res.length_s = length
         res.leased, res.leased_type = jobs, typ
+        res.active, res.done_steps = A, done
         res.busy_by_type = np.bincount(typ, weights=self.s[jobs], minlength=self.k).astype(np.int64)
         res.used_gpu_seconds = float((self.s[jobs] * ran).sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0

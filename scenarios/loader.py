@@ -29,11 +29,14 @@ Schema (all keys optional unless marked)::
                 the scenario file), trace_format = "gavel"|"philly", tenancy = "job"|"user"|N,
                 max_jobs (first N jobs), duration_reference (Philly: GPU type whose throughput
                 turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
-                omitted: the run then ends when every job has completed; default 200000).
+                omitted: the run then ends when every job has completed; default 200000),
+                tenant_measures (per-tenant per-round rows, default true; false for huge traces).
                 The throughput table is [profiles] file (default: the packaged Gavel table).
+                [[variant]] tables apply (tenant: index in order of first arrival, or name).
                 -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
                 (market.traces.generate_gavel_trace; seeded per replication), tenancy,
-                duration_reference (the GPU type durations are run times on, "v100"), max_rounds
+                duration_reference (the GPU type durations are run times on, "v100"), max_rounds,
+                tenant_measures
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs
     [[variant]] name (required), tenant (required: index or id), strategy =
                 "truthful"|"scale"|"fast"|"report"|"noise"|"hedge", factors = {gpu type = f}, factor,
@@ -45,7 +48,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -304,6 +307,7 @@ class TraceSpec:
     generator: str | None = None  # "gavel": generated in memory (no path), below
     jobs: int = 0
     jobs_per_hour: float = 0.0
+    tenant_rows: bool = True  # [workload] tenant_measures
 
 
 @dataclass(frozen=True)
@@ -354,23 +358,34 @@ class Scenario:
         """``truthful`` followed by the lying variants."""
         return (TRUTHFUL, *(v.name for v in self.variants))
 
-    def tenant_ids(self) -> list[str]:
-        """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically."""
+    def tenant_ids(self, seed: int | None = None) -> list[str]:
+        """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically; of a trace scenario:
+        its tenants' names in order of their first job (``seed``: the trace's, default the
+        scenario seed; :func:`agents.trace_tenants.tenant_order`)."""
+        ts = self.workload.trace
+        if ts is not None:
+            from agents.trace_tenants import tenant_order
+
+            types = self.cluster.gpu_types
+            table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
+            tr = _trace_of(ts, table_path, types, self.seed if seed is None else int(seed))
+            return tenant_order(tenant_of_jobs(tr, ts.tenancy))
         n = self.workload.tenants
         width = len(str(n - 1))
         return [f"t{i:0{width}d}" for i in range(n)]
 
-    def deviator(self, variant: str) -> str | None:
-        """Id of the lying tenant of ``variant`` (None for ``truthful``)."""
+    def deviator(self, variant: str, seed: int | None = None) -> str | None:
+        """Id of the lying tenant of ``variant`` (None for ``truthful``); ``seed``: a trace
+        scenario's trace seed (:meth:`tenant_ids`)."""
         if variant == TRUTHFUL:
             return None
         for v in self.variants:
             if v.name == variant:
-                return self._tenant_id(v.tenant, f"scenario {self.name}: variant {v.name}.tenant")
+                return self._tenant_id(v.tenant, f"scenario {self.name}: variant {v.name}.tenant", seed)
         raise InputError("variant", variant, f"is not one of {list(self.variant_names)}")
 
-    def _tenant_id(self, ref: int | str, key: str) -> str:
-        ids = self.tenant_ids()
+    def _tenant_id(self, ref: int | str, key: str, seed: int | None = None) -> str:
+        ids = self.tenant_ids(seed)
         if isinstance(ref, int):
             if not 0 <= ref < len(ids):
                 raise InputError(key, ref, f"must be a tenant index in 0..{len(ids) - 1}")
@@ -435,6 +450,7 @@ class Scenario:
             ts.tenancy,
             reallocation_interval_s=self.cluster.reallocation_interval_s,
             until_done=ts.until_done,
+            tenant_rows=ts.tenant_rows,
         )
 
     def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
@@ -446,15 +462,19 @@ class Scenario:
             raise InputError("policy", policy, f"is not one of the scenario's policies {list(self.policies)}")
         ts = self.workload.trace
         if ts is not None:
-            self.deviator(variant)
             seed = int(rng.integers(0, 2**63 - 1))
+            tw = self.trace_workload(seed)
+            liar = self.deviator(variant, seed)
+            if liar is not None:
+                strategy = next(v.strategy for v in self.variants if v.name == variant)
+                tw = replace(tw, strategies={liar: strategy}, liars=(liar,))
             return ModelConfig(
                 self.cluster.build(),
                 (),
                 policy=policy,
                 rounds=self.rounds if not ts.until_done else ts.max_rounds,
                 stop_when_idle=self.stop_when_idle,
-                trace=self.trace_workload(seed),
+                trace=tw,
             )
         deviator = self.deviator(variant)
         strategy = next((v.strategy for v in self.variants if v.name == variant), None)
@@ -759,10 +779,6 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     if is_trace:
         if top.has("tenant"):
             raise InputError(top.key("tenant"), top.data["tenant"], "is not supported with a trace workload")
-        if top.has("variant"):
-            raise InputError(top.key("variant"), top.data["variant"], "is not supported in a trace scenario: lying "
-                             "tenants on a trace run in a fair-share study ([[variant]] with tenants or fraction; "
-                             "docs/trace_simulation.md)")  # fmt: skip
 
     overrides: list[TenantOverride] = []
     for i, raw in enumerate(top.array("tenant", []) or []):
@@ -826,6 +842,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         built = cluster.build()
         for p in policies:  # every job must be runnable under every policy
             ModelConfig(built, (), policy=p, rounds=1, trace=tw)
+        for v in variants:
+            scen.deviator(v.name)  # validates the tenant reference against the trace's tenants
         return scen
     for v in variants:
         scen.deviator(v.name)  # validates the tenant reference
@@ -839,8 +857,9 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     return scen
 
 
-_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds")
-_GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds")
+_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds", "tenant_measures")
+_GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds",
+                   "tenant_measures")  # fmt: skip
 
 
 def _trace_workload(
@@ -869,6 +888,7 @@ def _trace_workload(
         duration_reference=w.string("duration_reference", "v100") or "v100",
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+        tenant_rows=w.boolean("tenant_measures", True),
     )
     table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
     tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
@@ -910,6 +930,7 @@ def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
         generator="gavel",
+        tenant_rows=w.boolean("tenant_measures", True),
         jobs=w.integer("jobs", required=True, minimum=1) or 1,
         jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
     )
