@@ -39,7 +39,9 @@ scaled down to 1.
 **Lying tenants** (``reported``): the policy sees the REPORTED throughputs of every job (rows,
 normalisers, time fractions), while jobs progress, lease feasibility (throughput > 0) and the
 estimated throughput use the TRUE ones: outcomes from reports, experience from truth.
-:func:`lying_throughputs` builds the reports of a set of lying tenants. Who is a tenant follows
+The reports come from the trace's tenants (:attr:`TraceRounds.reporter`, an
+:class:`agents.trace_tenants.TraceTenants`, asked at every solve) or, fixed, from ``reported``;
+:func:`lying_throughputs` builds fixed reports of a set of tenants scaling per GPU type. Who is a tenant follows
 the tenancy: with ``tenancy = "job"`` a lying tenant is one job, with ``"user"`` or ``N`` every
 job of the tenant reports inflated throughputs (Gavel's own policies still get one row per job,
 each normalised by its own reported proportional-share throughput).
