@@ -140,26 +140,25 @@ class TraceTenants:
     def __init__(self, model: MarketModel, engine: TraceRounds, tw: TraceWorkload, rows: bool = True) -> None:
         self.model = model
         self.engine = engine
-        names, code = np.unique(np.asarray(tw.tenants).astype(str), return_inverse=True)
+        names, first, code = np.unique(np.asarray(tw.tenants).astype(str), return_index=True, return_inverse=True)
         self.names = names  #: tenant names, sorted; ``code`` indexes them
         self.code = code.ravel().astype(np.int64)  #: tenant code per job (N,)
         self.rows = bool(rows)
         self.job_types = np.asarray(tw.trace.job_type).astype(str)  #: job type name per job (N,)
         strategies: Mapping[str, Strategy] = tw.strategies
         self.strategic = any(not s.tags.get("truthful", False) for s in strategies.values())
-        every = tw.tenancy != "job"
-        first = np.full(names.size, -1, dtype=np.int64)
-        first[self.code[::-1]] = np.arange(self.code.size)[::-1]  # each tenant's first job (arrival order)
-        self.agents: dict[int, TraceTenantAgent] = {}
+        if tw.tenancy != "job":  # every tenant is an agent
+            codes = np.arange(names.size)
+        else:  # only the tenants with a strategy
+            codes = np.searchsorted(names, np.array(sorted(strategies), dtype=str)).astype(np.int64)
+        codes = codes[np.argsort(first[codes], kind="stable")]  # in order of their first job
         order = np.argsort(self.code, kind="stable")  # jobs grouped by tenant, each group in arrival order
         bounds = np.r_[0, np.cumsum(np.bincount(self.code, minlength=names.size))]
-        for c in np.argsort(first, kind="stable").tolist():  # agents in order of their first job
+        self.agents: dict[int, TraceTenantAgent] = {}
+        for c in codes.tolist():
             name = str(names[c])
-            strat = strategies.get(name)
-            if strat is None and not every:
-                continue
             jobs = order[bounds[c] : bounds[c + 1]]
-            self.agents[c] = TraceTenantAgent(model, name, jobs, strat or Truthful())
+            self.agents[c] = TraceTenantAgent(model, name, jobs, strategies.get(name) or Truthful())
         self._agent_codes = np.array(sorted(self.agents), dtype=np.int64)
         self.learners = [a for a in self.agents.values() if a.learning]
         T = engine.T
@@ -193,9 +192,12 @@ class TraceTenants:
                     q = report_factors(a.strategy, name, eng.T[rows[0]], rng)
                     self.R[rows] = eng.T[rows] * q[None, :]
                 continue
-            key = [f"{jt[j]}|{int(eng.s[j])}" for j in J.tolist()]
-            for cls in dict.fromkeys(key):
-                rows = J[np.array([k_ == cls for k_ in key])]
+            # (job type, scale factor) classes of the tenant, in order of their first job
+            _, firsts, inv = np.unique(np.char.add(jt[J], np.char.mod("|%d", eng.s[J])), return_index=True,
+                                       return_inverse=True)  # fmt: skip
+            inv = inv.ravel()
+            for cls in np.argsort(firsts, kind="stable").tolist():
+                rows = J[inv == cls]
                 q = report_factors(a.strategy, str(jt[rows[0]]), eng.T[rows[0]], rng)
                 self.R[rows] = eng.T[rows] * q[None, :]
         a_bad = ~np.isfinite(self.R) | ((self.R > 0) != (eng.T > 0))

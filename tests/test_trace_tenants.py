@@ -231,3 +231,28 @@ def test_trace_tenant_rows_can_be_switched_off_and_bad_variants_are_named(tmp_pa
     bad.write_text(_tenant4(tmp_path).read_text().replace('tenant = "t2"', "tenant = 7"))
     with pytest.raises(InputError, match=r"variant liar.tenant"):
         load_scenario(bad)
+
+
+def test_noise_is_drawn_once_per_tenant_and_job_type(tmp_path: Path) -> None:
+    """`noise` on a trace: each (tenant, job type) gets one factor vector 1 + U(-e, e) on the
+    types j >= 1 (type 0 stays the reference), shared by all its jobs of that type; different
+    job types get different draws; the same seed, the same draws."""
+    path = tmp_path / "n.toml"
+    path.write_text(_tenant4(tmp_path).read_text().replace('strategy = "scale"\nfactors = { v100 = 2.0 }',
+                                                           'strategy = "noise"\ne = 0.3'))  # fmt: skip
+    scen = load_scenario(path)
+    model = scen.build_model("oef-noncoop", "liar", 0)
+    tt, eng = model.auctioneer.tenants, model.auctioneer.trace
+    lie = np.flatnonzero(model.config.trace.tenants == "t2")
+    q = tt.R[lie] / eng.T[lie]
+    assert (q[:, 0] == 1.0).all() and (np.abs(q[:, 1:] - 1.0) <= 0.3).all()
+    jt = tt.job_types[lie]
+    per_type = {t: q[jt == t] for t in set(jt.tolist())}
+    assert len(per_type) >= 2
+    for rows in per_type.values():
+        np.testing.assert_allclose(rows, rows[0][None, :].repeat(len(rows), axis=0), rtol=1e-12)
+    firsts = np.array([rows[0] for rows in per_type.values()])
+    assert len({tuple(r.round(12)) for r in firsts}) == len(per_type)
+    others = np.setdiff1d(np.arange(eng.n), lie)
+    np.testing.assert_array_equal(tt.R[others], eng.T[others])
+    np.testing.assert_array_equal(scen.build_model("oef-noncoop", "liar", 0).auctioneer.tenants.R, tt.R)
