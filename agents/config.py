@@ -24,6 +24,9 @@ GAVEL_REALLOCATION_S = 1920.0
 
 PLACEMENTS = ("auto", "oef", "naive")
 
+#: ``TraceWorkload.tenant_rows`` (``[workload] tenant_measures``): whose per-tenant rows a trace run records
+TENANT_ROWS = ("agents", "all", "none")
+
 
 @dataclass(frozen=True)
 class JobConfig:
@@ -106,8 +109,10 @@ class TraceWorkload:
     :func:`agents.trace_rounds.lying_throughputs`; None = the truth), while jobs progress at
     ``throughputs``; ``liars``: the names of the lying tenants (for the results);
     ``strategies``: tenant name -> reporting strategy (absent = truthful), played by the tenants of
-    :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: record the
-    per-tenant per-round measures (``est``, ``act``, ...; off for very large traces)."""
+    :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: whose
+    per-tenant per-round measures (``est``, ``act``, ...) to record: ``"agents"`` (the tenants
+    that are Mesa agents: every tenant unless the tenancy is ``"job"``, else those in
+    ``strategies``), ``"all"`` or ``"none"``."""
 
     trace: Trace
     throughputs: np.ndarray
@@ -118,7 +123,7 @@ class TraceWorkload:
     reported: np.ndarray | None = None
     liars: tuple[str, ...] = ()
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
-    tenant_rows: bool = True
+    tenant_rows: str = "agents"
 
     def __post_init__(self) -> None:
         n = len(self.trace)
@@ -152,6 +157,7 @@ class TraceWorkload:
                 if not isinstance(strat, Strategy):
                     raise InputError(f"trace strategies[{name}]", strat, "must be a reporting strategy")
         object.__setattr__(self, "strategies", strategies)
+        check_choice("tenant_measures", self.tenant_rows, TENANT_ROWS)
 
 
 @dataclass(frozen=True)

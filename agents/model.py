@@ -372,8 +372,8 @@ class MarketModel(mesa.Model):
         """All measures in long format: columns ``round, tenant, measure, value`` (float).
 
         Cluster measures have ``tenant = ""``; ``busy_gpus:<type>`` gives GPUs busy per type;
-        per-tenant measures are :data:`TENANT_MEASURES` (trace runs too, unless
-        ``TraceWorkload.tenant_rows`` is off); every finished job adds a ``jct_s`` row
+        per-tenant measures are :data:`TENANT_MEASURES` (trace runs: the tenants
+        ``TraceWorkload.tenant_rows`` selects); every finished job adds a ``jct_s`` row
         (the round it finished in). Sorted by round, tenant, measure. Includes the rounds already
         moved out of the DataCollector (:attr:`DRAIN_ROUNDS`).
         """

@@ -134,16 +134,16 @@ class TraceTenantAgent(TenantAgent):
 class TraceTenants:
     """The tenants of a trace run (module docstring): reports for the engine (``reports`` /
     ``solved``, :attr:`agents.trace_rounds.TraceRounds.reporter`) and per-round measures
-    (:meth:`record`). ``strategies``: tenant name -> strategy (absent = truthful); ``rows``:
-    record per-tenant rows (else only the agents' own measures are kept)."""
+    (:meth:`record`). ``strategies``: tenant name -> strategy (absent = truthful); ``rows``: whose
+    per-tenant rows to record (``TraceWorkload.tenant_rows``: "agents", "all" or "none")."""
 
-    def __init__(self, model: MarketModel, engine: TraceRounds, tw: TraceWorkload, rows: bool = True) -> None:
+    def __init__(self, model: MarketModel, engine: TraceRounds, tw: TraceWorkload, rows: str = "agents") -> None:
         self.model = model
         self.engine = engine
         names, first, code = np.unique(np.asarray(tw.tenants).astype(str), return_index=True, return_inverse=True)
         self.names = names  #: tenant names, sorted; ``code`` indexes them
         self.code = code.ravel().astype(np.int64)  #: tenant code per job (N,)
-        self.rows = bool(rows)
+        self.rows = str(rows)
         self.job_types = np.asarray(tw.trace.job_type).astype(str)  #: job type name per job (N,)
         strategies: Mapping[str, Strategy] = tw.strategies
         self.strategic = any(not s.tags.get("truthful", False) for s in strategies.values())
@@ -245,7 +245,7 @@ class TraceTenants:
     # -- per-round measures ------------------------------------------------------------------------
     def record(self, res: TraceRoundResult) -> None:
         """Per-tenant measures of the round ``res`` just simulated (module docstring)."""
-        if not self.rows and not self.agents:
+        if not self.agents and self.rows != "all":
             return
         eng = self.engine
         A = res.active
@@ -284,8 +284,12 @@ class TraceTenants:
         gpus = np.bincount(slot, eng.s[res.leased].astype(float), minlength=n)
         st = self._static
         M = np.column_stack([st[:, 0], st[:, 1], act, st[:, 2], gpus, st[:, 3]])
-        if self.rows:
+        if self.rows == "all":
             self.blocks.append((self.model.round, self._ut, M))
+        elif self.rows == "agents":
+            keep = np.isin(self._ut, self._agent_codes)
+            if keep.any():
+                self.blocks.append((self.model.round, self._ut[keep], M[keep]))
         if self.agents:
             pos = np.searchsorted(self._ut, self._agent_codes)
             for c, p in zip(self._agent_codes.tolist(), pos.tolist(), strict=True):

@@ -342,7 +342,7 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
     work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
     first = scenario.instantiate(spec.mechanisms[0], TRUTHFUL, np.random.default_rng(work_ss))
     # the cell's metrics use the cluster rows and the completions only: no per-tenant rows
-    first = replace(first, trace=replace(first.trace, tenant_rows=False))
+    first = replace(first, trace=replace(first.trace, tenant_rows="none"))
 
     def config_of(mech: str) -> Any:
         """``first`` for ``mech``: the same (read-only) trace workload, a fresh cluster."""

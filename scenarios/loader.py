@@ -30,7 +30,8 @@ Schema (all keys optional unless marked)::
                 max_jobs (first N jobs), duration_reference (Philly: GPU type whose throughput
                 turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
                 omitted: the run then ends when every job has completed; default 200000),
-                tenant_measures (per-tenant per-round rows, default true; false for huge traces).
+                tenant_measures = "agents"|"all"|"none" (whose per-tenant per-round rows:
+                "agents" = every tenant, or with tenancy "job" the variants' tenants).
                 The throughput table is [profiles] file (default: the packaged Gavel table).
                 [[variant]] tables apply (tenant: index in order of first arrival, or name).
                 -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
@@ -56,7 +57,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import GAVEL_REALLOCATION_S, PLACEMENTS, JobConfig, ModelConfig, TenantConfig, TraceWorkload
+from agents.config import (
+    GAVEL_REALLOCATION_S,
+    PLACEMENTS,
+    TENANT_ROWS,
+    JobConfig,
+    ModelConfig,
+    TenantConfig,
+    TraceWorkload,
+)
 from agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
 from market.errors import InputError, check_name, slug
 from market.profiles import (
@@ -307,7 +316,7 @@ class TraceSpec:
     generator: str | None = None  # "gavel": generated in memory (no path), below
     jobs: int = 0
     jobs_per_hour: float = 0.0
-    tenant_rows: bool = True  # [workload] tenant_measures
+    tenant_rows: str = "agents"  # [workload] tenant_measures
 
 
 @dataclass(frozen=True)
@@ -464,10 +473,18 @@ class Scenario:
         if ts is not None:
             seed = int(rng.integers(0, 2**63 - 1))
             tw = self.trace_workload(seed)
+            # every variant's tenant is an agent in every run (truthful ones too: their rows pair up)
+            strategies: dict[str, Strategy] = {}
+            for v in self.variants:
+                dev = self.deviator(v.name, seed)
+                assert dev is not None
+                strategies.setdefault(dev, Truthful())
             liar = self.deviator(variant, seed)
             if liar is not None:
-                strategy = next(v.strategy for v in self.variants if v.name == variant)
-                tw = replace(tw, strategies={liar: strategy}, liars=(liar,))
+                strategies[liar] = next(v.strategy for v in self.variants if v.name == variant)
+                tw = replace(tw, strategies=strategies, liars=(liar,))
+            elif strategies:
+                tw = replace(tw, strategies=strategies)
             return ModelConfig(
                 self.cluster.build(),
                 (),
@@ -888,7 +905,7 @@ def _trace_workload(
         duration_reference=w.string("duration_reference", "v100") or "v100",
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
-        tenant_rows=w.boolean("tenant_measures", True),
+        tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
     )
     table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
     tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
@@ -930,7 +947,7 @@ def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
         generator="gavel",
-        tenant_rows=w.boolean("tenant_measures", True),
+        tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
         jobs=w.integer("jobs", required=True, minimum=1) or 1,
         jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
     )

@@ -116,6 +116,7 @@ round_seconds = 360.0
 file = "table.csv"
 [workload]
 trace = "t.trace"
+tenant_measures = "all"
 [[variant]]
 name = "liar"
 tenant = 0
@@ -159,6 +160,14 @@ def test_outcomes_from_reports_experience_from_truth_by_hand(tmp_path: Path, var
     assert (1, "0") not in w.index  # a tenant whose jobs are all done has no rows
     agent = next(iter(model.auctioneer.tenants.agents.values()))
     assert agent.tenant_id == "0" and agent.runnable_jobs == 0  # the liar's agent saw its own outcome
+    # by default (tenant_measures = "agents") tenancy "job" records the rows of the variants'
+    # tenants only, in the truthful run too (the pair of the "Gain from lying" table)
+    path = _lie_scenario(tmp_path, variant)
+    path.write_text(path.read_text().replace('tenant_measures = "all"\n', ""))
+    scen = load_scenario(path)
+    for v in ("truthful", "liar"):
+        g = scen.build_model("gavel-max-sum-throughput", v, 0).run().tidy()
+        assert set(g.loc[(g["tenant"] != "") & (g["measure"] != "jct_s"), "tenant"]) == {"0"}
 
 
 HEDGE = """
@@ -217,11 +226,11 @@ def test_a_hedge_tenant_learns_on_a_trace_and_changes_its_report(tmp_path: Path)
 
 
 def test_trace_tenant_rows_can_be_switched_off_and_bad_variants_are_named(tmp_path: Path) -> None:
-    """`tenant_measures = false` drops the per-tenant rows (JCTs unchanged); a variant naming no
+    """`tenant_measures = "none"` drops the per-tenant rows (JCTs unchanged); a variant naming no
     tenant of the trace is an input error naming the key."""
     on = load_scenario(_tenant4(tmp_path)).build_model("gavel-max-min-perf", "liar", 0).run()
     path = tmp_path / "off.toml"
-    path.write_text(_tenant4(tmp_path).read_text().replace("max_jobs = 16", "max_jobs = 16\ntenant_measures = false"))
+    path.write_text(_tenant4(tmp_path).read_text().replace("max_jobs = 16", 'max_jobs = 16\ntenant_measures = "none"'))
     off = load_scenario(path).build_model("gavel-max-min-perf", "liar", 0).run()
     rows = off.tidy()
     assert set(rows.loc[rows["tenant"] != "", "measure"]) == {"jct_s"}
