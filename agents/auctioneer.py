@@ -14,8 +14,9 @@ The per-round measures go onto the tenant agents and :attr:`Auctioneer.stats` fo
 DataCollector.
 
 With a trace workload (``ModelConfig.trace``) the round is instead Gavel's lease round of
-:class:`agents.trace_rounds.TraceRounds` (job state in numpy arrays, no tenant agents, no host
-packing): see that module and ``docs/trace_simulation.md``.
+:class:`agents.trace_rounds.TraceRounds` (job state in numpy arrays, no host packing) under the
+reports of the trace's tenants (:class:`agents.trace_tenants.TraceTenants`): see those modules
+and ``docs/trace_simulation.md``.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class Auctioneer(mesa.Agent):
         self.stats = RoundStats()
         self.last_counts: dict[ClassKey, np.ndarray] = {}
         self.trace: TraceRounds | None = None
+        self.tenants = None
         #: trace runs: what the last round did (:class:`agents.trace_rounds.TraceRoundResult`)
         self.last_trace: TraceRoundResult | None = None
         tw = model.config.trace
@@ -109,6 +111,12 @@ class Auctioneer(mesa.Agent):
                 # a child stream of the model's RNG (drawn only for "shuffle": other runs keep their streams)
                 lease_rng=model.rng.spawn(1)[0] if tw.lease_order == "shuffle" else None,
             )
+            from agents.trace_tenants import TraceTenants
+
+            #: trace runs: the tenants (reports, per-tenant measures; :mod:`agents.trace_tenants`)
+            self.tenants: TraceTenants | None = TraceTenants(model, self.trace, tw, rows=tw.tenant_rows)
+            if self.tenants.strategic:
+                self.trace.reporter = self.tenants
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------
     def _problem(
@@ -203,6 +211,8 @@ class Auctioneer(mesa.Agent):
         st.round_s = res.length_s
         self.resolves = eng.solves
         self.solve_seconds = eng.solve_seconds
+        assert self.tenants is not None
+        self.tenants.record(res)
         if res.finished.size:
             model.record_trace_completions(res.finished, res.finished_at)
 

@@ -24,6 +24,9 @@ GAVEL_REALLOCATION_S = 1920.0
 
 PLACEMENTS = ("auto", "oef", "naive")
 
+#: ``TraceWorkload.tenant_rows`` (``[workload] tenant_measures``): whose per-tenant rows a trace run records
+TENANT_ROWS = ("agents", "all", "none")
+
 
 @dataclass(frozen=True)
 class JobConfig:
@@ -106,7 +109,12 @@ class TraceWorkload:
     :func:`agents.trace_rounds.lying_throughputs`; None = the truth), while jobs progress at
     ``throughputs``; ``liars``: the names of the lying tenants (for the results); ``lease_order``:
     the GPU-type order of each round's leases, ``"fastest"`` or ``"shuffle"`` (Gavel's per-round
-    shuffle, seeded per replication; :mod:`agents.trace_rounds`)."""
+    shuffle, seeded per replication; :mod:`agents.trace_rounds`);
+    ``strategies``: tenant name -> reporting strategy (absent = truthful), played by the tenants of
+    :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: whose
+    per-tenant per-round measures (``est``, ``act``, ...) to record: ``"agents"`` (the tenants
+    that are Mesa agents: every tenant unless the tenancy is ``"job"``, else those in
+    ``strategies``), ``"all"`` or ``"none"``."""
 
     trace: Trace
     throughputs: np.ndarray
@@ -117,6 +125,8 @@ class TraceWorkload:
     reported: np.ndarray | None = None
     liars: tuple[str, ...] = ()
     lease_order: str = "fastest"
+    strategies: Mapping[str, Strategy] = field(default_factory=dict)
+    tenant_rows: str = "agents"
 
     def __post_init__(self) -> None:
         from agents.trace_rounds import LEASE_ORDERS
@@ -142,6 +152,18 @@ class TraceWorkload:
                 why = f"must be finite, >= 0 and 0 exactly where the true throughput is ({T[i, j]!r})"
                 raise InputError(f"trace reported throughputs[{i}, {j}]", float(R[i, j]), why)
             object.__setattr__(self, "reported", R)
+        strategies = dict(self.strategies)
+        if strategies:
+            if self.reported is not None:
+                raise InputError("trace strategies", sorted(strategies), "cannot be combined with reported throughputs")
+            known = set(np.asarray(self.tenants).astype(str).tolist())
+            for name, strat in strategies.items():
+                if name not in known:
+                    raise InputError("trace strategies", name, "is not a tenant of the trace")
+                if not isinstance(strat, Strategy):
+                    raise InputError(f"trace strategies[{name}]", strat, "must be a reporting strategy")
+        object.__setattr__(self, "strategies", strategies)
+        check_choice("tenant_measures", self.tenant_rows, TENANT_ROWS)
 
 
 @dataclass(frozen=True)

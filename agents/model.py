@@ -6,10 +6,13 @@ when they arrive and removes them when they leave, and lets the :class:`Auctione
 loop (spec A9). A :class:`mesa.DataCollector` records per-round cluster measures, per-tenant
 measures (``agenttype_reporters``) and a ``completions`` table (JCT).
 
-With a trace workload (``ModelConfig.trace``) there are no tenant agents: job state lives in the
-numpy arrays of :class:`agents.trace_rounds.TraceRounds`, the DataCollector records the cluster
-measures plus :data:`TRACE_MEASURES`, every finished job adds a ``completions`` row (its tenant
-under the scenario's tenancy), rounds start at the end of the previous one (not at
+With a trace workload (``ModelConfig.trace``) job state lives in the numpy arrays of
+:class:`agents.trace_rounds.TraceRounds` and the tenants in :class:`agents.trace_tenants.TraceTenants`
+(Mesa :class:`~agents.trace_tenants.TraceTenantAgent` objects for the strategic tenants, and for every
+tenant unless the tenancy is ``"job"``); the DataCollector records the cluster measures plus
+:data:`TRACE_MEASURES`, the tenants' per-round :data:`TENANT_MEASURES` come from the tenants'
+numpy blocks (same rows as synthetic runs), every finished job adds a ``completions`` row (its
+tenant under the scenario's tenancy), rounds start at the end of the previous one (not at
 ``round * round_seconds``) and, with ``trace.until_done``, the run ends when every job has
 completed or at the safety cap ``config.rounds`` (reported: :attr:`MarketModel.cap_reached`, a
 ``RuntimeWarning`` and a ``safety_cap`` event). A tqdm bar (jobs completed, simulated days) shows
@@ -304,6 +307,9 @@ class MarketModel(mesa.Model):
         dc._collection_steps.clear()
         dc._agenttype_records.clear()
         self._drained_rounds += n
+        tenants = getattr(self.auctioneer, "tenants", None)
+        if tenants is not None:
+            tenants.take_blocks()
         if self.sink is not None:
             comp = self.completions().iloc[self._sent_completions :]
             self._sent_completions += len(comp)
@@ -331,6 +337,9 @@ class MarketModel(mesa.Model):
             long = mv.melt(id_vars="round", var_name="measure", value_name="value")
             long["tenant"] = ""
             frames.append(long)
+        tenants = getattr(self.auctioneer, "tenants", None)
+        if tenants is not None and tenants.blocks:
+            frames.append(self._tenant_blocks(tenants.names, tenants.blocks))
         if TenantAgent in self.datacollector.agenttype_reporters:
             tv = self.datacollector.get_agenttype_vars_dataframe(TenantAgent).reset_index()
             if len(tv):
@@ -343,11 +352,28 @@ class MarketModel(mesa.Model):
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
         return pd.concat(frames, ignore_index=True)
 
+    @staticmethod
+    def _tenant_blocks(names: np.ndarray, blocks: list[tuple[int, np.ndarray, np.ndarray]]) -> pd.DataFrame:
+        """Long-format rows of the trace tenants' per-round blocks (round, codes, measures)."""
+        rounds = np.concatenate([np.full(c.size, r, dtype=np.int64) for r, c, _ in blocks])
+        codes = np.concatenate([c for _, c, _ in blocks])
+        M = np.concatenate([v for _, _, v in blocks])
+        nm = len(TENANT_MEASURES)
+        return pd.DataFrame(
+            {
+                "round": np.tile(rounds, nm),
+                "tenant": pd.Categorical.from_codes(np.tile(codes, nm), categories=names),
+                "measure": pd.Categorical.from_codes(np.repeat(np.arange(nm), rounds.size), categories=TENANT_MEASURES),
+                "value": M.T.ravel(),
+            }
+        )
+
     def tidy(self) -> pd.DataFrame:
         """All measures in long format: columns ``round, tenant, measure, value`` (float).
 
         Cluster measures have ``tenant = ""``; ``busy_gpus:<type>`` gives GPUs busy per type;
-        per-tenant measures are :data:`TENANT_MEASURES`; every finished job adds a ``jct_s`` row
+        per-tenant measures are :data:`TENANT_MEASURES` (trace runs: the tenants
+        ``TraceWorkload.tenant_rows`` selects); every finished job adds a ``jct_s`` row
         (the round it finished in). Sorted by round, tenant, measure. Includes the rounds already
         moved out of the DataCollector (:attr:`DRAIN_ROUNDS`).
         """

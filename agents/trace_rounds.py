@@ -51,7 +51,9 @@ used by that job, as in Gavel (whose agnostic max-min also allocates such time a
 **Lying tenants** (``reported``): the policy sees the REPORTED throughputs of every job (rows,
 normalisers, time fractions), while jobs progress, lease feasibility (throughput > 0) and the
 estimated throughput use the TRUE ones: outcomes from reports, experience from truth.
-:func:`lying_throughputs` builds the reports of a set of lying tenants. Who is a tenant follows
+The reports come from the trace's tenants (:attr:`TraceRounds.reporter`, an
+:class:`agents.trace_tenants.TraceTenants`, asked at every solve) or, fixed, from ``reported``;
+:func:`lying_throughputs` builds fixed reports of a set of tenants scaling per GPU type. Who is a tenant follows
 the tenancy: with ``tenancy = "job"`` a lying tenant is one job, with ``"user"`` or ``N`` every
 job of the tenant reports inflated throughputs (Gavel's own policies still get one row per job,
 each normalised by its own reported proportional-share throughput).
@@ -110,6 +112,9 @@ class TraceRoundResult:
     used_gpu_seconds: float = 0.0
     total_est: float = 0.0
     total_act: float = 0.0
+    #: the active jobs at the round's start (indices) and the steps each leased job did (``leased`` order)
+    active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    done_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def lying_throughputs(
@@ -219,6 +224,10 @@ class TraceRounds:
         self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
+        #: the tenants' reports (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`):
+        #: ``reports(A)`` gives the rows the policy sees for the active jobs ``A`` at a solve and
+        #: ``solved(A, m, x)`` hears the allocation (learning tenants re-score it by :meth:`_solve`)
+        self.reporter: Any = None
 
     # -- queries ---------------------------------------------------------------------------------
     @property
@@ -266,12 +275,17 @@ class TraceRounds:
         self.alloc[A] = x
         self.has_alloc[A] = True
         self._counts = None
+        if self.reporter is not None:
+            self.reporter.solved(A, m, x)
 
-    def _solve(self, A: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """Time fractions (|A|, k) of the active jobs under the policy."""
+    def _solve(self, A: np.ndarray, m: np.ndarray, reported: np.ndarray | None = None) -> np.ndarray:
+        """Time fractions (|A|, k) of the active jobs under the policy, given the reported rows
+        (|A|, k) of ``A`` (default: the tenants' reports, :attr:`reporter`, else :attr:`R`)."""
         if A.size == 0:
             return np.zeros((0, self.k))
-        T = self.R[A]  # the policy sees the reports
+        if reported is None:
+            reported = self.R[A] if self.reporter is None else self.reporter.reports(A)
+        T = reported  # the policy sees the reports
         if not self.native:  # speedup-based policies need entries > 0 (module docstring)
             T = np.where(T > 0, T, ZERO_FILL * T.max(axis=1, keepdims=True))
         s = self.s[A]
@@ -403,6 +417,7 @@ class TraceRounds:
         length = float(ran.max())
         res.length_s = length
         res.leased, res.leased_type = jobs, typ
+        res.active, res.done_steps = A, done
         res.busy_by_type = np.bincount(typ, weights=self.s[jobs], minlength=self.k).astype(np.int64)
         res.used_gpu_seconds = float((self.s[jobs] * ran).sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0

@@ -61,9 +61,9 @@ measures are means over the rounds weighted by each round's length (rounds of a 
 in length), ``makespan_h`` is the last completion minus the first arrival, ``straggler_workers``
 is 0 (a lease is on one GPU type) and there are no per-tenant rows. A lying variant's tenants are
 the trace's tenants under its tenancy (``"job"``: single jobs; ``"user"`` / ``N``: every job of
-the tenant lies), indexed in order of their first job's arrival; only ``scale`` / ``fast``
-strategies apply (:func:`agents.trace_rounds.lying_throughputs`): the policy sees the inflated
-throughputs, the jobs progress at the true ones.
+the tenant lies), indexed in order of their first job's arrival; they play the variant's
+strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
+reports, the jobs progress at the true throughputs.
 """
 
 from __future__ import annotations
@@ -227,13 +227,7 @@ def validate_fair_study(study: Study) -> None:
                 if bad:
                     raise InputError(f"study {study.name}: variant {v.name}.tenants", bad,
                                      f"must be tenant indices in 0..{n - 1} (panel {pi})")  # fmt: skip
-                strat = variant_strategy(study, v, pi, x, scen.cluster.gpu_types)
-                if scen.workload.trace is not None:
-                    from agents.strategies import ScaleDims
-
-                    if not isinstance(strat, ScaleDims):
-                        raise InputError(f"study {study.name}: variant {v.name}.strategy", v.params.get("strategy"),
-                                         "is not supported with a trace workload: use 'scale' or 'fast'")  # fmt: skip
+                variant_strategy(study, v, pi, x, scen.cluster.gpu_types)  # validates the strategy
 
 
 def _liar_indices(variant: Variant, n: int, rng: np.random.Generator) -> list[int]:
@@ -389,8 +383,9 @@ def summarise_run(
 
 def trace_tenant_ids(tenants: np.ndarray) -> list[str]:
     """The distinct tenant names of a trace workload in order of their first job (arrival order)."""
-    names, first = np.unique(np.asarray(tenants).astype(str), return_index=True)
-    return [str(n) for n in names[np.argsort(first, kind="stable")]]
+    from agents.trace_tenants import tenant_order
+
+    return tenant_order(tenants)
 
 
 def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None) -> dict[str, float]:
@@ -437,13 +432,14 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
     from agents.model import MarketModel
-    from agents.trace_rounds import lying_throughputs
     from analysis.studies import TRUTHFUL, CellResult
 
     study = spec.study
 
     work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
     first = scenario.instantiate(spec.mechanisms[0], TRUTHFUL, np.random.default_rng(work_ss))
+    # the cell's metrics use the cluster rows and the completions only: no per-tenant rows
+    first = replace(first, trace=replace(first.trace, tenant_rows="none"))
 
     def config_of(mech: str) -> Any:
         """``first`` for ``mech``: the same (read-only) trace workload, a fresh cluster."""
@@ -464,10 +460,9 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
         for vname, liars, strat in variants:
             t0 = time.perf_counter()
             config = config_of(mech)
-            if liars:
-                tw = config.trace
-                R = lying_throughputs(tw.throughputs, tw.trace.job_type, tw.tenants, liars, strat)
-                config = replace(config, trace=replace(tw, reported=R, liars=liars))
+            if liars:  # the liars are trace tenants playing the variant's strategy (agents.trace_tenants)
+                lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars)
+                config = replace(config, trace=lying)
             model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[1]
             model = MarketModel(config, rng=np.random.default_rng(model_ss))
             model.progress = False

@@ -32,11 +32,15 @@ Schema (all keys optional unless marked)::
                 the scenario file), trace_format = "gavel"|"philly", tenancy = "job"|"user"|N,
                 max_jobs (first N jobs), duration_reference (Philly: GPU type whose throughput
                 turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
-                omitted: the run then ends when every job has completed; default 200000).
+                omitted: the run then ends when every job has completed; default 200000),
+                tenant_measures = "agents"|"all"|"none" (whose per-tenant per-round rows:
+                "agents" = every tenant, or with tenancy "job" the variants' tenants).
                 The throughput table is [profiles] file (default: the packaged Gavel table).
+                [[variant]] tables apply (tenant: index in order of first arrival, or name).
                 -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
                 (market.traces.generate_gavel_trace; seeded per replication), tenancy,
-                duration_reference (the GPU type durations are run times on, "v100"), max_rounds
+                duration_reference (the GPU type durations are run times on, "v100"), max_rounds,
+                tenant_measures
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs,
                 add_type = {job_type, at_s, jobs} (a second job type added on the fly, OEF §6.2.3)
     [[variant]] name (required), tenant (required: index or id), strategy =
@@ -57,7 +61,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import GAVEL_REALLOCATION_S, PLACEMENTS, JobConfig, ModelConfig, TenantConfig, TraceWorkload
+from agents.config import (
+    GAVEL_REALLOCATION_S,
+    PLACEMENTS,
+    TENANT_ROWS,
+    JobConfig,
+    ModelConfig,
+    TenantConfig,
+    TraceWorkload,
+)
 from agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
 from market.errors import InputError, check_name, slug
 from market.profiles import (
@@ -317,6 +329,7 @@ class TraceSpec:
     generator: str | None = None  # "gavel": generated in memory (no path), below
     jobs: int = 0
     jobs_per_hour: float = 0.0
+    tenant_rows: str = "agents"  # [workload] tenant_measures
 
 
 @dataclass(frozen=True)
@@ -369,23 +382,34 @@ class Scenario:
         """``truthful`` followed by the lying variants."""
         return (TRUTHFUL, *(v.name for v in self.variants))
 
-    def tenant_ids(self) -> list[str]:
-        """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically."""
+    def tenant_ids(self, seed: int | None = None) -> list[str]:
+        """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically; of a trace scenario:
+        its tenants' names in order of their first job (``seed``: the trace's, default the
+        scenario seed; :func:`agents.trace_tenants.tenant_order`)."""
+        ts = self.workload.trace
+        if ts is not None:
+            from agents.trace_tenants import tenant_order
+
+            types = self.cluster.gpu_types
+            table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
+            tr = _trace_of(ts, table_path, types, self.seed if seed is None else int(seed))
+            return tenant_order(tenant_of_jobs(tr, ts.tenancy))
         n = self.workload.tenants
         width = len(str(n - 1))
         return [f"t{i:0{width}d}" for i in range(n)]
 
-    def deviator(self, variant: str) -> str | None:
-        """Id of the lying tenant of ``variant`` (None for ``truthful``)."""
+    def deviator(self, variant: str, seed: int | None = None) -> str | None:
+        """Id of the lying tenant of ``variant`` (None for ``truthful``); ``seed``: a trace
+        scenario's trace seed (:meth:`tenant_ids`)."""
         if variant == TRUTHFUL:
             return None
         for v in self.variants:
             if v.name == variant:
-                return self._tenant_id(v.tenant, f"scenario {self.name}: variant {v.name}.tenant")
+                return self._tenant_id(v.tenant, f"scenario {self.name}: variant {v.name}.tenant", seed)
         raise InputError("variant", variant, f"is not one of {list(self.variant_names)}")
 
-    def _tenant_id(self, ref: int | str, key: str) -> str:
-        ids = self.tenant_ids()
+    def _tenant_id(self, ref: int | str, key: str, seed: int | None = None) -> str:
+        ids = self.tenant_ids(seed)
         if isinstance(ref, int):
             if not 0 <= ref < len(ids):
                 raise InputError(key, ref, f"must be a tenant index in 0..{len(ids) - 1}")
@@ -451,6 +475,7 @@ class Scenario:
             reallocation_interval_s=self.cluster.reallocation_interval_s,
             until_done=ts.until_done,
             lease_order=self.cluster.lease_order,
+            tenant_rows=ts.tenant_rows,
         )
 
     def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
@@ -462,15 +487,27 @@ class Scenario:
             raise InputError("policy", policy, f"is not one of the scenario's policies {list(self.policies)}")
         ts = self.workload.trace
         if ts is not None:
-            self.deviator(variant)
             seed = int(rng.integers(0, 2**63 - 1))
+            tw = self.trace_workload(seed)
+            # every variant's tenant is an agent in every run (truthful ones too: their rows pair up)
+            strategies: dict[str, Strategy] = {}
+            for v in self.variants:
+                dev = self.deviator(v.name, seed)
+                assert dev is not None
+                strategies.setdefault(dev, Truthful())
+            liar = self.deviator(variant, seed)
+            if liar is not None:
+                strategies[liar] = next(v.strategy for v in self.variants if v.name == variant)
+                tw = replace(tw, strategies=strategies, liars=(liar,))
+            elif strategies:
+                tw = replace(tw, strategies=strategies)
             return ModelConfig(
                 self.cluster.build(),
                 (),
                 policy=policy,
                 rounds=self.rounds if not ts.until_done else ts.max_rounds,
                 stop_when_idle=self.stop_when_idle,
-                trace=self.trace_workload(seed),
+                trace=tw,
             )
         deviator = self.deviator(variant)
         strategy = next((v.strategy for v in self.variants if v.name == variant), None)
@@ -805,10 +842,6 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     if is_trace:
         if top.has("tenant"):
             raise InputError(top.key("tenant"), top.data["tenant"], "is not supported with a trace workload")
-        if top.has("variant"):
-            raise InputError(top.key("variant"), top.data["variant"], "is not supported in a trace scenario: lying "
-                             "tenants on a trace run in a fair-share study ([[variant]] with tenants or fraction; "
-                             "docs/trace_simulation.md)")  # fmt: skip
 
     overrides: list[TenantOverride] = []
     for i, raw in enumerate(top.array("tenant", []) or []):
@@ -884,6 +917,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         built = cluster.build()
         for p in policies:  # every job must be runnable under every policy
             ModelConfig(built, (), policy=p, rounds=1, trace=tw)
+        for v in variants:
+            scen.deviator(v.name)  # validates the tenant reference against the trace's tenants
         return scen
     for v in variants:
         scen.deviator(v.name)  # validates the tenant reference
@@ -897,8 +932,9 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     return scen
 
 
-_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds")
-_GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds")
+_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds", "tenant_measures")
+_GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds",
+                   "tenant_measures")  # fmt: skip
 
 
 def _trace_workload(
@@ -927,6 +963,7 @@ def _trace_workload(
         duration_reference=w.string("duration_reference", "v100") or "v100",
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+        tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
     )
     table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
     tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
@@ -968,6 +1005,7 @@ def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
         until_done=not rounds_given,
         max_rounds=w.integer("max_rounds", 200_000, minimum=1),
         generator="gavel",
+        tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
         jobs=w.integer("jobs", required=True, minimum=1) or 1,
         jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
     )

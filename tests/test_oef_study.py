@@ -356,11 +356,12 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     pairs = paired_differences(res.frame, ("liar_jct_h", "honest_jct_h")).set_index(["mechanism", "metric"])
     assert pairs.loc[("gavel-max-sum-throughput", "liar_jct_h"), "mean"] == pytest.approx(-0.05)
     assert pairs.loc[("gavel-max-sum-throughput", "honest_jct_h"), "mean"] == pytest.approx(0.06)
-    # only per-type scaling applies to raw trace throughputs
-    bad = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 2.0]')
-    with pytest.raises(InputError, match="variant liar.strategy"):
-        load_study(_write(tmp_path, bad.replace('x = "variant.liar.factor"\nvalues = [1.5]',
-                                                'x = "cluster.round_seconds"\nvalues = [360.0]'), "bad"))
+    # every strategy runs on a trace (agents.trace_tenants): job 0 (true row [1, 2]) reporting the
+    # speedup vector [1, 3] is the policy row [1, 3] = the same lie as "fast" x 1.5, the same JCTs
+    rep = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 3.0]')
+    rep = rep.replace('x = "variant.liar.factor"\nvalues = [1.5]', 'x = "cluster.round_seconds"\nvalues = [360.0]')
+    r2 = run_study(load_study(_write(tmp_path, rep, "rep")), progress=False).frame.set_index(["mechanism", "variant"])
+    assert r2.loc[("gavel-max-sum-throughput", "liar"), "liar_jct_h"].tolist() == pytest.approx([0.1, 0.1])
 
 
 # -- §6 reproduction machinery: realisations, per-panel seeds, S4's added job type, §6.2 metrics -----
