@@ -122,7 +122,7 @@ def one_shot_exact(job: JobArrays, view: SlotView, links: Links, M: Sequence[int
 
 
 def dp_exact(c: np.ndarray) -> np.ndarray:
-    """Per deadline offset s (slots 0..s), the minimum of sum_t c[t][d_t] over every composition of
+    """Per deadline offset s (slots 0..s), the minimum of ``sum_t c[t][d_t]`` over every composition of
     D = c.shape[1] - 1 into s + 1 parts; shape (S,)."""
     S, D1 = c.shape
     D = D1 - 1
@@ -175,7 +175,7 @@ class SubroutineReport:
 
     ``dpc_gaps``: list of (t, d, DPC_T cost, exact cost) for every slot and d = 1..D (A(d) sources);
     ``dpc_mismatch``: entries where the costs differ beyond tolerance or only one is finite;
-    ``dp_gap``: max |F[t][D] - DP_EXACT| over deadlines; ``mu``: SA's mu; ``mu_exact``: mu*."""
+    ``dp_gap``: ``max |F[t][D] - DP_EXACT|`` over deadlines; ``mu``: SA's mu; ``mu_exact``: mu*."""
 
     dpc_gaps: list[tuple[int, int, float, float]]
     dpc_mismatch: list[tuple[int, int, float, float]]

@@ -1,0 +1,136 @@
+"""The documentation's own examples run, and the docs site's navigation and API reference stay complete.
+
+docs/plugins.md's worked plugins are run by tests/test_plugins.py; this file runs the page's other
+snippets (the non-posted-price mechanism of §3, the hypothesis auction strategy of §10) and checks
+that mkdocs.yml lists every page of docs/ and every public module of the API reference. The site
+itself is built by ``mkdocs build --strict`` in .ci/run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = ROOT / "docs" / "plugins.md"
+
+
+def _block(marker: str) -> str:
+    """The code block of docs/plugins.md whose first line is ``# example: <marker>``."""
+    m = re.search(r"```python\n# example: " + re.escape(marker) + r"\n(.*?)```", PLUGINS.read_text(), re.S)
+    assert m, f"docs/plugins.md has no block '# example: {marker}'"
+    return m.group(1)
+
+
+def test_plugins_page_non_posted_price_mechanism_runs() -> None:
+    """§3's per-slot Vickrey: ``_advance`` + ``step`` + the default ``finish``; its own asserts check the
+    decisions (winner pays the runner-up's report, a lone bidder pays 0, the loser has completion None)."""
+    ns: dict = {}
+    exec(compile(_block("slot-vickrey"), "docs/plugins.md#slot-vickrey", "exec"), ns)
+    mech = ns["SlotVickrey"](T=1, k=1)
+    decisions = mech.run([ns["Bid"](0, 0, 1.0), ns["Bid"](1, 0, 5.0)])
+    assert [(d.job_id, d.admitted, d.completion) for d in decisions] == [(0, False, None), (1, True, 0)]
+    assert decisions[1].payment == 1.0 and decisions[1].payoff == 4.0
+
+
+def _doc_project(project: str) -> dict[str, str]:
+    text = PLUGINS.read_text(encoding="utf-8")
+    out = {}
+    for m in re.finditer(r"```(?:python|toml)\n# file: ([^\n]+)\n(.*?)```", text, re.S):
+        proj, _, rel = m.group(1).strip().partition("/")
+        if proj == project:
+            out[rel] = m.group(2)
+    return out
+
+
+def test_plugins_page_auction_strategy_snippet_runs(tmp_path: Path) -> None:
+    """§10's ``auction_instances`` example, as a user's test file run by pytest with the marketsim plugin,
+    against §9's plugin written from the page (an installed distribution on PYTHONPATH)."""
+    pytest.importorskip("hypothesis")
+    files = _doc_project("reserve-auction")
+    meta = tomllib.loads(files.pop("pyproject.toml"))
+    for pkg in meta["tool"]["setuptools"]["packages"]:
+        files.setdefault(pkg.replace(".", "/") + "/__init__.py", "")
+    for rel, text in files.items():
+        p = tmp_path / "site" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    info = tmp_path / "site" / "reserve_auction-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reserve_auction\nVersion: 0.1\n")
+    eps = meta["project"]["entry-points"]["marketsim.mechanisms"]
+    (info / "entry_points.txt").write_text("[marketsim.mechanisms]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    snippet = re.search(r"```python\n(from hypothesis import given, settings\n"
+                        r"from market.testing.strategies import auction_instances\n.*?)```",
+                        PLUGINS.read_text(), re.S)  # fmt: skip
+    assert snippet, "docs/plugins.md lost its auction_instances example"
+    test = tmp_path / "user_tests" / "test_user.py"
+    test.parent.mkdir()
+    test.write_text(snippet.group(1))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                        "--marketsim-budget", "fast", str(test)],
+                       cwd=test.parent, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "1 passed" in r.stdout
+
+
+def test_claims_ledger_stores_negative_zero_as_zero() -> None:
+    """docs/plugins.md §7: ``effect_size`` is stored as given except that -0.0 becomes 0 (no '-0' in tables)."""
+    code = textwrap.dedent(
+        """
+        from market.audit.claims import Measurement, register_claim, run_claims, to_markdown
+        @register_claim("negzero-doc", "Z1", "statement", "how", kind="universal")
+        def z1(ctx):
+            return Measurement(n_instances=1, effect_size=-0.0, effect="max relative gain")
+        res = run_claims("negzero-doc")
+        print(repr(res[0].effect_size)); print(to_markdown(res))
+        """
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    first, table = r.stdout.split("\n", 1)
+    assert first == "0.0" and "| -0 " not in table and "| 0 (max relative gain)" in table
+
+
+def _nav_files(nav: object) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [f for item in nav for f in _nav_files(item)]
+    if isinstance(nav, dict):
+        return [f for v in nav.values() for f in _nav_files(v)]
+    return []
+
+
+def test_docs_site_lists_every_page_and_public_module() -> None:
+    """Every docs/*.md page is in mkdocs.yml's nav (strict builds only warn about orphans), and every
+    public top-level module of market/ and agents/ has an API reference page entry."""
+    yaml = pytest.importorskip("yaml")
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    # mkdocs.yml may carry python/name tags (e.g. for emoji); ignore them here
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    listed = set(_nav_files(cfg["nav"]))
+    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    assert pages - listed == set(), f"docs pages missing from mkdocs.yml nav: {sorted(pages - listed)}"
+    assert listed - pages == set(), f"mkdocs.yml nav names missing pages: {sorted(listed - pages)}"
+    reference = "\n".join((ROOT / "docs" / p).read_text() for p in pages if p.startswith("reference/"))
+    documented = set(re.findall(r"^::: ([\w.]+)", reference, re.M))
+    for pkg in ("market", "agents"):
+        for path in sorted((ROOT / pkg).iterdir()):
+            name = path.stem if path.suffix == ".py" else path.name
+            if name.startswith("_") or not (path.suffix == ".py" or (path / "__init__.py").exists()):
+                continue
+            assert f"{pkg}.{name}" in documented, f"{pkg}.{name} has no API reference entry (docs/reference/)"
