@@ -1,4 +1,4 @@
-"""mkdocs hook: a link from a docs page to a file of the repository outside ``docs/`` (a benchmark
+"""mkdocs hooks. A link from a docs page to a file of the repository outside ``docs/`` (a benchmark
 result, a test, a scenario) becomes the link text with the repository path in code, because the site
 does not contain those files. A link to a path that exists nowhere is left alone, so
 ``mkdocs build --strict`` still fails on it."""
@@ -30,3 +30,17 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return text if text.strip("`") == rel else f"{text} (`{rel}`)"
 
     return _LINK.sub(repl, markdown)
+
+
+_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):\s*<code>(~?)([^<]*)</code>")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Docstrings use Sphinx roles (``:class:`~market.x.Y```), which Markdown leaves as text: show
+    them as code (``~`` keeps only the last dotted component, as Sphinx does)."""
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
+        return f"<code>{name}</code>"
+
+    return _ROLE.sub(repl, html)
