@@ -140,3 +140,20 @@ def test_docs_site_lists_every_page_and_public_module() -> None:
             covered = f"{pkg}.{name}" in documented
             assert covered, f"{pkg}.{name} has no API reference entry (a '::: {pkg}.{name}' in docs/reference/)"
     assert {"market.audit", "market.auction", "market.oef", "agents"} <= whole
+
+
+def test_packaging_licence_extras_and_ci_steps() -> None:
+    """The MIT LICENSE the metadata declares, the `testing` and `docs` extras, and the CI steps that
+    build the site strictly, execute the notebooks and wait for the apt lock."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    licence = (ROOT / "LICENSE").read_text()
+    assert meta["license"] == "MIT" and "LICENSE" in meta["license-files"]
+    assert licence.startswith("MIT License") and "Copyright (c) 2026 marketsim developers" in licence
+    extras = meta["optional-dependencies"]
+    assert any(d.startswith("hypothesis") for d in extras["testing"])
+    assert {d.split(">")[0].split("[")[0] for d in extras["docs"]} >= {"mkdocs", "mkdocs-material", "mkdocstrings"}
+    setup, run = (ROOT / ".ci" / "setup").read_text(), (ROOT / ".ci" / "run").read_text()
+    assert "DPkg::Lock::Timeout=" in setup and "docs" in re.search(r"pip install --quiet -e '\.\[([^]]+)\]'", setup)[1]
+    assert "mkdocs build --strict" in run and "--nbmake" in run and "docs/notebooks" in run
+    notebooks = sorted(p.name for p in (ROOT / "docs" / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 3, notebooks
