@@ -123,7 +123,8 @@ def test_docs_site_lists_every_page_and_public_module() -> None:
     Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
     cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
     listed = set(_nav_files(cfg["nav"]))
-    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    pages = {str(p.relative_to(ROOT / "docs")) for ext in ("*.md", "*.ipynb") for p in (ROOT / "docs").rglob(ext)
+             if ".ipynb_checkpoints" not in p.parts}
     assert pages - listed == set(), f"docs pages missing from mkdocs.yml nav: {sorted(pages - listed)}"
     assert listed - pages == set(), f"mkdocs.yml nav names missing pages: {sorted(listed - pages)}"
     reference = "\n".join((ROOT / "docs" / p).read_text() for p in pages if p.startswith("reference/"))
