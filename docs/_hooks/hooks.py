@@ -37,10 +37,11 @@ _ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj|const):\s
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     """Docstrings use Sphinx roles (``:class:`~market.x.Y```), which Markdown leaves as text: show
-    them as code (``~`` keeps only the last dotted component, as Sphinx does)."""
+    them as code (``~`` keeps only the last dotted component, as Sphinx does); a paragraph ending in
+    reST's ``::`` (a literal block follows) ends in one colon."""
 
     def repl(m: re.Match[str]) -> str:
         name = m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
         return f"<code>{name}</code>"
 
-    return _ROLE.sub(repl, html)
+    return _ROLE.sub(repl, html).replace("::</p>", ":</p>")  # reST's "text::" before a literal block
