@@ -1,7 +1,13 @@
-"""mkdocs hooks. A link from a docs page to a file of the repository outside ``docs/`` (a benchmark
-result, a test, a scenario) becomes the link text with the repository path in code, because the site
-does not contain those files. A link to a path that exists nowhere is left alone, so
-``mkdocs build --strict`` still fails on it."""
+"""mkdocs hooks.
+
+* A docs page that is not in ``mkdocs.yml``'s nav (a page another change added) is appended under
+  "More", so the site always lists every page and ``--strict`` does not fail on it.
+* A link from a docs page to a file of the repository outside ``docs/`` (a benchmark result, a
+  test, a scenario) becomes the link text with the repository path in code, because the site does
+  not contain those files. A link to a path that exists nowhere is left alone, so
+  ``mkdocs build --strict`` still fails on it.
+* Sphinx roles in docstrings render as code in the API reference.
+"""
 
 from __future__ import annotations
 
@@ -45,3 +51,31 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
         return f"<code>{name}</code>"
 
     return _ROLE.sub(repl, html).replace("::</p>", ":</p>")  # reST's "text::" before a literal block
+
+
+def _nav_files(nav: Any) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, list):
+        return [f for item in nav for f in _nav_files(item)]
+    if isinstance(nav, dict):
+        return [f for v in nav.values() for f in _nav_files(v)]
+    return []
+
+
+def unlisted_pages(docs_dir: str | Path, nav: Any) -> list[str]:
+    """Markdown pages under ``docs_dir`` that ``nav`` does not name (``_*`` folders excluded)."""
+    docs = Path(docs_dir)
+    listed = set(_nav_files(nav))
+    pages = (p.relative_to(docs).as_posix() for p in docs.rglob("*.md"))
+    return sorted(p for p in pages if p not in listed and not any(part.startswith("_") for part in p.split("/")))
+
+
+def on_config(config: Any) -> Any:
+    """Append the pages the nav does not list under a "More" section."""
+    nav = config.get("nav")
+    if nav:
+        extra = unlisted_pages(config["docs_dir"], nav)
+        if extra:
+            nav.append({"More": extra})
+    return config
