@@ -166,3 +166,17 @@ def test_packaging_licence_extras_and_ci_steps() -> None:
     assert "mkdocs build --strict" in run and "--nbmake" in run and "docs/notebooks" in run
     notebooks = sorted(p.name for p in (ROOT / "docs" / "notebooks").glob("*.ipynb"))
     assert len(notebooks) >= 3, notebooks
+
+
+def test_docstring_index_brackets_are_escaped_outside_code() -> None:
+    """``c[t][d]`` in prose would be a Markdown reference link (a strict-build failure); in code it stays."""
+    pytest.importorskip("griffe")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_brackets", ROOT / "docs" / "_hooks" / "griffe_brackets.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = "min of c[t][d_t] and ``F[t][D]``\n\n    x[i][j] = 0\n```\na[b][c]\n```\nend [x][y]"
+    assert mod.escape_index_brackets(text) == (
+        "min of c[t]\\[d_t] and ``F[t][D]``\n\n    x[i][j] = 0\n```\na[b][c]\n```\nend [x]\\[y]"
+    )

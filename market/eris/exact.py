@@ -122,7 +122,7 @@ def one_shot_exact(job: JobArrays, view: SlotView, links: Links, M: Sequence[int
 
 
 def dp_exact(c: np.ndarray) -> np.ndarray:
-    """Per deadline offset s (slots 0..s), the minimum of ``sum_t c[t][d_t]`` over every composition of
+    """Per deadline offset s (slots 0..s), the minimum of sum_t c[t][d_t] over every composition of
     D = c.shape[1] - 1 into s + 1 parts; shape (S,)."""
     S, D1 = c.shape
     D = D1 - 1

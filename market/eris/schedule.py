@@ -1,7 +1,7 @@
 """BUILD_MENU (DP over slots + deadline enumeration, paper Alg. 2) and CHOOSE (spec §3.4-3.5).
 
 ``build_menu`` never reads the bid's utility. :func:`build_menu` is the vectorised version
-(slot rows ``c[t][0..D]`` from one :func:`deploy_batch` call per distinct slot, (min,+) DP with numpy);
+(slot rows c[t][0..D] from one :func:`deploy_batch` call per distinct slot, (min,+) DP with numpy);
 :func:`build_menu_reference` is the same algorithm with Python loops (benchmark reference).
 """
 
