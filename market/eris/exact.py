@@ -175,7 +175,7 @@ class SubroutineReport:
 
     ``dpc_gaps``: list of (t, d, DPC_T cost, exact cost) for every slot and d = 1..D (A(d) sources);
     ``dpc_mismatch``: entries where the costs differ beyond tolerance or only one is finite;
-    ``dp_gap``: ``max |F[t][D] - DP_EXACT|`` over deadlines; ``mu``: SA's mu; ``mu_exact``: mu*."""
+    ``dp_gap``: max |F[t][D] - DP_EXACT| over deadlines; ``mu``: SA's mu; ``mu_exact``: mu*."""
 
     dpc_gaps: list[tuple[int, int, float, float]]
     dpc_mismatch: list[tuple[int, int, float, float]]
