@@ -50,6 +50,7 @@ def _doc_project(project: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow  # a pytest subprocess auditing 10 hypothesis examples: 20-50 s on 2 shared cores
 def test_plugins_page_auction_strategy_snippet_runs(tmp_path: Path) -> None:
     """§10's ``auction_instances`` example, as a user's test file run by pytest with the marketsim plugin,
     against §9's plugin written from the page (an installed distribution on PYTHONPATH)."""
