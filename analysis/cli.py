@@ -792,7 +792,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
     except ImportError as exc:  # solara / altair missing: the extra is optional
         print(
             f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
-            "install it with: pip install -e '.[viz]'",
+            "install it with: pip install 'marketsim[viz]' (in a clone: pip install -e '.[viz]')",
             file=sys.stderr,
         )
         return 2
@@ -928,7 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lie factor on the fast GPU types and a seed; step or play the rounds and watch the allocation, true vs "
         "reported throughput, the liar's gain against a truthful twin and the topology. An auction study serves "
         "the auction page (admission timeline, prices and payments, the liar's paired gain, resources). "
-        "Needs: pip install -e '.[viz]'.",
+        "Needs: pip install 'marketsim[viz]'.",
     )
     vz.add_argument(
         "scenario", nargs="?", default="default", help="embedded fair-share scenario or auction study, or a TOML path"

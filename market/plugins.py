@@ -169,7 +169,8 @@ def plugins() -> dict[str, Plugin]:
         raise InputError(
             "plugins",
             GROUP,
-            "no marketsim plugins are installed: install marketsim itself (`pip install -e .` or `.ci/setup`) "
+            "no marketsim plugins are installed: install marketsim itself (`pip install marketsim`, in a clone "
+            "`pip install -e .` or `.ci/setup`) "
             "so its entry points are registered",
         )
     return out

@@ -1,4 +1,5 @@
-"""The README's Python examples run as doctests, and its quick-start commands stay true."""
+"""The Python examples of the README and the docs pages run as doctests, and the README's quick-start
+commands stay true."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_readme_examples_run() -> None:
-    text = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    examples = [b for b in blocks if b.lstrip().startswith(">>>")]
-    assert examples, "README has no doctest examples"
+def test_readme_and_docs_examples_run() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    for i, block in enumerate(examples):
-        runner.run(parser.get_doctest(block, {}, f"README[{i}]", "README.md", 0))
+    found = []
+    for page in pages:
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+        for i, block in enumerate(b for b in blocks if b.lstrip().startswith(">>>")):
+            name = f"{page.relative_to(ROOT)}[{i}]"
+            found.append(name)
+            runner.run(parser.get_doctest(block, {}, name, str(page), 0))
+    assert len(found) >= 3, f"the README and docs pages lost their doctest examples: {found}"
     result = runner.summarize(verbose=False)
     assert result.failed == 0 and result.attempted > 0
 

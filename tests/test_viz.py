@@ -1,8 +1,9 @@
 """``marketsim viz`` (analysis/viz.py): the page model without a browser, then the served page
 driven in real headless Chromium through the Chrome DevTools Protocol (CDP).
 
-Needs the optional ``viz`` extra (``pip install -e '.[viz]'``); the browser test also needs
-``/usr/bin/chromium`` (or ``$CHROMIUM``). Both skip with a reason when missing.
+Needs the optional ``viz`` extra (``pip install 'marketsim[viz]'``); the browser test also needs
+``/usr/bin/chromium`` (or ``$CHROMIUM``). Both skip with a reason when missing, except that under CI
+(``CI=true``, where ``.ci/setup`` installs Chromium) a missing Chromium fails the browser test.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pytest
 
 from market.errors import InputError
 
-pytest.importorskip("solara", reason="the viz extra is not installed (pip install -e '.[viz]')")
+pytest.importorskip("solara", reason="the viz extra is not installed (pip install 'marketsim[viz]')")
 
 from analysis import viz  # noqa: E402  (after the importorskip guard)
 
@@ -217,7 +218,7 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip install -e '.[viz]'" in lines[0]
+    assert len(lines) == 1 and "pip install 'marketsim[viz]'" in lines[0]
 
 
 def test_cli_viz_rejects_unknown_name(capsys):
@@ -459,7 +460,10 @@ def _served_page(tmp_path: Path, target: str):
     """Serve ``marketsim viz target``, open it in headless Chromium; yield (CDP client, server log)."""
     ws_client = pytest.importorskip("websockets.sync.client", reason="websockets (viz extra) is not installed")
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)) and shutil.which(CHROMIUM) is None:
-        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM or apt-get install chromium)")
+        why = f"no Chromium at {CHROMIUM} (set $CHROMIUM or apt-get install chromium)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"{why}: .ci/setup should have installed it; CI does not skip the browser test")
+        pytest.skip(why)
     server = chrome = None
     page_port, cdp_port = _free_port(), _free_port()
     server_log = tmp_path / "server.log"

@@ -290,7 +290,7 @@ def run_claims(
                 statement=spec.statement,
                 how_tested=spec.how_tested,
                 verdict=verdict,
-                effect_size=float(m.effect_size),
+                effect_size=float(m.effect_size) + 0.0,  # + 0.0: a negative zero is stored (and printed) as 0
                 effect=m.effect,
                 witness=m.witness,
                 n_instances=m.n_instances,

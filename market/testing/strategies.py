@@ -1,4 +1,4 @@
-"""Hypothesis strategies for incentive tests (needs ``hypothesis``, in the ``dev`` extra).
+"""Hypothesis strategies for incentive tests (needs ``hypothesis``: the ``testing`` extra).
 
 * :func:`fair_share_instances`: small fair-share instances; they shrink towards fewer tenants,
   fewer GPU types, speedups of 1 and one GPU per type, so a failing
@@ -14,7 +14,7 @@ try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without the dev extra
     raise ImportError(
-        "market.testing.strategies needs hypothesis: pip install 'marketsim[dev]' (or pip install hypothesis)"
+        "market.testing.strategies needs hypothesis: pip install 'marketsim[testing]' (or pip install hypothesis)"
     ) from exc
 
 from market.audit.instances import FairShareInstance
