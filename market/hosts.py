@@ -88,7 +88,12 @@ class HostPlacer:
         last, last_type = self.last, self.last_type
         for i in order:  # 1. sticky
             prev = last[J[i]]
-            if prev is not None and last_type[J[i]] == T[i] and all(free[h] >= g for h, g in prev):
+            if (
+                prev is not None
+                and last_type[J[i]] == T[i]
+                and sum(g for _, g in prev) == S[i]
+                and all(free[h] >= g for h, g in prev)
+            ):
                 for h, g in prev:
                     free[h] -= g
                 parts[i] = prev
