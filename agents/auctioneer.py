@@ -123,6 +123,7 @@ class Auctioneer(mesa.Agent):
         if placement == "ideal":
             return {}
         self.host_agents = sorted(model.servers, key=lambda a: _host_key(a.host_id))
+        self._job_ids: list[str] = model.config.trace.trace.job_id.astype(str).tolist()  # type: ignore[union-attr]
         types = np.array([a.server.gpu_type for a in self.host_agents], dtype=np.int64)
         caps = np.array([a.server.count for a in self.host_agents], dtype=np.int64)
         tw = model.config.trace
@@ -142,13 +143,12 @@ class Auctioneer(mesa.Agent):
         if pl is None:
             self._held = set()
             return
-        ids = self.model.config.trace.trace.job_id  # type: ignore[union-attr]
+        ids = self._job_ids
         jobs = res.leased[pl.part_lease].tolist()
-        held = set()
-        for j, h, g in zip(jobs, pl.part_host.tolist(), pl.part_gpus.tolist(), strict=True):
-            agents[h].assigned[str(ids[j])] = g
-            held.add(h)
-        self._held = held
+        hosts = pl.part_host.tolist()
+        for j, h, g in zip(jobs, hosts, pl.part_gpus.tolist(), strict=True):
+            agents[h].assigned[ids[j]] = g
+        self._held = set(hosts)
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------
     def _problem(

@@ -29,9 +29,9 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
 6. **Hosts** (only with a ``placer``, i.e. ``placement`` "auto" | "oef" | "naive"; "ideal" skips
    this step and is Gavel's semantics): the leases decided per type in step 4 are put on hosts by
    :class:`market.hosts.HostPlacer`. A lease spanning more than one host progresses at the
-   unconsolidated throughput ``U`` instead of ``T``; a lease whose hosts differ from its job's
-   last lease makes no progress for its first ``migration_cost_s`` seconds (at most the round),
-   so it finishes at ``now + migration_cost_s + remaining / rate``.
+   unconsolidated throughput ``U`` instead of ``T``; a job that ran in the previous round on
+   other hosts (a migration) makes no progress for the first ``migration_cost_s`` seconds of its
+   lease (at most the round), so it finishes at ``now + migration_cost_s + remaining / rate``.
 
 Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs, cap = scale
 factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
@@ -403,13 +403,15 @@ class TraceRounds:
         res.active_tenants, res.active_rows, res.total_est = self._counts
         jobs = A[pos]
         rate = self.T[jobs, typ]
-        lost: np.ndarray | float = 0.0
+        lost = None
         if self.placer is not None:  # 6. hosts (placement != "ideal")
             rate, lost = self._place(jobs, typ, rate, res)
-        need = lost + self.remaining[jobs] / rate
+        need = self.remaining[jobs] / rate
+        if lost is not None:
+            need += lost
         fin = need <= self.dt * (1.0 + 1e-12)
         ran = np.where(fin, need, self.dt)
-        done = rate * (ran - lost)
+        done = rate * (ran if lost is None else ran - lost)
         self.remaining[jobs] = np.where(fin, 0.0, self.remaining[jobs] - done)
         np.add.at(self.job_time, (jobs, typ), ran)
         np.add.at(self.worker_time, typ, ran)

@@ -3,15 +3,19 @@
 A lease is ``size`` GPUs of one GPU type for one job. :class:`HostPlacer` puts the leases of a
 round on concrete hosts, each host holding ``cap[h]`` GPUs of type ``host_type[h]``:
 
-1. **Sticky.** A lease whose job held GPUs of the same type in its last lease keeps exactly that
-   lease's hosts and counts when every one of them still has room (largest lease first, then
-   lease order). Gavel's ``_schedule_jobs_on_workers`` keeps jobs on their current workers the
-   same way; here it also avoids the migration cost.
+1. **Sticky.** A lease whose job ran in the previous round, on the same GPU type, keeps exactly
+   that round's hosts and counts when every one of them still has room (largest lease first,
+   then lease order; a host that went down has none). Gavel's ``_schedule_jobs_on_workers`` keeps
+   jobs on their current workers the same way; here it also avoids the migration cost.
 2. **Packing** of the other leases, largest first (ties: lease order), by the rule of
    :func:`market.oef.placer.pack_hosts` (OEF spec A8): ``"oef"``: the host of the type with the
    smallest sufficient free count (best fit, ties -> lower host index); if none can hold the whole
    lease, spread over the type's hosts in descending free count (fewest hosts, ties -> lower
    index). ``"naive"``: first fit in host order, spilling to the next host.
+
+**Migration** (``HostPlacement.moved``): the job ran in the previous round and its set of hosts
+changed (a lease that resumes after one or more rounds without GPUs is not a migration: like
+Gavel, a preempted job restarts from its checkpoint wherever it lands at no cost).
 
 Host indices follow the order the hosts are given in (the model passes the natural order of the
 host ids, ``"h2" < "h10"``). Cost per round: O(hosts) to reset the free counts plus, per lease,
@@ -42,7 +46,7 @@ class HostPlacement:
     """Where the leases of one round run, as flat arrays over their parts (one part = some GPUs of
     one lease on one host), sorted by lease then host: ``part_lease`` (lease position),
     ``part_host`` (host index), ``part_gpus`` (GPUs); ``n_hosts`` (L,) distinct hosts per lease;
-    ``moved`` (L,): the lease's hosts differ from its job's last lease (False for a first lease)."""
+    ``moved`` (L,): the job ran in the previous round on another set of hosts (a migration)."""
 
     part_lease: np.ndarray
     part_host: np.ndarray
@@ -65,76 +69,118 @@ class HostPlacer:
         if (self.cap < 0).any():
             raise InputError("host_cap", self.cap.tolist()[:10], "must be >= 0")
         self.H = int(self.cap.size)
-        #: per job: the (host, GPUs) parts of its last lease as a tuple, None before its first lease
-        self.last: list[tuple[tuple[int, int], ...] | None] = [None] * int(n_jobs)
-        self.last_type = np.full(int(n_jobs), -1, dtype=np.int64)
-        self.migrations = 0  # leases whose hosts differed from the job's previous lease
+        n = int(n_jobs)
+        # each job's last lease: placement round, GPU type, size, number of hosts, first host;
+        # the (host, GPUs) parts of leases on several hosts in ``multi``
+        self.last_round = np.full(n, -2, dtype=np.int64)
+        self.last_type = np.full(n, -1, dtype=np.int64)
+        self.last_size = np.zeros(n, dtype=np.int64)
+        self.last_nh = np.zeros(n, dtype=np.int64)
+        self.last_first = np.zeros(n, dtype=np.int64)
+        self.multi: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.rounds = 0  # calls of :meth:`place` so far
+        self.migrations = 0  # leases that moved (module docstring), whole run
+
+    def _last_parts(self, j: int) -> tuple[tuple[int, int], ...]:
+        if self.last_nh[j] > 1:
+            return self.multi[j]
+        return ((int(self.last_first[j]), int(self.last_size[j])),)
 
     def place(
         self, jobs: np.ndarray, typ: np.ndarray, size: np.ndarray, cap: np.ndarray | None = None
     ) -> HostPlacement:
         """Place leases ``jobs`` (L,) job indices, ``typ`` (L,) GPU types, ``size`` (L,) GPUs, on
         hosts with ``cap`` (H,) usable GPUs this round (default: every host full; 0 for a host
-        that is down). Updates each job's last hosts."""
-        free = (self.cap if cap is None else np.asarray(cap, dtype=np.int64)).tolist()
-        htype = self.host_type.tolist()
-        J = jobs.tolist()
-        T = typ.tolist()
-        S = size.tolist()
-        L = len(J)
-        parts: list[tuple[tuple[int, int], ...] | None] = [None] * L
-        order = sorted(range(L), key=lambda i: -S[i])  # largest first, stable: lease order on ties
-        rest: list[int] = []
-        last, last_type = self.last, self.last_type
-        for i in order:  # 1. sticky
-            prev = last[J[i]]
-            if (
-                prev is not None
-                and last_type[J[i]] == T[i]
-                and sum(g for _, g in prev) == S[i]
-                and all(free[h] >= g for h, g in prev)
-            ):
-                for h, g in prev:
-                    free[h] -= g
-                parts[i] = prev
+        that is down). One call per round: a job leased in the previous call ran in the previous
+        round. Updates each job's last hosts."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        typ = np.asarray(typ, dtype=np.int64)
+        size = np.asarray(size, dtype=np.int64)
+        L = int(jobs.size)
+        free_a = np.array(self.cap if cap is None else cap, dtype=np.int64)
+        r = self.rounds
+        cont = self.last_round[jobs] == r - 1
+        same = cont & (self.last_type[jobs] == typ) & (self.last_size[jobs] == size)
+        kept = np.zeros(L, dtype=bool)
+        # 1. sticky: vectorised when no host is asked for more than it has (then the sequential
+        # rule keeps every candidate too); otherwise the sequential rule, largest lease first
+        cand = np.flatnonzero(same)
+        if cand.size:
+            nh = self.last_nh[jobs[cand]]
+            one = cand[nh == 1]
+            demand = np.bincount(self.last_first[jobs[one]], weights=size[one], minlength=self.H)
+            for i in cand[nh > 1].tolist():
+                for h, g in self.multi[int(jobs[i])]:
+                    demand[h] += g
+            if (demand <= free_a).all():
+                kept[cand] = True
+                free_a -= demand.astype(np.int64)
             else:
-                rest.append(i)
-        if rest:
-            by_type: dict[int, list[int]] = {}
-            for h in range(self.H):
-                if free[h] > 0:
-                    by_type.setdefault(htype[h], []).append(h)
-            if self.rule == "oef":
-                self._best_fit(rest, T, S, free, by_type, parts)
-            else:
-                self._first_fit(rest, T, S, free, by_type, parts)
-        part_lease: list[int] = []
-        part_host: list[int] = []
-        part_gpus: list[int] = []
-        n_hosts = np.empty(L, dtype=np.int64)
-        moved = np.zeros(L, dtype=bool)
-        for i in range(L):
-            p = parts[i]
-            assert p is not None
-            for h, g in p:
-                part_lease.append(i)
-                part_host.append(h)
-                part_gpus.append(g)
+                free_l = free_a.tolist()
+                for i in cand[np.argsort(-size[cand], kind="stable")].tolist():
+                    prev = self._last_parts(int(jobs[i]))
+                    if all(free_l[h] >= g for h, g in prev):
+                        for h, g in prev:
+                            free_l[h] -= g
+                        kept[i] = True
+                free_a = np.asarray(free_l, dtype=np.int64)
+        # 2. pack the others, largest first (stable: lease order on ties)
+        rest = np.flatnonzero(~kept)
+        packed: dict[int, tuple[tuple[int, int], ...]] = {}
+        if rest.size:
+            rest = rest[np.argsort(-size[rest], kind="stable")]
+            open_ = np.flatnonzero(free_a > 0)
+            ht = self.host_type[open_]
+            by_type = {int(t): open_[ht == t].tolist() for t in np.unique(ht).tolist()}
+            free = free_a.tolist()
+            fill = self._best_fit if self.rule == "oef" else self._first_fit
+            fill(rest.tolist(), typ.tolist(), size.tolist(), free, by_type, packed)
+        # where each lease runs; migrations; the jobs' last leases
+        n_hosts = np.ones(L, dtype=np.int64)
+        first = self.last_first[jobs]  # right for kept leases
+        moved = cont & ~kept & ~same  # another GPU type or size: other hosts
+        extra_lease: list[int] = []
+        extra_host: list[int] = []
+        extra_gpus: list[int] = []
+        for i, p in packed.items():
+            j = int(jobs[i])
+            if cont[i] and same[i]:  # kept off its hosts (a host went down): moved if the set changed
+                old = self._last_parts(j)
+                moved[i] = [h for h, _ in old] != [h for h, _ in p]
+            first[i] = p[0][0]
             n_hosts[i] = len(p)
-            j = J[i]
-            old = last[j]
-            if old is not None and (len(old) != len(p) or any(a[0] != b[0] for a, b in zip(old, p, strict=True))):
-                moved[i] = True  # the set of hosts changed (parts are sorted by host)
-            last[j] = p
-            last_type[j] = T[i]
+            if len(p) > 1:
+                self.multi[j] = p
+                for h, g in p:
+                    extra_lease.append(i)
+                    extra_host.append(h)
+                    extra_gpus.append(g)
+        kept_multi = np.flatnonzero(kept & (self.last_nh[jobs] > 1))
+        for i in kept_multi.tolist():
+            p = self.multi[int(jobs[i])]
+            n_hosts[i] = len(p)
+            for h, g in p:
+                extra_lease.append(i)
+                extra_host.append(h)
+                extra_gpus.append(g)
+        self.last_round[jobs] = r
+        self.last_type[jobs] = typ
+        self.last_size[jobs] = size
+        self.last_nh[jobs] = n_hosts
+        self.last_first[jobs] = first
+        self.rounds = r + 1
         self.migrations += int(moved.sum())
-        return HostPlacement(
-            np.asarray(part_lease, dtype=np.int64),
-            np.asarray(part_host, dtype=np.int64),
-            np.asarray(part_gpus, dtype=np.int64),
-            n_hosts,
-            moved,
-        )
+        single = n_hosts == 1
+        part_lease = np.flatnonzero(single)
+        part_host = first[single]
+        part_gpus = size[single]
+        if extra_lease:
+            part_lease = np.concatenate([part_lease, np.asarray(extra_lease, dtype=np.int64)])
+            part_host = np.concatenate([part_host, np.asarray(extra_host, dtype=np.int64)])
+            part_gpus = np.concatenate([part_gpus, np.asarray(extra_gpus, dtype=np.int64)])
+            o = np.lexsort((part_host, part_lease))
+            part_lease, part_host, part_gpus = part_lease[o], part_host[o], part_gpus[o]
+        return HostPlacement(part_lease, part_host, part_gpus, n_hosts, moved)
 
     @staticmethod
     def _short(t: int, need: int) -> RuntimeError:
@@ -147,7 +193,7 @@ class HostPlacer:
         S: list[int],
         free: list[int],
         by_type: dict[int, list[int]],
-        parts: list[tuple[tuple[int, int], ...] | None],
+        parts: dict[int, tuple[tuple[int, int], ...]],
     ) -> None:
         # heaps[t][f]: hosts of type t with f free GPUs (ascending index; lazy deletion)
         heaps: dict[int, list[list[int]]] = {}
@@ -203,7 +249,7 @@ class HostPlacer:
         S: list[int],
         free: list[int],
         by_type: dict[int, list[int]],
-        parts: list[tuple[tuple[int, int], ...] | None],
+        parts: dict[int, tuple[tuple[int, int], ...]],
     ) -> None:
         ptr = dict.fromkeys(by_type, 0)  # first host of the type that may have room (free only falls)
         for i in rest:

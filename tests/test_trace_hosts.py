@@ -138,17 +138,100 @@ def test_sticky_lease_keeps_its_hosts() -> None:
     assert r2.part_host.tolist() == [0] and not r2.moved.any() and pl.migrations == 0
 
 
-def test_sticky_lease_checks_host_room() -> None:
-    """A (2 GPUs) ran on h0 (2 GPUs); then B took h0 while A waited; now both run, B first (lease
-    order): A's old host is full, so A moves to h1 instead of overfilling h0."""
+def test_sticky_lease_checks_host_room_and_migration_rule() -> None:
+    """Hosts h0, h1 of 2 GPUs. Round 1: A (2 GPUs) on h0. Round 2: h0 is down, so A cannot stay:
+    it moves to h1 (a migration). Round 3: A waits, B runs (first fit: h0, back up). Round 4: A
+    resumes; h0 is B's (sticky) so A lands on h1, and a resume after a pause is no migration."""
     pl = HostPlacer(np.array([0, 0]), np.array([2, 2]), "naive", 2)
-    pl.place(np.array([0]), np.array([0]), np.array([2]))
-    pl.place(np.array([1]), np.array([0]), np.array([2]))
-    r = pl.place(np.array([1, 0]), np.array([0, 0]), np.array([2, 2]))
-    assert r.part_host.tolist() == [0, 1]
-    assert r.moved.tolist() == [False, True] and pl.migrations == 1
+    assert pl.place(np.array([0]), np.array([0]), np.array([2])).part_host.tolist() == [0]
+    r2 = pl.place(np.array([0]), np.array([0]), np.array([2]), cap=np.array([0, 2]))
+    assert r2.part_host.tolist() == [1] and r2.moved.tolist() == [True]
+    assert pl.place(np.array([1]), np.array([0]), np.array([2])).part_host.tolist() == [0]
+    r4 = pl.place(np.array([0, 1]), np.array([0, 0]), np.array([2, 2]))
+    assert r4.part_host.tolist() == [1, 0] and not r4.moved.any() and pl.migrations == 1
+    r5 = pl.place(np.array([1, 0]), np.array([0, 0]), np.array([2, 2]))  # both stay
+    assert r5.part_host.tolist() == [0, 1] and not r5.moved.any()
     with pytest.raises(RuntimeError, match="exceed the free GPUs"):
         pl.place(np.array([0, 1]), np.array([0, 0]), np.array([2, 4]))
+
+
+def _reference_round(state: dict, host_type: list[int], cap: list[int], jobs: list[int], typ: list[int],
+                     size: list[int], rule: str) -> tuple[list[list[tuple[int, int]]], list[bool]]:  # fmt: skip
+    """The placer's rules, written plainly: sticky (sequential, largest first), then OEF's A8
+    (pack_hosts) on the hosts' remaining GPUs; migration = ran last round, other hosts."""
+    r = state["round"]
+    free = list(cap)
+    parts: list[list[tuple[int, int]] | None] = [None] * len(jobs)
+    order = sorted(range(len(jobs)), key=lambda i: -size[i])
+    for i in order:
+        prev = state["last"].get(jobs[i])
+        if prev and prev[0] == r - 1 and prev[1] == typ[i] and sum(g for _, g in prev[2]) == size[i] \
+                and all(free[h] >= g for h, g in prev[2]):  # fmt: skip
+            for h, g in prev[2]:
+                free[h] -= g
+            parts[i] = list(prev[2])
+    rest = [i for i in range(len(jobs)) if parts[i] is None]
+    if rest:
+        servers = [GpuServer(f"h{h}", host_type[h], free[h]) for h in range(len(cap)) if free[h] > 0]
+        k = max(host_type) + 1
+        chosen = []
+        for i in rest:
+            vec = np.zeros(k, dtype=np.int64)
+            vec[typ[i]] = size[i]
+            chosen.append((RunnableJob(f"j{i:04d}", size[i], 0.0, 0.0), vec))
+        out = pack_hosts(chosen, servers, rule)
+        for i in rest:
+            parts[i] = sorted((int(h[1:]), g) for h, _, g in out[f"j{i:04d}"].hosts)
+    moved = []
+    for i, j in enumerate(jobs):
+        prev = state["last"].get(j)
+        moved.append(bool(prev and prev[0] == r - 1 and [h for h, _ in prev[2]] != [h for h, _ in parts[i]]))
+        state["last"][j] = (r, typ[i], parts[i])
+    state["round"] = r + 1
+    return parts, moved  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("rule", ["oef", "naive"])
+def test_placer_over_many_rounds_matches_the_plain_rules(rule: str) -> None:
+    """200 rounds of random leases (sizes 1 to 8, some jobs continuing, some switching type) on
+    random hosts, some of them down in some rounds: same placement and migrations as the plain
+    sequential rules, and never a host over its capacity."""
+    rng = np.random.default_rng(11 if rule == "oef" else 12)
+    for _ in range(6):
+        k = int(rng.integers(1, 3))
+        H = int(rng.integers(2, 10))
+        host_type = np.sort(rng.integers(0, k, H)).tolist()
+        host_type[0], host_type[-1] = 0, k - 1
+        cap = rng.integers(1, 9, H).tolist()
+        n = 30
+        scale = rng.choice([1, 1, 2, 4, 8], n)
+        pl = HostPlacer(np.array(host_type), np.array(cap), rule, n)
+        state: dict = {"round": 0, "last": {}}
+        migrations = 0
+        for _ in range(200):
+            c = np.array(cap) * (rng.random(H) > 0.1)  # hosts down this round
+            left = np.bincount(host_type, weights=c, minlength=k).astype(int)
+            jobs, typ, size = [], [], []
+            for j in rng.permutation(n).tolist():
+                t = int(rng.integers(0, k))
+                if scale[j] <= left[t] and rng.random() < 0.7:
+                    jobs.append(j)
+                    typ.append(t)
+                    size.append(int(scale[j]))
+                    left[t] -= scale[j]
+            if not jobs:
+                continue
+            got = pl.place(np.array(jobs), np.array(typ), np.array(size), c)
+            ref, ref_moved = _reference_round(state, host_type, c.tolist(), jobs, typ, size, rule)
+            mine = [list(zip(got.part_host[got.part_lease == i].tolist(), got.part_gpus[got.part_lease == i].tolist(),
+                             strict=True)) for i in range(len(jobs))]  # fmt: skip
+            assert mine == ref
+            assert got.moved.tolist() == ref_moved
+            assert got.n_hosts.tolist() == [len(p) for p in ref]
+            used = np.bincount(got.part_host, weights=got.part_gpus, minlength=H)
+            assert (used <= c).all()
+            migrations += sum(ref_moved)
+        assert pl.migrations == migrations
 
 
 def _scenario(tmp_path: Path, steps: int, extra: str = "", gpus: int = 4, per_host: int = 2):
