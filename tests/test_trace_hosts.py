@@ -333,3 +333,25 @@ def test_ideal_is_for_traces_only(tmp_path: Path) -> None:
     sc = _scenario(tmp_path, HAND_STEPS, 'placement = "auto"')
     assert sc.trace_workload().unconsolidated is not None
     assert _scenario(tmp_path, HAND_STEPS).trace_workload().unconsolidated is None
+
+
+def test_single_gpu_jobs_without_migration_cost_match_ideal(tmp_path: Path) -> None:
+    """1-GPU jobs never span hosts, so with migration_cost_s = 0 the hosts change nothing: every
+    JCT equals "ideal"'s. With a cost, jobs that switch GPU type between rounds pay it."""
+    (tmp_path / "g.toml").write_text(
+        'name = "g"\npolicies = ["maxmin"]\nreplications = 1\nplacement = "oef"\n'
+        '[cluster]\ngpu_types = ["k80", "p100", "v100"]\ngpus = [3, 3, 3]\ngpus_per_host = 2\n'
+        '[workload]\ngenerator = "gavel"\njobs = 60\njobs_per_hour = 6.0\n'
+    )
+    sc = load_scenario(tmp_path / "g.toml")
+    placed = sc.build_model("maxmin", "truthful", 0).run()
+    ideal = replace(sc, placement="ideal").build_model("maxmin", "truthful", 0).run()
+    a, b = placed.completions(), ideal.completions()
+    assert len(a) == 60
+    np.testing.assert_array_equal(a["jct_s"].to_numpy(), b["jct_s"].to_numpy())
+    eng = placed.auctioneer.trace
+    assert eng.migrations > 0 and eng.migration_lost_s == 0.0
+    costly = replace(sc, migration_cost_s=30.0).build_model("maxmin", "truthful", 0).run()
+    lost = costly.auctioneer.trace.migration_lost_s
+    assert lost == 30.0 * costly.auctioneer.trace.migrations > 0
+    assert costly.completions()["jct_s"].mean() > b["jct_s"].mean()
