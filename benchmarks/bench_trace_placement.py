@@ -114,9 +114,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--base-rev", default=None, help="also run 'ideal' in this git revision")
+    ap.add_argument("--instances", default=None,
+                    help="comma-separated scenario:policy pairs (default: the three of the docstring)")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="gavel_trace with maxmin only, 1 repeat")
     args = ap.parse_args()
-    instances = INSTANCES[:1] if args.quick else INSTANCES
+    instances = INSTANCES
+    if args.instances:
+        instances = tuple(tuple(x.split(":", 1)) for x in args.instances.split(","))  # type: ignore[misc]
+    if args.quick:
+        instances = INSTANCES[:1]
     repeats = 1 if args.quick else args.repeats
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load0 = _load()
@@ -132,6 +138,12 @@ def main() -> None:
                     r.update(scenario=scenario, policy=policy, config=name, repeat=rep)
                     runs.append(r)
                     print(f"{scenario} {policy} {name} r{rep}: {r['cpu_s']:.2f} s CPU", flush=True)
+            _write(args, instances, configs, runs, rep + 1, started, load0)  # after every repeat round
+
+
+def _write(args: argparse.Namespace, instances: tuple, configs: dict, runs: list[dict], repeats: int, started: str,
+           load0: str) -> None:  # fmt: skip
+    """Write the results of the ``repeats`` finished repeat rounds."""
     load1 = _load()
     rows = []
     for scenario, policy in instances:
@@ -165,7 +177,10 @@ def main() -> None:
         f"fresh subprocess. Load average (1/5/15 min) {load0} at the start, {load1} at the end; 2 CPUs shared "
         "with other jobs, so compare the ratios (same repeat round), not absolute seconds.",
         "Command: `python benchmarks/bench_trace_placement.py"
-        + (f" --base-rev {args.base_rev}" if args.base_rev else "") + ("` (--quick)" if args.quick else "`"),
+        + (f" --repeats {args.repeats}" if args.repeats != 3 and not args.quick else "")
+        + (f" --base-rev {args.base_rev}" if args.base_rev else "")
+        + (f" --instances {args.instances}" if args.instances else "")
+        + (" --quick" if args.quick else "") + "`",
         "",
         "cpu_s: median CPU seconds of `model.run()`; ratio_to_ideal: median over repeats of cpu_s / the same "
         "repeat's `ideal`; placer_s / us_per_lease: CPU time inside `HostPlacer.place` (the placement step); "

@@ -18,9 +18,11 @@ changed (a lease that resumes after one or more rounds without GPUs is not a mig
 Gavel, a preempted job restarts from its checkpoint wherever it lands at no cost).
 
 Host indices follow the order the hosts are given in (the model passes the natural order of the
-host ids, ``"h2" < "h10"``). Cost per round: O(hosts) to reset the free counts plus, per lease,
-O(gpus_per_host · log hosts) (best fit keeps one heap of hosts per type and free count, with lazy
-deletion; first fit keeps one pointer per type, since free counts only fall within a round).
+host ids, ``"h2" < "h10"``). Cost per round: the sticky step is numpy over the leases and hosts
+(per-job state in arrays; the sequential rule runs only when some host is asked for more than it
+has, e.g. after a failure); packing costs O(gpus_per_host · log hosts) per packed lease (best fit
+keeps one heap of hosts per type and free count, with lazy deletion; first fit one pointer per
+type, since free counts only fall within a round).
 
 The caller guarantees that each type's leases fit in its free GPUs (the lease step checks this);
 a violation raises :class:`RuntimeError`, never an over-full host.
