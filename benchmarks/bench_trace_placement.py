@@ -149,6 +149,8 @@ def _write(args: argparse.Namespace, instances: tuple, configs: dict, runs: list
     for scenario, policy in instances:
         base = {r["repeat"]: r["cpu_s"] for r in runs if (r["scenario"], r["policy"], r["config"]) ==
                 (scenario, policy, "ideal")}  # fmt: skip
+        base_rounds = next(r["rounds"] for r in runs if (r["scenario"], r["policy"], r["config"]) ==
+                           (scenario, policy, "ideal"))  # fmt: skip
         for name in configs:
             rs = [r for r in runs if (r["scenario"], r["policy"], r["config"]) == (scenario, policy, name)]
             placer = statistics.median(r["placer_s"] for r in rs)
@@ -157,6 +159,9 @@ def _write(args: argparse.Namespace, instances: tuple, configs: dict, runs: list
                 "scenario": scenario, "policy": policy, "config": name,
                 "cpu_s": statistics.median(r["cpu_s"] for r in rs),
                 "ratio_to_ideal": statistics.median(r["cpu_s"] / base[r["repeat"]] for r in rs),
+                "ms_per_round": statistics.median(1e3 * r["cpu_s"] / r["rounds"] for r in rs),
+                "round_ratio": statistics.median((r["cpu_s"] / r["rounds"]) / (base[r["repeat"]] / base_rounds)
+                                                 for r in rs),  # fmt: skip
                 "placer_s": placer, "us_per_lease": 1e6 * placer / leases if leases else 0.0,
                 "rounds": rs[0]["rounds"], "completed": rs[0]["completed"], "mean_jct_h": rs[0]["mean_jct_h"],
                 "migrations": rs[0]["migrations"], "migration_lost_h": rs[0]["migration_lost_s"] / 3600.0,
@@ -166,10 +171,12 @@ def _write(args: argparse.Namespace, instances: tuple, configs: dict, runs: list
             "repeats": repeats, "base_rev": args.base_rev, "load_start": load0, "load_end": load1}  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "trace_placement.json").write_text(json.dumps({"meta": meta, "rows": rows, "runs": runs}, indent=1))
-    cols = ["scenario", "policy", "config", "cpu_s", "ratio_to_ideal", "placer_s", "us_per_lease", "rounds",
-            "completed", "mean_jct_h", "migrations", "migration_lost_h", "spread_lease_rounds"]  # fmt: skip
-    fmt = {"cpu_s": "{:.2f}", "ratio_to_ideal": "{:.3f}", "placer_s": "{:.3f}", "us_per_lease": "{:.1f}",
-           "mean_jct_h": "{:.3f}", "migration_lost_h": "{:.2f}", "spread_lease_rounds": "{:.0f}"}  # fmt: skip
+    cols = ["scenario", "policy", "config", "cpu_s", "ratio_to_ideal", "ms_per_round", "round_ratio", "placer_s",
+            "us_per_lease", "rounds", "completed", "mean_jct_h", "migrations", "migration_lost_h",
+            "spread_lease_rounds"]  # fmt: skip
+    fmt = {"cpu_s": "{:.2f}", "ratio_to_ideal": "{:.3f}", "ms_per_round": "{:.3f}", "round_ratio": "{:.3f}",
+           "placer_s": "{:.3f}", "us_per_lease": "{:.1f}", "mean_jct_h": "{:.3f}", "migration_lost_h": "{:.2f}",
+           "spread_lease_rounds": "{:.0f}"}  # fmt: skip
     lines = [
         "# Host placement on trace runs: cost of placement = \"auto\" next to \"ideal\"",
         "",
@@ -183,7 +190,9 @@ def _write(args: argparse.Namespace, instances: tuple, configs: dict, runs: list
         + (" --quick" if args.quick else "") + "`",
         "",
         "cpu_s: median CPU seconds of `model.run()`; ratio_to_ideal: median over repeats of cpu_s / the same "
-        "repeat's `ideal`; placer_s / us_per_lease: CPU time inside `HostPlacer.place` (the placement step); "
+        "repeat's `ideal`; ms_per_round and round_ratio: the same per simulated round (hosts change the JCTs, "
+        "hence the number of rounds: spread jobs run at the unconsolidated throughput); placer_s / us_per_lease: "
+        "CPU time inside `HostPlacer.place` (the placement step); "
         "migrations and migration_lost_h over the run; spread_lease_rounds: leases that spanned hosts, summed over "
         "rounds. Hosts of 4 GPUs, one rack; `auto` resolves to first fit (`naive`) for these policies, `oef` is "
         "best fit.",

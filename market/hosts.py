@@ -126,21 +126,29 @@ class HostPlacer:
                             free_l[h] -= g
                         kept[i] = True
                 free_a = np.asarray(free_l, dtype=np.int64)
-        # 2. pack the others, largest first (stable: lease order on ties)
-        rest = np.flatnonzero(~kept)
+        # 2. pack the others, largest first (stable: lease order on ties): multi-GPU leases one by
+        # one, then the 1-GPU leases at once (they come last in that order)
         packed: dict[int, tuple[tuple[int, int], ...]] = {}
-        if rest.size:
-            rest = rest[np.argsort(-size[rest], kind="stable")]
+        big = np.flatnonzero(~kept & (size > 1))
+        if big.size:
+            big = big[np.argsort(-size[big], kind="stable")]
             open_ = np.flatnonzero(free_a > 0)
             ht = self.host_type[open_]
             by_type = {int(t): open_[ht == t].tolist() for t in np.unique(ht).tolist()}
             free = free_a.tolist()
             fill = self._best_fit if self.rule == "oef" else self._first_fit
-            fill(rest.tolist(), typ.tolist(), size.tolist(), free, by_type, packed)
+            fill(big.tolist(), typ.tolist(), size.tolist(), free, by_type, packed)
+            free_a = np.asarray(free, dtype=np.int64)
+        first = self.last_first[jobs]  # right for kept leases
+        ones = np.flatnonzero(~kept & (size == 1))
+        if ones.size:
+            first[ones] = self._pack_ones(typ[ones], free_a)
         # where each lease runs; migrations; the jobs' last leases
         n_hosts = np.ones(L, dtype=np.int64)
-        first = self.last_first[jobs]  # right for kept leases
         moved = cont & ~kept & ~same  # another GPU type or size: other hosts
+        if ones.size:  # a 1-GPU lease pushed off its host (a host went down)
+            o = ones[same[ones]]
+            moved[o] = first[o] != self.last_first[jobs[o]]
         extra_lease: list[int] = []
         extra_host: list[int] = []
         extra_gpus: list[int] = []
@@ -183,6 +191,23 @@ class HostPlacer:
             o = np.lexsort((part_host, part_lease))
             part_lease, part_host, part_gpus = part_lease[o], part_host[o], part_gpus[o]
         return HostPlacement(part_lease, part_host, part_gpus, n_hosts, moved)
+
+    def _pack_ones(self, typ: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """Hosts of 1-GPU leases of types ``typ`` (in packing order) given the hosts' ``free``
+        GPUs, vectorised. First fit takes the GPUs in host order; best fit drains the host with the
+        fewest free GPUs first (ties -> lower index): after taking one GPU from the host with the
+        smallest free count it still has the smallest, so one-by-one best fit does exactly this."""
+        out = np.empty(typ.size, dtype=np.int64)
+        for t in np.unique(typ).tolist():
+            sel = np.flatnonzero(typ == t)
+            hs = np.flatnonzero((self.host_type == t) & (free > 0))
+            if self.rule == "oef":
+                hs = hs[np.argsort(free[hs], kind="stable")]
+            slots = np.repeat(hs, free[hs])
+            if slots.size < sel.size:
+                raise self._short(t, int(sel.size - slots.size))
+            out[sel] = slots[: sel.size]
+        return out
 
     @staticmethod
     def _short(t: int, need: int) -> RuntimeError:
