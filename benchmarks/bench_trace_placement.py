@@ -19,7 +19,8 @@ repetition round. ``placer s`` is the CPU time inside ``HostPlacer.place`` (the 
 itself); ``µs/lease`` divides it by the leases placed. Also: mean JCT, migrations, lease seconds
 lost to them, and lease-rounds that spanned hosts (``spread``).
 
-Usage: ``python benchmarks/bench_trace_placement.py [--repeats 3] [--base-rev REV] [--quick]``;
+Usage: ``python benchmarks/bench_trace_placement.py [--repeats 3] [--base-rev REV]
+[--instances scenario:policy,...] [--quick]``;
 writes ``benchmarks/results/trace_placement.json`` and ``.md`` with the load average (2 CPUs
 shared with other jobs: compare ratios, not absolute seconds).
 """
