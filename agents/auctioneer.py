@@ -14,9 +14,11 @@ The per-round measures go onto the tenant agents and :attr:`Auctioneer.stats` fo
 DataCollector.
 
 With a trace workload (``ModelConfig.trace``) the round is instead Gavel's lease round of
-:class:`agents.trace_rounds.TraceRounds` (job state in numpy arrays, no host packing) under the
+:class:`agents.trace_rounds.TraceRounds` (job state in numpy arrays) under the
 reports of the trace's tenants (:class:`agents.trace_tenants.TraceTenants`): see those modules
-and ``docs/trace_simulation.md``.
+and ``docs/trace_simulation.md``. With a placement other than "ideal" the engine puts the
+leases on the server agents' hosts (:class:`market.hosts.HostPlacer`) and the server agents hold
+them (``GPUServerAgent.assigned``) until the next round.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import numpy as np
 
 from agents.trace_rounds import TraceRoundResult, TraceRounds
 from market.allocation import Allocation
-from market.oef.placer import DeviationRounder, RunnableJob, assign_jobs, pack_hosts
+from market.hosts import HostPlacer
+from market.oef.placer import DeviationRounder, RunnableJob, _host_key, assign_jobs, pack_hosts
 from market.oef.throughput import job_rate
 from market.registry import get
 
@@ -65,6 +68,8 @@ class RoundStats:
     active_jobs: int = 0
     round_start_s: float = 0.0
     round_s: float = 0.0
+    migrations: int = 0
+    migration_lost_s: float = 0.0
 
 
 class Auctioneer(mesa.Agent):
@@ -110,6 +115,7 @@ class Auctioneer(mesa.Agent):
                 lease_order=tw.lease_order,
                 # a child stream of the model's RNG (drawn only for "shuffle": other runs keep their streams)
                 lease_rng=model.rng.spawn(1)[0] if tw.lease_order == "shuffle" else None,
+                **self._trace_hosts(model, placement, len(tr)),
             )
             from agents.trace_tenants import TraceTenants
 
@@ -117,6 +123,43 @@ class Auctioneer(mesa.Agent):
             self.tenants: TraceTenants | None = TraceTenants(model, self.trace, tw, rows=tw.tenant_rows)
             if self.tenants.strategic:
                 self.trace.reporter = self.tenants
+
+    def _trace_hosts(self, model: MarketModel, placement: str, n_jobs: int) -> dict[str, Any]:
+        """The host arguments of the trace engine: none with placement "ideal"; otherwise a
+        :class:`market.hosts.HostPlacer` over the server agents (natural order of host ids), the
+        unconsolidated throughputs and the migration cost."""
+        #: trace runs with hosts: the server agents in the placer's host order
+        self.host_agents: list[Any] = []
+        self._held: set[int] = set()  # host indices holding leases in the last round
+        if placement == "ideal":
+            return {}
+        self.host_agents = sorted(model.servers, key=lambda a: _host_key(a.host_id))
+        self._job_ids: list[str] = model.config.trace.trace.job_id.astype(str).tolist()  # type: ignore[union-attr]
+        types = np.array([a.server.gpu_type for a in self.host_agents], dtype=np.int64)
+        caps = np.array([a.server.count for a in self.host_agents], dtype=np.int64)
+        tw = model.config.trace
+        assert tw is not None
+        return {
+            "placer": HostPlacer(types, caps, placement, n_jobs),
+            "unconsolidated": tw.unconsolidated,
+            "migration_cost_s": model.config.migration_cost_s,
+        }
+
+    def _hold_leases(self, res: TraceRoundResult) -> None:
+        """The server agents hold this round's leases (``assigned``: job id -> GPUs)."""
+        agents = self.host_agents
+        for h in self._held:
+            agents[h].assigned = {}
+        pl = res.placement
+        if pl is None:
+            self._held = set()
+            return
+        ids = self._job_ids
+        jobs = res.leased[pl.part_lease].tolist()
+        hosts = pl.part_host.tolist()
+        for j, h, g in zip(jobs, hosts, pl.part_gpus.tolist(), strict=True):
+            agents[h].assigned[ids[j]] = g
+        self._held = set(hosts)
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------
     def _problem(
@@ -192,8 +235,12 @@ class Auctioneer(mesa.Agent):
         eng = self.trace
         assert eng is not None
         m = model.m_avail()
+        if eng.placer is not None:
+            eng.host_cap = np.array([a.server.count if a.healthy else 0 for a in self.host_agents], dtype=np.int64)
         res = eng.step(m)
         self.last_trace = res
+        if eng.placer is not None:
+            self._hold_leases(res)
         model.now = res.now
         st = self.stats = RoundStats()
         st.available_gpus = int(m.sum())
@@ -209,6 +256,9 @@ class Auctioneer(mesa.Agent):
         st.jobs_completed = int(res.finished.size)
         st.round_start_s = res.now
         st.round_s = res.length_s
+        st.cross_host_jobs = res.cross_host_jobs
+        st.migrations = res.migrations
+        st.migration_lost_s = res.migration_lost_s
         self.resolves = eng.solves
         self.solve_seconds = eng.solve_seconds
         assert self.tenants is not None

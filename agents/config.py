@@ -22,7 +22,8 @@ __all__ = ["JobConfig", "TenantConfig", "ModelConfig", "TraceWorkload", "PLACEME
 #: Gavel's ``minimum_time_between_allocation_resets`` (s): the default of trace runs
 GAVEL_REALLOCATION_S = 1920.0
 
-PLACEMENTS = ("auto", "oef", "naive")
+#: placement rules; "ideal" (trace runs only, their default): no hosts, consolidated throughput
+PLACEMENTS = ("auto", "oef", "naive", "ideal")
 
 #: ``TraceWorkload.tenant_rows`` (``[workload] tenant_measures``): whose per-tenant rows a trace run records
 TENANT_ROWS = ("agents", "all", "none")
@@ -114,7 +115,9 @@ class TraceWorkload:
     :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: whose
     per-tenant per-round measures (``est``, ``act``, ...) to record: ``"agents"`` (the tenants
     that are Mesa agents: every tenant unless the tenancy is ``"job"``, else those in
-    ``strategies``), ``"all"`` or ``"none"``."""
+    ``strategies``), ``"all"`` or ``"none"``; ``unconsolidated`` (N, k):
+    steps/s of each job when its GPUs span hosts (placement other than "ideal";
+    :func:`market.traces.unconsolidated_throughputs`; None = the consolidated ``throughputs``)."""
 
     trace: Trace
     throughputs: np.ndarray
@@ -127,6 +130,7 @@ class TraceWorkload:
     lease_order: str = "fastest"
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
     tenant_rows: str = "agents"
+    unconsolidated: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         from agents.trace_rounds import LEASE_ORDERS
@@ -164,21 +168,33 @@ class TraceWorkload:
                     raise InputError(f"trace strategies[{name}]", strat, "must be a reporting strategy")
         object.__setattr__(self, "strategies", strategies)
         check_choice("tenant_measures", self.tenant_rows, TENANT_ROWS)
+        if self.unconsolidated is not None:
+            U = np.asarray(self.unconsolidated, dtype=float)
+            if U.shape != T.shape:
+                why = f"must have the throughputs' shape {T.shape}"
+                raise InputError("trace unconsolidated throughputs", U.shape, why)
+            bad = ~np.isfinite(U) | (U < 0) | ((U > 0) != (T > 0))
+            if bad.any():
+                i, j = (int(v) for v in np.argwhere(bad)[0])
+                why = f"must be finite, >= 0 and 0 exactly where the consolidated throughput is ({T[i, j]!r})"
+                raise InputError(f"trace unconsolidated throughputs[{i}, {j}]", float(U[i, j]), why)
+            object.__setattr__(self, "unconsolidated", U)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """A whole simulation: the cluster, the tenants, the fair-share ``policy`` (registry name),
     the horizon in ``rounds`` (of ``cluster.round_seconds``), the ``placement`` rule ("auto":
-    "oef" for ``oef-*`` policies, "naive" for baselines), the rate model's ``kappa`` and
-    ``migration_cost_s``, the placer's ``backfill``, and ``stop_when_idle`` (end early once every
+    "oef" for ``oef-*`` policies, "naive" for baselines; "ideal", trace runs only: no hosts;
+    None = "ideal" with a trace, else "auto"), the rate model's ``kappa`` (synthetic runs) and
+    ``migration_cost_s`` (s; both kinds of run), the placer's ``backfill``, and ``stop_when_idle`` (end early once every
     tenant has left and none is still to arrive)."""
 
     cluster: Cluster
     tenants: tuple[TenantConfig, ...]
     policy: str = "oef-noncoop"
     rounds: int = 16
-    placement: str = "auto"
+    placement: str | None = None
     kappa: float = 0.1
     migration_cost_s: float = 0.0
     backfill: bool = True
@@ -190,7 +206,11 @@ class ModelConfig:
         if self.trace is not None:
             self._check_trace()
         check_int("rounds", self.rounds, minimum=1)
+        if self.placement is None:
+            object.__setattr__(self, "placement", "ideal" if self.trace is not None else "auto")
         check_choice("placement", self.placement, PLACEMENTS)
+        if self.placement == "ideal" and self.trace is None:
+            raise InputError("placement", "ideal", "is for trace workloads only; use 'auto', 'oef' or 'naive'")
         check_nonneg("kappa", self.kappa)
         check_nonneg("migration_cost_s", self.migration_cost_s)
         if not isinstance(self.policy, str) or not self.policy:
@@ -248,9 +268,9 @@ class ModelConfig:
 
     @property
     def resolved_placement(self) -> str:
-        """The placement rule actually used: "oef" or "naive"."""
+        """The placement rule actually used: "oef", "naive" or "ideal"."""
         if self.placement != "auto":
-            return self.placement
+            return str(self.placement)
         return "oef" if self.policy.startswith("oef") else "naive"
 
     def true_speedups(self) -> dict[tuple[str, str], np.ndarray]:

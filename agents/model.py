@@ -40,7 +40,7 @@ from agents.config import ModelConfig
 from agents.server import GPUServerAgent
 from agents.tenant import JobState, TenantAgent
 
-__all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES"]
+__all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES", "HOST_MEASURES"]
 
 #: Per-tenant measures recorded every round (see :class:`agents.tenant.TenantAgent`).
 TENANT_MEASURES = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
@@ -61,6 +61,9 @@ CLUSTER_MEASURES = (
 )
 #: Extra cluster measures of trace runs: active jobs, round start and length (s).
 TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s")
+#: Extra cluster measures of trace runs with hosts (placement other than "ideal"): leases that
+#: changed hosts and the lease seconds they lost to ``migration_cost_s``
+HOST_MEASURES = ("migrations", "migration_lost_s")
 COMPLETION_COLUMNS = ["round", "tenant", "job_id", "job_type", "workers", "arrival_s", "completion_s", "jct_s"]
 
 
@@ -116,7 +119,10 @@ class MarketModel(mesa.Model):
         #: trace runs: show the tqdm bar (None: only when stderr is a terminal)
         self.progress: bool | None = None
 
-        measures = (*CLUSTER_MEASURES, *(TRACE_MEASURES if config.trace is not None else ()), "busy_by_type")
+        trace_measures = TRACE_MEASURES if config.trace is not None else ()
+        if config.trace is not None and config.resolved_placement != "ideal":
+            trace_measures += HOST_MEASURES
+        measures = (*CLUSTER_MEASURES, *trace_measures, "busy_by_type")
         tenant_reporters = {
             TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
         }

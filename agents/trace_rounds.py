@@ -30,6 +30,12 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
    ``now + remaining / rate``; its GPUs idle until the round ends. The round ends when the last
    lease ends (``now + max ran``, = ``round_seconds`` unless every leased job finished early, as in
    Gavel, whose round ends at the latest micro-task finish).
+6. **Hosts** (only with a ``placer``, i.e. ``placement`` "auto" | "oef" | "naive"; "ideal" skips
+   this step and is Gavel's semantics): the leases decided per type in step 4 are put on hosts by
+   :class:`market.hosts.HostPlacer`. A lease spanning more than one host progresses at the
+   unconsolidated throughput ``U`` instead of ``T``; a job that ran in the previous round on
+   other hosts (a migration) makes no progress for the first ``migration_cost_s`` seconds of its
+   lease (at most the round), so it finishes at ``now + migration_cost_s + remaining / rate``.
 
 Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs, cap = scale
 factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
@@ -70,6 +76,7 @@ from typing import Any
 import numpy as np
 
 from market.errors import InputError
+from market.hosts import HostPlacement, HostPlacer
 from market.oef.roundlp import row_classes
 
 __all__ = [
@@ -96,7 +103,8 @@ ZERO_FILL = 1e-3
 class TraceRoundResult:
     """What one round did: start ``now`` and length ``length_s`` (s); ``leased`` job indices and
     their GPU type; ``finished`` job indices with their completion times (s); ``resolved``: the
-    policy was re-solved; GPU and throughput aggregates (throughputs in slowest-GPU equivalents)."""
+    policy was re-solved; GPU and throughput aggregates (throughputs in slowest-GPU equivalents);
+    with hosts: the ``placement``, leases spanning hosts, migrations and the seconds they cost."""
 
     now: float = 0.0
     length_s: float = 0.0
@@ -115,6 +123,11 @@ class TraceRoundResult:
     #: the active jobs at the round's start (indices) and the steps each leased job did (``leased`` order)
     active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     done_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: host placement of the leases (None with placement "ideal")
+    placement: HostPlacement | None = None
+    cross_host_jobs: int = 0
+    migrations: int = 0
+    migration_lost_s: float = 0.0
 
 
 def lying_throughputs(
@@ -151,7 +164,9 @@ class TraceRounds:
     registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
     per job (tenancy "job"); ``reported`` (N, k): the throughputs the policy sees (None = the
     truth; lying tenants, module docstring); ``lease_order`` one of :data:`LEASE_ORDERS`, with
-    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations."""
+    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations; ``placer``: host placement
+    (None = "ideal"), ``unconsolidated`` (N, k) steps/s of a job spanning hosts (None = ``throughputs``),
+    ``migration_cost_s`` (s) lost by a lease whose hosts changed (module docstring, step 6)."""
 
     def __init__(
         self,
@@ -171,6 +186,9 @@ class TraceRounds:
         reported: np.ndarray | None = None,
         lease_order: str = "fastest",
         lease_rng: np.random.Generator | None = None,
+        placer: HostPlacer | None = None,
+        unconsolidated: np.ndarray | None = None,
+        migration_cost_s: float = 0.0,
     ) -> None:
         self.T = np.asarray(throughputs, dtype=float)
         n, k = self.T.shape
@@ -179,6 +197,21 @@ class TraceRounds:
         if self.R.shape != self.T.shape:
             raise InputError("reported", self.R.shape, f"must have the shape of the throughputs {self.T.shape}")
         self.n, self.k = n, k
+        #: host placement (None = "ideal": consolidated throughput, no hosts)
+        self.placer = placer
+        #: (N, k) throughputs of a job whose GPUs span hosts (default: the consolidated ones)
+        self.U = self.T if unconsolidated is None else np.asarray(unconsolidated, dtype=float)
+        if self.U.shape != self.T.shape:
+            raise InputError("unconsolidated", self.U.shape, f"must have the shape of the throughputs {self.T.shape}")
+        if ((self.U > 0) != (self.T > 0)).any():
+            raise InputError("unconsolidated", "zeros", "must be 0 exactly where the consolidated throughput is 0")
+        self.migration_cost_s = float(migration_cost_s)
+        if not self.migration_cost_s >= 0.0:
+            raise InputError("migration_cost_s", migration_cost_s, "must be a number >= 0")
+        #: usable GPUs per host this round (None = every host full); the model sets it each round
+        self.host_cap: np.ndarray | None = None
+        self.migrations = 0  # leases that changed hosts, whole run
+        self.migration_lost_s = 0.0  # lease seconds lost to migrations, whole run
         self.s = np.asarray(scale, dtype=np.int64)
         self.remaining = np.asarray(total_steps, dtype=float).copy()
         self.arrival = np.asarray(arrival_s, dtype=float)
@@ -371,6 +404,25 @@ class TraceRounds:
         pos = np.concatenate(pos_out)
         return pos, np.concatenate(typ_out)
 
+    def _place(
+        self, jobs: np.ndarray, typ: np.ndarray, rate: np.ndarray, res: TraceRoundResult
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Step 6 (module docstring): put the round's leases on hosts; returns each lease's rate
+        (unconsolidated when it spans hosts) and the seconds it loses to a migration."""
+        assert self.placer is not None
+        pl = self.placer.place(jobs, typ, self.s[jobs], self.host_cap)
+        spread = pl.n_hosts > 1
+        if spread.any():
+            rate = np.where(spread, self.U[jobs, typ], rate)
+        lost = np.where(pl.moved, min(self.migration_cost_s, self.dt), 0.0)
+        res.placement = pl
+        res.cross_host_jobs = int(spread.sum())
+        res.migrations = int(pl.moved.sum())
+        res.migration_lost_s = float(lost.sum())
+        self.migrations += res.migrations
+        self.migration_lost_s += res.migration_lost_s
+        return rate, lost
+
     def step(self, m: np.ndarray) -> TraceRoundResult:
         """Simulate one round with ``m`` (k,) GPUs per type; advances :attr:`now` to its end."""
         m = np.asarray(m, dtype=np.int64)
@@ -407,10 +459,15 @@ class TraceRounds:
         res.active_tenants, res.active_rows, res.total_est = self._counts
         jobs = A[pos]
         rate = self.T[jobs, typ]
+        lost = None
+        if self.placer is not None:  # 6. hosts (placement != "ideal")
+            rate, lost = self._place(jobs, typ, rate, res)
         need = self.remaining[jobs] / rate
+        if lost is not None:
+            need += lost
         fin = need <= self.dt * (1.0 + 1e-12)
         ran = np.where(fin, need, self.dt)
-        done = rate * ran
+        done = rate * (ran if lost is None else ran - lost)
         self.remaining[jobs] = np.where(fin, 0.0, self.remaining[jobs] - done)
         np.add.at(self.job_time, (jobs, typ), ran)
         np.add.at(self.worker_time, typ, ran)

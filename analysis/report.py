@@ -41,6 +41,12 @@ def _horizon(meta: Mapping[str, Any]) -> str:
     if not tr:
         return f"{meta.get('rounds')} rounds of {meta.get('round_seconds')} s"
     src = f"trace {Path(str(tr.get('path'))).name} ({tr.get('format')} format, tenancy {tr.get('tenancy')})"
+    pl = meta.get("placement", "ideal")
+    if pl == "ideal":
+        src += ", placement ideal (no hosts, consolidated throughputs)"
+    else:
+        src += f", placement {pl} on hosts of {meta.get('gpus_per_host')} GPUs in {meta.get('racks')} rack(s), " \
+               f"migration cost {meta.get('migration_cost_s')} s"  # fmt: skip
     if tr.get("until_done"):
         return f"{src}, rounds of up to {meta.get('round_seconds')} s until every job completed " \
                f"(safety cap {tr.get('max_rounds')} rounds)"  # fmt: skip
@@ -73,7 +79,8 @@ def render_report(
         "## Per-policy summary (means over replications)",
         "",
         "total_* per round; jobs_completed, straggler_worker_rounds (workers of cross-type jobs, summed over "
-        "rounds) and resolves per run; mean_jct_s over the jobs that finished within the horizon.",
+        "rounds) and resolves per run; mean_jct_s over the jobs that finished within the horizon; trace runs "
+        "with hosts: migrations (leases that changed hosts) and migration_lost_s (seconds they lost) per run.",
         "",
     ]
     summ = policy_summary(frame)

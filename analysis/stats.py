@@ -105,7 +105,8 @@ def gain_summary(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
 def policy_summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per (policy, variant), means over replications of: total estimated and actual throughput
     per round, utilisation, jobs completed per run, mean JCT (s), cross-type (straggler) worker
-    rounds per run and policy re-solves per run."""
+    rounds per run and policy re-solves per run; trace runs with hosts add ``migrations`` (leases
+    that changed hosts) and ``migration_lost_s`` (lease seconds lost to them) per run."""
     if frame.empty:
         return pd.DataFrame()
     keys = ["policy", "variant", "replication"]
@@ -121,4 +122,7 @@ def policy_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["resolves"] = sums.get("resolved")
     jct = frame[frame["measure"] == "jct_s"].groupby(keys)["value"].mean()
     out["mean_jct_s"] = jct.reindex(out.index)
+    for name in ("migrations", "migration_lost_s"):  # trace runs with hosts only
+        if name in sums.columns:
+            out[name] = sums[name]
     return out.groupby(level=["policy", "variant"]).mean().reset_index()

@@ -76,12 +76,15 @@ class ThroughputTable:
         return sorted(n for jt, n in self.values if jt == job_type)
 
 
-def load_throughput_table(path: str | Path, gpu_types: Sequence[str] | None = None) -> ThroughputTable:
+def load_throughput_table(
+    path: str | Path, gpu_types: Sequence[str] | None = None, *, allow_missing: bool = False
+) -> ThroughputTable:
     """Read and validate a throughput CSV (columns :data:`REQUIRED_COLUMNS`; extra columns ignored).
 
     ``gpu_types`` fixes the column order (slowest first); by default the order in which the GPU
     types first appear in the file. Every ``(job_type, num_gpus)`` pair must have exactly one row
-    per GPU type. Throughputs must be finite and >= 0 (0 = infeasible). Raises
+    per GPU type, unless ``allow_missing`` (then an absent GPU type is NaN: "not measured", e.g.
+    Gavel's unconsolidated table). Throughputs must be finite and >= 0 (0 = infeasible). Raises
     :class:`InputError` naming the file, line and column of the first problem.
     """
     p = Path(path)
@@ -138,11 +141,11 @@ def load_throughput_table(path: str | Path, gpu_types: Sequence[str] | None = No
     values: dict[tuple[str, int], np.ndarray] = {}
     for key, cell in raw.items():
         absent = [g for g in types if g not in cell]
-        if absent:
+        if absent and not allow_missing:
             raise InputError(
                 f"{where}: job_type {key[0]!r} num_gpus {key[1]}", sorted(cell), f"has no row for {absent}"
             )
-        values[key] = np.array([cell[g] for g in types], dtype=float)
+        values[key] = np.array([cell.get(g, math.nan) for g in types], dtype=float)
     return ThroughputTable(where, types, values)
 
 

@@ -75,6 +75,8 @@ __all__ = [
     "GENERATOR_SALT",
     "TRACE_FORMATS",
     "GAVEL_THROUGHPUTS",
+    "GAVEL_THROUGHPUTS_UNCONSOLIDATED",
+    "unconsolidated_throughputs",
     "GAVEL_TRACE",
     "PHILLY_SAMPLE",
     "PHILLY_SALT",
@@ -91,6 +93,8 @@ __all__ = [
 TRACE_FORMATS = ("gavel", "philly")
 #: file names of the data shipped in ``market/data`` (see :func:`data_path`)
 GAVEL_THROUGHPUTS = "gavel_throughputs.csv"
+#: Gavel's throughputs of multi-GPU jobs whose GPUs are not on one host (same README and licence)
+GAVEL_THROUGHPUTS_UNCONSOLIDATED = "gavel_throughputs_unconsolidated.csv"
 GAVEL_TRACE = "gavel_trace_seed1.trace"
 PHILLY_SAMPLE = "philly_sample.csv"
 #: spawn key of the Philly job-type stream (keeps it apart from the scenario's other streams)
@@ -212,6 +216,51 @@ def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "jo
         raise InputError(f"{where} scale_factor", gpus, f"has no row for {job_type!r} (measured: {known})")
     s = max(below)
     return table.values[(job_type, s)] * (gpus / s)
+
+
+def unconsolidated_throughputs(
+    trace: Trace, consolidated: np.ndarray, table: ThroughputTable | None, gpu_types: Sequence[str]
+) -> np.ndarray:
+    """(N, k) throughputs (steps/s of the whole job) of each job when its ``scale`` GPUs of type j
+    span more than one host, columns in ``gpu_types`` order; ``consolidated`` is
+    :meth:`Trace.throughputs` of the same jobs and types. ``table`` is an unconsolidated table
+    (Gavel's ``gavel_throughputs_unconsolidated.csv``, loaded with ``allow_missing=True``; None =
+    no such table). The rule where the table has no entry (``docs/trace_simulation.md``):
+
+    * a 1-GPU job never spans hosts: its consolidated value;
+    * a (job type, scale factor) the table measures: the table's row; a count the table does not
+      measure: the largest measured count ``s < scale`` scaled by ``scale / s`` (as
+      :func:`scale_row` does for the consolidated table);
+    * no row (the job type is absent, or no measured count ``<= scale``), a GPU type absent from
+      the table, or an entry the table leaves out (NaN: in Gavel's table only ResNet-50 at batch
+      sizes 64 and 128 on 2, 4 and 8 K80s): the consolidated value (no penalty; on K80s the
+      measured unconsolidated / consolidated ratio has a median of 1.01 to 1.04);
+    * 0 wherever the consolidated value is 0 (a job that cannot run on a type cannot run there
+      spread either)."""
+    C = np.asarray(consolidated, dtype=float)
+    out = C.copy()
+    if table is None:
+        return out
+    names = list(gpu_types)
+    cols = [table.gpu_types.index(g) if g in table.gpu_types else -1 for g in names]
+    have = np.array([c >= 0 for c in cols])
+    take = [c if c >= 0 else 0 for c in cols]
+    cache: dict[tuple[str, int], np.ndarray | None] = {}
+    for i, (jt, s) in enumerate(zip(trace.job_type.tolist(), trace.scale.tolist(), strict=True)):
+        g = int(s)
+        if g <= 1:
+            continue
+        key = (jt, g)
+        if key not in cache:
+            row = table.values.get(key)
+            if row is None:
+                below = [m for m in table.scale_factors(jt) if m < g]
+                row = table.values[(jt, max(below))] * (g / max(below)) if below else None
+            cache[key] = None if row is None else np.where(have, row[take], np.nan)
+        row = cache[key]
+        if row is not None:
+            out[i] = np.where(np.isnan(row), C[i], row)
+    return np.where(C > 0, out, 0.0)
 
 
 def _int(where: str, text: str) -> int:

@@ -14,14 +14,17 @@ Validation: unknown keys, wrong types and unknown mechanism names raise
 Schema (all keys optional unless marked)::
 
     name, description, policies = [registry names], rounds, replications, seed,
-    placement = "auto"|"oef"|"naive", kappa, migration_cost_s, backfill, stop_when_idle
+    placement = "auto"|"oef"|"naive" (|"ideal", the default with a trace: no hosts), kappa,
+    migration_cost_s, backfill, stop_when_idle
     [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
                 round_seconds (300; 360 = Gavel's with a trace), reallocation_interval_s (trace
                 runs; Gavel's 1920 s by default), lease_order = "fastest"|"shuffle" (trace runs:
                 the GPU-type order of each round's leases; "shuffle" = Gavel's per-round shuffle).
                 With a trace the types are put slowest first by the throughput table
                 (market.traces.order_by_speed), whatever their listed order
-    [profiles]  file (throughput CSV; relative to the scenario file), num_gpus, reference,
+    [profiles]  file (throughput CSV; relative to the scenario file), unconsolidated_file (trace
+                runs with hosts: throughputs of jobs spread over hosts; default: Gavel's packaged
+                table when `file` is not given, else none), num_gpus, reference,
                 generator = "assumed"|"ordered", step = [lo, hi], job_types = [..], jitter
     [workload]  tenants (required), job_types_per_tenant, job_type_choice = "random"|"cycle",
                 jobs_per_tenant, jobs_poisson, workers = [..], workers_probs = [..],
@@ -84,12 +87,14 @@ from market.registry import names as mechanism_names
 from market.topology import multi_rack_tree, single_rack
 from market.traces import (
     GAVEL_THROUGHPUTS,
+    GAVEL_THROUGHPUTS_UNCONSOLIDATED,
     TRACE_FORMATS,
     Trace,
     data_path,
     load_trace,
     order_by_speed,
     tenant_of_jobs,
+    unconsolidated_throughputs,
 )
 from market.types import Cluster
 from scenarios.catalog import embedded, embedded_file
@@ -269,9 +274,12 @@ class ProfileSpec:
     """Where true speedups come from: ``file`` (a throughput CSV, absolute path after loading)
     with ``num_gpus`` rows normalised by ``reference``; else ``generator`` "assumed" (OEF §5.2
     table, needs 3 GPU types) or "ordered" (random ``w^{j+1} = w^j·U(step)`` base vectors, one per
-    name in ``job_types``). ``jitter``: per-tenant multiplicative jitter (spec §5.2)."""
+    name in ``job_types``). ``jitter``: per-tenant multiplicative jitter (spec §5.2).
+    ``unconsolidated_file``: trace runs with hosts, the throughputs of jobs whose GPUs span hosts
+    (:func:`market.traces.unconsolidated_throughputs`)."""
 
     file: str | None = None
+    unconsolidated_file: str | None = None
     num_gpus: int = 1
     reference: str = "slowest"
     generator: str = "assumed"
@@ -368,7 +376,7 @@ class Scenario:
     rounds: int = 24
     replications: int = 3
     seed: int = 0
-    placement: str = "auto"
+    placement: str | None = None  # None: "ideal" with a trace workload, else "auto"
     kappa: float = 0.1
     migration_cost_s: float = 0.0
     backfill: bool = True
@@ -467,6 +475,13 @@ class Scenario:
         table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
         tr = _trace_of(ts, table_path, types, self.seed if seed is None else int(seed))
         T = tr.throughputs(_cached_table(table_path), types)
+        U = None
+        if self.placement not in (None, "ideal"):
+            upath = self.profiles.unconsolidated_file
+            if upath is None and self.profiles.file is None:
+                upath = str(data_path(GAVEL_THROUGHPUTS_UNCONSOLIDATED))
+            utable = _cached_table(upath, allow_missing=True) if upath is not None else None
+            U = unconsolidated_throughputs(tr, T, utable, types)
         return TraceWorkload(
             tr,
             T,
@@ -476,6 +491,7 @@ class Scenario:
             until_done=ts.until_done,
             lease_order=self.cluster.lease_order,
             tenant_rows=ts.tenant_rows,
+            unconsolidated=U,
         )
 
     def instantiate(self, policy: str, variant: str, rng: np.random.Generator) -> ModelConfig:
@@ -506,6 +522,8 @@ class Scenario:
                 (),
                 policy=policy,
                 rounds=self.rounds if not ts.until_done else ts.max_rounds,
+                placement=self.placement,
+                migration_cost_s=self.migration_cost_s,
                 stop_when_idle=self.stop_when_idle,
                 trace=tw,
             )
@@ -619,8 +637,8 @@ class Scenario:
 
 
 @lru_cache(maxsize=16)
-def _cached_table(path: str) -> Any:
-    return load_throughput_table(path)
+def _cached_table(path: str, allow_missing: bool = False) -> Any:
+    return load_throughput_table(path, allow_missing=allow_missing)
 
 
 def _trace_of(ts: TraceSpec, table_path: str, types: tuple[str, ...], seed: int) -> Trace:
@@ -753,16 +771,18 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     rounds = top.integer("rounds", 24, minimum=1)
     replications = top.integer("replications", 3, minimum=1)
     seed = top.integer("seed", 0, minimum=0)
-    placement = top.string("placement", "auto")
+    raw_wl = top.data.get("workload")
+    is_trace = isinstance(raw_wl, dict) and ("trace" in raw_wl or "generator" in raw_wl)
+    placement = top.string("placement", "ideal" if is_trace else "auto")
     if placement not in PLACEMENTS:
         raise InputError(top.key("placement"), placement, f"must be one of {list(PLACEMENTS)}")
+    if placement == "ideal" and not is_trace:
+        raise InputError(top.key("placement"), placement, "is for trace workloads only; use 'auto', 'oef' or 'naive'")
     kappa = top.number("kappa", 0.1, minimum=0.0)
     migration = top.number("migration_cost_s", 0.0, minimum=0.0)
     backfill = top.boolean("backfill", True)
     stop_when_idle = top.boolean("stop_when_idle", True)
 
-    raw_wl = top.data.get("workload")
-    is_trace = isinstance(raw_wl, dict) and ("trace" in raw_wl or "generator" in raw_wl)
     c = top.table("cluster")
     gpu_types = _strings(c.key("gpu_types"), c.array("gpu_types", required=True) or [])
     if not gpu_types or len(set(gpu_types)) != len(gpu_types):
@@ -786,15 +806,23 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     c.done()
 
     p = top.table("profiles")
-    file = p.string("file")
-    if file is not None:
-        path = Path(file).expanduser()
-        if not path.is_absolute():
-            path = (base_dir or Path.cwd()) / path
-        path = path.resolve()
-        if not path.is_file():
-            raise InputError(p.key("file"), file, f"does not exist (resolved to {path})")
-        file = str(path)
+    files: dict[str, str | None] = {}
+    for key in ("file", "unconsolidated_file"):
+        given = p.string(key)
+        if given is not None:
+            path = Path(given).expanduser()
+            if not path.is_absolute():
+                path = (base_dir or Path.cwd()) / path
+            path = path.resolve()
+            if not path.is_file():
+                raise InputError(p.key(key), given, f"does not exist (resolved to {path})")
+            given = str(path)
+        files[key] = given
+    file = files["file"]
+    if files["unconsolidated_file"] is not None:
+        if not is_trace:
+            raise InputError(p.key("unconsolidated_file"), files["unconsolidated_file"], "is for trace workloads only")
+        _cached_table(files["unconsolidated_file"], allow_missing=True)  # validate it now
     generator = p.string("generator", "assumed")
     if generator not in ("assumed", "ordered"):
         raise InputError(p.key("generator"), generator, "must be 'assumed' or 'ordered'")
@@ -804,6 +832,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     jts = p.array("job_types")
     profiles = ProfileSpec(
         file=file,
+        unconsolidated_file=files["unconsolidated_file"],
         num_gpus=p.integer("num_gpus", 1, minimum=1),
         reference=p.string("reference", "slowest") or "slowest",
         generator=generator,
