@@ -265,3 +265,33 @@ def test_noise_is_drawn_once_per_tenant_and_job_type(tmp_path: Path) -> None:
     others = np.setdiff1d(np.arange(eng.n), lie)
     np.testing.assert_array_equal(tt.R[others], eng.T[others])
     np.testing.assert_array_equal(scen.build_model("oef-noncoop", "liar", 0).auctioneer.tenants.R, tt.R)
+
+
+def test_tenants_liar_hosts_and_shuffle_together(tmp_path: Path) -> None:
+    """The three trace features merged in one run: tenancy 4 with a scale liar, every lease placed on
+    hosts of 2 GPUs with a migration cost, and Gavel's per-round type shuffle. Every job completes,
+    the servers' held GPUs never exceed a host, the same seed gives the same JCTs, and the liar's
+    est_reported differs from its est while the honest tenants' do not."""
+    extra_cluster = 'gpus_per_host = 2\nlease_order = "shuffle"\n'
+    text = TENANT4.format(trace=data_path(GAVEL_TRACE)).replace("[cluster]\n", "[cluster]\n" + extra_cluster)
+    text = 'placement = "auto"\nmigration_cost_s = 20.0\n' + text
+    path = tmp_path / "all.toml"
+    path.write_text(text)
+    sc = load_scenario(path)
+    runs = []
+    for _ in range(2):
+        m = sc.build_model("oef-noncoop", "liar", 3).run()
+        assert all(sum(a.assigned.values()) <= a.server.count for a in m.servers)
+        runs.append(m)
+    a, b = (r.completions().sort_values("job_id")["jct_s"].to_numpy() for r in runs)
+    assert len(a) == 16 and np.isfinite(a).all()
+    np.testing.assert_array_equal(a, b)
+    eng = runs[0].auctioneer.trace
+    assert runs[0].config.placement == "auto" and eng.migrations > 0
+    assert eng.migration_lost_s == pytest.approx(20.0 * eng.migrations)  # shuffled types move jobs every round
+    tidy = runs[0].tidy()
+    ten = tidy[tidy["tenant"] != ""].pivot_table(index=["round", "tenant"], columns="measure", values="value")
+    liar = ten.xs("t2", level="tenant")
+    assert (liar["est_reported"] > liar["est"] + 1e-9).any()
+    honest = ten.drop(index="t2", level="tenant")
+    np.testing.assert_allclose(honest["est_reported"], honest["est"], rtol=1e-12)
