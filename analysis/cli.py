@@ -148,8 +148,8 @@ still empty when the command fails, so a failing command leaves no empty ``--out
 def ensure_writable(out: Path, field: str = "--out") -> Path:
     """Create ``out`` and prove a file can be written there, before any computing starts; an
     unusable directory raises :class:`InputError` naming ``field`` (exit 2, nothing lost)."""
-    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
+        missing = [p for p in (out, *out.parents) if not p.exists()]
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".marketsim-write-test-{os.getpid()}"
         probe.write_bytes(b"")
@@ -186,6 +186,23 @@ def _parse_weights(text: str, n: int) -> np.ndarray:
         why = f"is more than {MAX_WEIGHT_RATIO:g} times --weights[{lo}] = {float(weights[lo])!r}"
         raise InputError(f"--weights[{hi}]", float(weights[hi]), f"{why} (outside the range the LPs solve reliably)")
     return weights
+
+
+def _parse_scale_factors(text: str, n: int) -> np.ndarray:
+    """``--scale-factors``: ``n`` whole numbers of GPUs per placement, 1 ..
+    :data:`market.types.MAX_GPUS_PER_TYPE` (a job wider than that fits no cluster we solve; 1e308 made
+    HiGHS fail with a model error); errors name ``--scale-factors[i]``."""
+    from market.types import MAX_GPUS_PER_TYPE
+
+    sf = parse_vector("--scale-factors", text)
+    if sf.size != n:
+        raise InputError("--scale-factors", text, f"has {sf.size} entries, expected {n} (one per tenant / job)")
+    for i, v in enumerate(sf):
+        if v < 1 or v != int(v):
+            raise InputError(f"--scale-factors[{i}]", float(v), "must be a whole number of GPUs >= 1")
+        if v > MAX_GPUS_PER_TYPE:
+            raise InputError(f"--scale-factors[{i}]", float(v), f"must be at most {MAX_GPUS_PER_TYPE:,} GPUs")
+    return sf
 
 
 def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> None:
@@ -231,7 +248,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.scale_factors is not None:
         if not raw:
             raise InputError("--scale-factors", args.scale_factors, f"apply to {sorted(RAW_THROUGHPUT_POLICIES)} only")
-        options["scale_factors"] = parse_vector("--scale-factors", args.scale_factors)
+        options["scale_factors"] = _parse_scale_factors(args.scale_factors, n)
     if args.capacity is None:
         m = np.ones(k, dtype=int)
     else:
@@ -487,6 +504,8 @@ def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise InputError("--set", item, "must look like key=value")
+        if not raw.strip():
+            raise InputError(f"--set {key.strip()}", raw, "must have a value after '='")
         try:
             out[key.strip()] = tomllib.loads(f"v = {raw.strip()}")["v"]
         except tomllib.TOMLDecodeError:
@@ -502,12 +521,20 @@ MAX_AUDIT_INT = 100_000
 
 
 def _check_audit_sizes(overrides: dict[str, object]) -> None:
+    """Every number of an auction audit instance's ``--set`` overrides must be finite and at most
+    :data:`MAX_AUDIT_INT` in magnitude (:data:`MAX_AUDIT_BIDDERS` for ``jobs`` / ``I``), whole or not
+    (``1e308`` is a float): values, slots, sizes and limits alike, so no builder allocates an absurd
+    array or overflows a value product; the error names ``--set KEY``."""
+    import math
+
     for key, value in overrides.items():
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
+        if not math.isfinite(value):
+            raise InputError(f"--set {key}", value, "must be finite")
         limit = MAX_AUDIT_BIDDERS if key in ("jobs", "I") else MAX_AUDIT_INT
-        if value > limit:
-            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "for an audit instance"
+        if abs(value) > limit:
+            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "in magnitude for an audit instance"
             raise InputError(f"--set {key}", value, f"must be at most {limit:,} {what} (size limit)")
 
 
@@ -540,7 +567,12 @@ def _audit_auction(args: argparse.Namespace) -> int:
         if bad:
             raise InputError("--bidders", args.bidders, f"must be whole job ids >= 0 ({bad[0]!r} is not)")
         bidders = [int(b) for b in vals]
-    target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
+    try:
+        target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
+    except InputError as exc:
+        if exc.field != "bidders":
+            raise
+        raise InputError("--bidders", args.bidders, exc.reason) from None
     results = audit_all(target, rng=args.seed)
     agents = [agent_summary(r) for r in results]  # the same fields as the fair-share audit
     out = {
@@ -947,7 +979,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = ("--speedups", "--capacity", "--weights")
+_VALUE_OPTIONS = ("--speedups", "--capacity", "--weights", "--scale-factors", "--bidders", "--set")
 RAW_THROUGHPUT_POLICIES = frozenset({"gavel-max-sum-throughput", "gavel-max-min-perf"})
 """Policies that read raw throughputs (zeros allowed) instead of speedups normalised to type 0."""
 _NUMBERISH = re.compile(r"^-[\d.]")
@@ -968,6 +1000,21 @@ def _glue_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+_POSITIONALS = frozenset({"scenario", "config"})
+
+
+def _reject_empty_values(args: argparse.Namespace) -> None:
+    """An empty or blank flag value (``--out ''``) is an error naming the flag, never "the default":
+    a script whose variable came out empty should fail, not write somewhere else."""
+    for dest, value in vars(args).items():
+        if dest in ("command", "func"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            flag = dest if dest in _POSITIONALS else "--" + dest.replace("_", "-")
+            raise InputError(flag, value if not isinstance(value, list) else "", "must not be empty")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``marketsim`` console script; returns the exit status."""
     parser = build_parser()
@@ -979,6 +1026,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _CREATED.clear()
     code = 1
     try:
+        _reject_empty_values(args)
         code = int(args.func(args))
         return code
     except InputError as exc:
