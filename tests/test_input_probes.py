@@ -147,3 +147,11 @@ def test_text_numbers_must_use_ascii_digits() -> None:
     with pytest.raises(InputError, match="not empty"):
         check_finite("x", " ")
     assert check_finite("x", " 1e3 ") == 1000.0 and check_int("n", "12") == 12
+
+
+def test_trace_keys_without_a_trace_say_what_is_missing(capsys, tmp_path: Path) -> None:
+    text = (Path(__file__).parents[1] / "scenarios" / "philly_trace.toml").read_text()
+    toml = tmp_path / "no_trace.toml"
+    toml.write_text(text.replace('trace = "../market/data/philly_sample.csv"\n', "", 1))
+    err = _probe(capsys, ["run", str(toml), "--out", str(tmp_path / "out")], "workload.trace_format")
+    assert "needs workload.trace" in err and "tenants is required" not in err
