@@ -155,3 +155,21 @@ def test_trace_keys_without_a_trace_say_what_is_missing(capsys, tmp_path: Path) 
     toml.write_text(text.replace('trace = "../market/data/philly_sample.csv"\n', "", 1))
     err = _probe(capsys, ["run", str(toml), "--out", str(tmp_path / "out")], "workload.trace_format")
     assert "needs workload.trace" in err and "tenants is required" not in err
+
+
+def test_an_executor_that_never_comes_up_leaves_no_manifest(tmp_path: Path) -> None:
+    from analysis.sweep import load_sweep, run_sweep
+    from market.errors import InputError
+
+    class Unreachable:
+        name = "dask"
+
+        def map(self, fn, items):  # like DaskExecutor.map failing to reach its scheduler
+            raise InputError("--address", "tcp://127.0.0.1:9", "has no reachable Dask scheduler")
+            yield  # pragma: no cover (a generator, as the real executors are)
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+    with pytest.raises(InputError, match="--address"):
+        run_sweep(load_sweep("sweep_lie_factor"), out, executor=Unreachable(), progress=False)
+    assert list(out.iterdir()) == []  # no sweep.json, no empty parts/
