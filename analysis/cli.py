@@ -375,9 +375,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
-    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
-    from analysis.report import runs_time_text, write_report
-    from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
 
     if args.reps is not None and args.reps < 1:
@@ -414,6 +411,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
+    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+
+    mark_running(out, {"scenario": scenario.name})  # a killed run leaves a folder that says so
+    try:
+        with sigterm_as_interrupt():  # SIGTERM ends a run as Ctrl-C does: finished runs are kept
+            return _run_scenario(args, scenario, policies, executor, out)
+    except KeyboardInterrupt:
+        mark_interrupted(out)
+        raise
+
+
+def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
+    """The runs, files and summary of :func:`cmd_run` for a scenario, once ``out`` is marked running."""
+    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
+    from analysis.report import runs_time_text, write_report
+    from analysis.runner import load_report_frame, run_experiment, write_experiment
+
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     exp = run_experiment(
@@ -470,7 +484,7 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
 
 def _run_study(args: argparse.Namespace) -> int:
     """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.studies)."""
-    from analysis.studies import load_study, run_study, write_study
+    from analysis.studies import load_study
 
     study = load_study(args.scenario)
     mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None else None
@@ -479,6 +493,21 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
+    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+
+    mark_running(out, {"study": study.name})  # write_study replaces both files at the end
+    try:
+        with sigterm_as_interrupt():
+            return _run_study_cells(args, study, mechanisms, executor, out)
+    except KeyboardInterrupt:
+        mark_interrupted(out)
+        raise
+
+
+def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
+    """The cells, files and summary of :func:`_run_study`, once ``out`` is marked running."""
+    from analysis.studies import run_study, write_study
+
     res = run_study(
         study,
         replications=args.reps,
@@ -489,6 +518,9 @@ def _run_study(args: argparse.Namespace) -> int:
         mechanisms=mechanisms,
     )
     paths = write_study(res, out)
+    from analysis.run_status import mark_complete
+
+    mark_complete(out, failed=len(res.errors))  # replaces the "running" mark of _run_study
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
     headline = (
         f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
@@ -631,17 +663,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
     ensure_writable(out)
-    res = run_sweep(
-        config,
-        out,
-        executor=args.executor,
-        workers=args.workers,
-        address=args.address,
-        resume=args.resume,
-        retry_failed=args.retry_failed,
-        chunk_size=args.chunk_size,
-        progress=not args.quiet,
-    )
+    from analysis.run_status import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # SIGTERM stops a sweep as Ctrl-C does: sweep.json says interrupted
+        res = run_sweep(
+            config,
+            out,
+            executor=args.executor,
+            workers=args.workers,
+            address=args.address,
+            resume=args.resume,
+            retry_failed=args.retry_failed,
+            chunk_size=args.chunk_size,
+            progress=not args.quiet,
+        )
     n_ok = int((res.runs["status"] == "ok").sum())
     print(
         f"{config.name}: {n_ok}/{len(res.runs)} runs ok; this session ran {res.ran}, skipped {res.skipped} "

@@ -59,8 +59,19 @@ __all__ = [
 HEADLINE_VERDICTS = ("reproduced", "direction only", "not reproduced")
 DEFAULT_TOLERANCE = 0.25
 BOOTSTRAP = 2000
-_KEYS = {"text", "panel", "metric", "mechanism", "baseline", "baseline_metric", "paper", "x", "tolerance", "note",
-         "variant"}
+_KEYS = {
+    "text",
+    "panel",
+    "metric",
+    "mechanism",
+    "baseline",
+    "baseline_metric",
+    "paper",
+    "x",
+    "tolerance",
+    "note",
+    "variant",
+}
 
 
 @dataclass(frozen=True)
@@ -267,8 +278,7 @@ def evaluate_headline(frame: pd.DataFrame, h: Headline, *, seed: int = 0) -> dic
             what = f"{h.baseline}'s mean {h.metric}"
             if h.baseline_metric:
                 what = f"{h.mechanism}'s mean {h.baseline_metric}"
-            reason = (f"ratio undefined: {what} is {b.mean():.4g} <= 0 "
-                      f"({h.mechanism}: {a.mean():.4g})")
+            reason = f"ratio undefined: {what} is {b.mean():.4g} <= 0 ({h.mechanism}: {a.mean():.4g})"
             return {**row, "ours": float("nan"), "low": float("nan"), "high": float("nan"),
                     "verdict": "not reproduced", "reason": _join(reason, h.note)}  # fmt: skip
         ours = float(a.mean() / b.mean())

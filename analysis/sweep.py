@@ -832,33 +832,39 @@ def run_sweep(
         }
     )
     manifest_out = {"name": config.name, "config": config.source, "plan_hash": phash, "runs": len(plan),
-                    "sessions": sessions}  # fmt: skip
-    # the manifest is written with the first finished chunk (or at the end of an empty session), so an
-    # executor that never came up (an unreachable Dask scheduler) leaves no sweep.json for a sweep that never ran
-    written = False
+                    "status": "running", "complete": False, "sessions": sessions}  # fmt: skip
+    # marked running before any run (a SIGKILLed sweep reads incomplete); if the executor never comes
+    # up (an unreachable Dask scheduler) or the sweep stops before its first chunk, the previous manifest
+    # (or none) is put back, so no sweep.json describes a session that never ran
+    _write_json(out / "sweep.json", manifest_out)
+    wrote_part = False
     t0 = time.perf_counter()
     try:
         with tqdm(total=len(todo), desc=config.name, unit="run", disable=not progress, file=sys.stderr) as bar:
             for seq, res in enumerate(ex.map(execute_chunk, chunks)):
-                if not written:
-                    _write_json(out / "sweep.json", manifest_out)
-                    written = True
                 _write_part(out / "parts", f"part-s{session:03d}-{seq:06d}.parquet", res)
+                wrote_part = True
                 bar.update(len(res.records))
                 for rec in res.records:
                     if rec["status"] != "ok":
                         why = f"{rec['error_type']}: {rec['error_message']}"
                         bar.write(f"run {rec['run_id']} ({rec['variant']}) failed: {why}", file=sys.stderr)
     except BaseException:
-        if not written and not parts_existed:  # nothing ran: leave no empty parts/ folder either
-            with contextlib.suppress(OSError):
-                (out / "parts").rmdir()
+        if wrote_part:  # SIGINT / SIGTERM or a crash after some chunks: --resume continues it
+            _write_json(out / "sweep.json", {**manifest_out, "status": "interrupted"})
+        elif manifest is not None:
+            _write_json(out / "sweep.json", manifest)
+        else:
+            (out / "sweep.json").unlink(missing_ok=True)
+            if not parts_existed:  # nothing ran: leave no empty parts/ folder either
+                with contextlib.suppress(OSError):
+                    (out / "parts").rmdir()
         raise
-    if not written:
-        _write_json(out / "sweep.json", manifest_out)
     seconds = time.perf_counter() - t0
     result = consolidate(out)
     result.ran, result.skipped, result.seconds, result.executor = len(todo), len(plan) - len(todo), seconds, ex_name
+    complete = len(result.runs) == len(plan) and result.failures.empty
+    _write_json(out / "sweep.json", {**manifest_out, "status": "complete", "complete": bool(complete)})
     return result
 
 
