@@ -148,8 +148,8 @@ still empty when the command fails, so a failing command leaves no empty ``--out
 def ensure_writable(out: Path, field: str = "--out") -> Path:
     """Create ``out`` and prove a file can be written there, before any computing starts; an
     unusable directory raises :class:`InputError` naming ``field`` (exit 2, nothing lost)."""
-    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
+        missing = [p for p in (out, *out.parents) if not p.exists()]
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".marketsim-write-test-{os.getpid()}"
         probe.write_bytes(b"")
@@ -186,6 +186,23 @@ def _parse_weights(text: str, n: int) -> np.ndarray:
         why = f"is more than {MAX_WEIGHT_RATIO:g} times --weights[{lo}] = {float(weights[lo])!r}"
         raise InputError(f"--weights[{hi}]", float(weights[hi]), f"{why} (outside the range the LPs solve reliably)")
     return weights
+
+
+def _parse_scale_factors(text: str, n: int) -> np.ndarray:
+    """``--scale-factors``: ``n`` whole numbers of GPUs per placement, 1 ..
+    :data:`market.types.MAX_GPUS_PER_TYPE` (a job wider than that fits no cluster we solve; 1e308 made
+    HiGHS fail with a model error); errors name ``--scale-factors[i]``."""
+    from market.types import MAX_GPUS_PER_TYPE
+
+    sf = parse_vector("--scale-factors", text)
+    if sf.size != n:
+        raise InputError("--scale-factors", text, f"has {sf.size} entries, expected {n} (one per tenant / job)")
+    for i, v in enumerate(sf):
+        if v < 1 or v != int(v):
+            raise InputError(f"--scale-factors[{i}]", float(v), "must be a whole number of GPUs >= 1")
+        if v > MAX_GPUS_PER_TYPE:
+            raise InputError(f"--scale-factors[{i}]", float(v), f"must be at most {MAX_GPUS_PER_TYPE:,} GPUs")
+    return sf
 
 
 def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> None:
@@ -231,7 +248,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
     if args.scale_factors is not None:
         if not raw:
             raise InputError("--scale-factors", args.scale_factors, f"apply to {sorted(RAW_THROUGHPUT_POLICIES)} only")
-        options["scale_factors"] = parse_vector("--scale-factors", args.scale_factors)
+        options["scale_factors"] = _parse_scale_factors(args.scale_factors, n)
     if args.capacity is None:
         m = np.ones(k, dtype=int)
     else:
@@ -358,9 +375,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
-    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
-    from analysis.report import runs_time_text, write_report
-    from analysis.runner import load_report_frame, run_experiment, write_experiment
     from scenarios.loader import load_scenario
 
     if args.reps is not None and args.reps < 1:
@@ -397,6 +411,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
+    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+
+    mark_running(out, {"scenario": scenario.name})  # a killed run leaves a folder that says so
+    try:
+        with sigterm_as_interrupt():  # SIGTERM ends a run as Ctrl-C does: finished runs are kept
+            return _run_scenario(args, scenario, policies, executor, out)
+    except KeyboardInterrupt:
+        mark_interrupted(out)
+        raise
+
+
+def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
+    """The runs, files and summary of :func:`cmd_run` for a scenario, once ``out`` is marked running."""
+    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
+    from analysis.report import runs_time_text, write_report
+    from analysis.runner import load_report_frame, run_experiment, write_experiment
+
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     exp = run_experiment(
@@ -453,7 +484,7 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
 
 def _run_study(args: argparse.Namespace) -> int:
     """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.studies)."""
-    from analysis.studies import load_study, run_study, write_study
+    from analysis.studies import load_study
 
     study = load_study(args.scenario)
     mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None else None
@@ -462,6 +493,21 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
+    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+
+    mark_running(out, {"study": study.name})  # write_study replaces both files at the end
+    try:
+        with sigterm_as_interrupt():
+            return _run_study_cells(args, study, mechanisms, executor, out)
+    except KeyboardInterrupt:
+        mark_interrupted(out)
+        raise
+
+
+def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
+    """The cells, files and summary of :func:`_run_study`, once ``out`` is marked running."""
+    from analysis.studies import run_study, write_study
+
     res = run_study(
         study,
         replications=args.reps,
@@ -472,6 +518,9 @@ def _run_study(args: argparse.Namespace) -> int:
         mechanisms=mechanisms,
     )
     paths = write_study(res, out)
+    from analysis.run_status import mark_complete
+
+    mark_complete(out, failed=len(res.errors))  # replaces the "running" mark of _run_study
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
     headline = (
         f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
@@ -487,6 +536,8 @@ def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
             raise InputError("--set", item, "must look like key=value")
+        if not raw.strip():
+            raise InputError(f"--set {key.strip()}", raw, "must have a value after '='")
         try:
             out[key.strip()] = tomllib.loads(f"v = {raw.strip()}")["v"]
         except tomllib.TOMLDecodeError:
@@ -502,12 +553,20 @@ MAX_AUDIT_INT = 100_000
 
 
 def _check_audit_sizes(overrides: dict[str, object]) -> None:
+    """Every number of an auction audit instance's ``--set`` overrides must be finite and at most
+    :data:`MAX_AUDIT_INT` in magnitude (:data:`MAX_AUDIT_BIDDERS` for ``jobs`` / ``I``), whole or not
+    (``1e308`` is a float): values, slots, sizes and limits alike, so no builder allocates an absurd
+    array or overflows a value product; the error names ``--set KEY``."""
+    import math
+
     for key, value in overrides.items():
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
+        if not math.isfinite(value):
+            raise InputError(f"--set {key}", value, "must be finite")
         limit = MAX_AUDIT_BIDDERS if key in ("jobs", "I") else MAX_AUDIT_INT
-        if value > limit:
-            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "for an audit instance"
+        if abs(value) > limit:
+            what = "bidders" if limit == MAX_AUDIT_BIDDERS else "in magnitude for an audit instance"
             raise InputError(f"--set {key}", value, f"must be at most {limit:,} {what} (size limit)")
 
 
@@ -540,7 +599,12 @@ def _audit_auction(args: argparse.Namespace) -> int:
         if bad:
             raise InputError("--bidders", args.bidders, f"must be whole job ids >= 0 ({bad[0]!r} is not)")
         bidders = [int(b) for b in vals]
-    target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
+    try:
+        target = OnlineAuctionTarget(market, args.mechanism, bidders=bidders, seed=args.seed)
+    except InputError as exc:
+        if exc.field != "bidders":
+            raise
+        raise InputError("--bidders", args.bidders, exc.reason) from None
     results = audit_all(target, rng=args.seed)
     agents = [agent_summary(r) for r in results]  # the same fields as the fair-share audit
     out = {
@@ -599,17 +663,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
     ensure_writable(out)
-    res = run_sweep(
-        config,
-        out,
-        executor=args.executor,
-        workers=args.workers,
-        address=args.address,
-        resume=args.resume,
-        retry_failed=args.retry_failed,
-        chunk_size=args.chunk_size,
-        progress=not args.quiet,
-    )
+    from analysis.run_status import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # SIGTERM stops a sweep as Ctrl-C does: sweep.json says interrupted
+        res = run_sweep(
+            config,
+            out,
+            executor=args.executor,
+            workers=args.workers,
+            address=args.address,
+            resume=args.resume,
+            retry_failed=args.retry_failed,
+            chunk_size=args.chunk_size,
+            progress=not args.quiet,
+        )
     n_ok = int((res.runs["status"] == "ok").sum())
     print(
         f"{config.name}: {n_ok}/{len(res.runs)} runs ok; this session ran {res.ran}, skipped {res.skipped} "
@@ -947,7 +1014,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_VALUE_OPTIONS = ("--speedups", "--capacity", "--weights")
+_VALUE_OPTIONS = ("--speedups", "--capacity", "--weights", "--scale-factors", "--bidders", "--set")
 RAW_THROUGHPUT_POLICIES = frozenset({"gavel-max-sum-throughput", "gavel-max-min-perf"})
 """Policies that read raw throughputs (zeros allowed) instead of speedups normalised to type 0."""
 _NUMBERISH = re.compile(r"^-[\d.]")
@@ -968,6 +1035,21 @@ def _glue_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+_POSITIONALS = frozenset({"scenario", "config"})
+
+
+def _reject_empty_values(args: argparse.Namespace) -> None:
+    """An empty or blank flag value (``--out ''``) is an error naming the flag, never "the default":
+    a script whose variable came out empty should fail, not write somewhere else."""
+    for dest, value in vars(args).items():
+        if dest in ("command", "func"):
+            continue
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            flag = dest if dest in _POSITIONALS else "--" + dest.replace("_", "-")
+            raise InputError(flag, value if not isinstance(value, list) else "", "must not be empty")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``marketsim`` console script; returns the exit status."""
     parser = build_parser()
@@ -979,6 +1061,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _CREATED.clear()
     code = 1
     try:
+        _reject_empty_values(args)
         code = int(args.func(args))
         return code
     except InputError as exc:

@@ -65,6 +65,12 @@ def render_report(
     pairs = zip(meta.get("gpu_types", []), meta.get("gpus", []), strict=False)
     cluster = ", ".join(f"{c}x {t}" for t, c in pairs)
     out = [f"# {meta.get('scenario', 'experiment')}", ""]
+    if meta.get("interrupted"):
+        out += [
+            f"**INCOMPLETE: interrupted (SIGINT or SIGTERM); only the {meta.get('runs')} run(s) finished by then "
+            "are reported below. Run the same command again to complete it.**",
+            "",
+        ]
     if meta.get("description"):
         out += [str(meta["description"]), ""]
     out += [

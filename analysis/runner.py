@@ -195,8 +195,12 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
         if model.config.trace is not None:
             comp = model.completions()
             for i, (col, val) in enumerate(
-                (("run_id", spec.run_id), ("policy", spec.policy), ("variant", spec.variant),
-                 ("replication", spec.replication))  # fmt: skip
+                (
+                    ("run_id", spec.run_id),
+                    ("policy", spec.policy),
+                    ("variant", spec.variant),
+                    ("replication", spec.replication),
+                )  # fmt: skip
             ):
                 comp.insert(i, col, val)
         return RunResult(
@@ -431,6 +435,8 @@ class Experiment:
             "runs": len(self.runs),
             "failed_runs": len(self.errors),
             "interrupted": self.interrupted,
+            "status": "interrupted" if self.interrupted else "complete",  # analysis.run_status
+            "complete": not self.errors and not self.interrupted,
             "trace": None if s.workload.trace is None else asdict(s.workload.trace),
         }
 

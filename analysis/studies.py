@@ -726,9 +726,15 @@ class StudyResult:
                     "label": p.label,
                     "fixed": dict(p.fixed),
                     "common_workload": p.common_workload,
-                    **({"scenario": dict(p.scenario), "mechanisms": list(p.mechanisms),
-                        "variants": None if p.variants is None else list(p.variants)}
-                       if self.study.family == "fair-share" else {}),
+                    **(
+                        {
+                            "scenario": dict(p.scenario),
+                            "mechanisms": list(p.mechanisms),
+                            "variants": None if p.variants is None else list(p.variants),
+                        }
+                        if self.study.family == "fair-share"
+                        else {}
+                    ),
                 }
                 for p in self.study.panels
             ],

@@ -52,6 +52,7 @@ moment loses no completed chunk and recomputes none. A run that raises becomes a
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import datetime as dt
@@ -785,6 +786,7 @@ def run_sweep(
     if chunk_size is not None:
         check_int("--chunk-size", chunk_size, minimum=1)
     out = Path(out)
+    parts_existed = (out / "parts").is_dir()
     try:
         (out / "parts").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -829,22 +831,40 @@ def run_sweep(
             "to_run": len(todo),
         }
     )
-    _write_json(
-        out / "sweep.json",
-        {"name": config.name, "config": config.source, "plan_hash": phash, "runs": len(plan), "sessions": sessions},
-    )
+    manifest_out = {"name": config.name, "config": config.source, "plan_hash": phash, "runs": len(plan),
+                    "status": "running", "complete": False, "sessions": sessions}  # fmt: skip
+    # marked running before any run (a SIGKILLed sweep reads incomplete); if the executor never comes
+    # up (an unreachable Dask scheduler) or the sweep stops before its first chunk, the previous manifest
+    # (or none) is put back, so no sweep.json describes a session that never ran
+    _write_json(out / "sweep.json", manifest_out)
+    wrote_part = False
     t0 = time.perf_counter()
-    with tqdm(total=len(todo), desc=config.name, unit="run", disable=not progress, file=sys.stderr) as bar:
-        for seq, res in enumerate(ex.map(execute_chunk, chunks)):
-            _write_part(out / "parts", f"part-s{session:03d}-{seq:06d}.parquet", res)
-            bar.update(len(res.records))
-            for rec in res.records:
-                if rec["status"] != "ok":
-                    msg = f"run {rec['run_id']} ({rec['variant']}) failed: {rec['error_type']}: {rec['error_message']}"
-                    bar.write(msg, file=sys.stderr)
+    try:
+        with tqdm(total=len(todo), desc=config.name, unit="run", disable=not progress, file=sys.stderr) as bar:
+            for seq, res in enumerate(ex.map(execute_chunk, chunks)):
+                _write_part(out / "parts", f"part-s{session:03d}-{seq:06d}.parquet", res)
+                wrote_part = True
+                bar.update(len(res.records))
+                for rec in res.records:
+                    if rec["status"] != "ok":
+                        why = f"{rec['error_type']}: {rec['error_message']}"
+                        bar.write(f"run {rec['run_id']} ({rec['variant']}) failed: {why}", file=sys.stderr)
+    except BaseException:
+        if wrote_part:  # SIGINT / SIGTERM or a crash after some chunks: --resume continues it
+            _write_json(out / "sweep.json", {**manifest_out, "status": "interrupted"})
+        elif manifest is not None:
+            _write_json(out / "sweep.json", manifest)
+        else:
+            (out / "sweep.json").unlink(missing_ok=True)
+            if not parts_existed:  # nothing ran: leave no empty parts/ folder either
+                with contextlib.suppress(OSError):
+                    (out / "parts").rmdir()
+        raise
     seconds = time.perf_counter() - t0
     result = consolidate(out)
     result.ran, result.skipped, result.seconds, result.executor = len(todo), len(plan) - len(todo), seconds, ex_name
+    complete = len(result.runs) == len(plan) and result.failures.empty
+    _write_json(out / "sweep.json", {**manifest_out, "status": "complete", "complete": bool(complete)})
     return result
 
 

@@ -607,8 +607,9 @@ def allocation_figure(model: MarketVizModel) -> str:
     c.limits(-0.5, k - 0.5, -0.5, n - 0.5, y_down=True)
     labels = _tenant_labels(model)
     vmax = _heat(c, X, lambda i, j: f"{labels[i]} on {model.gpu_names[j]}: {X[i, j]:.3f} GPUs", values=True)
-    c.axes(list(range(k)), list(model.gpu_names), list(range(n)), labels, grid=False,
-           label_colours=_liar_colour(labels))
+    c.axes(
+        list(range(k)), list(model.gpu_names), list(range(n)), labels, grid=False, label_colours=_liar_colour(labels)
+    )
     _colorbar(c, vmax, "GPUs (fractional)")
     return c.svg()
 

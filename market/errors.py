@@ -53,8 +53,21 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _ascii_number(field: str, value: Any, what: str) -> None:
+    """Text given as a number must be ASCII: Python's ``float`` and ``int`` also read other scripts'
+    digits (full-width ``'１'``, Arabic-Indic ``'١'``), which a user did not mean as numbers; and an
+    empty or blank text is an error, never "the default"."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise InputError(field, value, f"must be {what}, not empty")
+        if not value.isascii():
+            raise InputError(field, value, f"must be {what} written in ASCII digits (0-9)")
+
+
 def check_finite(field: str, value: float) -> float:
-    """Return ``float(value)``; raise :class:`InputError` if it is not a finite real number."""
+    """Return ``float(value)``; raise :class:`InputError` if it is not a finite real number (text
+    must use ASCII digits: :func:`_ascii_number`)."""
+    _ascii_number(field, value, "a real number")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -87,6 +100,7 @@ def check_int(field: str, value: Any, minimum: int | None = None) -> int:
     if isinstance(value, (int, np.integer)):
         i = int(value)
     else:
+        _ascii_number(field, value, "an integer")
         try:
             x = float(value)
         except (TypeError, ValueError):
@@ -107,6 +121,17 @@ def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
     return value
 
 
+def _ascii_texts(field: str, value: Any) -> None:
+    """:func:`_ascii_number` on every text inside nested lists / tuples (numpy's float conversion
+    reads non-ASCII digits too)."""
+    if isinstance(value, str):
+        _ascii_number(field, value, "a real number")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if isinstance(v, (str, list, tuple)):
+                _ascii_texts(f"{field}[{i}]", v)
+
+
 def as_float_array(
     field: str,
     value: Any,
@@ -121,6 +146,7 @@ def as_float_array(
     ``shape`` entries that are ``None`` are free. Raises :class:`InputError` naming ``field``
     and the first offending entry.
     """
+    _ascii_texts(field, value)
     try:
         arr = np.array(value, dtype=float)
     except (TypeError, ValueError):

@@ -12,68 +12,10 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from market.errors import InputError, check_int, check_nonneg, check_positive
-from market.types import Cluster, EdgeSite, GpuServer, GpuType
+from market.errors import InputError, check_int, check_positive
+from market.types import Cluster, EdgeSite, GpuServer, _add_hosts, _types, single_rack
 
 __all__ = ["single_rack", "multi_rack_tree", "random_geometric_edge", "shortest_path_latency"]
-
-
-def _types(type_names: Sequence[str]) -> tuple[GpuType, ...]:
-    if len(type_names) == 0:
-        raise InputError("gpu types", list(type_names), "must list at least one GPU type")
-    if len(set(type_names)) != len(type_names):
-        raise InputError("gpu types", list(type_names), "must be distinct")
-    return tuple(GpuType(name, r) for r, name in enumerate(type_names))
-
-
-def _add_hosts(
-    g: nx.Graph,
-    switch: str,
-    counts: Sequence[tuple[int, int]],
-    gpus_per_host: int,
-    prefix: str,
-    bandwidth_gbps: float,
-    latency_ms: float,
-) -> list[GpuServer]:
-    """Attach hosts for ``(type index, GPU count)`` pairs under ``switch``; ids ``{prefix}h{i}``."""
-    servers: list[GpuServer] = []
-    h = 0
-    for j, count in counts:
-        check_int(f"GPU count of type {j}", count, minimum=0)
-        left = int(count)
-        while left > 0:
-            c = min(gpus_per_host, left)
-            host = f"{prefix}h{h}"
-            g.add_node(host, kind="server", gpu_type=j, gpus=c)
-            g.add_edge(switch, host, bandwidth_gbps=bandwidth_gbps, latency_ms=latency_ms)
-            servers.append(GpuServer(host, j, c, node=host, bandwidth_gbps=bandwidth_gbps))
-            left -= c
-            h += 1
-    return servers
-
-
-def single_rack(
-    counts: Sequence[tuple[str, int]],
-    gpus_per_host: int = 4,
-    bandwidth_gbps: float = 100.0,
-    latency_ms: float = 0.01,
-    round_seconds: float = 300.0,
-) -> Cluster:
-    """One switch (star topology) with hosts of ``gpus_per_host`` same-type GPUs.
-
-    ``counts`` lists ``(gpu type name, number of GPUs)`` slowest first, e.g. the OEF testbed
-    ``[("RTX3070", 8), ("RTX3080", 8), ("RTX3090", 8)]`` gives six 4-GPU hosts h0..h5.
-    """
-    check_int("gpus_per_host", gpus_per_host, minimum=1)
-    check_positive("bandwidth_gbps", bandwidth_gbps)
-    check_nonneg("latency_ms", latency_ms)
-    types = _types([n for n, _ in counts])
-    g = nx.Graph()
-    g.add_node("switch", kind="switch")
-    servers = _add_hosts(
-        g, "switch", [(j, c) for j, (_, c) in enumerate(counts)], gpus_per_host, "", bandwidth_gbps, latency_ms
-    )
-    return Cluster(types, tuple(servers), g, round_seconds)
 
 
 def multi_rack_tree(

@@ -865,6 +865,9 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
             cluster = replace(cluster, gpu_types=gpu_types, gpus=gpus)
         workload = _trace_workload(w, base_dir, cluster, profiles, rounds_given, seed)
     else:
+        for key in ("trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds", "jobs_per_hour"):
+            if key in w.data:  # a trace key without `trace` (or `generator`): say what is missing
+                raise InputError(w.key(key), w.data[key], "needs workload.trace (a trace file) or workload.generator")
         workload = _synthetic_workload(w)
     n_tenants = workload.tenants
     w.done()

@@ -155,6 +155,8 @@ def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) ->
     before = completed_run_ids(out)
     assert 3 <= len(before) < len(plan), "the sweep should be killed part-way"
     first_parts = {p.name: pq.read_schema(p).metadata for p in parts.glob("part-*.parquet")}
+    killed = json.loads((out / "sweep.json").read_text())
+    assert killed["status"] == "running" and killed["complete"] is False  # a SIGKILLed sweep reads incomplete
 
     res = run_sweep(load_sweep(cfg_path), out, resume=True, progress=False)
     assert res.skipped == len(before) and res.ran == len(plan) - len(before)
@@ -175,6 +177,7 @@ def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) ->
     manifest = json.loads((out / "sweep.json").read_text())
     assert [s["session"] for s in manifest["sessions"]] == [1, 2]
     assert manifest["sessions"][1]["skipped"] == len(before)
+    assert manifest["status"] == "complete" and manifest["complete"] is True
     # and the data equal an uninterrupted sweep
     fresh = run_sweep(load_sweep(cfg_path), tmp_path / "fresh", progress=False)
     pd.testing.assert_frame_equal(res.results, fresh.results)

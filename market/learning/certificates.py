@@ -37,6 +37,7 @@ from market.audit.online import OnlineAuctionTarget
 from market.audit.search import AuditConfig, audit, relative
 from market.audit.target import BaseTarget, Dimension, Probe
 from market.errors import InputError, as_float_array, check_positive
+from market.learning.games import AuctionGame, FairShareGame
 
 __all__ = [
     "CERTIFY_SEARCH",
@@ -276,8 +277,6 @@ def audit_fair_share_profile(
 
 
 def _check_game(game: Any) -> None:
-    from market.learning.dynamics import AuctionGame, FairShareGame
-
     if not isinstance(game, FairShareGame | AuctionGame):
         raise InputError("game", type(game).__name__, "must be a FairShareGame or an AuctionGame")
 
@@ -296,8 +295,6 @@ def _auction_reports(game: Any, F: np.ndarray) -> list[Any]:
 
 
 def _profile_target(game: Any, F: np.ndarray) -> BaseTarget:
-    from market.learning.dynamics import AuctionGame, FairShareGame
-
     if isinstance(game, FairShareGame):
         return ProfileTarget(game.mechanism, W=game.Wt, m=game.ma, weights=game.weights, caps=game.caps,
                              options=dict(game.options), reports=game._reported(F))  # fmt: skip
@@ -308,22 +305,16 @@ def _profile_target(game: Any, F: np.ndarray) -> BaseTarget:
 
 
 def _agent_id(game: Any, i: int) -> Hashable:
-    from market.learning.dynamics import AuctionGame
-
     return int(game.bids[i].job_id) if isinstance(game, AuctionGame) else i
 
 
 def _dims(game: Any) -> list[str] | None:
-    from market.learning.dynamics import AuctionGame
-
     # auctions: the learners' strategy space is one reported dimension (off the grid, to the
     # validator's limits); fair share: every speedup dimension is a strategy dimension
     return [game.dimension] if isinstance(game, AuctionGame) else None
 
 
 def _to_factors(game: Any) -> Callable[[int, Any, Any], Any]:
-    from market.learning.dynamics import FairShareGame
-
     if isinstance(game, FairShareGame):
         return _fs_to_factors(game.Wt)
     return lambda i, wit, rep: (

@@ -19,21 +19,9 @@ from market.auction.prices import PriceLedger
 from market.auction.schedule import best_completion, dp_forward, greedy_cost_vector, greedy_placement, reconstruct
 from market.errors import InputError, check_int, check_nonneg
 from market.oasis.constants import OasisConstants
-from market.oasis.model import EPS, OasisCluster, OasisJob, OasisRequest, ceil_tol
+from market.oasis.model import EPS, OasisCluster, OasisJob, OasisRequest, SearchResult, ceil_tol
 
 __all__ = ["Oasis", "SearchResult", "oasis_search", "slot_cost_vector", "realised_outcome", "RealisedOutcome"]
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Best schedule of one request against fixed prices: payoff ``mu``, ``schedule`` (None if
-    ``mu == 0``), posted ``cost`` of it, per-completion DP costs ``theta_W`` (slots a..T-1)."""
-
-    mu: float
-    schedule: Schedule | None
-    cost: float
-    theta_W: np.ndarray
-    work_unit: int
 
 
 def slot_cost_vector(

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from market.auction.base import ResourceSpace
+from market.auction.base import ResourceSpace, Schedule
 from market.errors import InputError, as_float_array, check_finite, check_int, check_nonneg, check_positive
 from market.utility import Utility, check_non_increasing
 
@@ -251,3 +251,19 @@ class OasisJob:
             self.utility,
             d,
         )
+
+
+# the search result of market.oasis.mechanism (re-exported there): here, so the reference search
+# (market.oasis.reference) and the mechanism that may call it share it without importing each other
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Best schedule of one request against fixed prices: payoff ``mu``, ``schedule`` (None if
+    ``mu == 0``), posted ``cost`` of it, per-completion DP costs ``theta_W`` (slots a..T-1)."""
+
+    mu: float
+    schedule: Schedule | None
+    cost: float
+    theta_W: np.ndarray
+    work_unit: int

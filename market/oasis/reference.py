@@ -13,8 +13,7 @@ import numpy as np
 
 from market.auction.base import Schedule
 from market.auction.prices import PriceLedger
-from market.oasis.mechanism import SearchResult
-from market.oasis.model import EPS, OasisRequest, ceil_tol
+from market.oasis.model import EPS, OasisRequest, SearchResult, ceil_tol
 
 INF = math.inf
 

@@ -341,9 +341,8 @@ def assert_budget_balanced(mechanism: str, instances: Any, *, mode: str = "weak"
 def auction_instance(study: str, seed: int = 0, **overrides: Any) -> AuctionInstance:
     """The ``[audit]`` instance of embedded study ``study`` (e.g. ``"oasis"``, ``"eris"``,
     ``"control_auction"``) drawn with ``seed``, with parameter ``overrides``."""
-    from analysis.studies import build_market, load_study
+    from market.studies import audit_params, build_market
 
-    st = load_study(study)
-    params = {**st.audit_params(), **overrides}
-    market = build_market(st.paper, params, np.random.default_rng(seed))
+    paper, params = audit_params(study)
+    market = build_market(paper, {**params, **overrides}, np.random.default_rng(seed))
     return AuctionInstance(market, seed=seed, label=f"[audit] instance of {study} (seed {seed})")
