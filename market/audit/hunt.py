@@ -396,7 +396,7 @@ def hunt(
     assert best is not None
     search_effect = best.effect
     steps = 0
-    if shrink and best.instance is not None:
+    if shrink and best.instance is not None and (best.violated or best.effect > 0):
         best, steps = _shrink(space, best, max_shrink, lambda: eval_rng("shrink"))
     conf_rng = np.random.default_rng(conf_seq)
     final = _confirm(space, best.instance, conf_rng)

@@ -45,7 +45,30 @@ __all__ = [
     "AuctionSpace",
     "misreport_witness",
     "reaudit_command",
+    "register_auction_space",
+    "AUCTION_SPACES",
 ]
+
+AUCTION_SPACES: dict[str, Callable[[], AuctionSpace]] = {}
+"""Auction hunt spaces by name (their witnesses name the space, so the checker rebuilds it)."""
+
+
+def register_auction_space(name: str) -> Callable[[Callable[[], AuctionSpace]], Callable[[], AuctionSpace]]:
+    """Decorator registering ``factory() -> AuctionSpace`` under ``name`` (the witness's ``space``)."""
+
+    def deco(fn: Callable[[], AuctionSpace]) -> Callable[[], AuctionSpace]:
+        AUCTION_SPACES[name] = fn
+        return fn
+
+    return deco
+
+
+def _check_auction_hunt(w: dict[str, Any]) -> bool:
+    fn = AUCTION_SPACES.get(w.get("space", ""))
+    if fn is None:
+        known = sorted(AUCTION_SPACES)
+        raise InputError("witness space", w.get("space"), f"is not a registered auction space; known: {known}")
+    return fn().recheck(w)
 
 HUNT_CONFIG = AuditConfig(
     n_grid=3, n_zoom=1, n_tail=1, edge_steps=4, n_joint=8, refine_starts=1, refine_maxfev=12, probes=True
@@ -271,7 +294,8 @@ class AuctionSpace:
     bids; ``mechanism`` the auction run; ``seeds`` the generator seeds (the discrete variants);
     ``truth_dims`` which of a bid's misreport dimensions move the TRUE type (``None`` = all but
     ``arrival_delay`` when ``arrival`` is False); ``lie_dims`` restricts the inner search;
-    ``deviator`` the position of the deviating bid; ``config`` the inner audit; ``witness_kind``
+    ``deviators`` the positions (in job-id order) of the deviating bid, crossed with ``seeds`` as
+    the variants; ``config`` the inner audit; ``witness_kind``
     names the checker of the witness (:func:`market.audit.claims.register_witness_checker`)."""
 
     name: str
@@ -281,7 +305,7 @@ class AuctionSpace:
     seeds: tuple[int, ...] = (0, 1)
     truth_dims: tuple[str, ...] | None = None
     lie_dims: tuple[str, ...] | None = None
-    deviator: int = 0
+    deviators: tuple[int, ...] = (0,)
     config: AuditConfig = AuditConfig(n_grid=1, n_zoom=0, n_tail=0, edge_steps=2, n_joint=3, refine_starts=0,
                                       refine_maxfev=0, probes=False)  # fmt: skip
     run_seed: int = 0
@@ -308,15 +332,15 @@ class AuctionSpace:
         out = []
         for s in self.seeds:
             self._base(s)
-            out.append((s, max(1, len(self._layout[s]))))
+            out += [((s, d), max(1, len(self._layout[s]))) for d in self.deviators]
         return out
 
-    def _dev_id(self, mk: Any) -> int:
+    def _dev_id(self, mk: Any, pos: int) -> int:
         ids = sorted(int(b.job_id) for b in mk.bids())
-        return ids[min(self.deviator, len(ids) - 1)]
+        return ids[min(pos, len(ids) - 1)]
 
     def decode(self, variant: Hashable, x: np.ndarray) -> AuctionPoint:
-        seed = int(variant)  # type: ignore[arg-type]
+        seed, pos = (int(v) for v in variant)  # type: ignore[union-attr]
         mk = self._base(seed)
         moves: dict[int, list[tuple[str, float]]] = {}
         for (jid, d), xi in zip(self._layout[seed], np.clip(np.asarray(x, dtype=float), 0, 1), strict=False):
@@ -326,12 +350,13 @@ class AuctionSpace:
                 v = float(round(v))
             moves.setdefault(jid, []).append((d.name, v))
         truth = tuple(sorted((j, tuple(p)) for j, p in moves.items()))
-        return AuctionPoint(seed, truth, self._dev_id(mk))
+        return AuctionPoint(seed, truth, self._dev_id(mk, pos))
 
     def sample(self, rng: np.random.Generator) -> AuctionPoint:
-        """The ledger's sampler: a generator seed, the bids as drawn."""
+        """The ledger's sampler: a generator seed, the bids as drawn, a random deviator."""
         seed = int(rng.integers(0, 2**31 - 1))
-        return AuctionPoint(seed, (), self._dev_id(self._base(seed)))
+        pos = int(self.deviators[int(rng.integers(len(self.deviators)))])
+        return AuctionPoint(seed, (), self._dev_id(self._base(seed), pos))
 
     def market(self, point: AuctionPoint) -> Any:
         """The market of ``point`` (TRUE bids moved)."""
@@ -377,6 +402,17 @@ class AuctionSpace:
         p = witness["point"]
         point = AuctionPoint(int(p["seed"]), tuple(sorted((int(j), tuple(v.items())) for j, v in p["truth"].items())),
                              int(p["deviator"]))  # fmt: skip
-        t = OnlineAuctionTarget(self.market(point), self.mechanism, bidders=[point.deviator], seed=self.run_seed)
+        mech = str(witness.get("mechanism", self.mechanism))
+        run_seed = int(witness.get("run_seed", 0))
+        t = OnlineAuctionTarget(self.market(point), mech, bidders=[point.deviator], seed=run_seed)
         gain, _ = evaluate_misreport(t, point.deviator, witness["lie"])
         return gain > float(witness["tol"])
+
+
+def _register_checker() -> None:
+    from market.audit.claims import register_witness_checker
+
+    register_witness_checker("auction_hunt")(_check_auction_hunt)
+
+
+_register_checker()
