@@ -242,12 +242,17 @@ class _DE:
                 self._x0 = None
         except _Stop:
             pass
+        except BaseException as exc:  # hand scipy's error to the waiting caller instead of hanging it
+            self._asks.put(exc)
 
     def ask(self) -> list[np.ndarray]:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
-        return [x[: self.dim] for x in self._asks.get()]
+        got = self._asks.get()
+        if isinstance(got, BaseException):
+            raise got
+        return [x[: self.dim] for x in got]
 
     def tell(self, values: Sequence[float]) -> None:
         self._tells.put(list(values))

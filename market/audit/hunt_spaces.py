@@ -79,6 +79,8 @@ SCOPES: dict[str, Callable[[FamilyBest], bool]] = {
     "in": lambda fb: fb.in_scope,
     "out": lambda fb: not fb.in_scope,
     "all": lambda fb: True,
+    "up": lambda fb: fb.family.startswith("UP_"),
+    "down": lambda fb: fb.family.startswith("DOWN_"),
 }
 """Probe families a misreport claim counts: the paper's scope (``in``, e.g. inflation for OEF),
 the extension (``out``) or every family (``all``)."""
@@ -119,7 +121,7 @@ def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dic
         "gain": fb.gain,
         "relative_gain": relative(fb.gain, r.truthful_utility),
         "tol": r.tol,
-        "reaudit": reaudit_command(t.name, t.Wt, t.ma, t.wt),
+        "reaudit": reaudit_command(t.name, t.Wt, t.ma, t.wt) if isinstance(t.mechanism, str) else None,
     }
 
 
