@@ -126,6 +126,10 @@ def test_claims_cli_hunt_witness_reaudits(capsys: pytest.CaptureFixture[str]) ->
     audit = json.loads(capsys.readouterr().out)
     dev = next(a for a in audit["agents"] if a["agent"] == w["deviator"])
     assert dev["relative_gain"] >= h["best_effect"] * (1 - 1e-9)
+    # the reported figure IS that audit's (confirmation step), not the hunt's cheaper inner search;
+    # C1 holds, so the audit's best family is out of the paper's scope, i.e. C1-ext's
+    assert dev["witness_family"] == w["family"]
+    assert dev["relative_gain"] == pytest.approx(h["best_effect"], rel=1e-9)
 
 
 def test_claims_cli_hunt_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,3 +192,18 @@ def test_auction_space_moves_true_types() -> None:
     hi = sp.market(sp.decode(variant, np.ones(d)))
     assert len(base.bids()) == len(lo.bids()) == len(hi.bids())
     assert any(a != b for a, b in zip(lo.bids(), hi.bids(), strict=True))
+
+
+def test_reported_figure_is_the_confirming_audit() -> None:
+    """With a deliberately weak inner search the hunt still reports the full audit's figure of its
+    final instance (what `marketsim audit --seed 0` prints for row 0), not the inner one."""
+    from market.audit import AuditConfig, FairShareTarget, audit
+
+    weak = AuditConfig(n_grid=1, n_zoom=0, n_tail=0, edge_steps=0, n_joint=0, refine_starts=0, probes=False)
+    sp = MisreportSpace("weak", n=(3, 3), k=(3, 3), m_max=4, mechanism="oef-noncoop", scope="out", config=weak)
+    r = hunt(sp, evals=4, seed=0, shrink=False, baseline=False)
+    inst = r.best_instance
+    full = audit(FairShareTarget("oef-noncoop", inst.W, inst.m), 0, rng=np.random.default_rng(0))
+    gain = full.family_gain(lambda fb: not fb.in_scope)[0]
+    assert r.best_effect == pytest.approx(gain / full.truthful_utility, rel=1e-12)
+    assert r.best_effect > r.search_effect * 1.01  # the weak inner search under-reported
