@@ -223,7 +223,8 @@ class FairShareSpace:
 @dataclass
 class MisreportSpace(FairShareSpace):
     """Fair-share instances; effect = row 0's largest relative gain of a misreport over the
-    families of ``scope`` (:data:`SCOPES`) against ``mechanism`` (a registered fair-share name).
+    families of ``scope`` (:data:`SCOPES`) against ``mechanism`` (a registered fair-share name or
+    a callable with the fair-share signature).
     A gain counts when it exceeds the audit's tolerance (``1e-7 max(1, |u|)``); below it the
     effect is 0, as in the ledger."""
 
@@ -231,6 +232,7 @@ class MisreportSpace(FairShareSpace):
     scope: str = "all"
     config: AuditConfig = HUNT_CONFIG
     keep_row0: bool = True
+    confirm_full: bool = True
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
@@ -250,7 +252,10 @@ class MisreportSpace(FairShareSpace):
 
     def confirm(self, inst: FairShareInstance, rng: np.random.Generator) -> Evaluation:
         """Row 0's audit exactly as ``marketsim audit --seed 0`` runs it (the registered mechanism,
-        the default :class:`AuditConfig`, agent 0 first on ``default_rng(0)``)."""
+        the default :class:`AuditConfig`, agent 0 first on ``default_rng(0)``); with
+        ``confirm_full=False`` the inner search again (cheaper; the witness still re-checks)."""
+        if not self.confirm_full:
+            return self.evaluate(inst, rng)
         t = FairShareTarget(self.mechanism, inst.W, inst.m, weights=inst.weights)
         ev = self._figure(t, audit(t, 0, rng=np.random.default_rng(0)))
         ev.instance = inst
