@@ -510,7 +510,8 @@ def hunt_claims(
     and attach ``hunt`` (:meth:`HuntResult.to_dict`, or ``{"available": False, "reason": ...}``)
     to it. A universal claim that ``holds`` and whose hunt finds a violation that
     :func:`~market.audit.claims.recheck_witness` reproduces becomes ``violated`` with
-    ``found_by = "search"`` and the hunt's witness. Returns ``results``."""
+    ``found_by = "search"`` and that witness (the optimiser's, else the random baseline's:
+    ``hunt["flipped_by"]`` says which). Returns ``results``."""
     from market.audit.claims import recheck_witness
 
     for c in results:
@@ -526,11 +527,19 @@ def hunt_claims(
         d["rechecked"] = None
         if res.violated and res.witness is not None:
             d["rechecked"] = bool(recheck_witness(res.witness))
+        d["random_rechecked"] = None
+        if res.random_witness is not None:
+            d["random_rechecked"] = bool(recheck_witness(res.random_witness))
         c.hunt = d
-        if c.kind == "universal" and c.verdict == "holds" and res.violated and d["rechecked"]:
-            c.verdict = "violated"
-            c.found_by = "search"
-            c.violations = max(c.violations, 1)
-            c.witness = res.witness
-            c.effect_size = float(res.best_effect)
+        if c.kind == "universal" and c.verdict == "holds":
+            # the optimiser's witness first; else the baseline's (the hunt's own extra sample)
+            arms = (("optimiser", res.witness, d["rechecked"], res.best_effect),
+                    ("random", res.random_witness, d["random_rechecked"], res.random_best_effect))  # fmt: skip
+            for arm, wit, ok, eff in arms:
+                if wit is not None and ok:
+                    c.verdict, c.found_by = "violated", "search"
+                    c.violations = max(c.violations, 1)
+                    c.witness, c.effect_size = wit, float(eff)
+                    d["flipped_by"] = arm
+                    break
     return list(results)

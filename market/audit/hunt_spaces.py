@@ -377,7 +377,13 @@ class AuctionSpace:
 
         mk = self.market(point)
         t = OnlineAuctionTarget(mk, self.mechanism, bidders=[point.deviator], seed=self.run_seed)
-        r = audit(t, point.deviator, config=self.config, rng=rng, dimensions=self.lie_dims)
+        dims = None
+        if self.lie_dims is not None:  # the deviator's bid may lack some (no PS, no room to delay)
+            have = {d.name for d in t.dimensions(point.deviator)}
+            dims = [d for d in self.lie_dims if d in have]
+            if not dims:
+                return Evaluation(0.0, False, None, point)
+        r = audit(t, point.deviator, config=self.config, rng=rng, dimensions=dims)
         if not r.violated or not isinstance(r.witness, dict):
             return Evaluation(0.0, False, None, point)
         eff = relative(r.best_gain, r.truthful_utility)
