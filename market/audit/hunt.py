@@ -301,8 +301,9 @@ def hunt(
 
     Budget: ``evals`` optimiser evaluations (deterministic for a given ``seed``) or ``seconds``
     of optimiser time (checked between batches; the baseline, the shrinking and the confirmation
-    come on top), whichever ends first; at least one of them. ``warm`` instances (e.g. the
-    ledger's witness) are evaluated first, as part of the optimiser's budget; ``baseline`` runs
+    come on top), whichever ends first; at least one of them. ``warm`` witnesses (e.g. the
+    ledger's) that the space's ``encode`` places in it are evaluated first, as part of the
+    optimiser's budget, and start the optimiser of their variant; ``baseline`` runs
     the ledger's sampler on as many evaluations; ``max_shrink`` bounds the shrinking evaluations."""
     check_choice("optimiser", optimiser, OPTIMISERS)
     if evals is None and seconds is None:
@@ -328,15 +329,12 @@ def hunt(
 
     warm_x: dict[Hashable, np.ndarray] = {}
     warm_inst: list[Any] = []
-    for w in warm:
-        enc = getattr(space, "encode", None)
-        if enc is not None:
-            e = enc(w)
-            if e is not None:
-                warm_x.setdefault(e[0], np.asarray(e[1], dtype=float))
-                warm_inst.append(space.decode(e[0], np.asarray(e[1], dtype=float)))
-                continue
-        warm_inst.append(w)
+    enc = getattr(space, "encode", None)
+    for w in warm if enc is not None else ():
+        e = enc(w)
+        if e is not None:  # a witness that fits the space; others are ignored
+            warm_x.setdefault(e[0], np.asarray(e[1], dtype=float))
+            warm_inst.append(space.decode(e[0], np.asarray(e[1], dtype=float)))
     opts = {v: _OPT[optimiser](d, np.random.default_rng(opt_rng.integers(2**63)), warm_x.get(v)) for v, d in variants}
     best: Evaluation | None = None
     rbest: Evaluation | None = None
