@@ -921,7 +921,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(the random baseline gets as many evaluations; see docs/hunt.md)")  # fmt: skip
     cl.add_argument("--hunt-evals", type=int, default=None, metavar="N",
                     help="hunt with a fixed budget of N evaluations (same seed, same result)")  # fmt: skip
-    cl.add_argument("--hunt-optimiser", choices=["cma", "de", "random"], default="cma", help="hunt optimiser")
+    cl.add_argument("--hunt-optimiser", choices=["de", "cma", "random"], default="de",
+                    help="hunt optimiser (default: differential evolution, chosen by measurement, docs/hunt.md)")
     cl.set_defaults(func=cmd_claims)
 
     lrn = sub.add_parser(

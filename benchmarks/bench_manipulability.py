@@ -1,11 +1,11 @@
 """Worst-case manipulability: the largest relative gain of a misreport the hunt finds, per mechanism.
 
 Fair share: every registered fair-share policy, n = 2..6 tenants x k = 2..4 GPU types; each cell
-is one hunt (:func:`market.audit.hunt.hunt`, CMA-ES over the ledger generator's instance space:
-speedup steps in [1, 1.6], 1..4 GPUs per type) of row 0's best misreport of any kind (inflation,
-deflation, mixed, copies of other rows, random rows), against the ledger's random sampler on the
-same number of evaluations. The figure is the incentive ratio minus 1 (TRUE utility of the lie /
-truthful utility - 1); its witness is re-checked with the ledger's ``misreport`` checker. Where
+is one hunt (:func:`market.audit.hunt.hunt`, differential evolution by default) over the ledger
+generator's instance space (speedup steps in [1, 1.6], 1..4 GPUs per type) for row 0's best
+misreport of any kind (inflation, deflation, mixed, copies of other rows, random rows), against
+the ledger's random sampler on the same number of evaluations. The figure is the incentive ratio
+minus 1 (TRUE utility of the lie / truthful utility - 1); its witness is re-checked with the ledger's ``misreport`` checker. Where
 a policy claims truthfulness (``oef-noncoop``, Theorem 5.4: inflation), a second hunt over
 inflation only is set against the bound 0.
 
@@ -52,11 +52,11 @@ def _f(x: Any) -> str:
     return f"{x:.4g}"
 
 
-def _cell(policy: str, n: int, k: int, evals: int, scope: str, seed: int) -> dict[str, Any]:
+def _cell(policy: str, n: int, k: int, evals: int, scope: str, seed: int, optimiser: str) -> dict[str, Any]:
     sp = MisreportSpace(f"{policy}:{n}x{k}:{scope}", n=(n, n), k=(k, k), m_max=4, mechanism=policy, scope=scope,
                         confirm_full=False)  # fmt: skip
     t0 = time.perf_counter()
-    r = hunt(sp, evals=evals, seed=seed)
+    r = hunt(sp, evals=evals, seed=seed, optimiser=optimiser)
     w = r.witness
     return {
         "mechanism": policy, "n": n, "k": k, "scope": scope, "evaluations": r.evaluations,
@@ -66,11 +66,11 @@ def _cell(policy: str, n: int, k: int, evals: int, scope: str, seed: int) -> dic
     }  # fmt: skip
 
 
-def _auction(paper: str, mechanism: str, evals: int, seed: int) -> dict[str, Any]:
+def _auction(paper: str, mechanism: str, evals: int, seed: int, optimiser: str) -> dict[str, Any]:
     mod = __import__(f"market.{paper}.hunt", fromlist=["space", "DIMS"])
     sp = mod.space(mechanism=mechanism, seeds=(0,), deviators=(0, 1), lie_dims=mod.DIMS)
     t0 = time.perf_counter()
-    r = hunt(sp, evals=evals, seed=seed)
+    r = hunt(sp, evals=evals, seed=seed, optimiser=optimiser)
     w = r.witness
     return {
         "paper": paper, "mechanism": mechanism, "evaluations": r.evaluations, "hunt": r.best_effect,
@@ -90,7 +90,7 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str, grid: tuple[int, i
     fig, axes = plt.subplots(*grid, figsize=(3.0 * grid[1], 2.2 * grid[0]), squeeze=False)
     for ax, r in zip(axes.ravel(), rows, strict=False):
         cap = lambda v: min(v, 1e3)  # noqa: E731 (an infinite gain is drawn at the top)
-        ax.plot(np.arange(1, len(r["history"]) + 1), [cap(v) for v in r["history"]], label="hunt (CMA-ES)")
+        ax.plot(np.arange(1, len(r["history"]) + 1), [cap(v) for v in r["history"]], label="hunt")
         ax.plot(np.arange(1, len(r["random_history"]) + 1), [cap(v) for v in r["random_history"]],
                 label="random", linestyle="--")  # fmt: skip
         ax.set_title(r.get("label", ""), fontsize=8)
@@ -119,6 +119,7 @@ def main() -> None:
     ap.add_argument("--evals", type=int, default=12, help="optimiser evaluations per fair-share cell")
     ap.add_argument("--auction-evals", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--optimiser", choices=["de", "cma", "random"], default="de", help="hunt optimiser (hunt.md)")
     ap.add_argument("--policies", default=None, help="comma-separated subset of the fair-share policies")
     ap.add_argument("--no-auctions", action="store_true")
     ap.add_argument("--slow-evals", type=int, default=6, help="evaluations per cell of the slow gavel* policies")
@@ -136,7 +137,7 @@ def main() -> None:
         scopes = ["all"] + (["up"] if registry.get(pol, "fair-share").claims_truthful else [])
         evals = args.slow_evals if pol.startswith("gavel") else args.evals
         for scope in scopes:
-            part = parts / f"{pol}_{scope}_e{evals}_s{args.seed}.json"
+            part = parts / f"{pol}_{scope}_e{evals}_s{args.seed}_{args.optimiser}.json"
             if part.exists():
                 rows = json.loads(part.read_text())
                 fair += rows
@@ -144,7 +145,7 @@ def main() -> None:
             rows = []
             for n in NS:
                 for k in KS:
-                    row = _cell(pol, n, k, evals, scope, args.seed)
+                    row = _cell(pol, n, k, evals, scope, args.seed, args.optimiser)
                     row["label"] = f"n={n}, k={k}"
                     rows.append(row)
                     print(pol, scope, n, k, _f(row["hunt"]), _f(row["random"]), f"{row['seconds']:.1f}s", flush=True)
@@ -156,13 +157,13 @@ def main() -> None:
     auctions: list[dict[str, Any]] = []
     if not args.no_auctions:
         for paper, mechs in (("oasis", ("oasis", "fifo", "drf", "rrh")), ("pdors", ("pdors-paper", "fifo", "drf"))):
-            part = parts / f"auction_{paper}_e{args.auction_evals}_s{args.seed}.json"
+            part = parts / f"auction_{paper}_e{args.auction_evals}_s{args.seed}_{args.optimiser}.json"
             if part.exists():
                 auctions += json.loads(part.read_text())
                 continue
             rows = []
             for mech in mechs:
-                row = _auction(paper, mech, args.auction_evals, args.seed)
+                row = _auction(paper, mech, args.auction_evals, args.seed, args.optimiser)
                 row["label"] = f"{paper}: {mech}"
                 rows.append(row)
                 print(paper, mech, _f(row["hunt"]), _f(row["random"]), f"{row['seconds']:.1f}s", flush=True)
@@ -184,11 +185,13 @@ def main() -> None:
         default=lambda o: str(o), indent=1))  # fmt: skip
     L = ["# Worst-case manipulability (hunt vs random sampling)", "",
          f"Generated by `python benchmarks/bench_manipulability.py --evals {args.evals} --slow-evals "
-         f"{args.slow_evals} --auction-evals {args.auction_evals} --seed {args.seed}` (this run: {total / 60:.1f} "
+         f"{args.slow_evals} --auction-evals {args.auction_evals} --seed {args.seed} --optimiser {args.optimiser}` "
+         f"(this run: {total / 60:.1f} "
          "min wall; parts already in `--parts` are loaded, not re-run; load average "
          f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end, 2 cores shared with other jobs: `{uptime}`).", "",
          f"**Budget.** Each fair-share cell is one hunt of {args.evals} ({args.slow_evals} for the slow gavel* "
-         "policies) CMA-ES evaluations (one instance + the inner misreport search `HUNT_CONFIG` of row 0 each) "
+         f"policies) evaluations of the `{args.optimiser}` optimiser "
+         "(one instance + the inner misreport search `HUNT_CONFIG` of row 0 each) "
          f"against as many draws of the ledger's random generator; each auction row {args.auction_evals} + "
          f"{args.auction_evals}. Figures are the best *found*: lower bounds on the worst case, not the worst case. "
          "Instances: speedup steps in [1, 1.6] per type, 1..4 GPUs per type (the ledger's generator).", "",

@@ -116,7 +116,7 @@ def test_claims_cli_hunt_witness_reaudits(capsys: pytest.CaptureFixture[str]) ->
     assert main(["claims", "--paper", "oef", "--claim", "C1-ext", "--hunt-evals", "10", "--seed", "0", "--json"]) == 0
     (entry,) = json.loads(capsys.readouterr().out)
     h = entry["hunt"]
-    assert h["evaluations"] == 10 and h["optimiser"] == "cma"
+    assert h["evaluations"] == 10 and h["optimiser"] == "de"
     assert h["best_effect"] > 0 and h["violated"] and h["rechecked"]
     w = h["witness"]
     assert ledger.recheck_witness(w)

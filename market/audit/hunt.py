@@ -20,8 +20,9 @@ A claim becomes huntable by registering a :class:`HuntSpace` factory with
   audit that ``marketsim audit`` runs), default :meth:`evaluate`;
 * ``encode(witness)`` (optional): a ledger witness as ``(variant, x)``, a warm start.
 
-The optimiser (CMA-ES from ``cma`` by default; scipy's differential evolution as ``"de"``; see
-``docs/hunt.md`` for the measured comparison) and the baseline (the same number of evaluations
+The optimiser (scipy's differential evolution by default, CMA-ES from ``cma`` as ``"cma"``,
+uniform points as ``"random"``; ``docs/hunt.md`` and ``benchmarks/results/hunt.md`` give the
+measured comparison that chose the default) and the baseline (the same number of evaluations
 drawn from ``sample``) run interleaved batch by batch; with a fixed evaluation budget the result
 depends only on the seed. The best instance is then shrunk while its effect stays within 1%
 (:data:`SHRINK_KEEP`), and confirmed.
@@ -291,7 +292,7 @@ def hunt(
     evals: int | None = None,
     seconds: float | None = None,
     seed: int = 0,
-    optimiser: str = "cma",
+    optimiser: str = "de",
     warm: Sequence[Any] = (),
     baseline: bool = True,
     shrink: bool = True,
@@ -502,7 +503,7 @@ def hunt_claims(
     seconds: float | None = None,
     evals: int | None = None,
     seed: int = 0,
-    optimiser: str = "cma",
+    optimiser: str = "de",
 ) -> list[Any]:
     """Hunt every ledger entry of ``results`` that has a hunt space (each gets the whole budget)
     and attach ``hunt`` (:meth:`HuntResult.to_dict`, or ``{"available": False, "reason": ...}``)

@@ -361,14 +361,15 @@ def assert_no_counterexample(
     evals: int = 60,
     seconds: float | None = None,
     seed: int = 0,
-    optimiser: str = "cma",
+    optimiser: str = "de",
 ) -> Any:
     """Hunt for a property violation (:func:`market.audit.hunt.hunt`) within a budget and fail
     with the shrunk witness.
 
     Fair-share ``mechanism`` (a registered name or a callable with the fair-share signature):
-    CMA-ES searches instances of ``tenants`` x ``gpu_types`` (ints or inclusive ranges; speedup
-    steps in [1, 1.6], ``1..m_max`` GPUs per type) for a misreport of row 0 in ``direction``
+    the hunt (differential evolution by default) searches instances of ``tenants`` x
+    ``gpu_types`` (ints or inclusive ranges; speedup steps in [1, 1.6], ``1..m_max`` GPUs per
+    type) for a misreport of row 0 in ``direction``
     (``"up"``: inflation, OEF's scope; ``"down"``; ``"any"``) that gains more than the audit's
     tolerance. Or pass any :class:`market.audit.hunt.HuntSpace` as ``space`` (auctions, your own
     properties). Budget: ``evals`` evaluations (deterministic per ``seed``) and/or ``seconds``.
