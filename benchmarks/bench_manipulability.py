@@ -1,13 +1,14 @@
-"""Worst-case manipulability: the largest relative gain of a misreport the hunt finds, per mechanism.
+"""Worst-case manipulability: the largest relative gain of a misreport the hunt finds, per
+mechanism.
 
 Fair share: every registered fair-share policy, n = 2..6 tenants x k = 2..4 GPU types; each cell
 is one hunt (:func:`market.audit.hunt.hunt`, differential evolution by default) over the ledger
 generator's instance space (speedup steps in [1, 1.6], 1..4 GPUs per type) for row 0's best
 misreport of any kind (inflation, deflation, mixed, copies of other rows, random rows), against
 the ledger's random sampler on the same number of evaluations. The figure is the incentive ratio
-minus 1 (TRUE utility of the lie / truthful utility - 1); its witness is re-checked with the ledger's ``misreport`` checker. Where
-a policy claims truthfulness (``oef-noncoop``, Theorem 5.4: inflation), a second hunt over
-inflation only is set against the bound 0.
+minus 1 (TRUE utility of the lie / truthful utility - 1); its witness is re-checked with the
+ledger's ``misreport`` checker. Where a policy claims truthfulness (``oef-noncoop``, Theorem
+5.4: inflation), a second hunt over inflation only is set against the bound 0.
 
 Online auctions: PD-ORS's tiny markets and OASiS's paper-setup markets, every bidder's TRUE
 valuation scale, epochs, per-worker demand and arrival moved by the optimiser; the first two
