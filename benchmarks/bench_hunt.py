@@ -146,7 +146,8 @@ def main() -> None:
     for row in sp:
         lines.append(f"| {row['mechanism']} | {row['cpu_seconds_per_eval']:.4f} | {row['evals_per_cpu_second']:.1f} | "
                      f"{row['wall_seconds_per_eval']:.4f} |")  # fmt: skip
-    lines += ["", f"Whole hunt of OEF C1-ext, {args.whole_evals} evaluations (seed 0, with the random baseline, shrinking and the "
+    lines += ["", f"Whole hunt of OEF C1-ext, {args.whole_evals} evaluations (seed 0, with the random baseline, "
+              "shrinking and the "
               f"full confirming audits): {whole['evals_per_second']:.1f} optimiser evaluations per wall second of "
               f"optimiser time; {whole['wall_seconds']:.1f} s wall, {whole['cpu_seconds']:.1f} s CPU in total.",
               ""]  # fmt: skip
