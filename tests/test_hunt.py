@@ -207,3 +207,15 @@ def test_reported_figure_is_the_confirming_audit() -> None:
     gain = full.family_gain(lambda fb: not fb.in_scope)[0]
     assert r.best_effect == pytest.approx(gain / full.truthful_utility, rel=1e-12)
     assert r.best_effect > r.search_effect * 1.01  # the weak inner search under-reported
+
+
+@pytest.mark.slow
+def test_auction_witness_rechecks() -> None:
+    """An Eris counterexample the hunt's baseline found (bidder 1 of generator seed 1439281256,
+    rejected when truthful, gains by reporting its arrival 5 slots late) re-checks; the same
+    witness with a truthful report does not."""
+    w = {"kind": "auction_hunt", "paper": "eris", "space": "eris:C3b", "mechanism": "eris",
+         "point": {"seed": 1439281256, "deviator": 1, "truth": {}}, "job_id": 1,
+         "lie": {"arrival_delay": 5.0}, "tol": 1e-7, "run_seed": 0}  # fmt: skip
+    assert ledger.recheck_witness(w)
+    assert not ledger.recheck_witness({**w, "lie": {"arrival_delay": 0.0}})

@@ -303,7 +303,9 @@ class AuctionSpace:
     ``arrival_delay`` when ``arrival`` is False); ``lie_dims`` restricts the inner search;
     ``deviators`` the positions (in job-id order) of the deviating bid, crossed with ``seeds`` as
     the variants; ``config`` the inner audit; ``witness_kind``
-    names the checker of the witness (:func:`market.audit.claims.register_witness_checker`)."""
+    names the checker of the witness (:func:`market.audit.claims.register_witness_checker`);
+    ``absolute``: the effect is the gain in utility units (as the Eris ledger reports it) instead
+    of the relative gain."""
 
     name: str
     build: Callable[[int], Any]
@@ -318,6 +320,7 @@ class AuctionSpace:
     run_seed: int = 0
     witness_kind: str = "auction_hunt"
     paper: str = ""
+    absolute: bool = False
 
     def __post_init__(self) -> None:
         self._markets: dict[int, Any] = {}
@@ -386,7 +389,7 @@ class AuctionSpace:
         r = audit(t, point.deviator, config=self.config, rng=rng, dimensions=dims)
         if not r.violated or not isinstance(r.witness, dict):
             return Evaluation(0.0, False, None, point)
-        eff = relative(r.best_gain, r.truthful_utility)
+        eff = float(r.best_gain) if self.absolute else relative(r.best_gain, r.truthful_utility)
         wit = {"kind": self.witness_kind, "paper": self.paper, "space": self.name, "mechanism": self.mechanism,
                "point": point.to_dict(), "job_id": point.deviator, "lie": jsonable(r.witness),
                "family": r.witness_family, "truthful_surplus": r.truthful_utility, "gain": r.best_gain,

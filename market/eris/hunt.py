@@ -3,8 +3,8 @@
 The ledger's study instances (``make_market``, R = 4, I = 6, T = 10, global mode) drawn from
 generator seeds (the discrete part, crossed with the deviating bidder's position); the
 continuous part moves every bidder's TRUE utility scale, data size, worker demand and arrival
-within the market's own misreport boxes. Effect: the deviator's largest relative gain of a
-misreport of the claim's dimensions (C3a utility, C3b arrival, C3c data sizes, C3d epochs, C3e
+within the market's own misreport boxes. Effect: the deviator's largest gain (money, as the
+ledger reports it) of a misreport of the claim's dimensions (C3a utility, C3b arrival, C3c data sizes, C3d epochs, C3e
 demands, C3f all jointly) against ``eris``.
 """
 
@@ -47,7 +47,7 @@ def space(claim: str = "C3f", mechanism: str = "eris", seeds: tuple[int, ...] = 
           deviators: tuple[int, ...] = (0, 1, 2)) -> AuctionSpace:  # fmt: skip
     """The space of Eris claim ``claim`` (C3a–C3f)."""
     return AuctionSpace(f"eris:{claim}", _build, _rebid, mechanism, seeds=seeds, truth_dims=TRUTH_DIMS,
-                        lie_dims=LIE_DIMS[claim], deviators=deviators, paper="eris")  # fmt: skip
+                        lie_dims=LIE_DIMS[claim], deviators=deviators, paper="eris", absolute=True)  # fmt: skip
 
 
 def _register(cid: str) -> None:
