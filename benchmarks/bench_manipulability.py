@@ -39,6 +39,11 @@ from market.audit.hunt import hunt
 from market.audit.hunt_spaces import MisreportSpace
 
 OUT = Path(__file__).resolve().parent / "results"
+SLOW = ("gavel", "gavel-max-min-perf", "gavel-max-sum-throughput")
+"""Gavel's policies (a fresh convex program per misreport; gavel ~0.5 CPU s per 4x3 evaluation): fewer
+evaluations."""
+SLOW_SHRINK = ("gavel", "gavel-max-min-perf")
+"""The slowest two: also at most ``--slow-max-shrink`` shrinking evaluations."""
 NS = (2, 3, 4, 5, 6)
 KS = (2, 3, 4)
 
@@ -53,11 +58,12 @@ def _f(x: Any) -> str:
     return f"{x:.4g}"
 
 
-def _cell(policy: str, n: int, k: int, evals: int, scope: str, seed: int, optimiser: str) -> dict[str, Any]:
+def _cell(policy: str, n: int, k: int, evals: int, scope: str, seed: int, optimiser: str,
+          max_shrink: int = 60) -> dict[str, Any]:  # fmt: skip
     sp = MisreportSpace(f"{policy}:{n}x{k}:{scope}", n=(n, n), k=(k, k), m_max=4, mechanism=policy, scope=scope,
                         confirm_full=False)  # fmt: skip
     t0 = time.perf_counter()
-    r = hunt(sp, evals=evals, seed=seed, optimiser=optimiser)
+    r = hunt(sp, evals=evals, seed=seed, optimiser=optimiser, max_shrink=max_shrink)
     w = r.witness
     return {
         "mechanism": policy, "n": n, "k": k, "scope": scope, "evaluations": r.evaluations,
@@ -123,7 +129,8 @@ def main() -> None:
     ap.add_argument("--optimiser", choices=["de", "cma", "random"], default="de", help="hunt optimiser (hunt.md)")
     ap.add_argument("--policies", default=None, help="comma-separated subset of the fair-share policies")
     ap.add_argument("--no-auctions", action="store_true")
-    ap.add_argument("--slow-evals", type=int, default=6, help="evaluations per cell of the slow gavel* policies")
+    ap.add_argument("--slow-evals", type=int, default=6, help="evaluations per cell of the slow policies (SLOW)")
+    ap.add_argument("--slow-max-shrink", type=int, default=4, help="shrinking evaluations of the slow policies")
     ap.add_argument("--parts", default=str(OUT / "manipulability_parts"),
                     help="per-policy result files; one that exists (same budget) is loaded, not re-run")  # fmt: skip
     ap.add_argument("--no-render", action="store_true", help="only compute the parts (to run shards in parallel)")
@@ -136,7 +143,8 @@ def main() -> None:
     fair: list[dict[str, Any]] = []
     for pol in policies:
         scopes = ["all"] + (["up"] if registry.get(pol, "fair-share").claims_truthful else [])
-        evals = args.slow_evals if pol.startswith("gavel") else args.evals
+        slow = pol in SLOW
+        evals = args.slow_evals if slow else args.evals
         for scope in scopes:
             part = parts / f"{pol}_{scope}_e{evals}_s{args.seed}_{args.optimiser}.json"
             if part.exists():
@@ -146,7 +154,8 @@ def main() -> None:
             rows = []
             for n in NS:
                 for k in KS:
-                    row = _cell(pol, n, k, evals, scope, args.seed, args.optimiser)
+                    row = _cell(pol, n, k, evals, scope, args.seed, args.optimiser,
+                                args.slow_max_shrink if pol in SLOW_SHRINK else 60)  # fmt: skip
                     row["label"] = f"n={n}, k={k}"
                     rows.append(row)
                     print(pol, scope, n, k, _f(row["hunt"]), _f(row["random"]), f"{row['seconds']:.1f}s", flush=True)
@@ -190,9 +199,10 @@ def main() -> None:
          f"(this run: {total / 60:.1f} "
          "min wall; parts already in `--parts` are loaded, not re-run; load average "
          f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end, 2 cores shared with other jobs: `{uptime}`).", "",
-         f"**Budget.** Each fair-share cell is one hunt of {args.evals} ({args.slow_evals} for the slow gavel* "
-         f"policies) evaluations of the `{args.optimiser}` optimiser "
-         "(one instance + the inner misreport search `HUNT_CONFIG` of row 0 each) "
+         f"**Budget.** Each fair-share cell is one hunt of {args.evals} ({args.slow_evals} and at most "
+         f"{args.slow_max_shrink} shrinking evaluations: {', '.join(SLOW_SHRINK)}; {args.slow_evals} for "
+         "gavel-max-sum-throughput; up to 60 shrinking evaluations otherwise) evaluations of the "
+         f"`{args.optimiser}` optimiser (one instance + the inner misreport search `HUNT_CONFIG` of row 0 each) "
          f"against as many draws of the ledger's random generator; each auction row {args.auction_evals} + "
          f"{args.auction_evals}. Figures are the best *found*: lower bounds on the worst case, not the worst case. "
          "Instances: speedup steps in [1, 1.6] per type, 1..4 GPUs per type (the ledger's generator).", "",
