@@ -917,7 +917,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--width", type=int, default=60, help="column width of the table's texts")
     cl.add_argument("--claim", default=None, help="only this claim id (with --paper)")
     cl.add_argument("--hunt", type=float, default=None, metavar="SECONDS",
-                    help="after the sample, search each claim's instance space for SECONDS of optimiser time "
+                    help="after the sample, search each claim's instance space for SECONDS of optimiser CPU time "
                     "(the random baseline gets as many evaluations; see docs/hunt.md)")  # fmt: skip
     cl.add_argument("--hunt-evals", type=int, default=None, metavar="N",
                     help="hunt with a fixed budget of N evaluations (same seed, same result)")  # fmt: skip

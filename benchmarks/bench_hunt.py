@@ -148,8 +148,9 @@ def main() -> None:
                      f"{row['wall_seconds_per_eval']:.4f} |")  # fmt: skip
     lines += ["", f"Whole hunt of OEF C1-ext, {args.whole_evals} evaluations (seed 0, with the random baseline, "
               "shrinking and the "
-              f"full confirming audits): {whole['evals_per_second']:.1f} optimiser evaluations per wall second of "
-              f"optimiser time; {whole['wall_seconds']:.1f} s wall, {whole['cpu_seconds']:.1f} s CPU in total.",
+              f"full confirming audits): {whole['evals_per_second']:.1f} optimiser evaluations per second of "
+              f"optimiser time (`hunt_seconds`: CPU seconds); {whole['wall_seconds']:.1f} s wall, "
+              f"{whole['cpu_seconds']:.1f} s CPU in total.",
               ""]  # fmt: skip
     (OUT / "hunt.md").write_text("\n".join(lines))
     print("\n".join(lines))

@@ -194,9 +194,30 @@ class FairShareSpace:
                                      weights=rng.integers(1, 4, inst.W.shape[0]).astype(float))  # fmt: skip
         return inst
 
+    def contains(self, inst: FairShareInstance) -> bool:
+        """Whether ``inst`` lies in the space: sizes in range, speedup steps in ``step`` (1e-9
+        slack), whole capacities in ``1..m_max``, weights in ``1..3``."""
+        W, m = inst.W, inst.m
+        n, k = W.shape
+        if not (self.n[0] <= n <= self.n[1] and self.k[0] <= k <= self.k[1]):
+            return False
+        st = W[:, 1:] / W[:, :-1]
+        if st.size and (st.min() < self.step[0] - 1e-9 or st.max() > self.step[1] + 1e-9):
+            return False
+        if (m < 1).any() or (m > self.m_max).any() or (m != np.round(m)).any():
+            return False
+        w = inst.weights
+        return w is None or (self.weighted and bool(((w >= 1) & (w <= 3) & (w == np.round(w))).all()))
+
     def shrink(self, inst: FairShareInstance) -> Iterable[FairShareInstance]:
-        """Fewer tenants, fewer GPU types, rounder speedups (1 then 2 decimals), capacities 1,
-        unit weights."""
+        """Candidates inside the space (:meth:`contains`): fewer tenants, fewer GPU types (the first
+        or the last: dropping a middle one would merge two steps), rounder speedups (W, then the
+        steps, to 1 then 2 decimals), capacities 1, unit weights."""
+        for cand in self._shrink(inst):
+            if self.contains(cand):
+                yield cand
+
+    def _shrink(self, inst: FairShareInstance) -> Iterable[FairShareInstance]:
         W, m, w = inst.W, inst.m, inst.weights
         n, k = W.shape
         if n > 2:
@@ -204,13 +225,17 @@ class FairShareSpace:
                 yield FairShareInstance(np.delete(W, i, 0), m, "hunt",
                                         weights=None if w is None else np.delete(w, i))  # fmt: skip
         if k > 2:
-            for j in range(k - 1, -1, -1):
+            for j in (k - 1, 0):
                 Wd = np.delete(W, j, 1)
                 yield FairShareInstance(Wd / Wd[:, :1], np.delete(m, j), "hunt", weights=w)
         for dec in (1, 2):
             Wr = np.round(W, dec)
             if not np.array_equal(Wr, W) and (Wr > 0).all():
                 yield FairShareInstance(Wr / Wr[:, :1], m, "hunt", weights=w)
+            sr = np.round(W[:, 1:] / W[:, :-1], dec)
+            Ws = np.cumprod(np.c_[np.ones(n), sr], axis=1)
+            if not np.allclose(Ws, W, rtol=0, atol=1e-12) and (sr > 0).all():
+                yield FairShareInstance(Ws, m, "hunt", weights=w)
         for j in range(k):
             if m[j] > 1:
                 m2 = m.copy()
