@@ -96,16 +96,25 @@ def _plot(rows: list[dict[str, Any]], path: Path, title: str, grid: tuple[int, i
     if grid is None:
         grid = (1, len(rows))
     fig, axes = plt.subplots(*grid, figsize=(3.0 * grid[1], 2.2 * grid[0]), squeeze=False)
-    for ax, r in zip(axes.ravel(), rows, strict=False):
+    if grid == (len(NS), len(KS)) and all("n" in r for r in rows):  # fair share: panel (n, k)
+        slots = [axes[NS.index(r["n"]), KS.index(r["k"])] for r in rows]
+        used = {id(a) for a in slots}
+        for ax in axes.ravel():
+            if id(ax) not in used:
+                ax.set_title("not run", fontsize=8)
+                ax.axis("off")
+    else:
+        slots = list(axes.ravel()[: len(rows)])
+        for ax in axes.ravel()[len(rows) :]:
+            ax.axis("off")
+    for ax, r in zip(slots, rows, strict=True):
         cap = lambda v: min(v, 1e3)  # noqa: E731 (an infinite gain is drawn at the top)
         ax.plot(np.arange(1, len(r["history"]) + 1), [cap(v) for v in r["history"]], label="hunt")
         ax.plot(np.arange(1, len(r["random_history"]) + 1), [cap(v) for v in r["random_history"]],
                 label="random", linestyle="--")  # fmt: skip
         ax.set_title(r.get("label", ""), fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in axes.ravel()[len(rows) :]:
-        ax.axis("off")
-    axes[0, 0].legend(fontsize=7)
+    slots[0].legend(fontsize=7)
     fig.suptitle(title + " — best relative gain vs evaluations", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -184,10 +193,7 @@ def main() -> None:
                     print(pol, scope, n, k, _f(row["hunt"]), _f(row["random"]), f"{row['seconds']:.1f}s", flush=True)
             part.write_text(json.dumps(rows, default=str))
             partial.unlink(missing_ok=True)
-            rows = json.loads(part.read_text())
-            _plot(rows, OUT / f"manipulability_{pol}{'' if scope == 'all' else '_' + scope}.png",
-                  f"{pol} ({'inflation only' if scope == 'up' else 'any misreport'})", (len(NS), len(KS)))  # fmt: skip
-            fair += rows
+            fair += json.loads(part.read_text())
     auctions: list[dict[str, Any]] = []
     if not args.no_auctions:
         for paper, mechs in (("oasis", ("oasis", "fifo", "drf", "rrh")), ("pdors", ("pdors-paper", "fifo", "drf"))):
@@ -205,11 +211,20 @@ def main() -> None:
                 rows.append(row)
                 print(paper, mech, _f(row["hunt"]), _f(row["random"]), f"{row['seconds']:.1f}s", flush=True)
             part.write_text(json.dumps(rows, default=str))
-            rows = json.loads(part.read_text())
-            _plot(rows, OUT / f"manipulability_{paper}.png", f"{paper} markets", None)
-            auctions += rows
+            auctions += json.loads(part.read_text())
     if args.no_render:
         return
+    for pol in policies:
+        for scope in ("all", "up"):
+            rows = [r for r in fair if r["mechanism"] == pol and r["scope"] == scope]
+            if rows:
+                title = f"{pol} ({'inflation only' if scope == 'up' else 'any misreport'})"
+                _plot(rows, OUT / f"manipulability_{pol}{'' if scope == 'all' else '_' + scope}.png", title,
+                      (len(NS), len(KS)))  # fmt: skip
+    for paper in ("oasis", "pdors"):
+        rows = [r for r in auctions if r["paper"] == paper]
+        if rows:
+            _plot(rows, OUT / f"manipulability_{paper}.png", f"{paper} markets", None)
     load1 = os.getloadavg()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     total = time.perf_counter() - t_start
