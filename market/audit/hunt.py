@@ -59,6 +59,9 @@ __all__ = [
 OPTIMISERS = ("cma", "de", "random")
 SHRINK_KEEP = 0.99
 """A shrunk instance replaces the best one when its effect is at least this fraction of it."""
+CONFIRM_TOP = 3
+"""The best instance (after shrinking) and the runners-up up to this many in all are confirmed; the
+largest confirmed effect is reported."""
 EFFECT_CAP = 1e6
 """Effects above this (e.g. an infinite relative gain from a truthful utility of 0) are capped for
 the optimiser; the reported figure keeps the true value."""
@@ -350,10 +353,16 @@ def hunt(
     def budget_left() -> bool:
         return (evals is None or n < evals) and (seconds is None or hunt_t < seconds)
 
+    tops: dict[int, list[Evaluation]] = {id(history): [], id(rhistory): []}
+
     def record(ev: Evaluation, cur: Evaluation | None, hist: list[float]) -> Evaluation:
         if cur is None or _capped(ev.effect) > _capped(cur.effect) or (ev.violated and not cur.violated):
             cur = ev
         hist.append(cur.effect)
+        top = tops[id(hist)]  # the best CONFIRM_TOP evaluations (the runners-up are confirmed too)
+        top.append(ev)
+        top.sort(key=lambda e: -_capped(e.effect))
+        del top[CONFIRM_TOP:]
         return cur
 
     def random_batch(size: int) -> None:
@@ -401,13 +410,13 @@ def hunt(
             if close is not None:
                 close()
     assert best is not None
-    search_effect = best.effect
+    search_effect, search_best = best.effect, best
     steps = 0
     if shrink and best.instance is not None and (best.violated or best.effect > 0):
         best, steps = _shrink(space, best, max_shrink, lambda: eval_rng("shrink"))
-    conf_rng = np.random.default_rng(conf_seq)
-    final = _confirm(space, best.instance, conf_rng)
-    rfinal = _confirm(space, rbest.instance, np.random.default_rng(conf_seq.spawn(1)[0])) if rbest else None
+    c_hunt, c_rand = conf_seq.spawn(2)
+    final = _confirm_best(space, [best] + [e for e in tops[id(history)] if e is not search_best], c_hunt)
+    rfinal = _confirm_best(space, tops[id(rhistory)], c_rand) if rbest else None
     return HuntResult(
         space=space.name,
         optimiser=optimiser,
@@ -443,6 +452,21 @@ def _confirm(space: HuntSpace, inst: Any, rng: np.random.Generator) -> Evaluatio
     if ev.instance is None:
         ev.instance = inst
     return ev
+
+
+def _confirm_best(space: HuntSpace, cands: Sequence[Evaluation], seq: np.random.SeedSequence) -> Evaluation:
+    """Confirm each candidate (the shrunk best first, then the runners-up) and keep the largest
+    confirmed effect (the first on ties): the inner figure can exceed the confirming one (e.g. a
+    lucky random probe), so the reported figure is the best that confirms."""
+    out: Evaluation | None = None
+    for ev, s in zip(cands, seq.spawn(len(cands)), strict=True):
+        if ev.instance is None:
+            continue
+        c = _confirm(space, ev.instance, np.random.default_rng(s))
+        if out is None or _capped(c.effect) > _capped(out.effect) or (c.violated and not out.violated):
+            out = c
+    assert out is not None
+    return out
 
 
 def _shrink(
