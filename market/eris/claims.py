@@ -988,3 +988,7 @@ def c9c(ctx: ClaimContext) -> Measurement:
                     "expected_sign": sign,
                 }
     return Measurement(len(_TRENDS), viol, worst, "max relative change against the paper's direction", witness, table)
+
+
+# the claims' hunt spaces (market.audit.hunt) register with the claims
+from market.eris import hunt as _hunt  # noqa: E402, F401

@@ -1002,3 +1002,7 @@ def c_o6_monotone(ctx: ClaimContext) -> Measurement:
                     viol += 1
                     witness = witness or _bidder_witness("oasis_monotone", spec, bid, value_scale=k)
     return Measurement(n, viol, float(viol), "raises that lost admission", witness)
+
+
+# the claims' hunt spaces (market.audit.hunt) register with the claims
+from market.oasis import hunt as _hunt  # noqa: E402, F401

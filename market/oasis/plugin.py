@@ -7,7 +7,7 @@ PLUGIN = Plugin(
     name="oasis",
     summary="OASiS: online posted-price admission and scheduling of parameter-server training jobs",
     mechanisms={"auction": ("market.oasis.mechanisms",)},
-    claims=("market.oasis.claims", "market.oasis.hunt"),
+    claims=("market.oasis.claims",),
     market="market.oasis.market",
     studies="market.oasis.studies",
 )

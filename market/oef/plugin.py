@@ -8,6 +8,6 @@ PLUGIN = Plugin(
     name="oef",
     summary="OEF: envy-free and efficient fair allocation on heterogeneous GPUs, with Gavel, Gandiva_fair and max-min",
     mechanisms={"fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel")},
-    claims=("market.oef.claims", "market.oef.hunt"),
+    claims=("market.oef.claims",),
     studies="market.oef.studies",
 )

@@ -969,3 +969,7 @@ def _c_p10_monotone(ctx: ClaimContext) -> Measurement:
     k = ctx.pick(2, 20)
     args = [{"params": tiny_market_params(CAPS[i % 3]), "seed": s, "run_seed": i} for i, s in enumerate(_seeds(ctx, k))]
     return _loop("C-P10-monotone", args, "admissions lost")
+
+
+# the claims' hunt spaces (market.audit.hunt) register with the claims
+from market.pdors import hunt as _hunt  # noqa: E402, F401
