@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from market.audit import AuditConfig, AuditResult, FairShareTarget, audit_all, evaluate_misreport, fair_share_report
-from market.audit.claims import Claim, to_markdown
+from market.audit.claims import Claim, hunt_cell, to_markdown
 from market.audit.instances import random_instance
 from market.errors import InputError, check_int
 
@@ -392,7 +392,8 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8,
 
 
 def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
-    """Rows ``[claim id, statement, verdict, effect size, witness]`` (texts cut to ``width``)."""
+    """Rows ``[claim id, statement, verdict, effect size, witness]`` (texts cut to ``width``), plus
+    the hunt (:func:`market.audit.claims.hunt_cell`) for hunted claims."""
 
     def cut(s: str) -> str:
         s = " ".join(s.split())
@@ -402,7 +403,10 @@ def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
     for c in results:
         eff = f"{c.effect_size:.4g}" + (f" ({c.effect})" if c.effect else "")
         wit = json.dumps(_json(c.witness), separators=(",", ":")) if c.witness is not None else "-"
-        rows.append([c.claim_id, cut(c.statement), c.label, cut(eff), cut(wit)])
+        row = [c.claim_id, cut(c.statement), c.label, cut(eff), cut(wit)]
+        if getattr(c, "hunt", None) is not None:
+            row.append(hunt_cell(c.hunt))
+        rows.append(row)
     return rows
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "to_frame",
     "to_markdown",
     "to_records",
+    "hunt_cell",
     "register_witness_checker",
     "recheck_witness",
 ]
@@ -145,10 +146,15 @@ class Claim:
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     kind: str = "universal"
+    hunt: dict[str, Any] | None = None
+    found_by: str = ""
 
     @property
     def label(self) -> str:
-        """The verdict with its sample size (:func:`verdict_label`)."""
+        """The verdict with its sample size (:func:`verdict_label`); ``violated (found by search)``
+        when only the hunt (:func:`market.audit.hunt.hunt_claims`) found the violation."""
+        if self.found_by == "search":
+            return "violated (found by search)"
         return verdict_label(self.verdict, self.n_instances, self.kind)
 
     @property
@@ -176,6 +182,8 @@ class Claim:
             "seconds": self.seconds,
             "reason": self.reason,
             "details": jsonable(self.details),
+            **({"hunt": jsonable(self.hunt)} if self.hunt is not None else {}),
+            **({"found_by": self.found_by} if self.found_by else {}),
         }
 
 
@@ -320,6 +328,7 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
         d = r.to_dict()
         d["witness"] = json.dumps(d["witness"]) if d["witness"] is not None else None
         d["details"] = json.dumps(d["details"])
+        d["hunt"] = json.dumps(d["hunt"]) if "hunt" in d else None
         rows.append(d)
     cols = [
         "paper",
@@ -338,23 +347,43 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
         "how_tested",
         "witness",
         "details",
+        "hunt",
     ]
     return pd.DataFrame(rows, columns=cols)
 
 
+def hunt_cell(h: dict[str, Any] | None) -> str:
+    """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)``, ``-`` without
+    one, ``no space`` when the claim has no hunt space."""
+    if h is None:
+        return "-"
+    if not h.get("available", True):
+        return "no space"
+
+    def f(v: Any) -> str:
+        return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+
+    best, rnd = f(h["best_effect"]), f(h["random_best_effect"])
+    return f"best {best} vs random {rnd} ({h['evaluations']} evals, {h['optimiser']})"
+
+
 def to_markdown(results: Iterable[Claim]) -> str:
-    """A Markdown table: claim, verdict, effect, instances, violations, statement."""
+    """A Markdown table: claim, verdict, effect, instances, violations, statement (and the hunt
+    beside the sample when some entry was hunted)."""
+    results = list(results)
+    hunted = any(r.hunt is not None for r in results)
     lines = [
-        "| paper | claim | verdict | effect | n | violations | statement |",
-        "|---|---|---|---|---|---|---|",
+        "| paper | claim | verdict | effect | n | violations |" + (" hunt |" if hunted else "") + " statement |",
+        "|---|---|---|---|---|---|" + ("---|" if hunted else "") + "---|",
     ]
     for r in results:
         eff = f"{r.effect_size:.4g} ({r.effect})" if r.effect else f"{r.effect_size:.4g}"
         stmt = r.statement.replace("|", "\\|")
         if r.reason:
             stmt += f" — *{r.reason}*".replace("|", "\\|")
+        h = f" {hunt_cell(r.hunt)} |" if hunted else ""
         lines.append(
-            f"| {r.paper} | {r.claim_id} | **{r.label}** | {eff} | {r.n_instances} | {r.violations} | {stmt} |"
+            f"| {r.paper} | {r.claim_id} | **{r.label}** | {eff} | {r.n_instances} | {r.violations} |{h} {stmt} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -7,7 +7,7 @@ PLUGIN = Plugin(
     name="eris",
     summary="Eris: online posted-price auction for unbiased distributed learning over edge networks",
     mechanisms={"auction": ("market.eris.mechanism", "market.eris.baselines")},
-    claims=("market.eris.claims",),
+    claims=("market.eris.claims", "market.eris.hunt"),  # hunt: the claims' instance spaces (market.audit.hunt)
     market="market.eris.market",
     studies="market.eris.studies",
 )

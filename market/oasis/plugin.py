@@ -7,7 +7,7 @@ PLUGIN = Plugin(
     name="oasis",
     summary="OASiS: online posted-price admission and scheduling of parameter-server training jobs",
     mechanisms={"auction": ("market.oasis.mechanisms",)},
-    claims=("market.oasis.claims",),
+    claims=("market.oasis.claims", "market.oasis.hunt"),  # hunt: the claims' instance spaces (market.audit.hunt)
     market="market.oasis.market",
     studies="market.oasis.studies",
 )

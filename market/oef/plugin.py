@@ -10,6 +10,6 @@ PLUGIN = Plugin(
     mechanisms={
         "fair-share": ("market.oef.mechanisms", "market.oef.baselines", "market.oef.gavel", "market.oef.gavel_simple")
     },
-    claims=("market.oef.claims",),
+    claims=("market.oef.claims", "market.oef.hunt"),  # hunt: the claims' instance spaces (market.audit.hunt)
     studies="market.oef.studies",
 )

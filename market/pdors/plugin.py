@@ -7,7 +7,7 @@ PLUGIN = Plugin(
     name="pdors",
     summary="PD-ORS: primal-dual online resource scheduling with randomized rounding and locality",
     mechanisms={"auction": ("market.pdors.mechanisms",)},
-    claims=("market.pdors.claims",),
+    claims=("market.pdors.claims", "market.pdors.hunt"),  # hunt: the claims' instance spaces (market.audit.hunt)
     market="market.pdors.market",
     studies="market.pdors.studies",
 )

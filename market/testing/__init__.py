@@ -46,6 +46,7 @@ __all__ = [
     "assert_envy_free",
     "assert_sharing_incentive",
     "assert_budget_balanced",
+    "assert_no_counterexample",
     "auction_instance",
 ]
 
@@ -346,3 +347,63 @@ def auction_instance(study: str, seed: int = 0, **overrides: Any) -> AuctionInst
     paper, params = audit_params(study)
     market = build_market(paper, {**params, **overrides}, np.random.default_rng(seed))
     return AuctionInstance(market, seed=seed, label=f"[audit] instance of {study} (seed {seed})")
+
+
+def assert_no_counterexample(
+    mechanism: str | Callable[..., Any] | None = None,
+    *,
+    space: Any = None,
+    tenants: int | tuple[int, int] = (2, 4),
+    gpu_types: int | tuple[int, int] = (2, 3),
+    m_max: int = 4,
+    direction: str = "any",
+    evals: int = 60,
+    seconds: float | None = None,
+    seed: int = 0,
+    optimiser: str = "de",
+) -> Any:
+    """Hunt for a property violation (:func:`market.audit.hunt.hunt`) within a budget and fail
+    with the shrunk witness.
+
+    Fair-share ``mechanism`` (a registered name or a callable with the fair-share signature):
+    the hunt (differential evolution by default) searches instances of ``tenants`` x
+    ``gpu_types`` (ints or inclusive ranges; speedup steps in [1, 1.6], ``1..m_max`` GPUs per
+    type) for a misreport of row 0 in ``direction``
+    (``"up"``: inflation, OEF's scope; ``"down"``; ``"any"``) that gains more than the audit's
+    tolerance. Or pass any :class:`market.audit.hunt.HuntSpace` as ``space`` (auctions, your own
+    properties). Budget: ``evals`` evaluations (deterministic per ``seed``) and/or ``seconds``.
+    Raises :class:`IncentiveViolation` with the witness of the shrunk instance (fewer agents and
+    types, rounder numbers); returns the :class:`~market.audit.hunt.HuntResult` when nothing
+    was found."""
+    __tracebackhide__ = True
+    from market.audit.hunt import hunt
+    from market.audit.hunt_spaces import MisreportSpace
+
+    if space is None:
+        if mechanism is None:
+            raise InputError("mechanism", None, "give a fair-share mechanism or a hunt space")
+        name = _require(mechanism, "fair-share", "pass an auction's HuntSpace as space=")
+        scope = {"any": "all", "up": "up", "down": "down"}.get(direction)
+        if scope is None:
+            raise InputError("direction", direction, f"must be one of {sorted(_DIRECTIONS)}")
+        rng_n = (tenants, tenants) if isinstance(tenants, int) else tuple(tenants)
+        rng_k = (gpu_types, gpu_types) if isinstance(gpu_types, int) else tuple(gpu_types)
+        space = MisreportSpace(f"testing:{name}:{direction}", n=rng_n, k=rng_k, m_max=m_max, mechanism=mechanism,
+                               scope=scope)  # fmt: skip
+    else:
+        name = str(getattr(space, "name", "space")) if mechanism is None else _family(mechanism)[0]
+    res = hunt(space, evals=evals, seconds=seconds, seed=seed, optimiser=optimiser, baseline=False)
+    if res.violated:
+        w = dict(res.witness or {})
+        inst = res.best_instance
+        agent = w.pop("deviator", w.get("job_id"))
+        keep = ("family", "params", "report", "truthful_utility", "lie_utility", "gain", "relative_gain",
+                "lie", "truthful_surplus", "property", "value", "tol")  # fmt: skip
+        raise IncentiveViolation(
+            "free of counterexamples (hunt)",
+            name,
+            inst,
+            agent,
+            {"found_after_evaluations": res.evaluations, **{k: w[k] for k in keep if k in w}},
+        )
+    return res
