@@ -109,20 +109,28 @@ class MarketModel(mesa.Model):
         self._tenants: dict[str, TenantAgent] = {}
         self.events: list[dict[str, Any]] = []
         self._drained: list[pd.DataFrame] = []  # compact records moved out of the DataCollector
-        self._drained_rounds = 0
+        self._drained_rounds = 0  # rounds moved out of earlier DataCollectors
+        self._held_rounds = 0  # rounds the current DataCollector holds
+        self._done_completions: list[pd.DataFrame] = []  # completions rows of earlier DataCollectors
+        self._done_rows = 0  # their number
         self._sent_completions = 0  # completions rows already passed to the sink
         #: trace runs: the safety cap ``config.rounds`` ended the run before every job completed
         self.cap_reached = False
         #: trace runs: show the tqdm bar (None: only when stderr is a terminal)
         self.progress: bool | None = None
 
-        measures = (*CLUSTER_MEASURES, *(TRACE_MEASURES if config.trace is not None else ()), "busy_by_type")
+        self.datacollector = self._new_collector()
+
+    def _new_collector(self) -> mesa.DataCollector:
+        """A fresh DataCollector for the cluster measures, the tenants' measures (synthetic runs)
+        and the ``completions`` table."""
+        measures = (*CLUSTER_MEASURES, *(TRACE_MEASURES if self.config.trace is not None else ()), "busy_by_type")
         tenant_reporters = {
             TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
         }
-        self.datacollector = mesa.DataCollector(
+        return mesa.DataCollector(
             model_reporters={name: partial(_stat, name=name) for name in measures},
-            agenttype_reporters=tenant_reporters if config.trace is None else {},
+            agenttype_reporters=tenant_reporters if self.config.trace is None else {},
             tables={"completions": COMPLETION_COLUMNS},
         )
 
@@ -208,7 +216,8 @@ class MarketModel(mesa.Model):
         """The auctioneer's round, then the round's data collection (drained every ``DRAIN_ROUNDS``)."""
         self.auctioneer.step()
         self.datacollector.collect(self)
-        if len(self.datacollector._collection_steps) >= self.DRAIN_ROUNDS:
+        self._held_rounds += 1
+        if self._held_rounds >= self.DRAIN_ROUNDS:
             self._drain()
 
     def _trace_step(self) -> None:
@@ -274,7 +283,11 @@ class MarketModel(mesa.Model):
     # -- results ------------------------------------------------------------------------------------------
     def completions(self) -> pd.DataFrame:
         """Finished jobs: round, tenant, job_id, job_type, workers, arrival_s, completion_s, jct_s."""
-        return self.datacollector.get_table_dataframe("completions")
+        held = self.datacollector.get_table_dataframe("completions")
+        frames = [f for f in (*self._done_completions, held) if len(f)]
+        if len(frames) <= 1:
+            return frames[0] if frames else held
+        return pd.concat(frames, ignore_index=True)
 
     #: rounds the DataCollector holds before they are moved into compact storage (round int32,
     #: tenant and measure categorical, value float64: about 14 bytes per record instead of Mesa's
@@ -289,29 +302,34 @@ class MarketModel(mesa.Model):
 
     def flush(self) -> None:
         """Send every record not yet sent to :attr:`sink` (no-op without a sink)."""
-        if self.sink is not None and (self.datacollector._collection_steps or self._unsent_completions()):
+        if self.sink is not None and (self._held_rounds or self._unsent_completions()):
             self._drain()
 
     def _unsent_completions(self) -> int:
-        return len(self.datacollector.tables["completions"]["round"]) - self._sent_completions
+        held = len(self.datacollector.get_table_dataframe("completions"))
+        return self._done_rows + held - self._sent_completions
 
     def _drain(self) -> None:
         """Move the rounds the DataCollector holds into compact storage (or to :attr:`sink`) and
-        clear them from it. Without a sink the ``completions`` table stays and :meth:`tidy` returns
-        everything."""
+        start a fresh DataCollector (Mesa's public API has no way to empty one). The ``completions``
+        rows are kept as a frame, so :meth:`completions` (and :meth:`tidy` without a sink) returns
+        every finished job."""
         f = self._collected()
-        dc = self.datacollector
-        n = len(dc._collection_steps)
-        for v in dc.model_vars.values():
-            v.clear()
-        dc._collection_steps.clear()
-        dc._agenttype_records.clear()
-        self._drained_rounds += n
+        held = self.datacollector.get_table_dataframe("completions")
+        before = self._done_rows
+        if len(held):
+            self._done_completions.append(held)
+            self._done_rows += len(held)
+        self.datacollector = self._new_collector()
+        self._drained_rounds += self._held_rounds
+        self._held_rounds = 0
         tenants = getattr(self.auctioneer, "tenants", None)
         if tenants is not None:
             tenants.take_blocks()
         if self.sink is not None:
-            comp = self.completions().iloc[self._sent_completions :]
+            # the unsent rows: usually exactly this collector's (sink set from the start)
+            sent = self._sent_completions
+            comp = held.iloc[sent - before :] if sent >= before else self.completions().iloc[sent:]
             self._sent_completions += len(comp)
             self.sink(self._finish_tidy([f, self._jct_rows(comp)]))
             return
@@ -324,7 +342,7 @@ class MarketModel(mesa.Model):
     def _collected(self) -> pd.DataFrame:
         """Long-format records of the rounds the DataCollector holds (no completions)."""
         frames: list[pd.DataFrame] = []
-        if not self.datacollector._collection_steps:  # all drained (Mesa's empty frames are ill-typed)
+        if not self._held_rounds:  # all drained (Mesa's empty frames are ill-typed)
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
         mv = self.datacollector.get_model_vars_dataframe()
         if len(mv):
