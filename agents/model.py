@@ -25,6 +25,7 @@ is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from functools import partial
@@ -39,6 +40,7 @@ from agents.auctioneer import Auctioneer
 from agents.config import ModelConfig
 from agents.server import GPUServerAgent
 from agents.tenant import JobState, TenantAgent
+from market.errors import InputError, check_int
 
 __all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES"]
 
@@ -80,9 +82,32 @@ class MarketModel(mesa.Model):
     (int seed, ``numpy.random.SeedSequence``, ``Generator``). Run with :meth:`run`; read results
     with :meth:`tidy` (long format) or :attr:`datacollector` (which holds only the rounds since
     the last move into compact storage, see :attr:`DRAIN_ROUNDS`).
+
+    Or from plain keyword arguments (what ``mesa.batch_run`` passes): ``scenario`` (a scenario
+    name, TOML path or :class:`scenarios.loader.Scenario`), ``policy`` (default: the scenario's
+    first), ``variant`` (``"truthful"``), ``seed`` (int or ``SeedSequence``; the same model as
+    ``Scenario.build_model(policy, variant, seed)``) and optionally ``rounds`` (overrides the
+    scenario's horizon). The scenario's name is :attr:`scenario_name`.
     """
 
-    def __init__(self, config: ModelConfig, *, rng: Any = None) -> None:
+    def __init__(
+        self,
+        config: ModelConfig | None = None,
+        *,
+        rng: Any = None,
+        scenario: Any = None,
+        policy: str | None = None,
+        variant: str = "truthful",
+        seed: int | np.random.SeedSequence | None = None,
+        rounds: int | None = None,
+    ) -> None:
+        self.scenario_name: str | None = None
+        if scenario is not None:
+            config, rng = self._from_scenario(config, rng, scenario, policy, variant, seed, rounds)
+        elif config is None:
+            raise InputError("MarketModel", "no config", "pass a ModelConfig or scenario=NAME")
+        elif policy is not None or seed is not None or rounds is not None or variant != "truthful":
+            raise InputError("MarketModel", "config", "policy, variant, seed and rounds go with scenario=, not config")
         if isinstance(rng, np.random.SeedSequence):
             rng = np.random.default_rng(rng)
         super().__init__(rng=rng)
@@ -133,6 +158,29 @@ class MarketModel(mesa.Model):
             agenttype_reporters=tenant_reporters if self.config.trace is None else {},
             tables={"completions": COMPLETION_COLUMNS},
         )
+
+    def _from_scenario(
+        self, config: Any, rng: Any, scenario: Any, policy: str | None, variant: str, seed: Any, rounds: int | None
+    ) -> tuple[ModelConfig, np.random.Generator]:
+        """(config, model RNG) of the keyword form (see the class docstring)."""
+        from scenarios.loader import Scenario, load_scenario
+
+        if config is not None:
+            raise InputError("MarketModel", "config", "pass either a ModelConfig or scenario=, not both")
+        if rng is not None and seed is not None:
+            raise InputError("MarketModel", "rng", "pass either seed= or rng=, not both")
+        seed = rng if seed is None else seed
+        if isinstance(seed, np.random.Generator) or not (
+            seed is None or isinstance(seed, np.random.SeedSequence | int | np.integer)
+        ):
+            raise InputError("MarketModel.seed", seed, "must be an int or a numpy SeedSequence with scenario=")
+        scen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.scenario_name = scen.name
+        seed = np.random.SeedSequence() if seed is None else seed
+        config, model_rng = scen.model_inputs(scen.policies[0] if policy is None else policy, variant, seed)
+        if rounds is not None:
+            config = dataclasses.replace(config, rounds=check_int("MarketModel.rounds", rounds, minimum=1))
+        return config, model_rng
 
     # -- helpers used by the agents -----------------------------------------------------------------
     def tenant_list(self) -> list[TenantAgent]:
