@@ -17,7 +17,7 @@ POLICIES = ["oef-noncoop", "gavel"]
 def _batch() -> pd.DataFrame:
     rows = mesa.batch_run(
         MarketModel,
-        parameters={"scenario": "default", "policy": POLICIES, "variant": "truthful", "rounds": 5},
+        parameters={"scenario_name": "default", "policy": POLICIES, "variant": "truthful", "rounds": 5},
         rng=[1, 2],  # Mesa passes each as ``seed=`` (``iterations=`` is deprecated and unseeded)
         max_steps=3,
         number_processes=1,
@@ -50,24 +50,24 @@ def test_batch_run_drives_the_keyword_form_and_is_deterministic() -> None:
 
 
 def test_keyword_form_equals_the_config_form() -> None:
-    kw = MarketModel(scenario="default", policy="oef-noncoop", variant="truthful", seed=7, rounds=4).run()
+    kw = MarketModel(scenario_name="default", policy="oef-noncoop", variant="truthful", seed=7, rounds=4).run()
     ref = load_scenario("default").build_model("oef-noncoop", "truthful", 7)
     ref.run(4)
     assert kw.scenario_name == "default" and kw.config.rounds == 4 and kw.steps == 4
     pd.testing.assert_frame_equal(kw.tidy(), ref.tidy())
-    first = MarketModel(scenario="default", seed=7, rounds=2)
+    first = MarketModel(scenario_name="default", seed=7, rounds=2)
     assert first.config.policy == load_scenario("default").policies[0]
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"scenario": "no-such-scenario"}, "no-such-scenario"),
-        ({"scenario": "default", "policy": "nope"}, "policy"),
-        ({"scenario": "default", "variant": "nope"}, "variant"),
-        ({"scenario": "default", "rounds": 0}, "MarketModel.rounds"),
-        ({"scenario": "default", "seed": 1, "rng": 2}, "rng"),
-        ({"scenario": "default", "seed": 1.5}, "MarketModel.seed"),
+        ({"scenario_name": "no-such-scenario"}, "no-such-scenario"),
+        ({"scenario_name": "default", "policy": "nope"}, "policy"),
+        ({"scenario_name": "default", "variant": "nope"}, "variant"),
+        ({"scenario_name": "default", "rounds": 0}, "MarketModel.rounds"),
+        ({"scenario_name": "default", "seed": 1, "rng": 2}, "rng"),
+        ({"scenario_name": "default", "seed": 1.5}, "MarketModel.seed"),
         ({}, "MarketModel"),
     ],
 )
@@ -81,4 +81,4 @@ def test_config_form_rejects_scenario_keywords() -> None:
     with pytest.raises(InputError, match="config"):
         MarketModel(cfg, policy="gavel")
     with pytest.raises(InputError, match="config"):
-        MarketModel(cfg, scenario="default")
+        MarketModel(cfg, scenario_name="default")
