@@ -25,6 +25,7 @@ is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import warnings
 from functools import partial
@@ -39,6 +40,7 @@ from agents.auctioneer import Auctioneer
 from agents.config import ModelConfig
 from agents.server import GPUServerAgent
 from agents.tenant import JobState, TenantAgent
+from market.errors import InputError, check_int
 
 __all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES", "HOST_MEASURES"]
 
@@ -83,12 +85,39 @@ class MarketModel(mesa.Model):
     (int seed, ``numpy.random.SeedSequence``, ``Generator``). Run with :meth:`run`; read results
     with :meth:`tidy` (long format) or :attr:`datacollector` (which holds only the rounds since
     the last move into compact storage, see :attr:`DRAIN_ROUNDS`).
+
+    Or from plain keyword arguments (what ``mesa.batch_run`` passes): ``scenario_name`` (a
+    scenario name, TOML path or :class:`scenarios.loader.Scenario`; not ``scenario``, which Mesa
+    reserves for its own Scenario object), ``policy`` (default: the scenario's first),
+    ``variant`` (``"truthful"``), ``seed`` (int or ``SeedSequence``; the same model as
+    ``Scenario.build_model(policy, variant, seed)``) and optionally ``rounds`` (overrides the
+    scenario's horizon). :attr:`scenario_name` then holds the scenario's name.
     """
 
-    def __init__(self, config: ModelConfig, *, rng: Any = None) -> None:
+    def __init__(
+        self,
+        config: ModelConfig | None = None,
+        *,
+        rng: Any = None,
+        scenario_name: Any = None,
+        policy: str | None = None,
+        variant: str = "truthful",
+        seed: int | np.random.SeedSequence | None = None,
+        rounds: int | None = None,
+    ) -> None:
+        if scenario_name is not None:
+            config, rng, scenario_name = self._from_scenario(config, rng, scenario_name, policy, variant, seed, rounds)
+        elif config is None:
+            raise InputError("MarketModel", "no config", "pass a ModelConfig or scenario_name=NAME")
+        elif policy is not None or seed is not None or rounds is not None or variant != "truthful":
+            raise InputError(
+                "MarketModel", "config", "policy, variant, seed and rounds go with scenario_name=, not config"
+            )
         if isinstance(rng, np.random.SeedSequence):
             rng = np.random.default_rng(rng)
         super().__init__(rng=rng)
+        #: the scenario's name in the keyword form (None when built from a config)
+        self.scenario_name: str | None = scenario_name
         self.config = config
         self.cluster = config.cluster
         self.k = config.cluster.k
@@ -112,13 +141,22 @@ class MarketModel(mesa.Model):
         self._tenants: dict[str, TenantAgent] = {}
         self.events: list[dict[str, Any]] = []
         self._drained: list[pd.DataFrame] = []  # compact records moved out of the DataCollector
-        self._drained_rounds = 0
+        self._drained_rounds = 0  # rounds moved out of earlier DataCollectors
+        self._held_rounds = 0  # rounds the current DataCollector holds
+        self._done_completions: list[pd.DataFrame] = []  # completions rows of earlier DataCollectors
+        self._done_rows = 0  # their number
         self._sent_completions = 0  # completions rows already passed to the sink
         #: trace runs: the safety cap ``config.rounds`` ended the run before every job completed
         self.cap_reached = False
         #: trace runs: show the tqdm bar (None: only when stderr is a terminal)
         self.progress: bool | None = None
 
+        self.datacollector = self._new_collector()
+
+    def _new_collector(self) -> mesa.DataCollector:
+        """A fresh DataCollector for the cluster measures, the tenants' measures (synthetic runs)
+        and the ``completions`` table."""
+        config = self.config
         trace_measures = TRACE_MEASURES if config.trace is not None else ()
         if config.trace is not None and config.resolved_placement != "ideal":
             trace_measures += HOST_MEASURES
@@ -126,11 +164,33 @@ class MarketModel(mesa.Model):
         tenant_reporters = {
             TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
         }
-        self.datacollector = mesa.DataCollector(
+        return mesa.DataCollector(
             model_reporters={name: partial(_stat, name=name) for name in measures},
-            agenttype_reporters=tenant_reporters if config.trace is None else {},
+            agenttype_reporters=tenant_reporters if self.config.trace is None else {},
             tables={"completions": COMPLETION_COLUMNS},
         )
+
+    def _from_scenario(
+        self, config: Any, rng: Any, scenario: Any, policy: str | None, variant: str, seed: Any, rounds: int | None
+    ) -> tuple[ModelConfig, np.random.Generator, str]:
+        """(config, model RNG, scenario name) of the keyword form (see the class docstring)."""
+        from scenarios.loader import Scenario, load_scenario
+
+        if config is not None:
+            raise InputError("MarketModel", "config", "pass either a ModelConfig or scenario_name=, not both")
+        if rng is not None and seed is not None:
+            raise InputError("MarketModel", "rng", "pass either seed= or rng=, not both")
+        seed = rng if seed is None else seed
+        if isinstance(seed, np.random.Generator) or not (
+            seed is None or isinstance(seed, np.random.SeedSequence | int | np.integer)
+        ):
+            raise InputError("MarketModel.seed", seed, "must be an int or a numpy SeedSequence with scenario_name=")
+        scen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        seed = np.random.SeedSequence() if seed is None else seed
+        config, model_rng = scen.model_inputs(scen.policies[0] if policy is None else policy, variant, seed)
+        if rounds is not None:
+            config = dataclasses.replace(config, rounds=check_int("MarketModel.rounds", rounds, minimum=1))
+        return config, model_rng, scen.name
 
     # -- helpers used by the agents -----------------------------------------------------------------
     def tenant_list(self) -> list[TenantAgent]:
@@ -214,7 +274,8 @@ class MarketModel(mesa.Model):
         """The auctioneer's round, then the round's data collection (drained every ``DRAIN_ROUNDS``)."""
         self.auctioneer.step()
         self.datacollector.collect(self)
-        if len(self.datacollector._collection_steps) >= self.DRAIN_ROUNDS:
+        self._held_rounds += 1
+        if self._held_rounds >= self.DRAIN_ROUNDS:
             self._drain()
 
     def _trace_step(self) -> None:
@@ -280,7 +341,11 @@ class MarketModel(mesa.Model):
     # -- results ------------------------------------------------------------------------------------------
     def completions(self) -> pd.DataFrame:
         """Finished jobs: round, tenant, job_id, job_type, workers, arrival_s, completion_s, jct_s."""
-        return self.datacollector.get_table_dataframe("completions")
+        held = self.datacollector.get_table_dataframe("completions")
+        frames = [f for f in (*self._done_completions, held) if len(f)]
+        if len(frames) <= 1:
+            return frames[0] if frames else held
+        return pd.concat(frames, ignore_index=True)
 
     #: rounds the DataCollector holds before they are moved into compact storage (round int32,
     #: tenant and measure categorical, value float64: about 14 bytes per record instead of Mesa's
@@ -295,29 +360,34 @@ class MarketModel(mesa.Model):
 
     def flush(self) -> None:
         """Send every record not yet sent to :attr:`sink` (no-op without a sink)."""
-        if self.sink is not None and (self.datacollector._collection_steps or self._unsent_completions()):
+        if self.sink is not None and (self._held_rounds or self._unsent_completions()):
             self._drain()
 
     def _unsent_completions(self) -> int:
-        return len(self.datacollector.tables["completions"]["round"]) - self._sent_completions
+        held = len(self.datacollector.get_table_dataframe("completions"))
+        return self._done_rows + held - self._sent_completions
 
     def _drain(self) -> None:
         """Move the rounds the DataCollector holds into compact storage (or to :attr:`sink`) and
-        clear them from it. Without a sink the ``completions`` table stays and :meth:`tidy` returns
-        everything."""
+        start a fresh DataCollector (Mesa's public API has no way to empty one). The ``completions``
+        rows are kept as a frame, so :meth:`completions` (and :meth:`tidy` without a sink) returns
+        every finished job."""
         f = self._collected()
-        dc = self.datacollector
-        n = len(dc._collection_steps)
-        for v in dc.model_vars.values():
-            v.clear()
-        dc._collection_steps.clear()
-        dc._agenttype_records.clear()
-        self._drained_rounds += n
+        held = self.datacollector.get_table_dataframe("completions")
+        before = self._done_rows
+        if len(held):
+            self._done_completions.append(held)
+            self._done_rows += len(held)
+        self.datacollector = self._new_collector()
+        self._drained_rounds += self._held_rounds
+        self._held_rounds = 0
         tenants = getattr(self.auctioneer, "tenants", None)
         if tenants is not None:
             tenants.take_blocks()
         if self.sink is not None:
-            comp = self.completions().iloc[self._sent_completions :]
+            # the unsent rows: usually exactly this collector's (sink set from the start)
+            sent = self._sent_completions
+            comp = held.iloc[sent - before :] if sent >= before else self.completions().iloc[sent:]
             self._sent_completions += len(comp)
             self.sink(self._finish_tidy([f, self._jct_rows(comp)]))
             return
@@ -330,7 +400,7 @@ class MarketModel(mesa.Model):
     def _collected(self) -> pd.DataFrame:
         """Long-format records of the rounds the DataCollector holds (no completions)."""
         frames: list[pd.DataFrame] = []
-        if not self.datacollector._collection_steps:  # all drained (Mesa's empty frames are ill-typed)
+        if not self._held_rounds:  # all drained (Mesa's empty frames are ill-typed)
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
         mv = self.datacollector.get_model_vars_dataframe()
         if len(mv):

@@ -50,7 +50,9 @@ import matplotlib
 import networkx as nx
 import numpy as np
 import solara
-from mesa.visualization import Slider, SolaraViz
+from mesa.visualization import Slider
+from mesa.visualization.solara_viz import ModelController, ModelCreator, ShowSteps, make_initial_grid_layout
+from mesa.visualization.utils import update_counter
 
 from agents.auction import AuctionModel, BidStrategy
 from agents.config import ModelConfig
@@ -1123,6 +1125,58 @@ def _model_params(scenario: str, model: MarketVizModel) -> dict[str, Any]:
     }
 
 
+@solara.component
+def _Card(view: Callable[[Any], Any], model: Any) -> Any:
+    """``view(model)``, re-rendered whenever Mesa's controller steps the model (``update_counter``)."""
+    update_counter.get()
+    return view(model)
+
+
+@solara.component
+def MarketSolaraViz(
+    model: Any,
+    components: list[Callable[[Any], Any]],
+    model_params: dict[str, Any],
+    name: str,
+    play_interval: int = 301,
+) -> None:
+    """Mesa's SolaraViz page for one page of cards, built from Mesa's own controls (``ModelController``:
+    Reset / play / Step, ``ModelCreator``: the parameters, applied on Reset, ``ShowSteps``) without
+    SolaraViz's leftovers: no tab bar (SolaraViz always draws one, a lone "Page 0" here) and no "Render
+    Interval" slider or "Use Threads" box (every step is drawn; a threaded play skips charts). Mesa
+    3.5's SolaraViz cannot hide these, hence this composition. ``play_interval`` in ms (Mesa's slider
+    runs 1, 11, 21, ...: 301 is shown as is)."""
+    reactive_model = solara.use_reactive(model)
+    parameters = solara.use_reactive({})
+    interval = solara.use_reactive(play_interval)
+    one_step, no_threads = solara.use_reactive(1), solara.use_reactive(False)
+    layout, set_layout = solara.use_state(make_initial_grid_layout(len(components)))
+    with solara.AppBar():
+        solara.AppBarTitle(name)
+        solara.lab.ThemeToggle()
+    with solara.Sidebar(), solara.Column():
+        with solara.Card("Controls"):
+            solara.SliderInt(label="Play Interval (ms)", value=interval, on_value=interval.set, min=1, max=500, step=10)
+            ModelController(
+                reactive_model,
+                model_parameters=parameters,
+                play_interval=interval,
+                render_interval=one_step,
+                use_threads=no_threads,
+            )
+        with solara.Card("Model Parameters"):
+            ModelCreator(reactive_model, model_params, model_parameters=parameters)
+        with solara.Card("Information"):
+            ShowSteps(reactive_model.value)
+    solara.GridDraggable(
+        items=[_Card(view, reactive_model.value) for view in components],
+        grid_layout=layout,
+        resizable=True,
+        draggable=True,
+        on_grid_layout=set_layout,
+    )
+
+
 def build_page(scenario: str | None = None, model: PageModel | None = None) -> Any:
     """The SolaraViz page (an element) for ``scenario`` (default :data:`DEFAULT_SCENARIO`).
 
@@ -1131,12 +1185,11 @@ def build_page(scenario: str | None = None, model: PageModel | None = None) -> A
     name = scenario or DEFAULT_SCENARIO
     if model is None:
         model = PageModel(scenario_name=name)
-    return SolaraViz(
+    return MarketSolaraViz(
         model,
-        components=[(AllocationView, 0), (ThroughputView, 0), (GainView, 0), (TopologyView, 0)],
+        components=[AllocationView, ThroughputView, GainView, TopologyView],
         model_params=_model_params(name, model),
         name="marketsim · fair-share market",
-        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 
@@ -1201,12 +1254,11 @@ def build_auction_page(study: str | None = None, model: AuctionPageModel | None 
     name = study or DEFAULT_STUDY
     if model is None:
         model = AuctionPageModel(study=name)
-    return SolaraViz(
+    return MarketSolaraViz(
         model,
-        components=[(TimelineView, 0), (PricesView, 0), (AuctionGainView, 0), (ResourcesView, 0)],
+        components=[TimelineView, PricesView, AuctionGainView, ResourcesView],
         model_params=_auction_params(name, model),
         name="marketsim · online auction",
-        play_interval=301,  # Mesa's slider runs 1, 11, 21, ...: 301 is shown as is (400 would show 401)
     )
 
 

@@ -6,10 +6,11 @@ server on loopback (``marketsim viz NAME --no-browser``), opens it in headless C
 default model's four figures are drawn. Then:
 
 1. **Per-round time.** After a Reset, ``--rounds`` times: click Step, and wait until the page shows
-   the new round (every card's caption reads ``round r/R`` / ``slot s/T`` and every card's figure is
-   drawn; the first card's figure, whose title carries the round, must have changed: a PNG decoded
-   or a new SVG). The clock runs in the browser (``performance.now()``, polled every 5 ms), from the
-   click to the first check where the condition holds, so it covers the server's step and re-render,
+   the new round (every card's caption reads ``round r/R`` / ``slot s/T`` and every card's chart is
+   the one drawn for that round: each SVG chart's ``data-round`` / ``data-slot``; on a PNG page (an
+   old ``--baseline``) the first card's image, whose title carries the round, must have changed).
+   The clock runs in the browser (``performance.now()``, polled every 5 ms), from the click to the
+   first check where the condition holds, so it covers the server's step and re-render,
    the websocket round trips and the browser's decoding and layout.
 2. **Queued clicks.** Reset, then 4 Step clicks 50 ms apart (faster than a step): the time until the
    page shows round 4, and the round it settles at (must be 4: clicks are queued, not dropped).
@@ -75,6 +76,11 @@ window.__bench = {
     return svg ? svg.outerHTML : null;
   },
   drawn: (keys) => window.__bench.cards(keys).every(c => c && window.__bench.figure(c) !== null),
+  // the round/slot an inline SVG chart was drawn for (its data-round / data-slot); null for a PNG
+  figureRound: (c, unit) => {
+    const svg = c.querySelector('svg.marketsim-chart');
+    return svg ? svg.getAttribute('data-' + unit) : null;
+  },
 };
 true
 """
@@ -89,10 +95,13 @@ JS_TIMED = r"""
     if (!c) return false;
     const cap = c.querySelector('.marketsim-caption');
     const f = figure(c);
-    // every card: the new caption and a drawn figure; the first card (its title carries the round in both
-    // the PNG and the SVG page) also a changed figure, so a stale image does not count
-    return cap && cap.textContent.includes(unit + ' ' + r + '/') && f !== null
-      && (before === null || i > 0 || f !== before[i]);
+    if (!(cap && cap.textContent.includes(unit + ' ' + r + '/') && f !== null)) return false;
+    // every card's chart must be the one drawn for round r (an SVG chart carries it as data-round /
+    // data-slot), so a stale chart does not count; a PNG figure (the old matplotlib page) cannot say
+    // which round it shows: there the first card's image (its title carries the round) must have changed
+    const fr = window.__bench.figureRound(c, unit);
+    if (fr !== null) return fr === String(r);
+    return before === null || i > 0 || f !== before[i];
   });
   if (reset && !mk.click('Reset')) return {error: 'no Reset button'};
   const before = srcs();
@@ -331,7 +340,8 @@ def _markdown(rep: dict) -> str:
         "Produced by `benchmarks/bench_viz.py`.",
         "",
         "Per round: after a Reset, click Step in headless Chromium and time (browser clock) until every card "
-        "shows the new round/slot and a drawn figure, the first card a changed one; "
+        "shows the new round/slot and every card's chart is the one drawn for it (the SVG's data-round/data-slot; "
+        "on a PNG page only the first card's image is checked for a change); "
         f"{rep['rounds']} clicks one after another per page (the auction has 8 slots). Queued: Reset, then 4 Step "
         "clicks 50 ms apart; seconds until round 4 shows, and the round the page settles at (3 s later).",
         "",

@@ -629,11 +629,18 @@ class Scenario:
         """
         from agents.model import MarketModel
 
+        config, rng = self.model_inputs(policy, variant, seed)
+        return MarketModel(config, rng=rng)
+
+    def model_inputs(
+        self, policy: str, variant: str, seed: np.random.SeedSequence | int
+    ) -> tuple[ModelConfig, np.random.Generator]:
+        """The config and model RNG :meth:`build_model` gives a :class:`agents.model.MarketModel`."""
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         fresh = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
         work_ss, model_ss = fresh.spawn(2)
         config = self.instantiate(policy, variant, np.random.default_rng(work_ss))
-        return MarketModel(config, rng=np.random.default_rng(model_ss))
+        return config, np.random.default_rng(model_ss)
 
 
 @lru_cache(maxsize=16)

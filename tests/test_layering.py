@@ -76,6 +76,9 @@ def test_nothing_under_market_imports_analysis() -> None:
 #: needing a larger move (Astraea's market <-> audit tenant strategies; PD-ORS's theta <-> its reference
 #: rounding). The test fails on any other cycle, and on one of these once it is gone (to shrink the list).
 KNOWN_CYCLES = {
+    # MarketModel(scenario_name=...) (the keyword form mesa.batch_run needs) loads the scenario lazily,
+    # and Scenario.build_model builds a MarketModel: to be broken when the application layer is split
+    frozenset({"agents.model", "scenarios.loader"}),
     frozenset({"analysis.fairshare_study", "analysis.studies"}),
     frozenset({"market.astraea.audit", "market.astraea.market"}),
     frozenset({"market.pdors.reference", "market.pdors.theta"}),

@@ -528,6 +528,17 @@ def _wait_for_cards(cdp, titles: dict[str, str], image_key: str) -> None:
     cdp.wait_for(f"window.__mk.imageSum({json.dumps(image_key)})", 60, f"the {image_key} image")
 
 
+def _assert_no_mesa_leftovers(cdp) -> None:
+    """SolaraViz's leftovers are gone: no tab bar (a lone "PAGE 0" tab), no "Render Interval" slider,
+    no "Use Threads" box; Mesa's own controls (play interval, Reset / play / Step) are still there."""
+    text = cdp.js("window.__mk.text()").lower()
+    for gone in ("page 0", "render interval", "use threads"):
+        assert gone not in text, f"{gone!r} is still on the page"
+    assert cdp.js("document.querySelectorAll('.v-tabs, .v-tab, .v-input--checkbox').length") == 0
+    assert "play interval" in text
+    assert all(cdp.js(f"!!window.__mk.button({json.dumps(b)})") for b in ("Reset", "Step"))
+
+
 def _mouse_click(cdp, label: str) -> None:
     """A real mouse click (CDP Input events, press + release) at the centre of button ``label``."""
     at = cdp.js(f"window.__mk.mouseTarget({json.dumps(label)})")
@@ -545,6 +556,7 @@ def test_page_in_headless_chromium(tmp_path):
     one consistent round, 4 quick clicks after Reset reach round 4, switch the mechanism, screenshot."""
     with _served_page(tmp_path, "default") as (cdp, server_log):
         _wait_for_cards(cdp, viz.TITLES, "allocation")
+        _assert_no_mesa_leftovers(cdp)
         assert "Time: 0.0" in cdp.js("window.__mk.text()")
         assert "round 0/24" in cdp.js("window.__mk.caption('allocation')")
         before = cdp.js("window.__mk.imageSum('allocation')")
@@ -616,6 +628,7 @@ def test_auction_page_in_headless_chromium(tmp_path):
     shows a non-zero paired gain and the liar's true-value star, screenshot."""
     with _served_page(tmp_path, "control_auction") as (cdp, server_log):
         _wait_for_cards(cdp, viz.AUCTION_TITLES, "timeline")
+        _assert_no_mesa_leftovers(cdp)
         assert "slot 0/8" in cdp.js("window.__mk.caption('timeline')")
         sliders = dict(map(tuple, cdp.js("window.__mk.sliderLabels()")))
         assert sliders.get("liar (job id)") == str(viz.DEFAULT_AUCTION_LIAR), sliders
