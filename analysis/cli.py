@@ -35,8 +35,6 @@ try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends qu
     import numpy as np
 
     from market.errors import InputError, SolveError, check_finite
-    from market.types import check_capacity_vector
-    from scenarios.catalog import embedded
 except KeyboardInterrupt:
     sys.stderr.write("marketsim: interrupted\n")
     raise SystemExit(130) from None
@@ -238,6 +236,8 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        from market.types import check_capacity_vector
+
         m = check_capacity_vector("--capacity", cap, k)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
     if not raw:
@@ -304,6 +304,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from market import plugins
     from market.registry import check_name_clashes, get, names
+    from scenarios.catalog import embedded
     from scenarios.loader import scenario_names
 
     # import every family first: a plugin whose mechanism module fails, or whose names clash, is only
@@ -677,6 +678,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        from market.types import check_capacity_vector
+
         m = check_capacity_vector("--capacity", cap, k).astype(float)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
     _check_speedup_ratios("--speedups", W, mirrored=True)
@@ -802,12 +805,36 @@ def cmd_viz(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------
 
 
+def package_version() -> str:
+    """The installed ``marketsim`` distribution's version (``importlib.metadata``), or ``"unknown"``
+    when the package runs from a source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("marketsim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``marketsim VERSION`` and exit 0 (the version is looked up only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the marketsim version and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"{PROG} {package_version()}\n")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with the ``run``, ``allocate`` and ``list`` sub-commands."""
     parser = _Parser(
         prog=PROG,
         description="Agent-based simulator of markets and fair GPU allocation in shared ML clusters.",
     )
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     run = sub.add_parser(
