@@ -413,6 +413,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     paths = write_experiment(exp, out)
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
+    incomplete = exp.incomplete  # runs stopped by the round cap: not results (no plot, no table row)
+    if incomplete and "run_id" in frame.columns:
+        frame = frame[~frame["run_id"].isin({r["run_id"] for r in incomplete})]
     plots: list[Path] = []
     if not frame.empty and scenario.workload.trace is not None:  # trace runs: no per-tenant rounds, JCTs
         if (frame["measure"] == "jct_s").any():
@@ -424,7 +427,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     meta = exp.meta()
     report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
-    ok = len(exp.runs) - len(exp.errors)
+    ok = len(exp.runs) - len(exp.errors) - len(incomplete)
     headline = (
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
         f"{executor} executor); {runs_time_text(meta['wall_seconds'])}; total including writing: {wall:.2f} s"
@@ -432,6 +435,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
              paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+    for r in incomplete:
+        print(f"{PROG} run: run {r['run_id']} is INCOMPLETE, not a result: {r['reason']}", file=sys.stderr)
+    if incomplete:
+        code = max(code, 1)
     if exp.interrupted:
         print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)
         return 130
