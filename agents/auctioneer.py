@@ -64,6 +64,7 @@ class RoundStats:
     active_jobs: int = 0
     round_start_s: float = 0.0
     round_s: float = 0.0
+    merged_rounds: int = 1  # Gavel rounds this record covers (TraceRounds merges rounds where nothing changes)
 
 
 class Auctioneer(mesa.Agent):
@@ -106,6 +107,7 @@ class Auctioneer(mesa.Agent):
                 per_job=tw.tenancy == "job",
                 reported=tw.reported,
             )
+            self.trace.max_rounds = int(model.config.rounds)  # merged rounds count towards the horizon / cap
 
     # -- step 1-2: reports and allocation ---------------------------------------------------------
     def _problem(
@@ -198,6 +200,7 @@ class Auctioneer(mesa.Agent):
         st.jobs_completed = int(res.finished.size)
         st.round_start_s = res.now
         st.round_s = res.length_s
+        st.merged_rounds = res.merged
         self.resolves = eng.solves
         self.solve_seconds = eng.solve_seconds
         if res.finished.size:
