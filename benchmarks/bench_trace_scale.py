@@ -193,12 +193,9 @@ def main() -> int:
         "load_start": _load(),
     }
     prev = RESULTS / "trace_scale.json"
-    old = json.loads(prev.read_text()) if prev.exists() else {}
 
     # 1. against Gavel
-    if args.skip_gavel:
-        out["gavel"] = old.get("gavel")
-    else:
+    if not args.skip_gavel:
         have = bool(args.gavel_dir and args.gavel_python)
         cmp: dict[str, Any] = {"gavel_given": have, "pairs": [], "oef_noncoop": [], "cli": []}
         if have:
@@ -215,12 +212,11 @@ def main() -> int:
             print(f"pair {i}: {json.dumps({k: v for k, v in pair.items()}, default=str)[:400]}", flush=True)
         cmp["cli"].append(ours_cli("gavel-max-min-perf"))
         cmp["oef_noncoop"].append(ours({"scenario": "gavel_trace", "policy": "oef-noncoop"}))
+        cmp["load"] = f"{out['load_start']} -> {_load()}"
         out["gavel"] = cmp
 
     # 2. scale
-    if args.skip_scale:
-        out["scale"] = old.get("scale", [])
-    else:
+    if not args.skip_scale:
         rows = []
         for size in [int(s) for s in args.sizes.split(",") if s]:
             for pol in [p for p in args.policies.split(",") if p]:
@@ -237,6 +233,13 @@ def main() -> int:
     cpus = help_cpu()
     out["help_cpu_s"] = cpus
     out["load_end"] = _load()
+    old = json.loads(prev.read_text()) if prev.exists() else {}  # read now: a skipped part keeps its last run
+    for key in ("gavel", "scale"):
+        if key not in out:
+            out[key] = old.get(key)
+            out[f"{key}_run"] = old.get(f"{key}_run", old.get("run"))
+        else:
+            out[f"{key}_run"] = out["run"]
     (RESULTS / "trace_scale.json").write_text(json.dumps(out, indent=1) + "\n")
     (RESULTS / "trace_scale.md").write_text(render(out))
     print((RESULTS / "trace_scale.md").read_text())
@@ -250,7 +253,8 @@ def render(out: dict[str, Any]) -> str:
          "`python benchmarks/bench_trace_scale.py --gavel-dir GAVEL/scheduler --gavel-python GAVEL_VENV/bin/python`.",
          ""]  # fmt: skip
     g = out.get("gavel")
-    L += ["## 1. Packaged Gavel trace (1,301 jobs, 12+12+12 GPUs), whole-process CPU", ""]
+    L += ["## 1. Packaged Gavel trace (1,301 jobs, 12+12+12 GPUs), whole-process CPU", "",
+          f"Measured {out.get('gavel_run')}; load {(g or {}).get('load', '')}.", ""]
     if not g:
         L += ["(not measured in this run)", ""]
     else:
@@ -286,7 +290,7 @@ def render(out: dict[str, Any]) -> str:
             L += [f"`oef-noncoop` on the same trace (no Gavel counterpart): {c['cpu_s']:.2f} s CPU, mean JCT "
                   f"{c['mean_jct_s']:.1f} s, {c['solves']} solves, {c['rounds']:,} rounds in {c['steps']:,} steps.", ""]
     rows = out.get("scale") or []
-    L += ["## 2. Generated Gavel-style traces on 336+336+336 = 1,008 GPUs", ""]
+    L += ["## 2. Generated Gavel-style traces on 336+336+336 = 1,008 GPUs", "", f"Measured {out.get('scale_run')}.", ""]
     if rows:
         L += [f"Arrivals: Poisson, {rows[0]['rate']:g} jobs/hour (about 70% of the 42 jobs/h the cluster serves when "
               "every type takes random jobs: mean run time 60,142 s on V100, 69,707 s on P100, 266,699 s on K80); "
