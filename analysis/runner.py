@@ -208,7 +208,7 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
             spec.run_id,
             frame,
             seconds=time.perf_counter() - t0,
-            rounds=int(model.steps),
+            rounds=int(model.steps if model.auctioneer.trace is None else model.auctioneer.trace.rounds),
             resolves=int(model.auctioneer.resolves),
             parts=parts,
             completions=comp,
