@@ -16,7 +16,8 @@ generated 100,000-job trace, and the CPU of ``marketsim --help``.
    jobs, Gavel's durations) of 1,000, 10,000 and 100,000 jobs on 336 + 336 + 336 = 1,008 GPUs at
    ``--rate`` jobs per hour (default 30: about 70% of what the cluster can serve when every type
    takes random jobs, 42 jobs/h; the active-job count stays flat over the run, so the queue is
-   stable), each policy to completion in its own process: CPU and wall seconds, peak RSS.
+   stable), each policy to completion in its own process: CPU and wall seconds, peak RSS. Rows of
+   sizes or policies not run this time are kept from the previous file (each row has its loads).
 3. ``marketsim --help``: CPU of the whole process (median of 5).
 
 Usage::
@@ -234,6 +235,10 @@ def main() -> int:
     out["help_cpu_s"] = cpus
     out["load_end"] = _load()
     old = json.loads(prev.read_text()) if prev.exists() else {}  # read now: a skipped part keeps its last run
+    if "scale" in out and old.get("scale"):  # keep earlier rows of other sizes / policies, measured then
+        have = {(r["size"], r["policy"]) for r in out["scale"]}
+        out["scale"] = sorted([r for r in old["scale"] if (r["size"], r["policy"]) not in have] + out["scale"],
+                              key=lambda r: (r["size"], r["policy"]))  # fmt: skip
     for key in ("gavel", "scale"):
         if key not in out:
             out[key] = old.get(key)
@@ -310,6 +315,10 @@ def render(out: dict[str, Any]) -> str:
                      f"{tenths} | "
                      f"{r['load_start']} -> {r['load_end']} |")  # fmt: skip
         L.append("")
+        missing = [n for n in (1000, 10000, 100000) if n not in {r["size"] for r in rows}]
+        if missing:
+            L += [f"**Not measured in this run: {', '.join(f'{n:,}' for n in missing)} jobs** (run "
+                  f"`--sizes {','.join(str(n) for n in missing)}`).", ""]  # fmt: skip
     else:
         L += ["(not measured in this run)", ""]
     h = out["help_cpu_s"]
