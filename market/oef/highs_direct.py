@@ -9,6 +9,8 @@ single-threaded ``highspy.Highs`` instance, so it returns the vertex ``linprog``
 
 from __future__ import annotations
 
+import threading
+
 import highspy
 import numpy as np
 
@@ -18,17 +20,17 @@ from market.milp import new_highs
 __all__ = ["solve_min", "INF"]
 
 INF = highspy.kHighsInf
-_H: highspy.Highs | None = None
+_LOCAL = threading.local()  # one reused instance per thread (a Highs object is not thread-safe)
 
 
 def _highs() -> highspy.Highs:
-    global _H
-    if _H is None:
-        _H = new_highs()
-        _H.setOptionValue("solver", "simplex")
-        _H.setOptionValue("simplex_strategy", 1)  # dual simplex, as scipy's "highs-ds"
-        _H.setOptionValue("presolve", "on")
-    return _H
+    h = getattr(_LOCAL, "h", None)
+    if h is None:
+        h = _LOCAL.h = new_highs()
+        h.setOptionValue("solver", "simplex")
+        h.setOptionValue("simplex_strategy", 1)  # dual simplex, as scipy's "highs-ds"
+        h.setOptionValue("presolve", "on")
+    return h
 
 
 def solve_min(
