@@ -251,8 +251,14 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
                          "everyone; drop the row or use gavel-max-sum-throughput")  # fmt: skip
     coef = g.T * (g.s / (g.w * prop))[:, None]
     tub = g.time_ub()
-    first, cls, counts = row_classes(g.T, g.s, g.w, tub)
-    agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
+    nnz = 3 * g.n * g.k + g.n
+    # use_aggregation can only say yes when asked to, or ("auto") for a program large enough for
+    # interior point: only then are the identical rows looked for (np.unique of the rows costs more
+    # than a small program's solve)
+    agg = False
+    if g.aggregate is True or (g.aggregate == "auto" and g.solver == "auto" and nnz >= lpmod.AUTO_IPM_NONZEROS):
+        first, cls, counts = row_classes(g.T, g.s, g.w, tub)
+        agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, nnz)
     if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
         xa, t, path, dec = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
