@@ -70,6 +70,7 @@ class RoundStats:
     round_s: float = 0.0
     migrations: int = 0
     migration_lost_s: float = 0.0
+    merged_rounds: int = 1  # Gavel rounds this record covers (TraceRounds merges rounds where nothing changes)
 
 
 class Auctioneer(mesa.Agent):
@@ -117,6 +118,7 @@ class Auctioneer(mesa.Agent):
                 lease_rng=model.rng.spawn(1)[0] if tw.lease_order == "shuffle" else None,
                 **self._trace_hosts(model, placement, len(tr)),
             )
+            self.trace.max_rounds = int(model.config.rounds)  # merged rounds count towards the horizon / cap
             from agents.trace_tenants import TraceTenants
 
             #: trace runs: the tenants (reports, per-tenant measures; :mod:`agents.trace_tenants`)
@@ -259,6 +261,7 @@ class Auctioneer(mesa.Agent):
         st.cross_host_jobs = res.cross_host_jobs
         st.migrations = res.migrations
         st.migration_lost_s = res.migration_lost_s
+        st.merged_rounds = res.merged
         self.resolves = eng.solves
         self.solve_seconds = eng.solve_seconds
         assert self.tenants is not None

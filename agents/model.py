@@ -61,8 +61,9 @@ CLUSTER_MEASURES = (
     "max_abs_dev",
     "jobs_completed",
 )
-#: Extra cluster measures of trace runs: active jobs, round start and length (s).
-TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s")
+#: Extra cluster measures of trace runs: active jobs, round start and length (s), Gavel rounds merged
+#: into the record (:meth:`agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round).
+TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds")
 #: Extra cluster measures of trace runs with hosts (placement other than "ideal"): leases that
 #: changed hosts and the lease seconds they lost to ``migration_cost_s``
 HOST_MEASURES = ("migrations", "migration_lost_s")
@@ -287,7 +288,7 @@ class MarketModel(mesa.Model):
         assert eng is not None and self.config.trace is not None
         if eng.finished and (self.config.stop_when_idle or self.config.trace.until_done):
             self.running = False
-        elif self.steps >= self.config.rounds:
+        elif eng.rounds >= self.config.rounds:  # Gavel rounds, merged ones included (TraceRounds.rounds)
             self.running = False
             if self.config.trace.until_done:
                 self.cap_reached = True

@@ -128,6 +128,8 @@ class TraceRoundResult:
     cross_host_jobs: int = 0
     migrations: int = 0
     migration_lost_s: float = 0.0
+    #: Gavel rounds this result covers (> 1 when :meth:`TraceRounds._fast_forward` merged rounds)
+    merged: int = 1
 
 
 def lying_throughputs(
@@ -164,8 +166,9 @@ class TraceRounds:
     registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
     per job (tenancy "job"); ``reported`` (N, k): the throughputs the policy sees (None = the
     truth; lying tenants, module docstring); ``lease_order`` one of :data:`LEASE_ORDERS`, with
-    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations; ``placer``: host placement
-    (None = "ideal"), ``unconsolidated`` (N, k) steps/s of a job spanning hosts (None = ``throughputs``),
+    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations; ``placer``: host
+    placement (None = "ideal"), ``unconsolidated`` (N, k) steps/s of a job spanning hosts (None =
+    ``throughputs``),
     ``migration_cost_s`` (s) lost by a lease whose hosts changed (module docstring, step 6)."""
 
     def __init__(
@@ -261,6 +264,11 @@ class TraceRounds:
         #: ``reports(A)`` gives the rows the policy sees for the active jobs ``A`` at a solve and
         #: ``solved(A, m, x)`` hears the allocation (learning tenants re-score it by :meth:`_solve`)
         self.reporter: Any = None
+        #: merge rounds in which nothing can change into one step (:meth:`_fast_forward`; exact)
+        self.skip_rounds = True
+        #: Gavel rounds simulated so far (> steps when rounds were merged); at most :attr:`max_rounds`
+        self.rounds = 0
+        self.max_rounds: int | None = None
 
     # -- queries ---------------------------------------------------------------------------------
     @property
@@ -489,4 +497,86 @@ class TraceRounds:
             self.need_realloc = True
         self.ran_last = True
         self.now += length
+        self.rounds += 1
+        if self.skip_rounds and not fin.any() and not self.need_realloc and self._can_skip():
+            self._fast_forward(res, m, jobs, typ, rate)
         return res
+
+    # -- merging the rounds in which nothing can change ---------------------------------------------
+    #: rounds examined per vectorised block of :meth:`_fast_forward`
+    SKIP_BLOCK = 256
+
+    def _can_skip(self) -> bool:
+        """Merging rounds is exact only when nothing happens between rounds: not with Gavel's
+        per-round type shuffle (a new permutation, and an RNG draw, every round) nor with hosts (the
+        server agents' health is read every round and a lease may move)."""
+        return self.lease_order == "fastest" and self.placer is None
+
+    def _lease_is_order_free(self, m: np.ndarray, jobs: np.ndarray, typ: np.ndarray) -> bool:
+        """True if this round's lease (``jobs`` on types ``typ``) did not depend on priorities: on
+        every type, fastest first, all jobs :meth:`_lease` considers for it fit (its branch "everyone
+        fits"), and that gives exactly this lease. Such a lease repeats while the active jobs, their
+        allocations and ``m`` stay the same, whatever the priorities."""
+        A = self.active
+        ok = (self.T[A] > 0) & self.has_alloc[A][:, None]
+        sizes = self.s[A]
+        left = m.astype(np.int64).copy()
+        taken = np.full(A.size, -1, dtype=np.int64)
+        for t in range(self.k - 1, -1, -1):  # the order of _lease
+            if left[t] <= 0:
+                continue
+            cand = ok[:, t] & (taken < 0) & (sizes <= left[t])
+            need = int(sizes[cand].sum())
+            if need > left[t]:
+                return False  # _lease ranks by priority here
+            left[t] -= need
+            taken[cand] = t
+        got = np.full(A.size, -1, dtype=np.int64)
+        got[np.searchsorted(A, jobs)] = typ
+        return bool(np.array_equal(got, taken))
+
+    def _fast_forward(self, res: TraceRoundResult, m: np.ndarray, jobs: np.ndarray, typ: np.ndarray,
+                      rate: np.ndarray) -> None:  # fmt: skip
+        """After a round in which no job finished and no reset is pending: simulate at once the
+        following rounds that would lease the same jobs on the same types (the lease did not depend
+        on priorities, :meth:`_lease_is_order_free`), up to the next arrival, the round before a
+        job finishes, or :attr:`max_rounds`. Exact: the clock, remaining steps and Gavel's time
+        counters get the same float operations in the same order as round by round
+        (``ufunc.accumulate``), so JCTs are bit-identical. ``res`` then covers all merged rounds
+        (``merged`` of them, ``length_s`` their total; per-round rates unchanged)."""
+        dt = self.dt
+        merged_before = res.merged
+        start_remaining = self.remaining[jobs].copy()
+        while True:
+            budget = self.SKIP_BLOCK if self.max_rounds is None else min(self.SKIP_BLOCK, self.max_rounds - self.rounds)
+            if budget < 1 or not self._lease_is_order_free(m, jobs, typ):
+                break
+            starts = np.add.accumulate(np.concatenate([[self.now], np.full(budget, dt)]))  # starts[q]: round q's start
+            c = budget
+            if self.next_arrival < self.n:  # a round starting at or after the next arrival admits it
+                c = min(c, int(np.searchsorted(starts[:budget], self.arrival[self.next_arrival], side="left")))
+            d = rate * dt
+            steps = np.vstack([self.remaining[jobs][None, :], np.broadcast_to(d, (budget, d.size))])
+            rem = np.subtract.accumulate(steps)  # rem[q]: remaining steps at the start of round q
+            fin = (rem[:budget] / rate <= dt * (1.0 + 1e-12)).any(axis=1)  # the rounds in which a job would finish
+            if fin.any():
+                c = min(c, int(np.argmax(fin)))
+            if c < 1:
+                break
+            self.remaining[jobs] = rem[c]
+            jt = self.job_time[jobs, typ]
+            self.job_time[jobs, typ] = np.add.accumulate(np.vstack([jt[None, :], np.full((c, jt.size), dt)]))[-1]
+            for t in np.unique(typ).tolist():  # np.add.at adds each lease's time in turn
+                cnt = int((typ == t).sum())
+                seq = np.concatenate([[self.worker_time[t]], np.full(c * cnt, dt)])
+                self.worker_time[t] = np.add.accumulate(seq)[-1]
+            self.now = float(starts[c])
+            self.rounds += c
+            res.merged += c
+            if c < budget:
+                break
+        extra = res.merged - merged_before
+        if extra:
+            res.used_gpu_seconds *= res.merged / merged_before
+            res.length_s = self.now - res.now
+            res.done_steps = res.done_steps + (start_remaining - self.remaining[jobs])  # steps of every merged round

@@ -36,8 +36,6 @@ try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends qu
     import numpy as np
 
     from market.errors import InputError, SolveError, check_finite
-    from market.types import check_capacity_vector
-    from scenarios.catalog import embedded
 except KeyboardInterrupt:
     sys.stderr.write("marketsim: interrupted\n")
     raise SystemExit(130) from None
@@ -256,6 +254,8 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        from market.types import check_capacity_vector
+
         m = check_capacity_vector("--capacity", cap, k)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
     if not raw:
@@ -322,6 +322,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from market import plugins
     from market.registry import check_name_clashes, get, names
+    from scenarios.catalog import embedded
     from scenarios.loader import scenario_names
 
     # import every family first: a plugin whose mechanism module fails, or whose names clash, is only
@@ -444,6 +445,9 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     paths = write_experiment(exp, out)
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
+    incomplete = exp.incomplete  # runs stopped by the round cap: not results (no plot, no table row)
+    if incomplete and "run_id" in frame.columns:
+        frame = frame[~frame["run_id"].isin({r["run_id"] for r in incomplete})]
     plots: list[Path] = []
     if not frame.empty and scenario.workload.trace is not None:  # trace runs: no per-tenant rounds, JCTs
         if (frame["measure"] == "jct_s").any():
@@ -455,7 +459,7 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     meta = exp.meta()
     report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
-    ok = len(exp.runs) - len(exp.errors)
+    ok = len(exp.runs) - len(exp.errors) - len(incomplete)
     headline = (
         f"{scenario.name}: {ok}/{len(exp.runs)} runs ({exp.replications} replication(s), seed {exp.seed}, "
         f"{executor} executor); {runs_time_text(meta['wall_seconds'])}; total including writing: {wall:.2f} s"
@@ -463,6 +467,10 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
              paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+    for r in incomplete:
+        print(f"{PROG} run: run {r['run_id']} is INCOMPLETE, not a result: {r['reason']}", file=sys.stderr)
+    if incomplete:
+        code = max(code, 1)
     if exp.interrupted:
         print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)
         return 130
@@ -745,6 +753,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
+        from market.types import check_capacity_vector
+
         m = check_capacity_vector("--capacity", cap, k).astype(float)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
     _check_speedup_ratios("--speedups", W, mirrored=True)
@@ -882,12 +892,36 @@ def cmd_viz(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------------
 
 
+def package_version() -> str:
+    """The installed ``marketsim`` distribution's version (``importlib.metadata``), or ``"unknown"``
+    when the package runs from a source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("marketsim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``marketsim VERSION`` and exit 0 (the version is looked up only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the marketsim version and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        sys.stdout.write(f"{PROG} {package_version()}\n")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with the ``run``, ``allocate`` and ``list`` sub-commands."""
     parser = _Parser(
         prog=PROG,
         description="Agent-based simulator of markets and fair GPU allocation in shared ML clusters.",
     )
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     run = sub.add_parser(

@@ -415,7 +415,7 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         "jobs_unfinished": float(n_jobs - jct.size),
         "straggler_workers": 0.0,
         "utilisation": wmean("utilisation"),
-        "rounds": float(max(int(model.steps), 1)),
+        "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),  # Gavel rounds (steps may merge rounds)
     }
     if liars:
         lie = comp["tenant"].astype(str).isin(set(liars)).to_numpy()

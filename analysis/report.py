@@ -89,6 +89,18 @@ def render_report(
         "with hosts: migrations (leases that changed hosts) and migration_lost_s (seconds they lost) per run.",
         "",
     ]
+    incomplete = list(meta.get("incomplete_runs") or [])
+    if incomplete:  # not results: left out of every table and figure below
+        bad = {str(r["run_id"]) for r in incomplete}
+        if "run_id" in frame.columns:
+            frame = frame[~frame["run_id"].astype(str).isin(bad)]
+        out[-4:-4] = [
+            f"**INCOMPLETE: {len(incomplete)} run(s) hit the round cap and are not reported as results** "
+            "(they are left out of every table and figure below; raise `max_rounds`):",
+            "",
+            *[f"- `{r['run_id']}`: {r['reason']}" for r in incomplete],
+            "",
+        ]
     summ = policy_summary(frame)
     out += [_table(summ) if not summ.empty else "(no results)", ""]
     if deviators and not frame.empty:

@@ -99,6 +99,10 @@ class RunResult:
     resolves: int = 0
     parts: list[str] = field(default_factory=list)  # spilled Parquet files, in row order
     completions: pd.DataFrame | None = None  # trace runs: one row per finished job (with job_id)
+    #: why the run is not a result although it did not fail ("" = complete): a trace run stopped
+    #: by the safety cap ``max_rounds`` before every job finished (``unfinished_jobs`` of them)
+    incomplete: str = ""
+    unfinished_jobs: int = 0
 
 
 def plan_runs(
@@ -203,14 +207,17 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
                 )  # fmt: skip
             ):
                 comp.insert(i, col, val)
+        incomplete, unfinished = _incomplete(model)
         return RunResult(
             spec.run_id,
             frame,
             seconds=time.perf_counter() - t0,
-            rounds=int(model.steps),
+            rounds=int(model.steps if model.auctioneer.trace is None else model.auctioneer.trace.rounds),
             resolves=int(model.auctioneer.resolves),
             parts=parts,
             completions=comp,
+            incomplete=incomplete,
+            unfinished_jobs=unfinished,
         )
     except Exception as exc:  # a failing run must not take the others down
         for p in parts:
@@ -218,6 +225,18 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
         return RunResult(spec.run_id, None, f"{type(exc).__name__}: {exc}{where}", time.perf_counter() - t0)
+
+
+def _incomplete(model: Any) -> tuple[str, int]:
+    """``(reason, unfinished jobs)`` of a trace run stopped by the safety cap, else ``("", 0)``."""
+    if not getattr(model, "cap_reached", False):
+        return "", 0
+    tw = model.config.trace
+    eng = model.auctioneer.trace
+    left = len(tw.trace) - int(eng.completed)
+    why = (f"safety cap: stopped after max_rounds = {int(model.config.rounds):,} rounds at t = {float(eng.now):.0f} s "
+           f"with {left:,} of {len(tw.trace):,} jobs unfinished; raise max_rounds")  # fmt: skip
+    return why, left
 
 
 def crash_result(item: Any, exc: BaseException) -> Any:
@@ -406,6 +425,19 @@ class Experiment:
     completions: pd.DataFrame | None = None  # trace runs: every finished job of every run
 
     @property
+    def incomplete(self) -> list[dict[str, Any]]:
+        """Runs that ended without failing but are not results (a trace run stopped by its round
+        cap): ``run_id``, ``policy``, ``variant``, ``replication``, ``reason``, ``unfinished_jobs``."""
+        if "incomplete" not in self.runs.columns:
+            return []
+        bad = self.runs[self.runs["incomplete"].astype(str) != ""]
+        return [
+            {"run_id": r.run_id, "policy": r.policy, "variant": r.variant, "replication": int(r.replication),
+             "reason": r.incomplete, "unfinished_jobs": int(r.unfinished_jobs)}  # fmt: skip
+            for r in bad.itertuples(index=False)
+        ]
+
+    @property
     def deviators(self) -> dict[str, str]:
         """Lying variant -> id of its deviating tenant."""
         return {v: d for v in self.scenario.variant_names if (d := self.scenario.deviator(v)) is not None}
@@ -434,9 +466,11 @@ class Experiment:
             "wall_seconds": round(self.seconds, 3),
             "runs": len(self.runs),
             "failed_runs": len(self.errors),
+            "incomplete_runs": self.incomplete,
+            "complete": not self.errors and not self.interrupted and not self.incomplete,
             "interrupted": self.interrupted,
-            "status": "interrupted" if self.interrupted else "complete",  # analysis.run_status
-            "complete": not self.errors and not self.interrupted,
+            # analysis.run_status; "capped": finished, but a run stopped at the round cap (incomplete_runs)
+            "status": "interrupted" if self.interrupted else ("capped" if self.incomplete else "complete"),
             "trace": None if s.workload.trace is None else asdict(s.workload.trace),
         }
 
@@ -510,10 +544,14 @@ def run_experiment(
                 "rounds": results[s.run_id].rounds if s.run_id in results else 0,
                 "resolves": results[s.run_id].resolves if s.run_id in results else 0,
                 "error": (results[s.run_id].error or "") if s.run_id in results else "no result",
+                "complete": s.run_id in results and not results[s.run_id].error and not results[s.run_id].incomplete,
+                "incomplete": results[s.run_id].incomplete if s.run_id in results else "",
+                "unfinished_jobs": results[s.run_id].unfinished_jobs if s.run_id in results else 0,
             }
             for s in specs
         ],
-        columns=["run_id", "policy", "variant", "replication", "seconds", "rounds", "resolves", "error"],
+        columns=["run_id", "policy", "variant", "replication", "seconds", "rounds", "resolves", "error", "complete",
+                 "incomplete", "unfinished_jobs"],  # fmt: skip
     )
     errors = [
         (s.run_id, results[s.run_id].error or "") for s in specs if s.run_id in results and results[s.run_id].error

@@ -60,7 +60,7 @@ def _run(scenario: str, policy: str, seed: int) -> dict:
     eng = model.auctioneer.trace
     comp = model.completions()
     solve = eng.solve_seconds
-    rounds = int(model.steps)
+    rounds = int(eng.rounds)  # Gavel rounds (model steps merge rounds in which nothing changes)
     return {
         "scenario": scenario,
         "policy": policy,

@@ -100,6 +100,16 @@ PHILLY_SAMPLE = "philly_sample.csv"
 #: spawn key of the Philly job-type stream (keeps it apart from the scenario's other streams)
 PHILLY_SALT = 0x7A11
 
+#: Sanity limits of a trace, checked while it is read or generated, so an absurd value fails at once
+#: (exit 2, naming the file, line and column) instead of running forever, losing precision or ending
+#: in a MemoryError. Jobs per trace (file lines or generated ``jobs``); arrival times and Philly
+#: durations in s (1e9 s = 31.7 years; the packaged traces span 19 and 109 days, and below 1e9 a
+#: float keeps sub-microsecond resolution, so ``completion - arrival`` stays exact); ``total_steps``
+#: (1e12: the packaged traces need at most 3.2e7 resp. 6e9 steps). README "size limits" lists them.
+MAX_TRACE_JOBS = 1_000_000
+MAX_TRACE_SECONDS = 1e9
+MAX_TOTAL_STEPS = 1e12
+
 _GAVEL_COLUMNS = (
     "job_type",
     "command",
@@ -295,14 +305,22 @@ def read_gavel_trace(path: str | Path) -> Trace:
         a = check_finite(f"{where} column 'arrival_time'", f[9])
         if t <= 0:
             raise InputError(f"{where} column 'total_steps'", f[5], "must be > 0")
+        if t > MAX_TOTAL_STEPS:
+            why = f"must be at most {MAX_TOTAL_STEPS:.0e} (size limit)"
+            raise InputError(f"{where} column 'total_steps'", f[5], why)
         if s < 1:
             raise InputError(f"{where} column 'scale_factor'", f[6], "must be >= 1")
         if w <= 0:
             raise InputError(f"{where} column 'priority_weight'", f[7], "must be > 0")
         if a < 0:
             raise InputError(f"{where} column 'arrival_time'", f[9], "must be >= 0")
+        if a > MAX_TRACE_SECONDS:
+            why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+            raise InputError(f"{where} column 'arrival_time'", f[9], why)
         if arr and a < arr[-1]:
             raise InputError(f"{where} column 'arrival_time'", f[9], f"must not decrease (previous {arr[-1]})")
+        if len(types) >= MAX_TRACE_JOBS:
+            raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
         types.append(f[0].strip())
         steps.append(t)
         scale.append(s)
@@ -352,6 +370,11 @@ def read_philly_csv(path: str | Path) -> Trace:
                 g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
                 if d <= 0:
                     raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
+                if d > MAX_TRACE_SECONDS:
+                    why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+                    raise InputError(f"{where} column 'duration'", r["duration"], why)
+                if len(rows) >= MAX_TRACE_JOBS:
+                    raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
                 if g < 1:
                     raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
                 u = (r["cluster"] or "").strip()
@@ -364,6 +387,9 @@ def read_philly_csv(path: str | Path) -> Trace:
         raise InputError("trace", str(p), "has no jobs")
     order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep file order
     t0 = rows[order[0]][0]
+    if rows[order[-1]][0] - t0 > MAX_TRACE_SECONDS:
+        why = f"spans {rows[order[-1]][0] - t0:.3g} s; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+        raise InputError(f"{p} column 'timestamp'", datetime.fromtimestamp(rows[order[-1]][0], UTC), why)
     n = len(rows)
     return Trace(
         job_id=np.array([str(i) for i in range(n)]),
@@ -431,7 +457,13 @@ def load_trace(
     if fmt == "gavel":
         return read_gavel_trace(path)
     table = table if table is not None else load_throughput_table(data_path(GAVEL_THROUGHPUTS))
-    return assign_philly_job_types(read_philly_csv(path), table, gpu_types, seed, reference)
+    tr = assign_philly_job_types(read_philly_csv(path), table, gpu_types, seed, reference)
+    big = np.flatnonzero(tr.total_steps > MAX_TOTAL_STEPS)
+    if big.size:
+        i = int(big[0])
+        why = f"gives total_steps {tr.total_steps[i]:.3g} > {MAX_TOTAL_STEPS:.0e} (size limit)"
+        raise InputError(f"{tr.source}: job {tr.job_id[i]} duration", float(tr.duration_s[i]), why)
+    return tr
 
 
 #: spawn key of the generator's random stream (``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``)
@@ -463,6 +495,8 @@ def generate_gavel_trace(
     n = int(jobs)
     if n < 1:
         raise InputError("workload.jobs", jobs, "must be an integer >= 1")
+    if n > MAX_TRACE_JOBS:
+        raise InputError("workload.jobs", jobs, f"must be at most {MAX_TRACE_JOBS:,} (size limit)")
     rate = float(jobs_per_hour)
     if not math.isfinite(rate) or rate <= 0:
         raise InputError("workload.jobs_per_hour", jobs_per_hour, "must be a finite number > 0")
@@ -481,6 +515,9 @@ def generate_gavel_trace(
     short = rng.random(n) < 0.8
     exps = np.where(short, rng.uniform(1.5, 3.0, n), rng.uniform(3.0, 4.0, n))
     arrival = np.concatenate([[0.0], np.cumsum(gaps[1:])])
+    if not arrival[-1] <= MAX_TRACE_SECONDS:
+        why = f"gives arrivals up to {arrival[-1]:.3g} s for {n:,} jobs; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+        raise InputError("workload.jobs_per_hour", jobs_per_hour, why)
     duration = 60.0 * 10.0**exps
     job_type = np.array([names[int(i)] for i in pick], dtype=object).astype(str)
     ref_tput = np.array([table.values[(names[int(i)], 1)][ref] for i in pick])

@@ -88,6 +88,8 @@ from market.topology import multi_rack_tree, single_rack
 from market.traces import (
     GAVEL_THROUGHPUTS,
     GAVEL_THROUGHPUTS_UNCONSOLIDATED,
+    MAX_TRACE_JOBS,
+    MAX_TRACE_SECONDS,
     TRACE_FORMATS,
     Trace,
     data_path,
@@ -122,6 +124,13 @@ ALL_POLICIES = ("oef-noncoop", "oef-coop", "gavel", "gandiva-fair", "maxmin", "m
 MAX_TENANTS = 100_000
 MAX_JOBS = 1_000_000
 MAX_GPUS = 1_000_000
+#: Sanity limits on time and run length, checked while parsing (exit 2 naming the key): a round
+#: lasts 1 s to 1 day (``cluster.round_seconds``; Gavel uses 360 s), and a run has at most 10^7
+#: rounds (``rounds`` and ``workload.max_rounds``; 10^7 rounds of 360 s are 114 years). Trace limits
+#: (jobs, arrival times, total_steps): :data:`market.traces.MAX_TRACE_JOBS` and its neighbours.
+MIN_ROUND_SECONDS = 1.0
+MAX_ROUND_SECONDS = 86_400.0
+MAX_ROUNDS = 10_000_000
 
 # ---------------------------------------------------------------------------------------------------
 # typed getters that name the offending key
@@ -325,7 +334,9 @@ class TraceSpec:
     ``format`` "gavel" | "philly", ``tenancy`` "job" | "user" | N, ``max_jobs`` (first jobs only,
     None = all), ``duration_reference`` (Philly), ``until_done`` (``rounds`` omitted: run until
     every job has completed, at most ``max_rounds`` rounds); ``generator = "gavel"``: no file, the
-    trace is :func:`market.traces.generate_gavel_trace` of ``jobs`` jobs at ``jobs_per_hour``."""
+    trace is :func:`market.traces.generate_gavel_trace` of ``jobs`` jobs at ``jobs_per_hour``.
+    ``arrival_scale`` (file traces): every arrival time is multiplied by it (0.25 = the same jobs
+    arriving 4x as fast, so 4x the load; durations and work are unchanged)."""
 
     path: str
     format: str = "gavel"
@@ -338,6 +349,7 @@ class TraceSpec:
     jobs: int = 0
     jobs_per_hour: float = 0.0
     tenant_rows: str = "agents"  # [workload] tenant_measures
+    arrival_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -652,7 +664,8 @@ def _trace_of(ts: TraceSpec, table_path: str, types: tuple[str, ...], seed: int)
     """The trace of ``ts``: read from its file, or generated (``ts.generator``) with ``seed``."""
     if ts.generator is not None:
         return _cached_generated(table_path, types, ts.jobs, ts.jobs_per_hour, seed, ts.duration_reference)
-    return _cached_trace(ts.path, ts.format, table_path, types, seed, ts.duration_reference, ts.max_jobs)
+    tr = _cached_trace(ts.path, ts.format, table_path, types, seed, ts.duration_reference, ts.max_jobs)
+    return tr if ts.arrival_scale == 1.0 else replace(tr, arrival_s=tr.arrival_s * ts.arrival_scale)
 
 
 @lru_cache(maxsize=32)
@@ -776,6 +789,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         raise InputError(top.key("policies"), pol, "must not repeat a mechanism")
     rounds_given = top.has("rounds")
     rounds = top.integer("rounds", 24, minimum=1)
+    if rounds > MAX_ROUNDS:
+        raise InputError(top.key("rounds"), rounds, f"must be at most {MAX_ROUNDS:,} (size limit)")
     replications = top.integer("replications", 3, minimum=1)
     seed = top.integer("seed", 0, minimum=0)
     raw_wl = top.data.get("workload")
@@ -806,7 +821,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         gpus,
         gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
         racks=c.integer("racks", 1, minimum=1),
-        round_seconds=c.number("round_seconds", 360.0 if is_trace else 300.0, positive=True),
+        round_seconds=_round_seconds(c, 360.0 if is_trace else 300.0),
         reallocation_interval_s=c.number("reallocation_interval_s", GAVEL_REALLOCATION_S, minimum=0.0),
         lease_order=_lease_order(c, is_trace),
     )
@@ -971,7 +986,8 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     return scen
 
 
-_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds", "tenant_measures")
+_TRACE_KEYS = ("trace", "trace_format", "tenancy", "max_jobs", "duration_reference", "max_rounds", "tenant_measures",
+               "arrival_scale")  # fmt: skip
 _GENERATOR_KEYS = ("generator", "jobs", "jobs_per_hour", "tenancy", "duration_reference", "max_rounds",
                    "tenant_measures")  # fmt: skip
 
@@ -998,17 +1014,55 @@ def _trace_workload(
         str(path),
         fmt or "gavel",
         tenancy,
-        max_jobs=w.integer("max_jobs", minimum=1),
+        max_jobs=_max_jobs(w),
         duration_reference=w.string("duration_reference", "v100") or "v100",
         until_done=not rounds_given,
-        max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+        max_rounds=_max_rounds(w),
         tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
+        arrival_scale=float(w.number("arrival_scale", 1.0, positive=True)),
     )
     table_path = profiles.file or str(data_path(GAVEL_THROUGHPUTS))
     tr = _cached_trace(spec.path, spec.format, table_path, cluster.gpu_types, seed, spec.duration_reference,
                        spec.max_jobs)  # fmt: skip
+    if float(tr.arrival_s[-1]) * spec.arrival_scale > MAX_TRACE_SECONDS:
+        why = f"puts the last arrival at {float(tr.arrival_s[-1]) * spec.arrival_scale:.3g} s; at most " \
+              f"{MAX_TRACE_SECONDS:.0e} s (size limit)"  # fmt: skip
+        raise InputError(w.key("arrival_scale"), spec.arrival_scale, why)
     n_tenants = tenancy if isinstance(tenancy, int) else len(set(tenant_of_jobs(tr, tenancy).tolist()))
     return WorkloadSpec(tenants=n_tenants, trace=spec)
+
+
+def _round_seconds(c: _Table, default: float) -> float:
+    """``[cluster] round_seconds`` within [:data:`MIN_ROUND_SECONDS`, :data:`MAX_ROUND_SECONDS`]."""
+    v = float(c.number("round_seconds", default, positive=True))
+    if not MIN_ROUND_SECONDS <= v <= MAX_ROUND_SECONDS:
+        why = f"must be between {MIN_ROUND_SECONDS:g} and {MAX_ROUND_SECONDS:,.0f} s (size limit)"
+        raise InputError(c.key("round_seconds"), v, why)
+    return v
+
+
+def _max_rounds(w: _Table) -> int:
+    """``[workload] max_rounds`` (the safety cap of a trace run), 1 to :data:`MAX_ROUNDS`."""
+    v = int(w.integer("max_rounds", 200_000, minimum=1))
+    if v > MAX_ROUNDS:
+        raise InputError(w.key("max_rounds"), v, f"must be at most {MAX_ROUNDS:,} (size limit)")
+    return v
+
+
+def _max_jobs(w: _Table) -> int | None:
+    v = w.integer("max_jobs", minimum=1)
+    if v is not None and v > MAX_TRACE_JOBS:
+        raise InputError(w.key("max_jobs"), v, f"must be at most {MAX_TRACE_JOBS:,} (size limit)")
+    return v
+
+
+def _generated_jobs(w: _Table) -> int:
+    """``[workload] jobs`` of a generated trace, 1 to :data:`market.traces.MAX_TRACE_JOBS`, checked
+    before the trace is drawn."""
+    v = int(w.integer("jobs", required=True, minimum=1))
+    if v > MAX_TRACE_JOBS:
+        raise InputError(w.key("jobs"), v, f"must be at most {MAX_TRACE_JOBS:,} (size limit)")
+    return v
 
 
 def _only_keys(w: _Table, keys: tuple[str, ...], what: str) -> None:
@@ -1042,10 +1096,10 @@ def _generated_workload(w: _Table, rounds_given: bool) -> WorkloadSpec:
         tenancy,
         duration_reference=w.string("duration_reference", "v100") or "v100",
         until_done=not rounds_given,
-        max_rounds=w.integer("max_rounds", 200_000, minimum=1),
+        max_rounds=_max_rounds(w),
         generator="gavel",
         tenant_rows=_choice(w, "tenant_measures", "agents", TENANT_ROWS),
-        jobs=w.integer("jobs", required=True, minimum=1) or 1,
+        jobs=_generated_jobs(w),
         jobs_per_hour=float(w.number("jobs_per_hour", w.raw("jobs_per_hour", required=True), positive=True)),
     )
     # the generated trace has exactly `jobs` jobs (parse_scenario builds it once to validate it)

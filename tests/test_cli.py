@@ -109,6 +109,27 @@ def test_list_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["frobnicate"]) == 2
 
 
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"marketsim {version('marketsim')}\n"
+
+
+def test_help_imports_no_heavy_module() -> None:
+    """``marketsim --help`` stays cheap: Mesa, pandas, scipy, networkx load only when a command needs them
+    (the CPU time is measured in benchmarks/bench_trace_scale.py, not here)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from analysis.cli import main; code = main(['--help']); "
+        "print(sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'highspy', 'agents') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
 def test_run_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "no_such_scenario"]) == 2
     assert "scenario" in capsys.readouterr().err

@@ -47,14 +47,17 @@ def _scenario(tmp_path: Path, lines: list[str], cluster: str, policy: str = "max
 
 
 def _engine(lease_order: str, seed: int | None, steps: float = 1e6) -> TraceRounds:
-    """One job, 1 K80 (1 step/s) + 1 V100 (2 steps/s), under maxmin."""
-    return TraceRounds(
+    """One job, 1 K80 (1 step/s) + 1 V100 (2 steps/s), under maxmin; round by round (no merged
+    rounds), so every step is one lease."""
+    eng = TraceRounds(
         throughputs=np.array([[1.0, 2.0]]), scale=np.array([1]), total_steps=np.array([steps]),
         arrival_s=np.array([0.0]), priority=np.array([1.0]), tenant_code=np.array([0]),
         job_type_code=np.array([0]), policy="maxmin", mechanism=get("maxmin", "fair-share"),
         round_seconds=360.0, reallocation_interval_s=1920.0, per_job=True, lease_order=lease_order,
         lease_rng=None if seed is None else np.random.default_rng(seed),
     )  # fmt: skip
+    eng.skip_rounds = False
+    return eng
 
 
 def _types_leased(eng: TraceRounds, rounds: int) -> list[int]:

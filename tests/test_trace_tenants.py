@@ -295,3 +295,32 @@ def test_tenants_liar_hosts_and_shuffle_together(tmp_path: Path) -> None:
     assert (liar["est_reported"] > liar["est"] + 1e-9).any()
     honest = ten.drop(index="t2", level="tenant")
     np.testing.assert_allclose(honest["est_reported"], honest["est"], rtol=1e-12)
+
+
+def test_merged_rounds_keep_the_tenants_work_and_stay_off_when_rounds_differ(tmp_path: Path) -> None:
+    """Merged rounds (TraceRounds._fast_forward) record one step for many rounds: a tenant's `act`
+    of that step must be its rate over all of them, so act x round_s summed per tenant equals the
+    round-by-round run's, and the JCTs are identical. With Gavel's shuffled lease order or hosts,
+    every round can differ, so nothing is merged."""
+    sc = load_scenario(_tenant4(tmp_path))
+    work, jcts = [], []
+    for skip in (True, False):
+        m = sc.build_model("gavel-max-min-perf", "truthful", 3)
+        m.auctioneer.trace.skip_rounds = skip
+        m.run()
+        t = m.tidy()
+        merged = t.loc[t["measure"] == "merged_rounds", "value"]
+        assert (merged.max() > 1) == skip
+        act = t[(t["measure"] == "act") & (t["tenant"] != "")]
+        length = t[t["measure"] == "round_s"].set_index("round")["value"]
+        w = (act["value"].to_numpy() * length.reindex(act["round"]).to_numpy())
+        work.append(pd.Series(w).groupby(act["tenant"].to_numpy()).sum())
+        jcts.append(m.completions().sort_values("job_id")["jct_s"].to_numpy())
+    pd.testing.assert_series_equal(work[0], work[1], rtol=1e-9)
+    np.testing.assert_array_equal(jcts[0], jcts[1])
+    for extra, cluster in (("", 'lease_order = "shuffle"\n'), ('placement = "auto"\n', "gpus_per_host = 3\n")):
+        text = TENANT4.format(trace=data_path(GAVEL_TRACE)).replace("[cluster]\n", "[cluster]\n" + cluster)
+        (tmp_path / "x.toml").write_text(extra + text)
+        m = load_scenario(tmp_path / "x.toml").build_model("gavel-max-min-perf", "truthful", 3).run()
+        t = m.tidy()
+        assert (t.loc[t["measure"] == "merged_rounds", "value"] == 1).all(), cluster

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from market.allocation import Allocation
 from market.errors import InputError, SolveError, as_float_array, check_choice
+from market.oef import highs_direct
 from market.oef import lp as lpmod
 from market.oef.maxmin import solve_maxmin_live
 from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
@@ -139,6 +140,12 @@ def _program(
     return lpmod.LinearProgram(c, A, b, bounds=bounds)
 
 
+def _direct(g: GavelInput) -> bool:
+    """Solve by :mod:`market.oef.highs_direct`: the dual simplex (``"highs-ds"``) is the method, given
+    or picked by ``"auto"`` for a program this small (``3 n k + n`` nonzeros at most)."""
+    return lpmod.choose_solver(g.solver, 3 * g.n * g.k + g.n) == "highs-ds"
+
+
 def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds: float, info: dict) -> Allocation:
     x = np.clip(x, 0.0, g.time_ub()[:, None]) + 0.0
     x[g.T <= 0] = 0.0
@@ -151,6 +158,10 @@ def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds
 
 
 def _sum_lp(g: GavelInput, T: np.ndarray) -> tuple[np.ndarray, float, float]:
+    if _direct(g):  # small program: straight to highspy, same method and vertex (market.oef.highs_direct)
+        t0 = time.perf_counter()
+        x = highs_direct.gavel_sum("gavel-max-sum-throughput", T, g.m, g.s, g.time_ub())
+        return x, float((T * x).sum()), time.perf_counter() - t0
     prog = _program(g, -T.ravel(), None, 0, g.time_ub())
     x, fun, dt = lpmod.solve("gavel-max-sum-throughput", prog, g.solver)
     return x.reshape(g.n, g.k), -fun, dt
@@ -185,6 +196,9 @@ def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np
         got = solve_maxmin_live(coef, g.m, g.s, time_ub, policy="gavel-max-min-perf")
         if got is not None:
             return got[0], got[1], "decomposition", got[2]
+    if _direct(g):  # small program: straight to highspy, same method and vertex (market.oef.highs_direct)
+        x, t = highs_direct.gavel_maxmin("gavel-max-min-perf", g.T, g.m, g.s, coef, time_ub)
+        return x, t, "full", {}
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
     cols = np.concatenate([np.arange(n * k), np.full(n, n * k)])
     fair = sp.csr_array((np.concatenate([-coef.ravel(), np.ones(n)]), (rows, cols)), shape=(n, n * k + 1))
@@ -237,8 +251,14 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
                          "everyone; drop the row or use gavel-max-sum-throughput")  # fmt: skip
     coef = g.T * (g.s / (g.w * prop))[:, None]
     tub = g.time_ub()
-    first, cls, counts = row_classes(g.T, g.s, g.w, tub)
-    agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, 3 * g.n * g.k + g.n)
+    nnz = 3 * g.n * g.k + g.n
+    # use_aggregation can only say yes when asked to, or ("auto") for a program large enough for
+    # interior point: only then are the identical rows looked for (np.unique of the rows costs more
+    # than a small program's solve)
+    agg = False
+    if g.aggregate is True or (g.aggregate == "auto" and g.solver == "auto" and nnz >= lpmod.AUTO_IPM_NONZEROS):
+        first, cls, counts = row_classes(g.T, g.s, g.w, tub)
+        agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, nnz)
     if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
         xa, t, path, dec = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
