@@ -437,7 +437,9 @@ def exploitability(
     quadrature = check_int("quadrature", quadrature, minimum=2)
     refine = check_int("refine", refine, minimum=0)
     rule = PAYMENT_RULES[mechanism]
-    grids = [np.asarray(f(d.quantile_grid(quadrature)), dtype=float) for f, d in zip(fns, dists, strict=True)]
+    # NaN (a BNE reference below its screening value: any losing bid) counts as bidding 0
+    grids = [np.nan_to_num(np.asarray(f(d.quantile_grid(quadrature)), dtype=float), nan=0.0)
+             for f, d in zip(fns, dists, strict=True)]  # fmt: skip
     out: list[tuple[float, float]] = []
     for c, d in enumerate(dists):
         opp = [cnts[j] - (1 if j == c else 0) for j in range(len(dists))]
@@ -462,7 +464,7 @@ def exploitability(
             return a.reshape(b.shape), s.reshape(b.shape)
 
         v = d.quantile_grid(value_points)
-        own_bid = np.maximum(np.asarray(fns[c](v), dtype=float), 0.0)
+        own_bid = np.maximum(np.nan_to_num(np.asarray(fns[c](v), dtype=float), nan=0.0), 0.0)
         a, s = coeffs(own_bid)
         u_own = a + v * s
         grid = np.linspace(0.0, d.high, bid_points)
