@@ -9,6 +9,7 @@ The ``[learning.instance]`` table of a Bayesian learning TOML::
     #            { values = { distribution = "uniform", high = 2 }, count = 1 }]
     options = { reserve = 0.3, price = 0.4 }   # each mechanism takes the options it knows
     seeds = 5                              # replications, seeded seed, seed + 1, ...
+    exploitability = { quadrature = 4096, value_points = 201, bid_points = 401, refine = 4 }  # the defaults
 
 ``[learning] options`` holds the ES settings (``population``, ``sigma``, ``lr``, ``batch``,
 ``degree``, ``shape`` = ``"free"`` or ``"monotone"``;
@@ -41,7 +42,9 @@ from market.learning.distributions import ValueDistribution, make_distribution
 
 __all__ = ["BayesianSpec", "bayesian_row", "parse_bayesian", "plot_bids", "report_table"]
 
-INSTANCE_KEYS = ("n", "values", "classes", "options", "seeds")
+INSTANCE_KEYS = ("n", "values", "classes", "options", "seeds", "exploitability")
+#: grid settings of :func:`market.learning.bayesian.exploitability` a file may set (smaller = faster, coarser)
+EXPLOIT_KEYS = ("quadrature", "value_points", "bid_points", "refine")
 ES_OPTIONS = ("population", "sigma", "lr", "batch", "degree", "shape")
 #: Okabe–Ito colour-blind-safe palette (black last: it is the BNE colour in single-line plots).
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -58,6 +61,7 @@ class BayesianSpec:
     options: Mapping[str, Any]
     seeds: int
     es: Mapping[str, Any] = field(default_factory=dict)
+    exploit: Mapping[str, int] = field(default_factory=dict)
 
     def classes(self, n: int) -> tuple[list[ValueDistribution], list[int]]:
         """Distributions and class sizes for a task with ``n`` bidders."""
@@ -138,7 +142,18 @@ def parse_bayesian(sc: Any) -> BayesianSpec:
                    else check_positive(f"learning.options.{key}", val))  # fmt: skip
     if es.get("population", 2) % 2:
         raise InputError("learning.options.population", es["population"], "must be even (antithetic pairs)")
-    return BayesianSpec(ns, values, cnts, dict(opts), seeds, es)
+    ex = inst.get("exploitability", {})
+    if not isinstance(ex, Mapping):
+        raise InputError("learning.instance.exploitability", ex, "must be a table like {quadrature = 1024}")
+    exploit: dict[str, int] = {}
+    for key, val in ex.items():
+        if key not in EXPLOIT_KEYS:
+            raise InputError(
+                f"learning.instance.exploitability.{key}", val, f"is not a key; known: {list(EXPLOIT_KEYS)}"
+            )
+        exploit[key] = check_int(f"learning.instance.exploitability.{key}", val,
+                                 minimum={"refine": 0, "bid_points": 3}.get(key, 2))  # fmt: skip
+    return BayesianSpec(ns, values, cnts, dict(opts), seeds, es, exploit)
 
 
 def _check_reserve_and_lows(
@@ -215,7 +230,7 @@ def bayesian_row(
         factors.append(float(np.mean([b.factor(d) for b, d in zip(res.bids, dists, strict=True)])))
         coefs.append([b.coef for b in res.bids])
         curves.append([b(np.linspace(d.low, d.high, 101)) for b, d in zip(res.bids, dists, strict=True)])
-        expl.append(exploitability(mechanism, list(res.bids), counts, values=dists, options=opts).value)
+        expl.append(exploitability(mechanism, list(res.bids), counts, values=dists, options=opts, **spec.exploit).value)
         if ref is not None and all(f is not None for f in ref.bids):
             per = [b.l2_distance(f, d) for b, f, d in zip(res.bids, ref.bids, dists, strict=True)]
             l2_cls.append(per)
