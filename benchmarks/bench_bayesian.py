@@ -102,16 +102,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument(
+        "--only",
+        default="",
+        help="run only configurations whose label contains this text; "
+        "results then go to bayesian_<tag>.md/.json (the full run's files stay)",
+    )
+    ap.add_argument("--tag", default="subset")
     args = ap.parse_args()
+    configs = {k: v for k, v in CONFIGS.items() if args.only in k}
+    stem = "bayesian" if not args.only else f"bayesian_{args.tag}"
     load_before = os.getloadavg()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    tasks = [(label, s) for label in CONFIGS for s in range(args.seeds)]
+    tasks = [(label, s) for label in configs for s in range(args.seeds)]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(one, *zip(*tasks, strict=True)))
     wall = time.perf_counter() - t0
     summary = []
-    for label, (mech, _n, _values, _opts, bne, *_es) in CONFIGS.items():
+    for label, (mech, _n, _values, _opts, bne, *_es) in configs.items():
         rs = [r for r in rows if r["config"] == label]
         summary.append({"config": label, "mechanism": mech, "bne": bne, "seeds": len(rs),
                         "l2_to_bne": [r["l2_to_bne"] for r in rs], "revenue_gap": [r["revenue_gap"] for r in rs],
@@ -127,11 +136,13 @@ def main() -> None:
            "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "python": platform.python_version(),
            "machine": platform.machine(), "summary": summary, "runs": rows}  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bayesian.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    cmd = f" --only '{args.only}' --tag {args.tag}" if args.only else ""
     lines = [
         "# Bayesian auctions: time per learned equilibrium and distance to the BNE",
         "",
-        f"`benchmarks/bench_bayesian.py`: {len(CONFIGS)} configurations x {args.seeds} seeds = {len(tasks)} ES runs "
+        f"`benchmarks/bench_bayesian.py{cmd}`: {len(configs)} configurations x {args.seeds} seeds "
+        f"= {len(tasks)} ES runs "
         f"(400 rounds, population 32, batch 16384, degree 4, from truthful bidding; the all-pay rows with n >= 3 use "
         f"the monotone family of degree 6) on {args.workers} processes, single-threaded BLAS per process.",
         "",
@@ -160,7 +171,7 @@ def main() -> None:
                      f"{s['rounds_per_second_mean']:.0f} | {s['bne_seconds']:.3f} | "
                      f"{s['exploitability_seconds_mean']:.1f} |")  # fmt: skip
     lines.append("")
-    (RESULTS / "bayesian.md").write_text("\n".join(lines), encoding="utf-8")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 
 
