@@ -55,6 +55,8 @@ CONFIGS: dict[str, tuple] = {
     "first price, F(v)=v^2, n=2": ("first-price", 2, {"distribution": "power", "a": 2}, {}, "2v/3"),
     "all-pay, U[0,1], n=2": ("all-pay", 2, None, {}, "v^2/2"),
     "all-pay, U[0,1], n=3, monotone deg 6": ("all-pay", 3, None, {}, "2v^3/3", MONOTONE),
+    "all-pay, U[0,1], n=3, monotone deg 4": ("all-pay", 3, None, {}, "2v^3/3", {"shape": "monotone", "degree": 4}),
+    "all-pay, U[0,1], n=5, monotone deg 5": ("all-pay", 5, None, {}, "4v^5/5", {"shape": "monotone", "degree": 5}),
     "all-pay, U[0,1], n=4, monotone deg 6": ("all-pay", 4, None, {}, "3v^4/4", MONOTONE),
     "all-pay, U[0,1], n=5, monotone deg 6": ("all-pay", 5, None, {}, "4v^5/5", MONOTONE),
     "first price, U[0,1], n=2, reserve 0.3": ("first-price", 2, None, {"reserve": 0.3}, "(v^2+0.09)/(2v), v>=0.3"),
