@@ -36,14 +36,17 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.stats import t_interval  # noqa: E402
-from market.learning.bayesian import expected_revenue, learn_bid_functions  # noqa: E402
+from market.learning.bayesian import expected_revenue, exploitability, learn_bid_functions  # noqa: E402
 from market.learning.bne import bne_reference  # noqa: E402
 from market.learning.distributions import make_distribution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 U2 = [{"distribution": "uniform", "high": 1}, {"distribution": "uniform", "high": 2}]
-#: label -> (mechanism, n or class sizes, values, options, what the BNE is)
+#: ES settings of the all-pay rows with n >= 3 (issue #27): the monotone family of degree 6 (the
+#: BNE (n-1)/n v^n is a polynomial of degree n <= 6; the free family clips its low coefficients flat at 0)
+MONOTONE = {"shape": "monotone", "degree": 6}
+#: label -> (mechanism, n or class sizes, values, options, what the BNE is[, ES settings])
 CONFIGS: dict[str, tuple] = {
     "first price, U[0,1], n=2": ("first-price", 2, None, {}, "v/2"),
     "first price, U[0,1], n=3": ("first-price", 3, None, {}, "2v/3"),
@@ -51,6 +54,34 @@ CONFIGS: dict[str, tuple] = {
     "first price, U[0,1], n=5": ("first-price", 5, None, {}, "4v/5"),
     "first price, F(v)=v^2, n=2": ("first-price", 2, {"distribution": "power", "a": 2}, {}, "2v/3"),
     "all-pay, U[0,1], n=2": ("all-pay", 2, None, {}, "v^2/2"),
+    "all-pay, U[0,1], n=3, monotone deg 6": ("all-pay", 3, None, {}, "2v^3/3", MONOTONE),
+    # adaptive degree max(4, n): the smallest that represents the BNE (n-1)/n v^n exactly
+    "all-pay, U[0,1], n=3, monotone adaptive deg 4": (
+        "all-pay",
+        3,
+        None,
+        {},
+        "2v^3/3",
+        {"shape": "monotone", "degree": 4},
+    ),
+    "all-pay, U[0,1], n=4, monotone adaptive deg 4": (
+        "all-pay",
+        4,
+        None,
+        {},
+        "3v^4/4",
+        {"shape": "monotone", "degree": 4},
+    ),
+    "all-pay, U[0,1], n=5, monotone adaptive deg 5": (
+        "all-pay",
+        5,
+        None,
+        {},
+        "4v^5/5",
+        {"shape": "monotone", "degree": 5},
+    ),
+    "all-pay, U[0,1], n=4, monotone deg 6": ("all-pay", 4, None, {}, "3v^4/4", MONOTONE),
+    "all-pay, U[0,1], n=5, monotone deg 6": ("all-pay", 5, None, {}, "4v^5/5", MONOTONE),
     "first price, U[0,1], n=2, reserve 0.3": ("first-price", 2, None, {"reserve": 0.3}, "(v^2+0.09)/(2v), v>=0.3"),
     "first price, U[0,1] vs U[0,2]": ("first-price", [1, 1], U2, {}, "numerical (shooting)"),
 }
@@ -64,17 +95,23 @@ def _dists(n, values) -> tuple[list, list[int]]:
 
 def one(label: str, seed: int) -> dict:
     """Learn one configuration with one seed; its distance to the BNE and its timing."""
-    mech, n, values, opts, _ = CONFIGS[label]
+    mech, n, values, opts, _, *es = CONFIGS[label]
     dists, counts = _dists(n, values)
     t0 = time.perf_counter()
-    res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts)
+    res = learn_bid_functions(mech, n, values=values, seed=seed, options=opts, **(es[0] if es else {}))
     learn_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     ref = bne_reference(mech, dists, counts, opts)
     bne_s = time.perf_counter() - t1
     l2 = max(b.l2_distance(f, d) for b, f, d in zip(res.bids, ref.bids, dists, strict=True))
     rev = expected_revenue(mech, list(res.bids), counts, values=dists, seed=seed, options=opts)
-    return {"config": label, "seed": seed, "learn_seconds": learn_s, "bne_seconds": bne_s,
+    t2 = time.perf_counter()
+    expl = exploitability(mech, list(res.bids), counts, values=dists, options=opts).value
+    expl_s = time.perf_counter() - t2
+    # the grid's own error: the exact BNE's exploitability with the same grids (once per configuration)
+    floor = exploitability(mech, list(ref.bids), counts, values=dists, options=opts).value if seed == 0 else None
+    return {"exploitability": expl, "exploitability_seconds": expl_s, "bne_exploitability": floor,
+            "config": label, "seed": seed, "learn_seconds": learn_s, "bne_seconds": bne_s,
             "rounds_per_second": 400 / learn_s, "l2_to_bne": l2, "revenue": rev, "bne_revenue": ref.revenue,
             "revenue_gap": rev / ref.revenue - 1.0}  # fmt: skip
 
@@ -90,19 +127,31 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument(
+        "--only",
+        default="",
+        help="run only configurations whose label contains this text; "
+        "results then go to bayesian_<tag>.md/.json (the full run's files stay)",
+    )
+    ap.add_argument("--tag", default="subset")
     args = ap.parse_args()
+    configs = {k: v for k, v in CONFIGS.items() if args.only in k}
+    stem = "bayesian" if not args.only else f"bayesian_{args.tag}"
     load_before = os.getloadavg()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    tasks = [(label, s) for label in CONFIGS for s in range(args.seeds)]
+    tasks = [(label, s) for label in configs for s in range(args.seeds)]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(one, *zip(*tasks, strict=True)))
     wall = time.perf_counter() - t0
     summary = []
-    for label, (mech, _n, _values, _opts, bne) in CONFIGS.items():
+    for label, (mech, _n, _values, _opts, bne, *_es) in configs.items():
         rs = [r for r in rows if r["config"] == label]
         summary.append({"config": label, "mechanism": mech, "bne": bne, "seeds": len(rs),
                         "l2_to_bne": [r["l2_to_bne"] for r in rs], "revenue_gap": [r["revenue_gap"] for r in rs],
+                        "exploitability": [r["exploitability"] for r in rs],
+                        "bne_exploitability": next(r["bne_exploitability"] for r in rs if r["seed"] == 0),
+                        "exploitability_seconds_mean": float(np.mean([r["exploitability_seconds"] for r in rs])),
                         "bne_revenue": rs[0]["bne_revenue"],
                         "learn_seconds_mean": float(np.mean([r["learn_seconds"] for r in rs])),
                         "rounds_per_second_mean": float(np.mean([r["rounds_per_second"] for r in rs])),
@@ -112,13 +161,15 @@ def main() -> None:
            "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "python": platform.python_version(),
            "machine": platform.machine(), "summary": summary, "runs": rows}  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "bayesian.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    (RESULTS / f"{stem}.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    cmd = f" --only '{args.only}' --tag {args.tag}" if args.only else ""
     lines = [
         "# Bayesian auctions: time per learned equilibrium and distance to the BNE",
         "",
-        f"`benchmarks/bench_bayesian.py`: {len(CONFIGS)} configurations x {args.seeds} seeds = {len(tasks)} ES runs "
-        f"(400 rounds, population 32, batch 16384, degree 4, from truthful bidding) on {args.workers} processes, "
-        "single-threaded BLAS per process.",
+        f"`benchmarks/bench_bayesian.py{cmd}`: {len(configs)} configurations x {args.seeds} seeds "
+        f"= {len(tasks)} ES runs "
+        f"(400 rounds, population 32, batch 16384, degree 4, from truthful bidding; the all-pay rows with n >= 3 use "
+        f"the monotone family of degree 6) on {args.workers} processes, single-threaded BLAS per process.",
         "",
         f"**Time per learned equilibrium on {args.workers} cores: {wall / len(tasks):.1f} s** "
         f"(batch wall time {wall:.0f} s / {len(tasks)} runs).",
@@ -128,18 +179,24 @@ def main() -> None:
         "",
         "Mean and 95% t interval over seeds. `l2_to_bne`: root-mean-square distance of the learned bid to the "
         "BNE bid under the value distribution, over values at or above the screening value (largest over bidder "
-        "classes); `revenue_gap`: Monte Carlo revenue of the learned bids / BNE revenue − 1.",
+        "classes); `revenue_gap`: Monte Carlo revenue of the learned bids / BNE revenue − 1; `exploitability`: "
+        "a best response's utility gain against the learned profile as a fraction of the bidder's utility under it "
+        "(largest over classes; `market.learning.bayesian.exploitability`: exact law of the opponents' top bid over "
+        "4096 value quantiles, 401-bid grid plus 4 local refinements per own value, 201 own values); `BNE "
+        "exploitability`: the same measure on the exact BNE, i.e. the grids' own error (not a learning error).",
         "",
-        "| configuration | BNE b(v) | BNE revenue | l2_to_bne | revenue_gap | s per run (in its process) | "
-        "rounds/s | BNE solve s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| configuration | BNE b(v) | BNE revenue | l2_to_bne | revenue_gap | exploitability | BNE exploitability | "
+        "s per run (in its process) | rounds/s | BNE solve s | exploitability s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(f"| {s['config']} | {s['bne']} | {s['bne_revenue']:.4f} | {_ci(s['l2_to_bne'])} | "
-                     f"{_ci(s['revenue_gap'], pct=True)} | {s['learn_seconds_mean']:.1f} | "
-                     f"{s['rounds_per_second_mean']:.0f} | {s['bne_seconds']:.3f} |")  # fmt: skip
+                     f"{_ci(s['revenue_gap'], pct=True)} | {_ci(s['exploitability'], pct=True)} | "
+                     f"{s['bne_exploitability']:.2%} | {s['learn_seconds_mean']:.1f} | "
+                     f"{s['rounds_per_second_mean']:.0f} | {s['bne_seconds']:.3f} | "
+                     f"{s['exploitability_seconds_mean']:.1f} |")  # fmt: skip
     lines.append("")
-    (RESULTS / "bayesian.md").write_text("\n".join(lines), encoding="utf-8")
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 
 

@@ -422,7 +422,9 @@ def test_learn_command_reports_seed_means_with_intervals_and_plots_bids(tmp_path
 
     toml = tmp_path / "b.toml"
     toml.write_text(_HEAD + 'mechanisms = ["all-pay", "first-price"]\nrounds = 20\noptions = {batch = 2048}\n'
-                    '[learning.instance]\nn = [2]\nseeds = 3\noptions = {reserve = 0.1}\n'
+                    '[learning.instance]\n'
+                    'exploitability = {quadrature = 512, value_points = 51}\n'
+                    'n = [2]\nseeds = 3\noptions = {reserve = 0.1}\n'
                     'values = {distribution = "power", a = 2}\n')  # fmt: skip
     assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
@@ -444,7 +446,9 @@ def test_learn_command_with_bidder_classes(tmp_path) -> None:
 
     toml = tmp_path / "a.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 10\noptions = {batch = 1024}\n'
-                    '[learning.instance]\nclasses = [{values = {distribution = "uniform", high = 1}, count = 1},\n'
+                    '[learning.instance]\n'
+                    'exploitability = {quadrature = 512, value_points = 51}\n'
+                    'classes = [{values = {distribution = "uniform", high = 1}, count = 1},\n'
                     '  {values = {distribution = "uniform", high = 2}, count = 1}]\n')  # fmt: skip
     assert main(["learn", str(toml), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     table = pd.read_csv(tmp_path / "o" / "price_of_lying.csv").set_index("mechanism")
@@ -460,7 +464,8 @@ def test_bayesian_learning_is_identical_with_two_processes(tmp_path) -> None:
 
     toml = tmp_path / "p.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price"]\nrounds = 8\noptions = {batch = 512}\n'
-                    "[learning.instance]\nn = [2, 3]\nseeds = 2\n")  # fmt: skip
+                    "[learning.instance]\n"
+                    "exploitability = {quadrature = 512, value_points = 51}\nn = [2, 3]\nseeds = 2\n")  # fmt: skip
     for d, extra in {"a": [], "p": ["--workers", "2"]}.items():
         assert main(["learn", str(toml), "--out", str(tmp_path / d), "--quiet", *extra]) == 0
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / "trajectories.parquet"),
@@ -475,7 +480,8 @@ def test_a_failing_bayesian_task_keeps_the_others_and_the_report(tmp_path, monke
 
     toml = tmp_path / "f.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 4\noptions = {batch = 256}\n'
-                    "[learning.instance]\nn = [2]\n")  # fmt: skip
+                    "[learning.instance]\n"
+                    "exploitability = {quadrature = 512, value_points = 51}\nn = [2]\n")  # fmt: skip
     sc = L.load_learning(str(toml))
     real = LB.bayesian_row
 

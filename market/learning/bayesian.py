@@ -39,13 +39,32 @@ from market.learning.payments import PAYMENT_RULES, check_options
 __all__ = [
     "BidFunction",
     "BidLearningResult",
+    "Exploitability",
     "SEALED_BID_BATCH",
     "batch_utilities",
     "bne_first_price",
     "expected_revenue",
+    "exploitability",
     "learn_bid_function",
     "learn_bid_functions",
 ]
+
+
+#: Coefficient families of :func:`learn_bid_functions` (``shape``).
+SHAPES = ("free", "monotone")
+
+
+def _monotone(coef: np.ndarray) -> np.ndarray:
+    """Non-negative, non-decreasing coefficients (Bernstein: a non-negative non-decreasing b):
+    the pool-adjacent-violators (least-squares isotonic) fit, then clipped at 0."""
+    blocks: list[list[float]] = []  # [mean, size]
+    for x in np.asarray(coef, dtype=float):
+        blocks.append([x, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            m2, n2 = blocks.pop()
+            m1, n1 = blocks[-1]
+            blocks[-1] = [(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2]
+    return np.maximum(np.concatenate([np.full(int(n), m) for m, n in blocks]), 0.0)
 
 
 def _bernstein(x: np.ndarray, degree: int) -> np.ndarray:
@@ -230,14 +249,20 @@ def learn_bid_functions(
     options: dict[str, Any] | None = None,
     init: BidFunction | Sequence[BidFunction] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    shape: str = "free",
 ) -> BidLearningResult:
     """Learn one bid function per bidder class by ES self-play (module docstring).
 
     ``n``: bidders (symmetric, one class with ``values``) or a list of class sizes with ``values`` a
     list of distributions (default U[0, 1] for every class). ``sigma`` is a fraction of each class's
     value range; ``lr`` multiplies the (dimensionless) utility gradient, times that range;
-    ``population`` must be even (antithetic pairs). Deterministic in ``seed``."""
+    ``population`` must be even (antithetic pairs). ``shape="monotone"`` projects the coefficients
+    after every step onto non-negative, non-decreasing ones (then ``b`` is non-negative and
+    non-decreasing, never clipped flat at 0 over a range of values); ``"free"`` does not.
+    Deterministic in ``seed``."""
     opts = check_options(mechanism, options)
+    if shape not in SHAPES:
+        raise InputError("shape", shape, f"must be one of {list(SHAPES)}")
     dists, counts = _classes(n, values)
     rounds = check_int("rounds", rounds, minimum=1)
     population = check_int("population", population, minimum=2)
@@ -287,6 +312,8 @@ def learn_bid_functions(
         for c in range(K):
             m1[c] = b1 * m1[c] + (1 - b1) * grads[c]
             coefs[c] = coefs[c] + lr * widths[c] * m1[c] / (1 - b1 ** (t + 1))
+            if shape == "monotone":
+                coefs[c] = _monotone(coefs[c])
             rows.append((t, c, float(BidFunction(coefs[c], lows[c], dists[c].high)(grids[c]).mean() / grids[c].mean()),
                          utils[c]))  # fmt: skip
         if t >= (3 * rounds) // 4:
@@ -315,6 +342,7 @@ def learn_bid_function(
     options: dict[str, Any] | None = None,
     init: BidFunction | None = None,
     progress: Callable[[int, int], None] | None = None,
+    shape: str = "free",
 ) -> BidLearningResult:
     """Learn a symmetric bid function for ``n`` i.i.d. bidders (values ``values``, default U[0, 1])
     by ES self-play; :func:`learn_bid_functions` with one class."""
@@ -323,4 +351,140 @@ def learn_bid_function(
     n = check_int("n", n, minimum=2)
     return learn_bid_functions(mechanism, n, values=values, rounds=rounds, population=population, sigma=sigma,
                                lr=lr, batch=batch, degree=degree, seed=seed, options=options, init=init,
-                               progress=progress)  # fmt: skip
+                               progress=progress, shape=shape)  # fmt: skip
+
+
+def _top_distribution(bid_points: Sequence[np.ndarray], counts: Sequence[int]) -> tuple[np.ndarray, ...]:
+    """Exact law of (highest opposing bid, number of opponents at it) when opponent class ``j``
+    (``counts[j]`` i.i.d. bidders) bids each entry of ``bid_points[j]`` (a quantile grid: equal
+    weights) with equal probability: arrays ``(top, ties, weight)`` with weights summing to 1."""
+    levels = np.unique(np.concatenate([np.asarray(b, dtype=float) for b in bid_points]))
+    L = levels.size
+    kmax = int(sum(counts))
+    poly = np.zeros((L, kmax + 1))
+    poly[:, 0] = 1.0
+    deg = 0
+    for b, k in zip(bid_points, counts, strict=True):
+        s = np.sort(np.asarray(b, dtype=float))
+        below = np.searchsorted(s, levels, side="left") / s.size  # P(bid < level)
+        at = np.searchsorted(s, levels, side="right") / s.size - below  # P(bid == level)
+        t = np.arange(k + 1)
+        cls = comb(k, t) * at[:, None] ** t * below[:, None] ** (k - t)  # P(#at level = t, rest below)
+        new = np.zeros((L, kmax + 1))
+        for i in range(k + 1):
+            new[:, i : i + deg + 1] += cls[:, i : i + 1] * poly[:, : deg + 1]
+        poly, deg = new, deg + k
+    tops, ties, weights = [], [], []
+    for t in range(1, kmax + 1):
+        w = poly[:, t]
+        keep = w > 1e-15
+        tops.append(levels[keep])
+        ties.append(np.full(int(keep.sum()), float(t)))
+        weights.append(w[keep])
+    w = np.concatenate(weights)
+    return np.concatenate(tops), np.concatenate(ties), w / w.sum()
+
+
+@dataclass(frozen=True)
+class Exploitability:
+    """Best-response gain against a profile, per bidder class: ``utility`` = E[u] of the class's
+    own bid function, ``best_response`` = E[max_b u] (currency per auction), ``gain`` = their
+    difference and ``relative`` = gain / utility (NaN when utility <= 0); ``value`` is the worst
+    class's ``relative`` (its ``gain`` when no class has positive utility)."""
+
+    utility: tuple[float, ...]
+    best_response: tuple[float, ...]
+    gain: tuple[float, ...]
+    relative: tuple[float, ...]
+
+    @property
+    def value(self) -> float:
+        """Largest relative gain over classes (the exploitability reported beside L2)."""
+        rel = [r for r in self.relative if np.isfinite(r)]
+        return float(max(rel)) if rel else float(max(self.gain))
+
+
+def exploitability(
+    mechanism: str,
+    bids: Callable[[np.ndarray], np.ndarray] | Sequence[Callable[[np.ndarray], np.ndarray]],
+    counts: int | Sequence[int],
+    *,
+    values: ValueDistribution | Mapping[str, Any] | Sequence[Any] | None = None,
+    options: dict[str, Any] | None = None,
+    value_points: int = 201,
+    bid_points: int = 401,
+    quadrature: int = 4096,
+    refine: int = 4,
+) -> Exploitability:
+    """Best-response utility gain of one bidder of each class against the others' ``bids``.
+
+    The opponents' bids are taken at ``quadrature`` mid-quantiles of their values, and the law of
+    the highest opposing bid (with the number tied at it) is computed exactly from them, so no
+    sampling noise is maximised over. For each of ``value_points`` mid-quantile own values the
+    best bid is searched over ``bid_points`` bids on ``[0, high]`` (the class's highest value),
+    then ``refine`` times on 9 bids around the best so far, each time 4x finer. A rule's utility
+    must be affine in the value (all built-in rules are; checked)."""
+    opts = check_options(mechanism, options)
+    if isinstance(counts, int | np.integer):
+        dists, cnts = _classes(int(counts), values)
+    else:
+        dists, cnts = _classes(counts, values)
+    fns = list(bids) if isinstance(bids, Sequence) else [bids] * len(cnts)
+    if len(fns) != len(cnts):
+        raise InputError("bids", len(fns), f"must give one bid function per class ({len(cnts)})")
+    value_points = check_int("value_points", value_points, minimum=2)
+    bid_points = check_int("bid_points", bid_points, minimum=3)
+    quadrature = check_int("quadrature", quadrature, minimum=2)
+    refine = check_int("refine", refine, minimum=0)
+    rule = PAYMENT_RULES[mechanism]
+    # NaN (a BNE reference below its screening value: any losing bid) counts as bidding 0
+    grids = [np.nan_to_num(np.asarray(f(d.quantile_grid(quadrature)), dtype=float), nan=0.0)
+             for f, d in zip(fns, dists, strict=True)]  # fmt: skip
+    out: list[tuple[float, float]] = []
+    for c, d in enumerate(dists):
+        opp = [cnts[j] - (1 if j == c else 0) for j in range(len(dists))]
+        top, ties, w = _top_distribution([g for g, k in zip(grids, opp, strict=True) if k > 0],
+                                         [k for k in opp if k > 0])  # fmt: skip
+
+        def coeffs(b: np.ndarray, top=top, ties=ties, w=w) -> tuple[np.ndarray, np.ndarray]:
+            """E[u] = a(b) + v * s(b) for bids ``b`` (any shape)."""
+            flat = b.reshape(-1)
+            a = np.empty(flat.size)
+            s = np.empty(flat.size)
+            for i in range(0, flat.size, 512):
+                own = flat[i : i + 512, None]
+                u0 = rule.utility(own, top, ties, np.zeros_like(top), opts)
+                u1 = rule.utility(own, top, ties, np.ones_like(top), opts)
+                if i == 0:  # the affine decomposition below needs u(2) - u(1) == u(1) - u(0)
+                    u2 = rule.utility(own, top, ties, np.full_like(top, 2.0), opts)
+                    if not np.allclose(u2 - u1, u1 - u0, atol=1e-12):
+                        raise InputError("mechanism", mechanism, "has a utility that is not affine in the value")
+                a[i : i + 512] = u0 @ w
+                s[i : i + 512] = (u1 - u0) @ w
+            return a.reshape(b.shape), s.reshape(b.shape)
+
+        v = d.quantile_grid(value_points)
+        own_bid = np.maximum(np.nan_to_num(np.asarray(fns[c](v), dtype=float), nan=0.0), 0.0)
+        a, s = coeffs(own_bid)
+        u_own = a + v * s
+        grid = np.linspace(0.0, d.high, bid_points)
+        a, s = coeffs(grid)
+        u = a[None, :] + v[:, None] * s[None, :]
+        k = u.argmax(axis=1)
+        best_b, best_u = grid[k], u[np.arange(v.size), k]
+        step = grid[1] - grid[0]
+        for _ in range(refine):
+            cand = np.clip(best_b[:, None] + step * np.linspace(-1.0, 1.0, 9)[None, :], 0.0, None)
+            a, s = coeffs(cand)
+            uc = a + v[:, None] * s
+            j = uc.argmax(axis=1)
+            better = uc[np.arange(v.size), j] > best_u
+            best_b = np.where(better, cand[np.arange(v.size), j], best_b)
+            best_u = np.maximum(best_u, uc[np.arange(v.size), j])
+            step /= 4.0
+        out.append((float(u_own.mean()), float(np.maximum(best_u, u_own).mean())))
+    util = tuple(o[0] for o in out)
+    br = tuple(o[1] for o in out)
+    gain = tuple(b - u for u, b in out)
+    rel = tuple(g / u if u > 0 else float("nan") for g, u in zip(gain, util, strict=True))
+    return Exploitability(util, br, gain, rel)
