@@ -42,7 +42,6 @@ Schema (unknown keys are errors naming the key)::
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import time
@@ -65,6 +64,7 @@ from analysis.stats import t_interval
 from market import plugins
 from market.auction.market import AuctionMarket
 from market.errors import InputError, check_int, check_name, slug
+from market.studies import build_market, builders  # the core's instance builders, re-exported here
 from scenarios.catalog import embedded
 
 __all__ = [
@@ -518,20 +518,6 @@ def load_study(name_or_path: str | Path) -> Study:
         raise InputError("study", text, "does not exist")
     return parse_study(_read(path), path.stem, source=str(path), base_dir=path.resolve().parent)
 
-
-def builders() -> dict[str, str]:
-    """Paper key -> module with ``make_market(params, rng)``: the ``market`` of every plugin."""
-    return dict(plugins.modules("market"))
-
-
-def build_market(paper: str, params: Mapping[str, Any], rng: np.random.Generator) -> AuctionMarket:
-    """The paper's instance builder (its plugin's ``market`` module) applied to ``params``."""
-    known = builders()
-    if paper not in known:
-        raise InputError("paper", paper, f"must be one of {sorted(known)}")
-    plugins.import_modules([(paper, known[paper])])
-    module = importlib.import_module(known[paper])
-    return module.make_market(dict(params), rng)
 
 
 # -- running -------------------------------------------------------------------------------------

@@ -100,11 +100,11 @@ def reaudit_command(mechanism: str, W: np.ndarray, m: np.ndarray, weights: Any =
     return " ".join(shlex.quote(p) for p in [*parts, "--seed", "0", "--json"])
 
 
-def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dict[str, Any]:
+def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest, reaudit: bool = True) -> dict[str, Any]:
     """The ledger's ``misreport`` witness (re-checked by :func:`market.audit.claims.recheck_witness`)
-    plus ``reaudit``: the ``marketsim audit`` command whose agent ``deviator`` re-derives it."""
+    plus, with ``reaudit``, the ``marketsim audit`` command whose agent ``deviator`` re-derives it."""
     row, weight = fb.report
-    return {
+    out = {
         "kind": "misreport",
         "mechanism": t.name,
         "W": t.Wt.tolist(),
@@ -121,8 +121,10 @@ def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dic
         "gain": fb.gain,
         "relative_gain": relative(fb.gain, r.truthful_utility),
         "tol": r.tol,
-        "reaudit": reaudit_command(t.name, t.Wt, t.ma, t.wt) if isinstance(t.mechanism, str) else None,
     }
+    if reaudit:
+        out["reaudit"] = reaudit_command(t.name, t.Wt, t.ma, t.wt) if isinstance(t.mechanism, str) else None
+    return out
 
 
 @dataclass

@@ -370,25 +370,10 @@ def _property_claim(
 # misreport audits
 # ---------------------------------------------------------------------------------------------
 def _mis_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dict[str, Any]:
-    row, weight = fb.report
-    return {
-        "kind": "misreport",
-        "mechanism": t.name,
-        "W": t.Wt.tolist(),
-        "m": t.ma.tolist(),
-        "weights": jsonable(t.wt),
-        "caps": jsonable(t.ca),
-        "deviator": int(r.agent),
-        "family": fb.family,
-        "params": jsonable(fb.params if fb.params is not None else fb.label),
-        "report": list(row),
-        "weight": weight,
-        "truthful_utility": r.truthful_utility,
-        "lie_utility": r.truthful_utility + fb.gain,
-        "gain": fb.gain,
-        "relative_gain": relative(fb.gain, r.truthful_utility),
-        "tol": r.tol,
-    }
+    """The ledger's ``misreport`` witness of the best lie ``fb`` of agent ``r.agent``."""
+    from market.audit.hunt_spaces import misreport_witness
+
+    return misreport_witness(t, r, fb, reaudit=False)
 
 
 @register_witness_checker("misreport")
