@@ -1,9 +1,10 @@
 """Output folders that say whether the run that wrote them finished.
 
 A run (``marketsim run``, a study) writes ``meta.json`` with ``"status": "running"`` and
-``"complete": false`` and a ``report.md`` stub reading ``INCOMPLETE`` before it computes anything;
-both are replaced by the real ones only at the end (``"status": "complete"``, or ``"interrupted"``
-after SIGINT / SIGTERM, which end a run alike through :func:`sigterm_as_interrupt`). A run killed with
+``"complete": false`` and a placeholder ``report.md`` whose first line reads ``INCOMPLETE`` before it
+computes anything; both are replaced by the real ones only at the end (``"status": "complete"``,
+``"capped"`` when a trace run stopped at its round cap, or ``"interrupted"`` after SIGINT / SIGTERM,
+which end a run alike through :func:`sigterm_as_interrupt`). A run killed with
 SIGKILL (or a power cut) therefore leaves a folder that still reads incomplete; a re-run of the same
 command overwrites it. ``complete`` is the same key runs.csv / meta.json use for a finished, error-free
 run; ``status`` says why it is not.
@@ -26,16 +27,17 @@ __all__ = [
     "RUNNING",
     "INTERRUPTED",
     "COMPLETE",
-    "STUB",
+    "CAPPED",
+    "IN_PROGRESS_REPORT",
     "mark_running",
     "mark_interrupted",
     "mark_complete",
     "sigterm_as_interrupt",
 ]
 
-RUNNING, INTERRUPTED, COMPLETE = "running", "interrupted", "complete"
+RUNNING, INTERRUPTED, COMPLETE, CAPPED = "running", "interrupted", "complete", "capped"
 
-STUB = (
+IN_PROGRESS_REPORT = (
     "# INCOMPLETE: run in progress or killed\n\n"
     "The run that writes this folder started at {started} (process {pid}: `{command}`) and has not finished: it "
     "is still running, or it was killed before it could write its results (SIGKILL, a crash, a power cut). "
@@ -51,14 +53,15 @@ def _atomic_text(path: Path, text: str) -> None:
 
 def mark_running(out: str | Path, meta: dict[str, Any] | None = None) -> None:
     """Write ``out/meta.json`` (``status`` running, ``complete`` false, start time, command, pid and
-    ``meta``) and an ``out/report.md`` stub saying the folder is incomplete (each atomically)."""
+    ``meta``) and a placeholder ``out/report.md`` (:data:`IN_PROGRESS_REPORT`) saying the folder is
+    incomplete until the run writes its real report (each atomically)."""
     out = Path(out)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     command = " ".join(["marketsim", *sys.argv[1:]])
     info = {"status": RUNNING, "complete": False, "started_at": started, "pid": os.getpid(), "command": command,
             **(meta or {})}  # fmt: skip
     _atomic_text(out / "meta.json", json.dumps(info, indent=2) + "\n")
-    _atomic_text(out / "report.md", STUB.format(started=started, pid=os.getpid(), command=command))
+    _atomic_text(out / "report.md", IN_PROGRESS_REPORT.format(started=started, pid=os.getpid(), command=command))
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from analysis import run_status
 from market.errors import InputError, check_choice, check_int
 from scenarios.loader import Scenario
 
@@ -469,8 +470,12 @@ class Experiment:
             "incomplete_runs": self.incomplete,
             "complete": not self.errors and not self.interrupted and not self.incomplete,
             "interrupted": self.interrupted,
-            # analysis.run_status; "capped": finished, but a run stopped at the round cap (incomplete_runs)
-            "status": "interrupted" if self.interrupted else ("capped" if self.incomplete else "complete"),
+            # finished, capped (a run stopped at the round cap: incomplete_runs) or interrupted
+            "status": (
+                run_status.INTERRUPTED
+                if self.interrupted
+                else (run_status.CAPPED if self.incomplete else run_status.COMPLETE)
+            ),
             "trace": None if s.workload.trace is None else asdict(s.workload.trace),
         }
 
