@@ -706,7 +706,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for p in res.paths.values():
         print(f"  {p.name}")
     if not res.failures.empty:
-        print(f"{PROG} sweep: {len(res.failures)} run(s) failed (see failures.parquet)", file=sys.stderr)
+        capped = int((res.failures["status"] == "capped").sum())
+        what = f"{len(res.failures) - capped} run(s) failed, {capped} stopped by the round cap (not results)"
+        print(f"{PROG} sweep: {what} (see failures.parquet)", file=sys.stderr)
         return 1
     return 0
 

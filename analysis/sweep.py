@@ -39,7 +39,9 @@ to ``OUT/parts/part-sSSS-NNNNNN.parquet`` (temp file, fsync, atomic rename) hold
 measurement rows, with the chunk's run records (status, error, timestamps) in the file's
 metadata. ``resume`` reads the run ids in the parts and skips them, so a sweep killed at any
 moment loses no completed chunk and recomputes none. A run that raises becomes a failure record
-(``status = "failed"``, ``error_type``, ``error_message``) and the sweep goes on.
+(``status = "failed"``, ``error_type``, ``error_message``) and the sweep goes on; a trace run stopped
+by its round cap is recorded the same way with ``status = "capped"`` (``error_type = "SafetyCap"``):
+its rows are not results, so it has none in ``results.parquet`` and it is listed in ``failures.parquet``.
 :func:`consolidate` then writes, deterministically sorted:
 
 * ``results.parquet`` — measurements (:data:`RESULT_COLUMNS`), identical with every executor;
@@ -79,6 +81,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
+from analysis.run_status import CAPPED
 from analysis.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
 from analysis.stats import t_interval
 from market.errors import InputError, check_choice, check_int, check_name, slug
@@ -641,7 +644,9 @@ def execute_chunk(chunk: Chunk) -> ChunkResult:
         res = execute_run(run.runspec())
         rec = {**run.record(), "rounds": res.rounds, "resolves": res.resolves, "worker": worker}
         rec.update({"started_at": started, "finished_at": _now(), "seconds": res.seconds})
-        if res.error is None and res.frame is not None:
+        if res.error is None and res.incomplete:  # stopped by the round cap: not a result, no rows
+            rec.update({"status": CAPPED, "error_type": "SafetyCap", "error_message": res.incomplete})
+        elif res.error is None and res.frame is not None:
             f = res.frame.copy()
             f.insert(2, "cell", run.cell)
             frames.append(f[RESULT_COLUMNS])
@@ -847,8 +852,9 @@ def run_sweep(
                 bar.update(len(res.records))
                 for rec in res.records:
                     if rec["status"] != "ok":
+                        what = "capped" if rec["status"] == CAPPED else "failed"
                         why = f"{rec['error_type']}: {rec['error_message']}"
-                        bar.write(f"run {rec['run_id']} ({rec['variant']}) failed: {why}", file=sys.stderr)
+                        bar.write(f"run {rec['run_id']} ({rec['variant']}) {what}: {why}", file=sys.stderr)
     except BaseException:
         if wrote_part:  # SIGINT / SIGTERM or a crash after some chunks: --resume continues it
             _write_json(out / "sweep.json", {**manifest_out, "status": "interrupted"})

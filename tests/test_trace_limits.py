@@ -110,3 +110,44 @@ def test_a_run_stopped_by_the_round_cap_is_recorded_as_incomplete(capsys, tmp_pa
     meta2 = json.loads((out2 / "meta.json").read_text())
     assert meta2["complete"] is True and meta2["incomplete_runs"] == []
     assert "INCOMPLETE" not in (out2 / "report.md").read_text()
+
+
+SWEEP = """
+name = "capsweep"
+scenarios = ["gen.toml"]
+policies = ["maxmin"]
+replications = 2
+seed = 3
+[grid]
+"cluster.round_seconds" = [360]
+[[strategy]]
+name = "inflate"
+kind = "fast"
+tenant = 0
+factor = [1.5]
+"""
+
+
+@pytest.mark.filterwarnings("ignore:trace run stopped at the safety cap:RuntimeWarning")
+def test_a_sweep_records_capped_runs_as_capped_not_as_results(capsys, tmp_path: Path) -> None:
+    import json
+
+    import pandas as pd
+
+    (tmp_path / "sw.toml").write_text(SWEEP, encoding="utf-8")
+    _gen(tmp_path, jobs="6", maxr="max_rounds = 3")
+    out = tmp_path / "o"
+    assert main(["sweep", str(tmp_path / "sw.toml"), "--out", str(out), "--quiet"]) == 1
+    assert "4 stopped by the round cap" in capsys.readouterr().err
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert runs["status"].tolist() == ["capped"] * 4 and set(runs["error_type"]) == {"SafetyCap"}
+    assert "max_rounds = 3" in runs["error_message"].iloc[0]
+    assert pd.read_parquet(out / "results.parquet").empty  # a capped run's rows are not results
+    assert len(pd.read_parquet(out / "failures.parquet")) == 4
+    assert json.loads((out / "sweep.json").read_text())["complete"] is False
+    # with room to finish the same sweep is complete and has its rows
+    _gen(tmp_path, jobs="6")
+    out2 = tmp_path / "o2"
+    assert main(["sweep", str(tmp_path / "sw.toml"), "--out", str(out2), "--quiet"]) == 0
+    assert pd.read_parquet(out2 / "runs.parquet")["status"].tolist() == ["ok"] * 4
+    assert not pd.read_parquet(out2 / "results.parquet").empty
