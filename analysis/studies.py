@@ -610,14 +610,14 @@ def panel_replications(study: Study, pi: int, override: int | None = None) -> in
 #: of single cells, 2026-11-27): a run costs a fixed ``_RUN_S`` (building the model, summarising)
 #: plus per round ``_ROUND_S + _TENANT_ROUND_S x tenants`` (backlogged workloads: every tenant is
 #: active every round), or for workloads with arrivals ``_ARRIVAL_ROUND_S[engine] x factor(policy)
-#: x (72 h / window)^0.4`` (a shorter window means more concurrent tenants per round; the LPs of
+#: x (72 h / window)^e`` (a shorter window means more concurrent tenants per round; the LPs of
 #: Gavel and cooperative OEF grow faster with them; on the trace engine, whose policy rows are
 #: (tenant, job type, job size) classes, cooperative OEF's envy-freeness rows grow much faster:
-#: exponent 3 instead of 0.4). Relative costs are what matter: the bar's remaining time is
+#: e = 3; otherwise e = 1). Relative costs are what matter: the bar's remaining time is
 #: elapsed / done x left.
-_RUN_S = 0.08
-_ROUND_S = 0.002
-_TENANT_ROUND_S = 0.00005
+_RUN_S = 0.035
+_ROUND_S = 0.003
+_TENANT_ROUND_S = 0.00006
 _ARRIVAL_ROUND_S = {"synthetic": 0.0022, "trace": 0.0015}
 _POLICY_FACTOR = {
     "synthetic": {"gavel": 1.65, "oef-coop": 1.05, "gandiva-fair": 0.7},
@@ -631,7 +631,7 @@ def run_cost(policy: str, rounds: float, tenants: int, *, arrival_window_s: floa
     ``tenants`` tenants (backlogged if ``arrival_window_s`` is 0), on ``engine`` (see the constants
     above: a model for the progress bar, not a benchmark)."""
     if arrival_window_s > 0:
-        expo = 3.0 if (engine, policy) == ("trace", "oef-coop") else 0.4
+        expo = 3.0 if (engine, policy) == ("trace", "oef-coop") else 1.0
         per_round = (_ARRIVAL_ROUND_S[engine] * _POLICY_FACTOR[engine].get(policy, 1.0)
                      * (259200.0 / arrival_window_s) ** expo * tenants / 50.0)  # fmt: skip
     else:
