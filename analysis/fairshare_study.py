@@ -219,8 +219,15 @@ def validate_fair_study(study: Study) -> None:
                 raise InputError(where, panel.x, f"must be variant.<one of {sorted(names)}>.<{sorted(VARIANT_KEYS)}>")
             if parts[1] not in {v.name for v in panel_variants(study, pi)}:
                 raise InputError(where, panel.x, "sweeps a variant the panel does not run")
+        if panel.engine == "trace" and panel_variants(study, pi):
+            why = "must be [] on an engine = 'trace' panel (reports are not mapped to the trace twin)"
+            names_ = [v.name for v in panel_variants(study, pi)]
+            raise InputError(f"study {study.name}: panel[{pi}].variants", names_, why)
         for x in panel.values:
             scen = panel_scenario(study, pi, x)
+            if panel.engine == "trace" and scen.workload.trace is not None:
+                why = "replays the panel's synthetic workload; its scenario must not name a trace"
+                raise InputError(f"study {study.name}: panel[{pi}].engine", "trace", why)
             n = scen.workload.tenants
             for v in panel_variants(study, pi):
                 bad = [i for i in v.tenants if not 0 <= i < n]
@@ -495,15 +502,50 @@ def panel_realisations(study: Study, pi: int) -> tuple[str, ...]:
 def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
     """(mode, realiser) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
     named realisation that differs from it (OEF's rounding for Gavel is a second run; for OEF it is
-    the same run)."""
+    the same run). On an ``engine = "trace"`` panel the realisation is the host placement (own:
+    "oef-placement" for ``oef-*``, "naive-placement" for the others, as ``placement = "auto"``)."""
     from market.oef.realise import own_realisation
 
-    own = own_realisation(mech)
+    if study.panels[pi].engine == "trace":
+        own = "oef-placement" if mech.startswith("oef-") else "naive-placement"
+    else:
+        own = own_realisation(mech)
     out = [("own", own)]
     for r in panel_realisations(study, pi):
         if r != "own" and r != own and r not in {x for _, x in out}:
             out.append(("alternative", r))
     return out
+
+
+#: the trace twin's placement per realisation name (agents.trace_from_tenants)
+_TWIN_PLACEMENT = {"oef-placement": "oef", "naive-placement": "naive"}
+
+
+def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
+                       key: dict[str, Any]) -> CellResult:  # fmt: skip
+    """A cell of an ``engine = "trace"`` panel: the workload drawn exactly as on a synthetic panel
+    (same streams), run on the trace engine with hosts (:func:`agents.trace_from_tenants.trace_config`)
+    per mechanism and realisation (= host placement); truthful only."""
+    from agents.model import MarketModel
+    from agents.trace_from_tenants import trace_config
+    from analysis.studies import TRUTHFUL, CellResult
+
+    rows: list[dict[str, Any]] = []
+    for mech in spec.mechanisms:
+        for mode, real in _realisations(spec.study, spec.panel, mech):
+            t0 = time.perf_counter()
+            work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
+            config = scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
+            config = trace_config(config, placement=_TWIN_PLACEMENT[real])
+            model = MarketModel(config, rng=np.random.default_rng(model_ss))
+            model.progress = False
+            model.run()
+            metrics = summarise_trace_run(model)
+            metrics["liar_gain"] = 0.0
+            seconds = time.perf_counter() - t0
+            rows.append({**key, "variant": TRUTHFUL, "mechanism": mech, "realisation": real,
+                         "realisation_mode": mode, **metrics, "seconds": seconds})  # fmt: skip
+    return CellResult(spec.run_id, rows, [])
 
 
 def _versus_maxmin(rows: list[dict[str, Any]]) -> None:
@@ -546,6 +588,8 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
         }
         if scenario.workload.trace is not None:
             return _execute_trace_cell(spec, scenario, scen_ss, liar_rng, key)
+        if panel.engine == "trace":
+            return _execute_twin_cell(spec, scenario, scen_ss, key)
         ids = scenario.tenant_ids()
         variants: list[tuple[str, dict[str, Any]]] = [(TRUTHFUL, {})]
         for v in panel_variants(study, spec.panel):

@@ -91,6 +91,7 @@ __all__ = [
     "study_family",
     "FAMILIES",
     "cell_cost",
+    "run_cost",
     "Lead",
     "lead_table",
     "panel_replications",
@@ -119,6 +120,14 @@ class Panel:
     replications: int | None = None  # the panel's own number of replications (None: the study's)
     sensitivity_of: int | None = None  # a sensitivity panel: re-reads the headlines of that panel here
     realisations: tuple[str, ...] = ()  # fair-share: "own" plus alternatives, e.g. ("own", "oef-rounding")
+    #: fair-share: "synthetic" (the rate model) or "trace" (the same drawn workload on the trace engine
+    #: with hosts, agents.trace_from_tenants; its alternative realisation is "oef-placement")
+    engine: str = "synthetic"
+
+
+#: fair-share panel engines and the alternative realisations each accepts (besides "own")
+ENGINES = ("synthetic", "trace")
+TRACE_REALISATIONS = ("oef-placement",)
 
 
 @dataclass(frozen=True)
@@ -262,7 +271,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         raise InputError(_where(name, "panel"), [], "must define at least one [[panel]]")
     for i, t in enumerate(raw_panels):
         key = f"panel[{i}]"
-        extra = {"scenario", "mechanisms", "variants", "realisations"} if family == "fair-share" else set()
+        extra = {"scenario", "mechanisms", "variants", "realisations", "engine"} if family == "fair-share" else set()
         _unknown(name, key, t, {"x", "values", "label", "fixed", "common_workload", "replications", "sensitivity_of",
                                 *extra})  # fmt: skip
         sens = None
@@ -294,19 +303,24 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
                     raise InputError(_where(name, f"{key}.variants"), pvars, "must be a list of variant names")
                 pvars = tuple(pvars)
             pscen = _table(name, f"{key}.scenario", t.get("scenario", {}))
+            engine = t.get("engine", "synthetic")
+            if engine not in ENGINES:
+                raise InputError(_where(name, f"{key}.engine"), engine, f"must be one of {list(ENGINES)}")
             preal: tuple[str, ...] = ()
             if "realisations" in t:
                 from market.oef.realise import REALISATIONS
 
+                allowed = TRACE_REALISATIONS if engine == "trace" else REALISATIONS
                 preal = _str_list(name, f"{key}.realisations", t["realisations"])
                 for r in preal:
-                    if r != "own" and r not in REALISATIONS:
+                    if r != "own" and r not in allowed:
                         raise InputError(_where(name, f"{key}.realisations"), r,
-                                         f"must be 'own' or one of {list(REALISATIONS)}")  # fmt: skip
+                                         f"must be 'own' or one of {list(allowed)} (engine {engine!r})")  # fmt: skip
                 if preal[0] != "own":
                     raise InputError(_where(name, f"{key}.realisations"), list(preal), "must start with 'own'")
             panels.append(Panel(x, tuple(values), str(t.get("label", "")), {}, common, pscen, pmechs, pvars,
-                                replications=preps, realisations=preal, sensitivity_of=sens))  # fmt: skip
+                                replications=preps, realisations=preal, sensitivity_of=sens,
+                                engine=engine))  # fmt: skip
             continue
         panels.append(Panel(x, tuple(values), str(t.get("label", "")), fixed, common, replications=preps,
                             sensitivity_of=sens))  # fmt: skip
@@ -591,11 +605,47 @@ def panel_replications(study: Study, pi: int, override: int | None = None) -> in
     return int(own) if own is not None else study.replications
 
 
+#: Cost model of a fair-share run in CPU seconds (the progress bar's unit), calibrated on the OEF
+#: study (``python -m analysis.cli run oef``; per-run ``seconds`` of results.parquet and process CPU
+#: of single cells, 2026-11-27): a run costs a fixed ``_RUN_S`` (building the model, summarising)
+#: plus per round ``_ROUND_S + _TENANT_ROUND_S x tenants`` (backlogged workloads: every tenant is
+#: active every round), or for workloads with arrivals ``_ARRIVAL_ROUND_S[engine] x factor(policy)
+#: x (72 h / window)^e`` (a shorter window means more concurrent tenants per round; the LPs of
+#: Gavel and cooperative OEF grow faster with them; on the trace engine, whose policy rows are
+#: (tenant, job type, job size) classes, cooperative OEF's envy-freeness rows grow much faster:
+#: e = 3; otherwise e = 1). Relative costs are what matter: the bar's remaining time is
+#: elapsed / done x left.
+_RUN_S = 0.035
+_ROUND_S = 0.003
+_TENANT_ROUND_S = 0.00006
+_ARRIVAL_ROUND_S = {"synthetic": 0.0022, "trace": 0.0015}
+_POLICY_FACTOR = {
+    "synthetic": {"gavel": 1.65, "oef-coop": 1.05, "gandiva-fair": 0.7},
+    "trace": {"gavel": 2.2, "oef-coop": 2.2, "gandiva-fair": 0.8},
+}
+
+
+def run_cost(policy: str, rounds: float, tenants: int, *, arrival_window_s: float = 0.0,
+             engine: str = "synthetic") -> float:  # fmt: skip
+    """Expected CPU seconds of one fair-share run of ``policy`` lasting ``rounds`` rounds with
+    ``tenants`` tenants (backlogged if ``arrival_window_s`` is 0), on ``engine`` (see the constants
+    above: a model for the progress bar, not a benchmark)."""
+    if arrival_window_s > 0:
+        expo = 3.0 if (engine, policy) == ("trace", "oef-coop") else 1.0
+        per_round = (_ARRIVAL_ROUND_S[engine] * _POLICY_FACTOR[engine].get(policy, 1.0)
+                     * (259200.0 / arrival_window_s) ** expo * tenants / 50.0)  # fmt: skip
+    else:
+        per_round = _ROUND_S + _TENANT_ROUND_S * tenants
+    return _RUN_S + rounds * per_round
+
+
 def cell_cost(spec: CellSpec) -> float:
-    """Planned work of a cell in run-rounds (runs x expected rounds; 1 per run for auction studies):
-    the progress bar's unit. A fair-share run that stops when idle is expected to last
-    ``max(arrival window, 48 h) + 6 h`` (calibrated on the OEF JCT panel, whose runs last 57-78 h
-    at windows of 24-72 h), capped at the scenario's rounds."""
+    """Planned work of a cell in expected CPU seconds (:func:`run_cost` summed over its runs; for
+    auction studies 1 per run): the progress bar's unit, so its remaining-time estimate weighs a
+    50-tenant JCT cell and a 2-round cell by what they cost, not by their rounds. A fair-share run
+    that stops when idle is expected to last ``max(arrival window, 48 h) + 6 h`` (calibrated on
+    the OEF JCT panel, whose runs last 57-78 h at windows of 24-72 h), capped at the scenario's
+    rounds."""
     study = spec.study
     if study.family != "fair-share":
         return float(len(spec.mechanisms) * (1 + len(study.variants)))
@@ -603,11 +653,21 @@ def cell_cost(spec: CellSpec) -> float:
 
     scen = panel_scenario(study, spec.panel, spec.x)
     rounds = float(scen.rounds)
-    if scen.stop_when_idle and not scen.workload.backlogged and scen.workload.arrival_window_s > 0:
-        hours = max(scen.workload.arrival_window_s / 3600.0, 48.0) + 6.0
+    wl = scen.workload
+    window = 0.0
+    if scen.stop_when_idle and not wl.backlogged and wl.arrival_window_s > 0:
+        window = float(wl.arrival_window_s)
+        hours = max(window / 3600.0, 48.0) + 6.0
         rounds = min(rounds, hours * 3600.0 / scen.cluster.round_seconds)
-    runs = sum(len(_realisations(study, spec.panel, m)) for m in spec.mechanisms)
-    return rounds * runs * (1 + len(panel_variants(study, spec.panel)))
+    engine = study.panels[spec.panel].engine
+    if engine == "trace" and not window:  # a backlogged trace twin merges its identical rounds
+        rounds = min(rounds, 4.0)
+    variants = 1 + len(panel_variants(study, spec.panel))
+    return sum(
+        len(_realisations(study, spec.panel, m)) * variants
+        * run_cost(m, rounds, wl.tenants, arrival_window_s=window, engine=engine)
+        for m in spec.mechanisms
+    )  # fmt: skip
 
 
 def _panel_mechs(study: Study, pi: int, mechs: tuple[str, ...]) -> tuple[str, ...]:
@@ -717,6 +777,7 @@ class StudyResult:
                             "scenario": dict(p.scenario),
                             "mechanisms": list(p.mechanisms),
                             "variants": None if p.variants is None else list(p.variants),
+                            "engine": p.engine,
                         }
                         if self.study.family == "fair-share"
                         else {}
@@ -770,16 +831,18 @@ def run_study(
     rows: list[dict[str, Any]] = []
     trows: list[dict[str, Any]] = []
     errors: list[tuple[str, str]] = []
-    # progress in planned run-rounds, not cells (a JCT cell is ~100x a 16-round cell), so the
-    # remaining-time estimate (elapsed / done x left) is in the right units
-    bar = tqdm(total=round(sum(cost.values())), desc=f"{study.name} ({len(cells)} cells)", unit="run-round",
-               unit_scale=True, disable=not progress)  # fmt: skip
+    # progress in expected CPU seconds (cell_cost), not cells or rounds (a JCT cell is ~100x a
+    # 16-round cell, and a round of 50 tenants under Gavel costs more than one of 4), with
+    # smoothing 0: the remaining-time estimate is elapsed / done x left over the whole run
+    bar = tqdm(total=sum(cost.values()), desc=f"{study.name} ({len(cells)} cells)", unit="cpu-s",
+               bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} planned cpu-s [{elapsed}<{remaining}]",
+               smoothing=0.0, disable=not progress)  # fmt: skip
     for res in ex.map(execute_cell, cells):
         rows.extend(res.rows)
         trows.extend(res.tenant_rows)
         if res.error:
             errors.append((res.run_id, res.error))
-        bar.update(round(cost[res.run_id]))
+        bar.update(cost[res.run_id])
     bar.close()
     frame = pd.DataFrame(rows)
     if not frame.empty:

@@ -23,7 +23,21 @@ def table() -> pd.DataFrame:
 def test_every_row_has_at_least_20_seeds_and_a_realisation(table: pd.DataFrame) -> None:
     assert "realisation" in table.columns
     assert (table["n"] >= 20).all(), table.loc[table["n"] < 20, ["headline", "n"]]
-    assert set(table["realisation"]) == {"own", "oef-rounding"}
+    # own; the baselines with OEF's rounding (rate model) or with OEF's placer (trace engine)
+    assert set(table["realisation"]) == {"own", "oef-rounding", "oef-placement"}
+
+
+def test_actual_throughput_and_jct_verdicts_come_from_the_trace_engine(table: pd.DataFrame) -> None:
+    """Issue 25 item 4: §6.3.1's actual throughput and §6.3.2's JCT are read on the trace engine with
+    hosts (panels 10 and 11); the straggler rows stay on the rate model (panel 6)."""
+    own = table[table["realisation"] == "own"]
+    actual = own[own["headline"].str.startswith("§6.3.1") & (own["metric"] == "total_act")]
+    jct = own[own["metric"] == "mean_jct_h"]
+    assert len(actual) == 4 and set(actual["panel"]) == {10}
+    assert len(jct) == 4 and set(jct["panel"]) == {11}
+    assert set(own.loc[own["metric"] == "straggler_workers", "panel"]) == {6}
+    placed = table[table["realisation"] == "oef-placement"]
+    assert len(placed) == 8 and set(placed["panel"]) == {10, 11}
 
 
 def test_rows_for_every_section6_claim_the_issue_names(table: pd.DataFrame) -> None:
