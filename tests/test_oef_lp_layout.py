@@ -27,7 +27,7 @@ def test_every_name_of_lp_is_its_home_modules_object() -> None:
               "ef_rows", "all_pairs", "solve_rows", "noncoop_csc", "Staircase", "staircase", "solve_noncoop",
               "NoncoopWarmStart", "solve_coop", "ef_violations", "row_envy", "AllocationCache", "CACHE",
               "AUTO_IPM_NONZEROS", "choose_solver", "PROGRESS", "COLD_DECOMPOSE_ROWS_PER_TYPE"}  # fmt: skip
-    assert all(hasattr(lp, n) for n in before)
+    assert all(hasattr(lp, n) for n in before) and before <= set(dir(lp))
 
 
 def test_settings_written_through_lp_reach_the_modules_that_read_them() -> None:

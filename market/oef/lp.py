@@ -98,4 +98,8 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(home), name)
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *SETTINGS])
+
+
 sys.modules[__name__].__class__ = _LPModule
