@@ -14,8 +14,16 @@ compute the BNE reference (quadrature, or the asymmetric shooting solver). The w
 time divided by the number of tasks is the throughput figure "time per learned equilibrium on
 ``--workers`` cores".
 
+Every run also keeps its learned function: the Bernstein coefficients (``coef``) and b(v) at 101
+equally spaced values on ``[low, high]`` (``bids``). The full run writes them, seed-averaged, to
+``benchmarks/results/bayesian_price_of_lying.csv`` (the columns of ``marketsim learn``'s
+``price_of_lying.csv``: ``coef`` and ``bids`` as JSON lists, a list per class with bidder classes)
+and draws ``docs/bayesian_bids.png`` (learned b(v), seed mean and range, against the BNE) from the
+same runs.
+
 Usage: ``OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_bayesian.py [--workers 2] [--seeds 5]``.
-Writes ``benchmarks/results/bayesian.json`` and ``.md``.
+Writes ``benchmarks/results/bayesian.json``, ``.md``, ``bayesian_price_of_lying.csv`` and
+``docs/bayesian_bids.png`` (with ``--only``: ``bayesian_<tag>.*`` and ``docs/bayesian_bids_<tag>.png``).
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from analysis.stats import t_interval  # noqa: E402
 from market.learning.bayesian import expected_revenue, exploitability, learn_bid_functions  # noqa: E402
@@ -42,6 +51,9 @@ from market.learning.distributions import make_distribution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+#: points of the ``bids`` column: b(v) at this many equally spaced values on [low, high]
+BID_POINTS = 101
 U2 = [{"distribution": "uniform", "high": 1}, {"distribution": "uniform", "high": 2}]
 #: ES settings of the all-pay rows with n >= 3 (issue #27): the monotone family of degree 6 (the
 #: BNE (n-1)/n v^n is a polynomial of degree n <= 6; the free family clips its low coefficients flat at 0)
@@ -110,10 +122,104 @@ def one(label: str, seed: int) -> dict:
     expl_s = time.perf_counter() - t2
     # the grid's own error: the exact BNE's exploitability with the same grids (once per configuration)
     floor = exploitability(mech, list(ref.bids), counts, values=dists, options=opts).value if seed == 0 else None
-    return {"exploitability": expl, "exploitability_seconds": expl_s, "bne_exploitability": floor,
+    coef = [b.coef.tolist() for b in res.bids]
+    bids = [b(np.linspace(d.low, d.high, BID_POINTS)).tolist() for b, d in zip(res.bids, dists, strict=True)]
+    return {"coef": coef, "bids": bids,
+            "exploitability": expl, "exploitability_seconds": expl_s, "bne_exploitability": floor,
             "config": label, "seed": seed, "learn_seconds": learn_s, "bne_seconds": bne_s,
             "rounds_per_second": 400 / learn_s, "l2_to_bne": l2, "revenue": rev, "bne_revenue": ref.revenue,
             "revenue_gap": rev / ref.revenue - 1.0}  # fmt: skip
+
+
+def family(label: str) -> str:
+    """The bid-function family of a configuration, e.g. ``free, degree 4``."""
+    es = CONFIGS[label][5] if len(CONFIGS[label]) > 5 else {}
+    return f"{es.get('shape', 'free')}, degree {es.get('degree', 4)}"
+
+
+def price_of_lying_table(configs: dict[str, tuple], rows: list[dict]) -> pd.DataFrame:
+    """One row per configuration in the columns of ``marketsim learn``'s ``price_of_lying.csv``:
+    means and 95% t intervals over seeds, ``coef`` (seed-mean Bernstein coefficients) and ``bids``
+    (seed-mean learned b(v) at 101 equally spaced values on [low, high]) as JSON lists, a list per
+    class with bidder classes; ``coef_seeds`` / ``bids_seeds`` keep every seed's."""
+    out = []
+    for label, (mech, n, values, opts, _bne, *_es) in configs.items():
+        rs = sorted((r for r in rows if r["config"] == label), key=lambda r: r["seed"])
+        dists, counts = _dists(n, values)
+        row: dict = {"config": label, "mechanism": mech, "n": int(sum(counts)), "family": family(label),
+                     "values": "; ".join(f"{c} x {d.describe()}" if isinstance(n, list) else d.describe()
+                                         for d, c in zip(dists, counts, strict=True)),
+                     "options": json.dumps(opts), "seeds": len(rs)}  # fmt: skip
+        for name in ("l2_to_bne", "exploitability", "revenue", "revenue_gap"):
+            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = t_interval(np.asarray([r[name] for r in rs]))
+        row["bne_exploitability"] = next(r["bne_exploitability"] for r in rs if r["seed"] == 0)
+        row["bne_revenue"] = rs[0]["bne_revenue"]
+        for key, digits in (("coef", 4), ("bids", 6)):
+            mean = [np.mean([r[key][c] for r in rs], axis=0).round(digits).tolist() for c in range(len(dists))]
+            row[key] = json.dumps(mean if isinstance(n, list) else mean[0])
+            row[f"{key}_seeds"] = json.dumps([[np.round(x, digits).tolist() for x in r[key]] for r in rs])
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+#: panels of the figure: title -> configurations drawn in it
+PANELS = {
+    "first price, U[0,1]": [f"first price, U[0,1], n={n}" for n in (2, 3, 4, 5)],
+    "all-pay, U[0,1] (n >= 3: monotone, degree max(4, n))": [
+        "all-pay, U[0,1], n=2",
+        "all-pay, U[0,1], n=3, monotone adaptive deg 4",
+        "all-pay, U[0,1], n=4, monotone adaptive deg 4",
+        "all-pay, U[0,1], n=5, monotone adaptive deg 5",
+    ],
+    "first price: F(v)=v^2, reserve 0.3, U[0,1] vs U[0,2]": [
+        "first price, F(v)=v^2, n=2",
+        "first price, U[0,1], n=2, reserve 0.3",
+        "first price, U[0,1] vs U[0,2]",
+    ],
+}
+
+
+def plot_bids(table: pd.DataFrame, path: Path) -> None:
+    """Learned b(v) (seed mean, band = range over seeds, from the table's ``bids_seeds``) against the
+    BNE (dashed, same colour), one panel per group of :data:`PANELS` present in ``table``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis.learn_bayesian import PALETTE
+
+    by_label = table.set_index("config")
+    panels = {t: [c for c in cs if c in by_label.index] for t, cs in PANELS.items()}
+    panels = {t: cs for t, cs in panels.items() if cs} or {"": list(by_label.index)}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.0), squeeze=False)
+    for ax, (title, labels) in zip(axes[0], panels.items(), strict=True):
+        i, top = 0, 0.0
+        for label in labels:
+            mech, n, values, opts, _bne, *_es = CONFIGS[label]
+            dists, counts = _dists(n, values)
+            ref = bne_reference(mech, dists, counts, opts)
+            seeds = np.asarray(json.loads(by_label.loc[label, "bids_seeds"]))  # seed x class x point
+            short = label.replace("first price, ", "").replace("all-pay, ", "").replace("U[0,1], ", "")
+            for c, d in enumerate(dists):
+                colour = PALETTE[i % len(PALETTE)]
+                i += 1
+                v = np.linspace(d.low, d.high, BID_POINTS)
+                name = short if len(dists) == 1 else f"{short}: class {c}, [{d.low:g}, {d.high:g}]"
+                ax.plot(v, seeds[:, c].mean(axis=0), color=colour, lw=1.8, label=f"{name} learned")
+                ax.fill_between(v, seeds[:, c].min(axis=0), seeds[:, c].max(axis=0), color=colour, alpha=0.18, lw=0)
+                if ref.bids[c] is not None:
+                    ax.plot(v, ref.bids[c](v), color=colour, lw=1.2, ls="--", label=f"{name} BNE")
+                top = max(top, d.high)
+        ax.plot([0, top], [0, top], color="grey", lw=0.6, ls=":", label="truthful")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("value v")
+        ax.legend(fontsize=6)
+    axes[0, 0].set_ylabel("bid b(v)")
+    fig.suptitle("learned b(v) (solid; band = range over seeds) vs BNE (dashed)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _ci(xs: list[float], pct: bool = False) -> str:
@@ -134,20 +240,48 @@ def main() -> None:
         "results then go to bayesian_<tag>.md/.json (the full run's files stay)",
     )
     ap.add_argument("--tag", default="subset")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the runs a stopped invocation with the same --only/--tag left in "
+        "benchmarks/results/<stem>.partial.jsonl (every run is appended there as it finishes; the file is "
+        "removed when the batch completes); without it that file is discarded",
+    )
     args = ap.parse_args()
     configs = {k: v for k, v in CONFIGS.items() if args.only in k}
     stem = "bayesian" if not args.only else f"bayesian_{args.tag}"
     load_before = os.getloadavg()
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     tasks = [(label, s) for label in configs for s in range(args.seeds)]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    partial = RESULTS / f"{stem}.partial.jsonl"
+    done: dict[tuple[str, int], dict] = {}
+    if args.resume and partial.exists():
+        for line in partial.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a stopped invocation may be cut short
+                continue
+            if (r["config"], r["seed"]) in tasks:
+                done[(r["config"], r["seed"])] = r
+    else:
+        partial.unlink(missing_ok=True)
+    todo = [t for t in tasks if t not in done]
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(one, *zip(*tasks, strict=True)))
+    fresh = []
+    with ProcessPoolExecutor(args.workers) as pool, partial.open("a", encoding="utf-8") as log:
+        for fut in as_completed([pool.submit(one, *t) for t in todo]):
+            fresh.append(fut.result())
+            log.write(json.dumps(fresh[-1]) + "\n")
+            log.flush()
     wall = time.perf_counter() - t0
+    order = {t: i for i, t in enumerate(tasks)}
+    rows = sorted([*done.values(), *fresh], key=lambda r: order[(r["config"], r["seed"])])
+    partial.unlink()
     summary = []
     for label, (mech, _n, _values, _opts, bne, *_es) in configs.items():
         rs = [r for r in rows if r["config"] == label]
-        summary.append({"config": label, "mechanism": mech, "bne": bne, "seeds": len(rs),
+        summary.append({"config": label, "mechanism": mech, "bne": bne, "family": family(label), "seeds": len(rs),
                         "l2_to_bne": [r["l2_to_bne"] for r in rs], "revenue_gap": [r["revenue_gap"] for r in rs],
                         "exploitability": [r["exploitability"] for r in rs],
                         "bne_exploitability": next(r["bne_exploitability"] for r in rs if r["seed"] == 0),
@@ -156,23 +290,31 @@ def main() -> None:
                         "learn_seconds_mean": float(np.mean([r["learn_seconds"] for r in rs])),
                         "rounds_per_second_mean": float(np.mean([r["rounds_per_second"] for r in rs])),
                         "bne_seconds": float(np.mean([r["bne_seconds"] for r in rs]))})  # fmt: skip
-    out = {"workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "wall_seconds": wall,
-           "seconds_per_equilibrium_on_workers": wall / len(tasks), "uptime_before": uptime,
+    per_run = wall / len(todo) if todo else float("nan")
+    out = {"workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "resumed_tasks": len(done),
+           "wall_seconds": wall, "seconds_per_equilibrium_on_workers": per_run, "uptime_before": uptime,
            "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "python": platform.python_version(),
            "machine": platform.machine(), "summary": summary, "runs": rows}  # fmt: skip
-    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    table = price_of_lying_table(configs, rows)
+    table.to_csv(RESULTS / f"{stem}_price_of_lying.csv", index=False)
+    plot_bids(table, DOCS / ("bayesian_bids.png" if not args.only else f"bayesian_bids_{args.tag}.png"))
     cmd = f" --only '{args.only}' --tag {args.tag}" if args.only else ""
     lines = [
         "# Bayesian auctions: time per learned equilibrium and distance to the BNE",
         "",
         f"`benchmarks/bench_bayesian.py{cmd}`: {len(configs)} configurations x {args.seeds} seeds "
         f"= {len(tasks)} ES runs "
-        f"(400 rounds, population 32, batch 16384, degree 4, from truthful bidding; the all-pay rows with n >= 3 use "
-        f"the monotone family of degree 6) on {args.workers} processes, single-threaded BLAS per process.",
+        f"(400 rounds, population 32, batch 16384, from truthful bidding; bid-function family per row: Bernstein "
+        f"polynomial, `free` = unconstrained coefficients, `monotone` = projected onto non-negative non-decreasing "
+        f"ones) on {args.workers} processes, single-threaded BLAS per process. Learned functions (`coef`, and "
+        f"`bids` = b(v) at {BID_POINTS} equally spaced values on [low, high]): `{stem}_price_of_lying.csv`; "
+        f"figure: `docs/{'bayesian_bids' if not args.only else 'bayesian_bids_' + args.tag}.png`.",
         "",
-        f"**Time per learned equilibrium on {args.workers} cores: {wall / len(tasks):.1f} s** "
-        f"(batch wall time {wall:.0f} s / {len(tasks)} runs).",
+        f"**Time per learned equilibrium on {args.workers} cores: {per_run:.1f} s** "
+        f"(batch wall time {wall:.0f} s / {len(todo)} runs"
+        + (f"; {len(done)} runs reused from a stopped invocation with --resume" if done else "")
+        + ").",
         "",
         f"Machine load: before `{uptime}`; load average after {tuple(round(x, 2) for x in os.getloadavg())}. "
         "Other helpers shared the 2 cores, so absolute seconds are pessimistic.",
@@ -185,12 +327,12 @@ def main() -> None:
         "4096 value quantiles, 401-bid grid plus 4 local refinements per own value, 201 own values); `BNE "
         "exploitability`: the same measure on the exact BNE, i.e. the grids' own error (not a learning error).",
         "",
-        "| configuration | BNE b(v) | BNE revenue | l2_to_bne | revenue_gap | exploitability | BNE exploitability | "
-        "s per run (in its process) | rounds/s | BNE solve s | exploitability s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| configuration | family | BNE b(v) | BNE revenue | l2_to_bne | revenue_gap | exploitability | "
+        "BNE exploitability | s per run (in its process) | rounds/s | BNE solve s | exploitability s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        lines.append(f"| {s['config']} | {s['bne']} | {s['bne_revenue']:.4f} | {_ci(s['l2_to_bne'])} | "
+        lines.append(f"| {s['config']} | {s['family']} | {s['bne']} | {s['bne_revenue']:.4f} | {_ci(s['l2_to_bne'])} | "
                      f"{_ci(s['revenue_gap'], pct=True)} | {_ci(s['exploitability'], pct=True)} | "
                      f"{s['bne_exploitability']:.2%} | {s['learn_seconds_mean']:.1f} | "
                      f"{s['rounds_per_second_mean']:.0f} | {s['bne_seconds']:.3f} | "

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from market.oef import lp
+from market.oef.highs_model import highs_model_from_csc
+from market.oef.programs import ef_csr
 
 REL = 1e-9
 
@@ -106,7 +108,7 @@ def test_deleting_rows_with_basic_slacks_keeps_the_optimal_basis():
     W, m = _unordered(60, 6, 9)
     R, k = W.shape
     n = R * k
-    h = lp._highs(
+    h = highs_model_from_csc(
         -W.ravel(),
         np.arange(n + 1, dtype=np.int32),
         np.tile(np.arange(k, dtype=np.int32), R),
@@ -115,7 +117,7 @@ def test_deleting_rows_with_basic_slacks_keeps_the_optimal_basis():
         m,
     )
     L, I = np.nonzero((np.abs(np.subtract.outer(np.arange(R), np.arange(R))) <= 5) & ~np.eye(R, dtype=bool))
-    start, index, value = lp._ef_csr(W, None, L, I)
+    start, index, value = ef_csr(W, None, L, I)
     h.addRows(L.size, np.full(L.size, -np.inf), np.zeros(L.size), value.size, start[:-1], index, value)
     h.run()
     before = h.getInfo().objective_function_value

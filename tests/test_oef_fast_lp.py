@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.oef import SpeedupReport, allocate_tenants, lp
+from market.oef import SpeedupReport, allocate_tenants, lp, noncoop_lp
 from market.oef import properties as P
+from market.oef.highs_model import highs_model_from_csc, solve_model
 from market.oef.mechanisms import oef_coop, oef_noncoop
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,9 +84,9 @@ def test_staircase_is_optimal_on_ordered_speedups(n, seed):
     assert fast.info["noncoop_path"] == "staircase"
     st = lp.staircase(W, m.astype(float))
     assert st is not None and st.optimal
-    h = lp._highs(*lp.noncoop_csc(W, m.astype(float)))
-    assert lp._set_basis(h, np.append(st.columns(10), n * 10), n * 10 + 1, 10, n)
-    x, _ = lp._run("test", h)
+    h = highs_model_from_csc(*lp.noncoop_csc(W, m.astype(float)))
+    assert noncoop_lp._set_basis(h, np.append(st.columns(10), n * 10), n * 10 + 1, 10, n)
+    x, _ = solve_model("test", h)
     assert h.getInfo().simplex_iteration_count == 0
     np.testing.assert_allclose(x[:-1].reshape(n, 10), st.matrix(n, 10), atol=1e-9 * n)
     ref = lp.build_noncoop(W, m.astype(float))

@@ -134,7 +134,7 @@ cost more to set up than they save), feasibility tolerances 1e-10 instead of 1e-
 solved in units where its numbers are of order one, so the optimum holds to about 1e-10 relative)."""
 
 
-def _highs(own: bool = False) -> highspy.Highs:
+def _empty_reduced_highs(own: bool = False) -> highspy.Highs:
     """A silent, deterministic HiGHS instance (dual simplex, no presolve: the reduced programs are
     small and their duals are read directly) with no model: a new one if ``own`` (a program kept
     across rounds), else this thread's, cleared. Nothing else in this module changes its options."""
@@ -165,7 +165,7 @@ class _Reduced:
     ) -> None:
         self.policy, self.equal = policy, equal
         self.k = C.shape[1]
-        self.h = h = _highs(own)
+        self.h = h = _empty_reduced_highs(own)
         h.addCol(-1.0, 0.0, np.inf, 0, np.zeros(0, dtype=np.int32), np.zeros(0))
         empty = np.zeros(0, dtype=np.int32)
         self.m = np.asarray(m, dtype=float)
