@@ -132,6 +132,12 @@ def test_pdors_ratio_hunt_is_deterministic_and_its_witness_rederives() -> None:
     assert w["kind"] == "pdors" and w["claim"] == "C-P7" and not r.get("skipped")
     assert r["effect"] == a.best_effect == w["effect"]
     assert ledger.recheck_witness(w) is (r["violations"] > 0)
+    # the effect of an instance is the larger of its two G modes' (one MILP shared by both)
+    from market.pdors.hunt import MODES
+
+    inst = a.best_instance
+    per_mode = [CHECKS["C-P7"]({**inst, "mode": m})["effect"] for m in MODES]
+    assert a.best_effect == max(per_mode) and w["args"]["mode"] == MODES[int(np.argmax(per_mode))]
 
 
 def test_claims_cli_hunt_evals_is_deterministic_for_c_o4(capsys: pytest.CaptureFixture[str]) -> None:
