@@ -219,3 +219,41 @@ def test_the_ledger_c_p10_witness_is_in_the_hunt_space_and_reproduces() -> None:
     # another mechanism or rounding stream is not this space's point
     other: dict[str, Any] = {**_LEDGER_P10, "args": {**_LEDGER_P10["args"], "run_seed": 1}}
     assert sp.encode(other) is None
+
+
+# ---- the findings (benchmarks/results/hunt.md): Theorem 4's and Theorem 5's ratios exceeded ------
+def test_finding_oasis_c_o4_ratio_beyond_two_alpha() -> None:
+    """`marketsim claims --paper oasis --claim C-O4 --hunt 60 --seed 0` (shrunk witness): one server
+    of 6 cpu; job 1 (slot 1, W = 12, 3 cpu per worker, critical sigmoid γ1 = 160) is admitted at
+    near-L prices with a schedule over slots 1..6 worth 1.3e-5 and fills the server, so job 0
+    (slot 3, done in one slot for 44.35) runs only in slot 7 (worth 8.4e-6). OPT = 44.35 (job 0 in
+    slot 3 alone), OPT/ALG = 2.06e6 against 2α = 55.16."""
+    from market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run
+
+    spec = {"jobs": [[3.0, 3.0, 4.0, 1.0, 1.0, 46.0, 4.7, 1.7], [1.0, 12.0, 4.0, 3.0, 2.0, 160.0, 4.8, 2.6]],
+            "H": 1, "cpu": 6.0, "T": 8}  # fmt: skip
+    run = _with_opt(tiny_run(spec), 30.0)
+    assert run.opt.optimal and run.opt.welfare == pytest.approx(46.0 / (1 + math.exp(4.7 * (1 - 1.7))), rel=1e-9)
+    alg = sum(d.utility for d in run.decs)
+    assert alg == pytest.approx(160 / (1 + math.exp(4.8 * (6 - 2.6))) + 46 / (1 + math.exp(4.7 * (5 - 1.7))), rel=1e-9)
+    v, info = STEP_CHECKS["ratio"](run)
+    assert info["ratio"] == pytest.approx(2060330.026, rel=1e-6)
+    assert info["two_alpha"] == pytest.approx(55.1586, rel=1e-4)
+    assert v > 0 and ledger.recheck_witness({"kind": "oasis_tiny", "check": "ratio", "spec": spec, "time_limit": 30})
+
+
+def test_finding_pdors_c_p7_ratio_beyond_the_bound() -> None:
+    """`marketsim claims --paper pdors --claim C-P7 --hunt 60 --seed 0` (shrunk witness): PD-ORS
+    (thm3, both rounding seeds) admits jobs 0 and 2 with late, nearly worthless completions and
+    rejects job 1 (worth 0.89 when done in 2 slots); OPT/ALG = 2833 > (6G/δ)ε = 1485."""
+    from market.pdors.claims import CHECKS
+
+    jobs = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5],
+            [0.0, 5.0, 4.0, 2.0, 1.0, 2.0, 2.0, 1.1, 4.8, 3.3]]
+    args = {"jobs": jobs, "I": 3, "cap": 4.678081717034623, "mode": "thm3", "delta": 0.1, "run_seeds": [0, 1],
+            "time_limit": 10.0}  # fmt: skip
+    r = CHECKS["C-P7"](args)
+    assert r["violations"] == 2 and r["counts"]["ratio_violations"] == 2
+    assert r["counts"]["max_opt_over_alg"] == pytest.approx(2832.66, rel=1e-5)
+    assert r["effect"] == pytest.approx(1.90695, rel=1e-5)
+    assert ledger.recheck_witness({"kind": "pdors", "claim": "C-P7", "args": args})
