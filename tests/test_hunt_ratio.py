@@ -257,3 +257,21 @@ def test_finding_pdors_c_p7_ratio_beyond_the_bound() -> None:
     assert r["counts"]["max_opt_over_alg"] == pytest.approx(2832.66, rel=1e-5)
     assert r["effect"] == pytest.approx(1.90695, rel=1e-5)
     assert ledger.recheck_witness({"kind": "pdors", "claim": "C-P7", "args": args})
+
+
+def test_the_shared_offline_optimum_is_the_instance_own() -> None:
+    """The two G modes share one MILP solve per instance; instances that differ only in capacity
+    (or in a job) get their own optimum."""
+    from market.pdors.claims import CHECKS
+    from market.pdors.offline import pdors_offline_optimum
+
+    jobs = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5]]
+    opts = []
+    for cap, js in ((3.0, jobs), (8.0, jobs), (8.0, jobs[:1])):
+        for mode in ("thm3", "thm4"):
+            a = {"jobs": js, "I": len(js), "cap": cap, "mode": mode, "delta": 0.1, "run_seeds": [0], "time_limit": 10.0}
+            got = CHECKS["C-P7"](a)["detail"]["opt"]
+            cl, jj, _ = pdors_tiny_from_params(js, cap=cap)
+            assert got == pdors_offline_optimum(cl, jj, time_limit=10.0).bound
+        opts.append(got)
+    assert len(set(opts)) == 3
