@@ -184,6 +184,24 @@ def test_pdors_ratio_skips_a_milp_at_its_time_limit(monkeypatch: pytest.MonkeyPa
     assert ev.effect == SKIPPED and ev.witness is None and sp.skipped == 1
 
 
+def test_the_node_limit_is_a_deterministic_skip() -> None:
+    """The hunt's MILPs stop at a node limit (a deterministic work limit, not the machine's speed):
+    at 0 nodes no MILP is solved, and every evaluation is skipped."""
+    from market.oasis.hunt import SKIPPED as O_SKIPPED
+    from market.pdors.hunt import SKIPPED as P_SKIPPED
+
+    o = hunt_space("oasis", "C-O4")
+    assert o.node_limit == 5000 and o.time_limit == 300.0
+    o.node_limit = 0
+    ev = o.evaluate(o.decode(1, np.full(65, 0.3)), np.random.default_rng(0))
+    assert ev.effect == O_SKIPPED and ev.witness is None and o.skipped == 1
+    p = hunt_space("pdors", "C-P7")
+    p.node_limit = 0
+    inst = p.decode(3, np.full(31, 0.3))
+    assert inst["node_limit"] == 0
+    assert p.evaluate(inst, np.random.default_rng(0)).effect == P_SKIPPED and p.skipped == 1
+
+
 # ---- C-P10-truthful: the ledger's witness is in the hunt space -----------------------------------
 _LEDGER_P10 = {  # `marketsim claims --paper pdors --claim C-P10-truthful --seed 0 --json` (small)
     "kind": "pdors", "claim": "C-P10-truthful",

@@ -63,9 +63,14 @@ def _c_o6(size: str, claim: Any = None) -> AuctionSpace:
 # ---------------------------------------------------------------------------------------------
 # C-O4: Theorem 4's competitive ratio on the spec's tiny ratio generator
 # ---------------------------------------------------------------------------------------------
-HUNT_MILP_SECONDS = {"small": 10.0, "large": 60.0}
-"""Time limit (s) of one hunt evaluation's offline MILP (the ledger uses 30 s small / 300 s large);
-an evaluation whose MILP stops at it is skipped (:data:`SKIPPED`), never reported as a ratio."""
+HUNT_MILP_NODES = 5000
+"""Branch-and-bound node limit of one hunt evaluation's offline MILP: a deterministic work limit
+(the same instance stops at the same node on any machine, at any load); an evaluation whose MILP
+stops at it is skipped (:data:`SKIPPED`), never reported as a ratio."""
+HUNT_MILP_SECONDS = {"small": 300.0, "large": 600.0}
+"""Safety-net wall-time limit (s) of the same MILP (the ledger uses 30 s small / 300 s large); a MILP
+stopped by it is skipped too (then the run depends on the machine's speed: ``skipped_evaluations``
+in ``--json`` shows it)."""
 SKIPPED = -1e6
 """The effect of a skipped evaluation (finite, below every real figure, so the optimiser can rank it)."""
 GAMMA2_CLASSES = (0.10, 0.55, 0.35)
@@ -122,7 +127,7 @@ class OasisRatioSpace:
     U{1..3}, s U{1..2}, and the sigmoid's γ1 (log scale over [1, 1000], the union of the ledger's
     three ranges), γ2 (:func:`unit_gamma2`) and γ3 U[1, 4]. Effect: the ledger's ``OPT/ALG − 2α``
     (``market.oasis.claims`` check ``ratio``) with OPT from the exact offline MILP; an evaluation
-    whose MILP stops at ``time_limit`` is skipped (:data:`SKIPPED`)."""
+    whose MILP stops at ``node_limit`` nodes or ``time_limit`` seconds is skipped (:data:`SKIPPED`)."""
 
     name: str = "oasis:C-O4"
     H: tuple[int, ...] = (1, 2, 3)
@@ -130,7 +135,8 @@ class OasisRatioSpace:
     T: int = 8
     cpu: tuple[float, float] = (6.0, 60.0)
     cpu_choices: tuple[float, ...] = (6.0, 60.0)
-    time_limit: float = 10.0
+    time_limit: float = 300.0
+    node_limit: int | None = HUNT_MILP_NODES
     max_work: int = 12
 
     def __post_init__(self) -> None:
@@ -179,13 +185,14 @@ class OasisRatioSpace:
         from market.oasis.claims import STEP_CHECKS, tiny_run
 
         run = tiny_run(spec)
-        run.opt = oasis_offline_optimum(run.cluster, run.reqs, time_limit=self.time_limit)
+        run.opt = oasis_offline_optimum(run.cluster, run.reqs, time_limit=self.time_limit, node_limit=self.node_limit)
         if not run.opt.optimal:
             self.skipped += 1
             return Evaluation(SKIPPED, False, None, spec)
         v, info = STEP_CHECKS["ratio"](run)
         wit = {"kind": "oasis_tiny", "check": "ratio", "spec": spec, "excess": v, "where": jsonable(info),
-               "time_limit": self.time_limit, "opt_optimal": True, "violation": bool(v > 0)}  # fmt: skip
+               "time_limit": self.time_limit, "node_limit": self.node_limit, "opt_optimal": True,
+               "violation": bool(v > 0)}  # fmt: skip
         return Evaluation(float(v), bool(v > 0), wit, spec)
 
     def shrink(self, spec: dict[str, Any]) -> Iterable[dict[str, Any]]:

@@ -505,11 +505,12 @@ def _ratio_run_uncached(a: dict[str, Any]) -> dict[str, Any]:
         cl, jobs, consts = pdors_tiny_from_params(a["jobs"], T=5, H=2, cap=a["cap"])
     else:
         cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(a["seed"]), I=a["I"], T=5, H=2, cap=a["cap"])
-    okey = json.dumps({k: a.get(k) for k in ("jobs", "seed", "I", "cap", "time_limit")}, sort_keys=True)
+    okey = json.dumps({k: a.get(k) for k in ("jobs", "seed", "I", "cap", "time_limit", "node_limit")}, sort_keys=True)
     if okey not in _OPT_CACHE:  # the two G modes of one instance share its offline optimum
         if len(_OPT_CACHE) > 32:
             _OPT_CACHE.clear()
-        _OPT_CACHE[okey] = pdors_offline_optimum(cl, jobs, time_limit=float(a.get("time_limit", 60)))
+        _OPT_CACHE[okey] = pdors_offline_optimum(cl, jobs, time_limit=float(a.get("time_limit", 60)),
+                                                 node_limit=a.get("node_limit"))
     opt = _OPT_CACHE[okey]
     out = []
     for run_seed in a["run_seeds"]:

@@ -83,9 +83,13 @@ def _from_ledger(mechanism: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 # C-P7: Theorems 5/6's competitive ratio on the tiny instances
 # ---------------------------------------------------------------------------------------------
-HUNT_MILP_SECONDS = {"small": 10.0, "large": 60.0}
-"""Time limit (s) of one hunt evaluation's offline MILP (the ledger uses 60 s); an instance whose
-MILP stops at it is skipped, as the ledger's C-P7 skips it (:data:`SKIPPED`)."""
+HUNT_MILP_NODES = 5000
+"""Branch-and-bound node limit of one hunt evaluation's offline MILP (deterministic, unlike a time
+limit; part of the witness's ``args``); an instance whose MILP stops at it is skipped, as the
+ledger's C-P7 skips a MILP that is not optimal (:data:`SKIPPED`)."""
+HUNT_MILP_SECONDS = {"small": 300.0, "large": 600.0}
+"""Safety-net wall-time limit (s) of the same MILP (the ledger uses 60 s); a MILP stopped by it is
+skipped too (then the run depends on the machine's speed: ``skipped_evaluations`` shows it)."""
 SKIPPED = -1.0
 """The effect of a skipped evaluation (every real figure ``(OPT/ALG)/bound`` is >= 0)."""
 MODES = ("thm3", "thm4")
@@ -108,7 +112,8 @@ class PdorsRatioSpace:
     cap: tuple[float, float] = (3.0, 8.0)
     run_seeds: tuple[int, ...] = (0, 1)
     delta: float = 0.1
-    time_limit: float = 10.0
+    time_limit: float = 300.0
+    node_limit: int = HUNT_MILP_NODES
     ledger_I: int = 4
 
     def __post_init__(self) -> None:
@@ -133,7 +138,8 @@ class PdorsRatioSpace:
 
     def _args(self, jobs: Any, cap: float, mode: str, **kw: Any) -> dict[str, Any]:
         return {**kw, "jobs": jobs, "I": len(jobs), "cap": float(cap), "mode": mode, "delta": self.delta,
-                "run_seeds": list(self.run_seeds), "time_limit": self.time_limit}  # fmt: skip
+                "run_seeds": list(self.run_seeds), "time_limit": self.time_limit,
+                "node_limit": self.node_limit}  # fmt: skip
 
     def encode(self, witness: Any) -> tuple[Hashable, np.ndarray] | None:
         """A ``pdors`` C-P7 witness (seeded or explicit) as a point; ``None`` outside the space."""
@@ -158,7 +164,8 @@ class PdorsRatioSpace:
         seed = int(rng.integers(0, 2**31 - 1))
         cap = CAPS[int(rng.integers(len(CAPS)))]
         return {"seed": seed, "I": self.ledger_I, "cap": cap, "mode": "thm3", "delta": self.delta,
-                "run_seeds": list(self.run_seeds), "time_limit": self.time_limit}  # fmt: skip
+                "run_seeds": list(self.run_seeds), "time_limit": self.time_limit,
+                "node_limit": self.node_limit}  # fmt: skip
 
     def evaluate(self, args: dict[str, Any], rng: np.random.Generator) -> Evaluation:
         from market.pdors.claims import CHECKS
