@@ -77,7 +77,7 @@ def new_highs() -> highspy.Highs:
     return h
 
 
-_OPTIONS = {"time_limit": float, "mip_rel_gap": float, "mip_abs_gap": float, "presolve": bool}
+_OPTIONS = {"time_limit": float, "mip_rel_gap": float, "mip_abs_gap": float, "presolve": bool, "mip_max_nodes": int}
 
 #: HiGHS' absolute MIP gap, set explicitly on every solve (HiGHS' own default): a MILP reported optimal
 #: has ``bound >= OPT - max(MIP_ABS_GAP, mip_rel_gap * |bound|)``, so an optimum below this may read as 0.

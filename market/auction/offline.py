@@ -71,9 +71,12 @@ def solve_milp(
     time_limit: float,
     mip_rel_gap: float,
     name: str,
+    node_limit: int | None = None,
 ) -> tuple[np.ndarray | None, float, float, bool, int, str, float]:
     """Maximise ``c·x`` (HiGHS). Returns ``(x, incumbent, bound, optimal, status, message, seconds)``;
-    ``x`` is ``None`` if no incumbent was found. Integer outputs are rounded with ``np.rint``."""
+    ``x`` is ``None`` if no incumbent was found. Integer outputs are rounded with ``np.rint``.
+    ``node_limit`` caps the branch-and-bound nodes (a deterministic work limit, unlike the time
+    limit; a solve stopped by it is not ``optimal``)."""
     check_positive("time_limit", time_limit)
     check_nonneg("mip_rel_gap", mip_rel_gap)
     t0 = time.perf_counter()
@@ -82,7 +85,8 @@ def solve_milp(
         integrality=integrality,
         bounds=Bounds(lb, ub),
         constraints=rows.constraint(len(c)) if rows.lb else None,
-        options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap), "presolve": True},
+        options={"time_limit": float(time_limit), "mip_rel_gap": float(mip_rel_gap), "presolve": True,
+                 **({} if node_limit is None else {"mip_max_nodes": int(node_limit)})},
     )
     secs = time.perf_counter() - t0
     if res.x is None:

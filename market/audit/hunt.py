@@ -550,6 +550,8 @@ def hunt_claims(
                    optimiser=optimiser, warm=warm)  # fmt: skip
         d = res.to_dict()
         d["ledger_effect"] = _num(float(c.effect_size))
+        if hasattr(space, "skipped"):  # evaluations the space skipped (e.g. an offline MILP at its time limit)
+            d["skipped_evaluations"] = int(space.skipped)
         d["rechecked"] = None
         if res.violated and res.witness is not None:
             d["rechecked"] = bool(recheck_witness(res.witness))

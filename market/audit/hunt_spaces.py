@@ -322,6 +322,12 @@ class AuctionPoint:
         return {"seed": self.seed, "deviator": self.deviator,
                 "truth": {str(j): dict(p) for j, p in self.truth}}  # fmt: skip
 
+    @classmethod
+    def from_dict(cls, p: dict[str, Any]) -> AuctionPoint:
+        """Inverse of :meth:`to_dict`."""
+        truth = tuple(sorted((int(j), tuple((str(n), float(v)) for n, v in d.items())) for j, d in p["truth"].items()))
+        return cls(int(p["seed"]), truth, int(p["deviator"]))
+
 
 @dataclass
 class AuctionSpace:
@@ -350,6 +356,7 @@ class AuctionSpace:
     witness_kind: str = "auction_hunt"
     paper: str = ""
     absolute: bool = False
+    from_witness: Callable[[dict[str, Any]], AuctionPoint | None] | None = None
 
     def __post_init__(self) -> None:
         self._markets: dict[int, Any] = {}
@@ -387,9 +394,44 @@ class AuctionSpace:
             v = float(d.from_z(z))
             if d.integer:
                 v = float(round(v))
+            if abs(v - float(d.truth)) <= 1e-9 * max(1.0, abs(float(d.truth))):
+                continue  # the true value itself (up to the log/exp round trip): no move
             moves.setdefault(jid, []).append((d.name, v))
         truth = tuple(sorted((j, tuple(p)) for j, p in moves.items()))
         return AuctionPoint(seed, truth, self._dev_id(mk, pos))
+
+    def point_x(self, point: AuctionPoint) -> np.ndarray:
+        """The unit-box coordinates of ``point``'s TRUE-type moves (unmoved dimensions at their
+        truth): ``decode((seed, position), point_x(point))`` gives ``point`` back."""
+        self._base(point.seed)
+        moves = {j: dict(p) for j, p in point.truth}
+        x = []
+        for jid, d in self._layout[point.seed]:
+            v = moves.get(jid, {}).get(d.name, float(d.truth))
+            lo, hi = float(d.to_z(d.lower)), float(d.to_z(d.upper))
+            x.append(0.0 if hi <= lo else (float(d.to_z(v)) - lo) / (hi - lo))
+        return np.clip(np.asarray(x if x else [0.5], dtype=float), 0.0, 1.0)
+
+    def encode(self, witness: Any) -> tuple[Hashable, np.ndarray] | None:
+        """A witness as a warm start ``((seed, deviator position), x)``: this space's own
+        ``auction_hunt`` witnesses, and the ledger's through ``from_witness``; ``None`` when it does
+        not fit (another mechanism or rounding stream, a deviator position outside ``deviators``)."""
+        if not isinstance(witness, dict):
+            return None
+        point = None
+        if witness.get("kind") == self.witness_kind and witness.get("space") == self.name:
+            if witness.get("mechanism") != self.mechanism or int(witness.get("run_seed", 0)) != self.run_seed:
+                return None
+            point = AuctionPoint.from_dict(witness["point"])
+        elif self.from_witness is not None:
+            point = self.from_witness(witness)
+        if point is None:
+            return None
+        ids = sorted(int(b.job_id) for b in self._base(point.seed).bids())
+        pos = ids.index(point.deviator) if point.deviator in ids else -1
+        if pos not in self.deviators:
+            return None
+        return (point.seed, pos), self.point_x(point)
 
     def sample(self, rng: np.random.Generator) -> AuctionPoint:
         """The ledger's sampler: a generator seed, the bids as drawn, a random deviator."""
@@ -444,9 +486,7 @@ class AuctionSpace:
         from market.audit.online import OnlineAuctionTarget
         from market.audit.search import evaluate_misreport
 
-        p = witness["point"]
-        point = AuctionPoint(int(p["seed"]), tuple(sorted((int(j), tuple(v.items())) for j, v in p["truth"].items())),
-                             int(p["deviator"]))  # fmt: skip
+        point = AuctionPoint.from_dict(witness["point"])
         mech = str(witness.get("mechanism", self.mechanism))
         run_seed = int(witness.get("run_seed", 0))
         t = OnlineAuctionTarget(self.market(point), mech, bidders=[point.deviator], seed=run_seed)

@@ -31,7 +31,7 @@ from market.auction.schedule import dp_forward
 from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
 from market.audit.online import OnlineAuctionTarget
 from market.audit.search import AuditConfig, audit, jsonable, relative
-from market.oasis.generators import oasis_tiny_instance
+from market.oasis.generators import oasis_tiny_from_params, oasis_tiny_instance
 from market.oasis.market import AUDIT_PARAMS, OasisMarket, make_market
 from market.oasis.mechanism import Oasis, oasis_search, slot_cost_vector
 from market.oasis.model import EPS, OasisCluster, OasisRequest
@@ -69,11 +69,16 @@ def tiny_spec(seed: int, H: int, cpu: float, gamma1: tuple[float, float]) -> dic
 
 
 def tiny_run(spec: dict[str, Any]) -> TinyRun:
-    """Run OASiS job by job in (arrival, id) order; ``states[i]`` = (worker prices, PS prices,
+    """Run OASiS job by job in (arrival, id) order on the instance of ``spec`` (a seed of the tiny
+    generator, :func:`tiny_spec`, or explicit job rows ``{"jobs", "H", "cpu", "T"}`` of
+    :func:`~market.oasis.generators.oasis_tiny_from_params`); ``states[i]`` = (worker prices, PS prices,
     worker usage, PS usage) before job i, ``states[-1]`` the final state."""
-    cl, reqs, consts = oasis_tiny_instance(
-        np.random.default_rng(spec["seed"]), H=spec["H"], gamma1_range=tuple(spec["gamma1"]), cpu=spec["cpu"]
-    )
+    if "jobs" in spec:  # explicit parameters (the hunt's instances, market.oasis.hunt)
+        cl, reqs, consts = oasis_tiny_from_params(spec["jobs"], T=int(spec.get("T", 8)), H=spec["H"], cpu=spec["cpu"])
+    else:
+        cl, reqs, consts = oasis_tiny_instance(
+            np.random.default_rng(spec["seed"]), H=spec["H"], gamma1_range=tuple(spec["gamma1"]), cpu=spec["cpu"]
+        )
     m = Oasis(cl, consts)
     run = TinyRun(spec, cl, reqs, m, [])
     for q in sorted(reqs, key=lambda r: (r.arrival, r.job_id)):

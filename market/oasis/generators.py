@@ -17,6 +17,9 @@ __all__ = [
     "oasis_paper_jobs",
     "oasis_paper_instance",
     "oasis_tiny_instance",
+    "oasis_tiny_from_params",
+    "oasis_tiny_params",
+    "TINY_JOB_FIELDS",
 ]
 
 RESOURCES = ResourceSpace(("gpu", "cpu", "mem", "disk", "bw"), ("count", "vCPU", "GB", "GB", "Gbps"))
@@ -139,3 +142,48 @@ def oasis_tiny_instance(
             )
         )
     return cl, reqs, estimate_constants(reqs, cl, "oracle")
+
+
+TINY_JOB_FIELDS = ("arrival", "work", "max_workers", "worker_demand", "ps_demand", "gamma1", "gamma2", "gamma3")
+"""One job of :func:`oasis_tiny_from_params`: arrival slot, work W (worker-slots), at most N workers,
+per-unit cpu demand of a worker / a PS, sigmoid utility γ1, γ2, γ3 (b/B = 1/2 as in the generator)."""
+
+
+def oasis_tiny_from_params(
+    jobs: list[list[float]] | np.ndarray, T: int = 8, H: int = 1, cpu: float = 8.0
+) -> tuple[OasisCluster, list[OasisRequest], OasisConstants]:
+    """The ratio-experiment instance from explicit parameters instead of a seed: one row per job in
+    :data:`TINY_JOB_FIELDS` order; ``H`` = K servers of ``cpu``; oracle constants from the jobs, as
+    in :func:`oasis_tiny_instance` (which builds the same instance from the rows it draws:
+    ``oasis_tiny_from_params(oasis_tiny_params(reqs), ...)`` reproduces it)."""
+    check_int("T", T, minimum=1)
+    check_int("H", H, minimum=1)
+    if not (isinstance(cpu, (int, float)) and np.isfinite(cpu) and cpu > 0):
+        raise InputError("cpu", cpu, "must be a finite number > 0")
+    rows = np.asarray(jobs, dtype=float)
+    if rows.ndim != 2 or rows.shape[0] < 1 or rows.shape[1] != len(TINY_JOB_FIELDS):
+        raise InputError("jobs", np.shape(rows), f"must be a non-empty list of rows ({', '.join(TINY_JOB_FIELDS)})")
+    if not np.isfinite(rows).all():
+        raise InputError("jobs", rows.tolist(), "must be finite")
+    cl = OasisCluster.build(T, np.full((H, 1), float(cpu)), np.full((H, 1), float(cpu)), ResourceSpace(("cpu",)))
+    reqs = []
+    for i, (a, W, N, w, s, g1, g2, g3) in enumerate(rows):
+        if not 0 <= a <= T - 1 or a != round(a):
+            raise InputError(f"jobs[{i}].arrival", a, f"must be a whole slot in 0..{T - 1}")
+        reqs.append(
+            OasisRequest(i, int(a), int(W), int(N), 1.0, 2.0, np.array([float(w)]), np.array([float(s)]),
+                         SigmoidUtility(float(g1), float(g2), float(g3)))  # fmt: skip
+        )
+    return cl, reqs, estimate_constants(reqs, cl, "oracle")
+
+
+def oasis_tiny_params(reqs: list[OasisRequest]) -> list[list[float]]:
+    """The :data:`TINY_JOB_FIELDS` rows of tiny-generator requests (sigmoid utilities, one resource)."""
+    out = []
+    for q in reqs:
+        u = q.utility
+        if not isinstance(u, SigmoidUtility) or q.worker_demand.size != 1:
+            raise InputError("request", q.job_id, "is not a tiny-generator request (sigmoid utility, one resource)")
+        out.append([float(q.arrival), float(q.work_units), float(q.max_workers), float(q.worker_demand[0]),
+                    float(q.ps_demand[0]), float(u.gamma1), float(u.gamma2), float(u.gamma3)])  # fmt: skip
+    return out

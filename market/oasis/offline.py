@@ -14,9 +14,14 @@ __all__ = ["oasis_offline_optimum"]
 
 
 def oasis_offline_optimum(
-    cluster: OasisCluster, requests: Sequence[OasisRequest], time_limit: float = 600.0, mip_rel_gap: float = 1e-6
+    cluster: OasisCluster,
+    requests: Sequence[OasisRequest],
+    time_limit: float = 600.0,
+    mip_rel_gap: float = 1e-6,
+    node_limit: int | None = None,
 ) -> OfflineResult:
-    """Maximise total utility over all feasible schedules of all jobs (worker-slot work model).
+    """Maximise total utility over all feasible schedules of all jobs (worker-slot work model);
+    ``node_limit``: at most this many branch-and-bound nodes (deterministic; then not ``optimal``).
 
     Variables per job i: ``x_i``, ``u_it`` (completes in t), ``y_iht``, ``z_ikt`` for ``t >= a_i``.
     """
@@ -66,7 +71,8 @@ def oasis_offline_optimum(
                 if cols:
                     rows.add(cols, vals, ub=float(c[k, r]))
     x, inc, bound, optimal, status, msg, secs = solve_milp(
-        np.array(obj), rows, np.array(lbs), np.array(ubs), np.ones(n), time_limit, mip_rel_gap, "oasis-offline"
+        np.array(obj), rows, np.array(lbs), np.array(ubs), np.ones(n), time_limit, mip_rel_gap, "oasis-offline",
+        node_limit=node_limit,
     )
     scheds: dict[int, Schedule] = {}
     if x is not None:

@@ -5,12 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from market.auction.base import ResourceSpace
-from market.errors import check_int
+from market.errors import InputError, check_int
 from market.oasis.generators import arrival_slots, sample_utility
 from market.pdors.constants import PdorsConstants, estimate_pdors_constants
 from market.pdors.model import PdorsCluster, PdorsJob
+from market.utility import SigmoidUtility
 
-__all__ = ["pdors_paper_cluster", "pdors_paper_jobs", "pdors_paper_instance", "pdors_tiny_instance", "RESOURCES"]
+__all__ = [
+    "pdors_paper_cluster",
+    "pdors_paper_jobs",
+    "pdors_paper_instance",
+    "pdors_tiny_instance",
+    "pdors_tiny_from_params",
+    "pdors_tiny_params",
+    "TINY_JOB_FIELDS",
+    "RESOURCES",
+]
 
 RESOURCES = ResourceSpace(("gpu", "cpu", "mem", "disk"), ("count", "vCPU", "GB", "GB"))
 MACHINE_CAPACITY = np.array([72.0, 180.0, 576.0, 180.0])  # 18 x the upper end of the worker ranges
@@ -98,3 +108,59 @@ def pdors_tiny_instance(
             )
         )
     return cl, jobs, estimate_pdors_constants(jobs, cl, "oracle")
+
+
+TINY_JOB_FIELDS = ("arrival", "samples", "global_batch", "ratio", "c_int", "worker_demand", "ps_demand",
+                   "gamma1", "gamma2", "gamma3")  # fmt: skip
+"""One job of :func:`pdors_tiny_from_params`: arrival slot, samples K, global batch F, worker/PS
+ratio γ, per-sample time c^(i) (slots; c^(e) = 2 c^(i)), per-unit cpu demand of a worker / a PS,
+sigmoid utility γ1, γ2, γ3 (E = 1, τ = 0, g = 1 MB as in the generator)."""
+
+
+def _tiny_job(i: int, a: int, K: int, F: int, gam: int, ci: float, w: float, s: float, f: SigmoidUtility) -> PdorsJob:
+    bi_mb = 2.0 * gam / (ci * F)  # c_i = 2 g γ / (b F) with g = 1
+    bw_int, bw_ext = bi_mb / 450000.0, bi_mb / 2 / 450000.0
+    return PdorsJob(i, a, 1, K, F, 0.0, 1.0, gam, bw_int, bw_ext, np.array([w]), np.array([s]), f)
+
+
+def pdors_tiny_from_params(
+    jobs: list[list[float]] | np.ndarray, T: int = 5, H: int = 2, cap: float = 8.0
+) -> tuple[PdorsCluster, list[PdorsJob], PdorsConstants]:
+    """The tiny instance from explicit parameters instead of a seed: one row per job in
+    :data:`TINY_JOB_FIELDS` order; ``H`` machines of ``cap`` cpu; oracle constants from the jobs,
+    as in :func:`pdors_tiny_instance` (``pdors_tiny_from_params(pdors_tiny_params(jobs), ...)``
+    reproduces its instance)."""
+    check_int("T", T, minimum=1)
+    check_int("H", H, minimum=1)
+    if not (isinstance(cap, (int, float)) and np.isfinite(cap) and cap > 0):
+        raise InputError("cap", cap, "must be a finite number > 0")
+    rows = np.asarray(jobs, dtype=float)
+    if rows.ndim != 2 or rows.shape[0] < 1 or rows.shape[1] != len(TINY_JOB_FIELDS):
+        raise InputError("jobs", np.shape(rows), f"must be a non-empty list of rows ({', '.join(TINY_JOB_FIELDS)})")
+    if not np.isfinite(rows).all():
+        raise InputError("jobs", rows.tolist(), "must be finite")
+    cl = PdorsCluster.build(T, np.full((H, 1), float(cap)), ResourceSpace(("cpu",)))
+    out = []
+    for i, (a, K, F, gam, ci, w, s, g1, g2, g3) in enumerate(rows):
+        if not 0 <= a <= T - 1 or a != round(a):
+            raise InputError(f"jobs[{i}].arrival", a, f"must be a whole slot in 0..{T - 1}")
+        if not ci > 0:
+            raise InputError(f"jobs[{i}].c_int", ci, "must be > 0")
+        out.append(_tiny_job(i, int(a), int(K), int(F), int(gam), float(ci), float(w), float(s),
+                             SigmoidUtility(float(g1), float(g2), float(g3))))  # fmt: skip
+    return cl, out, estimate_pdors_constants(out, cl, "oracle")
+
+
+def pdors_tiny_params(jobs: list[PdorsJob]) -> list[list[float]]:
+    """The :data:`TINY_JOB_FIELDS` rows of tiny-generator jobs (c^(i) recovered from the internal
+    bandwidth, ``c_i = 2 γ / (b F)`` in MB per slot)."""
+    out = []
+    for j in jobs:
+        u = j.utility
+        if not isinstance(u, SigmoidUtility) or j.worker_demand.size != 1:
+            raise InputError("job", j.job_id, "is not a tiny-generator job (sigmoid utility, one resource)")
+        ci = 2.0 * j.ratio / (j.bw_internal_gbps * 450000.0 * j.global_batch)
+        out.append([float(j.arrival), float(j.samples), float(j.global_batch), float(j.ratio), float(round(ci, 12)),
+                    float(j.worker_demand[0]), float(j.ps_demand[0]), float(u.gamma1), float(u.gamma2),
+                    float(u.gamma3)])  # fmt: skip
+    return out

@@ -16,7 +16,11 @@ __all__ = ["pdors_offline_optimum"]
 
 
 def pdors_offline_optimum(
-    cluster: PdorsCluster, jobs: Sequence[PdorsJob], time_limit: float = 600.0, mip_rel_gap: float = 1e-6
+    cluster: PdorsCluster,
+    jobs: Sequence[PdorsJob],
+    time_limit: float = 600.0,
+    mip_rel_gap: float = 1e-6,
+    node_limit: int | None = None,
 ) -> OfflineResult:
     """Maximise total utility; variables per job and slot ``t >= a``: ``u, e, o_h`` binaries and
     ``wI_h, sI_h, wE_h, sE_h`` integers (co-located on one machine vs split)."""
@@ -89,7 +93,8 @@ def pdors_offline_optimum(
                 if cols:
                     rows.add(cols, vals, ub=float(C[h, r]))
     x, inc, bound, optimal, status, msg, secs = solve_milp(
-        np.array(obj), rows, np.array(lbs), np.array(ubs), np.ones(n), time_limit, mip_rel_gap, "pdors-offline"
+        np.array(obj), rows, np.array(lbs), np.array(ubs), np.ones(n), time_limit, mip_rel_gap, "pdors-offline",
+        node_limit=node_limit,
     )
     scheds: dict[int, Schedule] = {}
     if x is not None:
