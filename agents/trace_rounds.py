@@ -9,8 +9,9 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
 1. **Arrivals.** Jobs with ``arrival_s <= now`` join (a job arriving inside a round waits for the
    next one). With nothing to run the clock jumps to the next arrival (no empty rounds).
 2. **Allocation reset** (Gavel's ``_reset_time_run_so_far``), only when the job set changed and
-   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s), or when no job ran
-   in the previous round: each job's deficit grows by ``alloc * elapsed - received``, every job's
+   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s; the first reset
+   whenever jobs are active), or at once when no active job can be leased (none has an
+   allocation): each job's deficit grows by ``alloc * elapsed - received``, every job's
    received time restarts at ``round_seconds / 2`` per type, and the policy is re-solved. A job that
    arrived after the last reset has no allocation and is not leased until the next reset.
 3. **Priorities:** ``priority[j, t] = alloc[j, t] / fraction[j, t]`` with ``fraction`` = job ``j``'s
@@ -296,6 +297,8 @@ class TraceRounds:
     def _admit(self) -> bool:
         if self.active.size == 0 and self.next_arrival < self.n:
             self.now = max(self.now, float(self.arrival[self.next_arrival]))  # idle: jump to the next arrival
+        if self.next_arrival >= self.n or self.arrival[self.next_arrival] > self.now:
+            return False  # nobody arrives (arrivals ascend): what the search below would say, without it
         end = int(np.searchsorted(self.arrival, self.now, side="right"))
         if end <= self.next_arrival:
             return False
@@ -510,23 +513,31 @@ class TraceRounds:
         lost = None
         if self.placer is not None:  # 6. hosts (placement != "ideal")
             rate, lost = self._place(jobs, typ, rate, res)
-        need = self.remaining[jobs] / rate
+        rem = self.remaining[jobs]
+        need = rem / rate
         if lost is not None:
             need += lost
         fin = need <= self.dt * (1.0 + 1e-12)
-        ran = np.where(fin, need, self.dt)
-        done = rate * (ran if lost is None else ran - lost)
-        self.remaining[jobs] = np.where(fin, 0.0, self.remaining[jobs] - done)
+        any_fin = bool(fin.any())
+        if any_fin:
+            ran = np.where(fin, need, self.dt)
+            done = rate * (ran if lost is None else ran - lost)
+            self.remaining[jobs] = np.where(fin, 0.0, rem - done)
+        else:  # the same numbers as above when no job finishes
+            ran = np.full(jobs.size, self.dt)
+            done = rate * (ran if lost is None else ran - lost)
+            self.remaining[jobs] = rem - done
         self.job_time[jobs, typ] += ran  # a job holds one lease: the same single addition as np.add.at
         np.add.at(self.worker_time, typ, ran)  # in lease order, one addition at a time
         length = float(ran.max())
         res.length_s = length
         res.leased, res.leased_type = jobs, typ
         res.active, res.done_steps = A, done
-        res.busy_by_type = np.bincount(typ, weights=self.s[jobs], minlength=self.k).astype(np.int64)
-        res.used_gpu_seconds = float((self.s[jobs] * ran).sum())
+        gpus = self.s[jobs]
+        res.busy_by_type = np.bincount(typ, weights=gpus, minlength=self.k).astype(np.int64)
+        res.used_gpu_seconds = float((gpus * ran).sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0
-        if fin.any():
+        if any_fin:
             f = jobs[fin]
             res.finished = f
             res.finished_at = self.now + need[fin]
@@ -537,7 +548,7 @@ class TraceRounds:
             self.need_realloc = True
         self.now += length
         self.rounds += 1
-        if self.skip_rounds and self._order_free and not fin.any() and not self.need_realloc and self._can_skip():
+        if self.skip_rounds and self._order_free and not any_fin and not self.need_realloc and self._can_skip():
             self._fast_forward(res, jobs, typ, rate)
         return res
 
