@@ -230,11 +230,11 @@ class MarketModel(mesa.Model):
 
     def m_avail(self) -> np.ndarray:
         """Healthy GPUs per type, shape (k,), int."""
-        m = np.zeros(self.k, dtype=int)
+        m = [0] * self.k  # Python ints, one array at the end (called every round)
         for s in self.servers:
             if s.healthy:
                 m[s.server.gpu_type] += s.server.count
-        return m
+        return np.array(m, dtype=int)
 
     def record_completion(self, job: JobState, tenant: TenantAgent) -> None:
         """Add a finished job to the ``completions`` table (times in s)."""
