@@ -246,7 +246,7 @@ class Auctioneer(mesa.Agent):
         model.now = res.now
         st = self.stats = RoundStats()
         st.available_gpus = int(m.sum())
-        st.busy_by_type = tuple(int(b) for b in res.busy_by_type)
+        st.busy_by_type = tuple(res.busy_by_type.tolist())
         st.busy_gpus = int(res.busy_by_type.sum())
         st.utilisation = res.used_gpu_seconds / (st.available_gpus * res.length_s) if res.length_s > 0 else 0.0
         st.total_est = res.total_est

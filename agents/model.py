@@ -26,6 +26,7 @@ is deterministic.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
 import warnings
 from functools import partial
@@ -67,6 +68,10 @@ TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds")
 #: Extra cluster measures of trace runs with hosts (placement other than "ideal"): leases that
 #: changed hosts and the lease seconds they lost to ``migration_cost_s``
 HOST_MEASURES = ("migrations", "migration_lost_s")
+#: trace runs: the DataCollector's one model reporter, every cluster measure of the round in one
+#: float array (:meth:`MarketModel._trace_row`; Mesa deep-copies each reporter's value every step,
+#: one array instead of ~20 scalars); :meth:`MarketModel.tidy` gives the same rows as one reporter each
+TRACE_RECORD = "trace_round"
 COMPLETION_COLUMNS = ["round", "tenant", "job_id", "job_type", "workers", "arrival_s", "completion_s", "jct_s"]
 
 
@@ -156,20 +161,37 @@ class MarketModel(mesa.Model):
 
     def _new_collector(self) -> mesa.DataCollector:
         """A fresh DataCollector for the cluster measures, the tenants' measures (synthetic runs)
-        and the ``completions`` table."""
+        and the ``completions`` table. Trace runs record the cluster measures as one array per
+        round (:data:`TRACE_RECORD`, :meth:`_trace_row`)."""
         config = self.config
-        trace_measures = TRACE_MEASURES if config.trace is not None else ()
-        if config.trace is not None and config.resolved_placement != "ideal":
-            trace_measures += HOST_MEASURES
-        measures = (*CLUSTER_MEASURES, *trace_measures, "busy_by_type")
+        if config.trace is not None:
+            return mesa.DataCollector(model_reporters={TRACE_RECORD: self._trace_row},
+                                      tables={"completions": COMPLETION_COLUMNS})  # fmt: skip
+        measures = (*CLUSTER_MEASURES, "busy_by_type")
         tenant_reporters = {
             TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
         }
         return mesa.DataCollector(
             model_reporters={name: partial(_stat, name=name) for name in measures},
-            agenttype_reporters=tenant_reporters if self.config.trace is None else {},
+            agenttype_reporters=tenant_reporters,
             tables={"completions": COMPLETION_COLUMNS},
         )
+
+    def _trace_measures(self) -> tuple[str, ...]:
+        """Trace runs: the cluster measures of :meth:`_trace_row`, in its order (``busy_gpus:<type>`` last)."""
+        names = (*CLUSTER_MEASURES, *TRACE_MEASURES)
+        if self.config.resolved_placement != "ideal":
+            names += HOST_MEASURES
+        return names
+
+    def _trace_row(self) -> np.ndarray:
+        """Trace runs: this round's cluster measures (:meth:`_trace_measures`, then GPUs busy per
+        type) as one float array."""
+        get = self.__dict__.get("_trace_get")
+        if get is None:
+            get = self._trace_get = operator.attrgetter(*self._trace_measures())
+        st = self.auctioneer.stats
+        return np.array((*get(st), *st.busy_by_type), dtype=float)
 
     def _from_scenario(
         self, config: Any, rng: Any, scenario: Any, policy: str | None, variant: str, seed: Any, rounds: int | None
@@ -208,11 +230,11 @@ class MarketModel(mesa.Model):
 
     def m_avail(self) -> np.ndarray:
         """Healthy GPUs per type, shape (k,), int."""
-        m = np.zeros(self.k, dtype=int)
+        m = [0] * self.k  # Python ints, one array at the end (called every round)
         for s in self.servers:
             if s.healthy:
                 m[s.server.gpu_type] += s.server.count
-        return m
+        return np.array(m, dtype=int)
 
     def record_completion(self, job: JobState, tenant: TenantAgent) -> None:
         """Add a finished job to the ``completions`` table (times in s)."""
@@ -403,8 +425,18 @@ class MarketModel(mesa.Model):
         frames: list[pd.DataFrame] = []
         if not self._held_rounds:  # all drained (Mesa's empty frames are ill-typed)
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
-        mv = self.datacollector.get_model_vars_dataframe()
-        if len(mv):
+        if self.config.trace is not None:
+            rows = self.datacollector.model_vars[TRACE_RECORD]
+            if rows:  # the same long format as the melt below (measure-major), without the melt
+                V = np.vstack(rows)
+                names = [*self._trace_measures(), *(f"busy_gpus:{n}" for n in self.gpu_names)]
+                nr = V.shape[0]
+                frames.append(pd.DataFrame({
+                    "round": np.tile(self._drained_rounds + np.arange(nr), len(names)),
+                    "measure": pd.Categorical.from_codes(np.repeat(np.arange(len(names)), nr), categories=names),
+                    "value": V.T.ravel(), "tenant": "",
+                }))  # fmt: skip
+        elif len(mv := self.datacollector.get_model_vars_dataframe()):
             mv = mv.copy()
             mv["round"] = self._drained_rounds + np.arange(len(mv))
             by_type = pd.DataFrame(

@@ -9,8 +9,9 @@ difference is listed in ``docs/trace_simulation.md``. One round starting at ``no
 1. **Arrivals.** Jobs with ``arrival_s <= now`` join (a job arriving inside a round waits for the
    next one). With nothing to run the clock jumps to the next arrival (no empty rounds).
 2. **Allocation reset** (Gavel's ``_reset_time_run_so_far``), only when the job set changed and
-   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s), or when no job ran
-   in the previous round: each job's deficit grows by ``alloc * elapsed - received``, every job's
+   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s; the first reset
+   whenever jobs are active), or at once when no active job can be leased (none has an
+   allocation): each job's deficit grows by ``alloc * elapsed - received``, every job's
    received time restarts at ``round_seconds / 2`` per type, and the policy is re-solved. A job that
    arrived after the last reset has no allocation and is not leased until the next reset.
 3. **Priorities:** ``priority[j, t] = alloc[j, t] / fraction[j, t]`` with ``fraction`` = job ``j``'s
@@ -99,6 +100,16 @@ LEASE_ORDERS = ("fastest", "shuffle")
 ZERO_FILL = 1e-3
 
 
+def _empty(dtype: Any) -> np.ndarray:
+    a = np.zeros(0, dtype=dtype)
+    a.flags.writeable = False  # shared by every result: read-only
+    return a
+
+
+_NO_INT = _empty(np.int64)
+_NO_FLOAT = _empty(float)
+
+
 @dataclass
 class TraceRoundResult:
     """What one round did: start ``now`` and length ``length_s`` (s); ``leased`` job indices and
@@ -108,21 +119,21 @@ class TraceRoundResult:
 
     now: float = 0.0
     length_s: float = 0.0
-    leased: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    leased_type: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    finished: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    finished_at: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    leased: np.ndarray = field(default_factory=lambda: _NO_INT)
+    leased_type: np.ndarray = field(default_factory=lambda: _NO_INT)
+    finished: np.ndarray = field(default_factory=lambda: _NO_INT)
+    finished_at: np.ndarray = field(default_factory=lambda: _NO_FLOAT)
     resolved: bool = False
     active_jobs: int = 0
     active_rows: int = 0
     active_tenants: int = 0
-    busy_by_type: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    busy_by_type: np.ndarray = field(default_factory=lambda: _NO_INT)
     used_gpu_seconds: float = 0.0
     total_est: float = 0.0
     total_act: float = 0.0
     #: the active jobs at the round's start (indices) and the steps each leased job did (``leased`` order)
-    active: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    done_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    active: np.ndarray = field(default_factory=lambda: _NO_INT)
+    done_steps: np.ndarray = field(default_factory=lambda: _NO_FLOAT)
     #: host placement of the leases (None with placement "ideal")
     placement: HostPlacement | None = None
     cross_host_jobs: int = 0
@@ -253,11 +264,12 @@ class TraceRounds:
         self.deficit = np.zeros((n, k))
         self.last_reset: float | None = None
         self.need_realloc = False
-        self.ran_last = False
         self.solves = 0
         self.solve_seconds = 0.0
         self._m_key: bytes | None = None
         self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
+        self._lease_st: tuple | None = None  # the lease's per-active-set arrays (_lease_state)
+        self._order_free = False  # the last lease did not depend on priorities (_lease)
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
         #: the tenants' reports (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`):
@@ -285,13 +297,15 @@ class TraceRounds:
     def _admit(self) -> bool:
         if self.active.size == 0 and self.next_arrival < self.n:
             self.now = max(self.now, float(self.arrival[self.next_arrival]))  # idle: jump to the next arrival
+        if self.next_arrival >= self.n or self.arrival[self.next_arrival] > self.now:
+            return False  # nobody arrives (arrivals ascend): what the search below would say, without it
         end = int(np.searchsorted(self.arrival, self.now, side="right"))
         if end <= self.next_arrival:
             return False
         new = np.arange(self.next_arrival, end)
         self.next_arrival = end
         self.active = np.concatenate([self.active, new])
-        self._counts = None
+        self._counts = self._lease_st = None
         self.job_time[new] = self.dt / 2.0  # Gavel's add_job: every type starts at half a round
         self.deficit[new] = 0.0
         self.has_alloc[new] = False
@@ -315,7 +329,7 @@ class TraceRounds:
         self.solve_log.append((int(A.size), dt))
         self.alloc[A] = x
         self.has_alloc[A] = True
-        self._counts = None
+        self._counts = self._lease_st = None
         if self.reporter is not None:
             self.reporter.solved(A, m, x)
 
@@ -356,61 +370,92 @@ class TraceRounds:
         x[over] /= tot[over, None]
         return x
 
+    def _lease_state(self) -> tuple:
+        """What the lease needs of the active jobs that changes only when the active set or the
+        allocation does (cached like :attr:`_counts`), per GPU type (rows): ``(A, alloc, alloc *
+        1e9, may-lease mask, tie orders, GPUs per job, every job has 1 GPU)``. The tie order of
+        type ``t`` (computed when ``t`` first needs ranking) lists the positions in ``A`` by
+        (deficit, alloc) descending, ties in arrival order: the lease's order after the priority
+        (a stable sort by priority keeps it)."""
+        st = self._lease_st
+        if st is None:
+            A = self.active
+            a = np.ascontiguousarray(self.alloc[A].T)
+            TA = self.T[A].T
+            ok = (TA > 0) & self.has_alloc[A][None, :]
+            if self.policy in ALLOCATED_ONLY:  # not work-conserving, as Gavel's FIFO
+                ok &= a > 0
+            ties: list[np.ndarray | None] = [None] * self.k  # filled when a type first needs ranking
+            sizes = self.s[A]
+            st = self._lease_st = (A, a, a * 1e9, ok, ties, sizes, bool((sizes == 1).all()))
+        return st
+
     def _lease(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Gavel's priority-ordered greedy lease (module docstring, step 4)."""
-        A = self.active
-        if A.size == 0:
+        """Gavel's priority-ordered greedy lease (module docstring, step 4): positions in
+        :attr:`active` and GPU types of the leased jobs, in lease order. Sets
+        :attr:`_order_free`: no type had more candidates than room, so the lease did not depend on
+        priorities (and repeats while the active jobs, allocations and ``m`` stay the same)."""
+        self._order_free = False
+        if self.active.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        a = self.alloc[A]
-        T = self.T[A]
+        A, a, a9, ok, ties, sizes, unit = self._lease_state()
         wt = self.worker_time
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(wt > 0, self.job_time[A] / np.where(wt > 0, wt, 1.0), 0.0)
-            prio = np.where(frac > 0, a / np.where(frac > 0, frac, 1.0), a * 1e9)
-        prio[(a == 0) | (T <= 0)] = 0.0
-        ok = (T > 0) & self.has_alloc[A][:, None]
-        if self.policy in ALLOCATED_ONLY:  # not work-conserving, as Gavel's FIFO
-            ok &= a > 0
-        deficit = self.deficit[A]
-        sizes = self.s[A]
-        left = m.astype(np.int64).copy()
+        left = m.astype(np.int64)
         taken = np.zeros(A.size, dtype=bool)
         pos_out: list[np.ndarray] = []
-        typ_out: list[np.ndarray] = []
-        idx = np.arange(A.size)
+        typ_out: list[int] = []
+        order_free = True
         for t in self._order.tolist():  # this round's lease order (step())
-            if left[t] <= 0:
+            room = int(left[t])
+            if room <= 0:
                 continue
-            cand = ok[:, t] & ~taken & (sizes <= left[t])
-            if not cand.any():
+            cand = ok[t] & ~taken
+            if not unit:
+                cand &= sizes <= room
+            need = int(np.count_nonzero(cand)) if unit else int(sizes[cand].sum())
+            if need == 0:
                 continue
-            c = idx[cand]
-            sz = sizes[c]
-            if int(sz.sum()) <= left[t]:  # everyone fits: the order cannot matter
-                pick = c
-            elif np.all(sz == 1):
-                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
-                pick = c[: left[t]]
+            if need <= room:  # everyone fits: the order cannot matter
+                pick = np.flatnonzero(cand)
             else:
-                c = c[np.lexsort((c, -a[c, t], -deficit[c, t], -prio[c, t]))]
-                sz = sizes[c]
-                chosen = []
-                room = int(left[t])
-                for p, g in zip(c.tolist(), sz.tolist(), strict=True):
-                    if g <= room:
-                        chosen.append(p)
-                        room -= g
-                        if room == 0:
-                            break
-                pick = np.asarray(chosen, dtype=np.int64)
-            left[t] -= int(sizes[pick].sum())
+                order_free = False
+                c = ties[t]
+                if c is None:  # by deficit, then alloc, descending; lexsort is stable: arrival order last
+                    c = ties[t] = np.lexsort((-a[t], -self.deficit[A, t]))
+                c = c[cand[c]]  # the candidates in tie order
+                # priority alloc / fraction (fraction = the job's share of the time type t ran
+                # jobs since the reset; alloc * 1e9 at fraction 0). It is 0 where alloc = 0 (0 / x
+                # and 0 * 1e9), and a candidate has T > 0 (``ok``)
+                w = float(wt[t])
+                frac = self.job_time[A[c], t] / w if w > 0 else np.zeros(c.size)
+                if frac.min() > 0:
+                    prio = a[t, c] / frac
+                else:
+                    pos = frac > 0
+                    prio = np.where(pos, a[t, c] / np.where(pos, frac, 1.0), a9[t, c])
+                # descending (priority, deficit, alloc), ties in arrival order
+                c = c[np.argsort(-prio, kind="stable")]
+                if unit:
+                    pick = c[:room]
+                else:
+                    chosen = []
+                    for p, g in zip(c.tolist(), sizes[c].tolist(), strict=True):
+                        if g <= room:
+                            chosen.append(p)
+                            room -= g
+                            if room == 0:
+                                break
+                    pick = np.asarray(chosen, dtype=np.int64)
+            left[t] -= pick.size if unit else int(sizes[pick].sum())
             taken[pick] = True
             pos_out.append(pick)
-            typ_out.append(np.full(pick.size, t, dtype=np.int64))
+            typ_out.append(t)
+        self._order_free = order_free
         if not pos_out:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        pos = np.concatenate(pos_out)
-        return pos, np.concatenate(typ_out)
+        if len(pos_out) == 1:
+            return pos_out[0], np.full(pos_out[0].size, typ_out[0], dtype=np.int64)
+        return np.concatenate(pos_out), np.repeat(np.asarray(typ_out, dtype=np.int64), [p.size for p in pos_out])
 
     def _place(
         self, jobs: np.ndarray, typ: np.ndarray, rate: np.ndarray, res: TraceRoundResult
@@ -442,13 +487,11 @@ class TraceRounds:
             self._m_key = mk
             self.need_realloc = True
         res.now = self.now
-        if self.active.size == 0:
-            self.ran_last = False
+        if self.active.size == 0:  # nothing left to arrive (_admit jumps the clock to the next arrival)
             return res
         if self.lease_order == "shuffle":  # Gavel: the types present, reshuffled every round
             self._order = self.lease_rng.permutation(np.flatnonzero(m > 0))  # type: ignore[union-attr]
-        force = self.last_reset is None or not self.ran_last
-        if self.need_realloc and (force or self.now - self.last_reset >= self.interval):  # type: ignore[operator]
+        if self.need_realloc and (self.last_reset is None or self.now - self.last_reset >= self.interval):
             self._reset_and_solve(m)
             res.resolved = True
         pos, typ = self._lease(m)
@@ -470,36 +513,43 @@ class TraceRounds:
         lost = None
         if self.placer is not None:  # 6. hosts (placement != "ideal")
             rate, lost = self._place(jobs, typ, rate, res)
-        need = self.remaining[jobs] / rate
+        rem = self.remaining[jobs]
+        need = rem / rate
         if lost is not None:
             need += lost
         fin = need <= self.dt * (1.0 + 1e-12)
-        ran = np.where(fin, need, self.dt)
-        done = rate * (ran if lost is None else ran - lost)
-        self.remaining[jobs] = np.where(fin, 0.0, self.remaining[jobs] - done)
-        np.add.at(self.job_time, (jobs, typ), ran)
-        np.add.at(self.worker_time, typ, ran)
+        any_fin = bool(fin.any())
+        if any_fin:
+            ran = np.where(fin, need, self.dt)
+            done = rate * (ran if lost is None else ran - lost)
+            self.remaining[jobs] = np.where(fin, 0.0, rem - done)
+        else:  # the same numbers as above when no job finishes
+            ran = np.full(jobs.size, self.dt)
+            done = rate * (ran if lost is None else ran - lost)
+            self.remaining[jobs] = rem - done
+        self.job_time[jobs, typ] += ran  # a job holds one lease: the same single addition as np.add.at
+        np.add.at(self.worker_time, typ, ran)  # in lease order, one addition at a time
         length = float(ran.max())
         res.length_s = length
         res.leased, res.leased_type = jobs, typ
         res.active, res.done_steps = A, done
-        res.busy_by_type = np.bincount(typ, weights=self.s[jobs], minlength=self.k).astype(np.int64)
-        res.used_gpu_seconds = float((self.s[jobs] * ran).sum())
+        gpus = self.s[jobs]
+        res.busy_by_type = np.bincount(typ, weights=gpus, minlength=self.k).astype(np.int64)
+        res.used_gpu_seconds = float((gpus * ran).sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0
-        if fin.any():
+        if any_fin:
             f = jobs[fin]
             res.finished = f
             res.finished_at = self.now + need[fin]
             self.done_at[f] = res.finished_at
             self.n_done += int(f.size)
             self.active = A[~np.isin(A, f)]
-            self._counts = None
+            self._counts = self._lease_st = None
             self.need_realloc = True
-        self.ran_last = True
         self.now += length
         self.rounds += 1
-        if self.skip_rounds and not fin.any() and not self.need_realloc and self._can_skip():
-            self._fast_forward(res, m, jobs, typ, rate)
+        if self.skip_rounds and self._order_free and not any_fin and not self.need_realloc and self._can_skip():
+            self._fast_forward(res, jobs, typ, rate)
         return res
 
     # -- merging the rounds in which nothing can change ---------------------------------------------
@@ -512,34 +562,11 @@ class TraceRounds:
         server agents' health is read every round and a lease may move)."""
         return self.lease_order == "fastest" and self.placer is None
 
-    def _lease_is_order_free(self, m: np.ndarray, jobs: np.ndarray, typ: np.ndarray) -> bool:
-        """True if this round's lease (``jobs`` on types ``typ``) did not depend on priorities: on
-        every type, fastest first, all jobs :meth:`_lease` considers for it fit (its branch "everyone
-        fits"), and that gives exactly this lease. Such a lease repeats while the active jobs, their
-        allocations and ``m`` stay the same, whatever the priorities."""
-        A = self.active
-        ok = (self.T[A] > 0) & self.has_alloc[A][:, None]
-        sizes = self.s[A]
-        left = m.astype(np.int64).copy()
-        taken = np.full(A.size, -1, dtype=np.int64)
-        for t in range(self.k - 1, -1, -1):  # the order of _lease
-            if left[t] <= 0:
-                continue
-            cand = ok[:, t] & (taken < 0) & (sizes <= left[t])
-            need = int(sizes[cand].sum())
-            if need > left[t]:
-                return False  # _lease ranks by priority here
-            left[t] -= need
-            taken[cand] = t
-        got = np.full(A.size, -1, dtype=np.int64)
-        got[np.searchsorted(A, jobs)] = typ
-        return bool(np.array_equal(got, taken))
-
-    def _fast_forward(self, res: TraceRoundResult, m: np.ndarray, jobs: np.ndarray, typ: np.ndarray,
-                      rate: np.ndarray) -> None:  # fmt: skip
+    def _fast_forward(self, res: TraceRoundResult, jobs: np.ndarray, typ: np.ndarray, rate: np.ndarray) -> None:
         """After a round in which no job finished and no reset is pending: simulate at once the
         following rounds that would lease the same jobs on the same types (the lease did not depend
-        on priorities, :meth:`_lease_is_order_free`), up to the next arrival, the round before a
+        on priorities, :attr:`_order_free`: it repeats while the active jobs, their allocations and
+        ``m`` stay the same, whatever the priorities), up to the next arrival, the round before a
         job finishes, or :attr:`max_rounds`. Exact: the clock, remaining steps and Gavel's time
         counters get the same float operations in the same order as round by round
         (``ufunc.accumulate``), so JCTs are bit-identical. ``res`` then covers all merged rounds
@@ -549,7 +576,7 @@ class TraceRounds:
         start_remaining = self.remaining[jobs].copy()
         while True:
             budget = self.SKIP_BLOCK if self.max_rounds is None else min(self.SKIP_BLOCK, self.max_rounds - self.rounds)
-            if budget < 1 or not self._lease_is_order_free(m, jobs, typ):
+            if budget < 1:
                 break
             starts = np.add.accumulate(np.concatenate([[self.now], np.full(budget, dt)]))  # starts[q]: round q's start
             c = budget

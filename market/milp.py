@@ -17,12 +17,14 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint
+
+if TYPE_CHECKING:  # annotations only: scipy.optimize costs ~0.1 s to import, and trace runs need none of it
+    from scipy.optimize import Bounds, LinearConstraint
 
 __all__ = ["MilpResult", "milp", "new_highs", "run_interruptibly"]
 

@@ -5,12 +5,14 @@ simulates every round (issue #24)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from scenarios.loader import load_scenario, parse_scenario
 
+DATA = Path(__file__).parent / "data"
 GEN = {
     "name": "gen",
     "policies": ["maxmin", "gavel-max-min-perf"],
@@ -54,10 +56,21 @@ def _same(scen, policy: str, seed: int = 3) -> np.ndarray:
     return merged
 
 
-@pytest.mark.parametrize("policy", ["maxmin", "gavel-max-min-perf"])
+@pytest.mark.parametrize("policy", ["maxmin", "gavel-max-min-perf", "gavel-fifo"])
 def test_merged_rounds_give_identical_jcts_on_a_generated_trace(policy: str) -> None:
-    merged = _same(parse_scenario(GEN, "gen"), policy)
+    merged = _same(parse_scenario({**GEN, "policies": [policy]}, "gen"), policy)
     assert merged.max() > 10 and len(merged) < merged.sum() / 2  # rounds were really merged
+
+
+@pytest.mark.parametrize("policy", ["gavel-max-min-perf", "gavel-fifo"])
+def test_merged_rounds_are_exact_on_gavels_multi_gpu_trace(policy: str) -> None:
+    """Gavel's generated trace with 1-, 2-, 4- and 8-GPU jobs (tests/data) on 8+8+8 GPUs: gang jobs
+    that do not fit leave GPUs idle while others wait, and gavel-fifo leases only allocated jobs."""
+    data = {"policies": [policy], "replications": 1,
+            "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [8, 8, 8]},
+            "workload": {"trace": str(DATA / "gavel_generated_multigpu_100.trace")}}  # fmt: skip
+    merged = _same(parse_scenario(data, "mg"), policy, seed=0)
+    assert merged.sum() > len(merged) + 500  # many rounds merged (the tail: one job alone for hours)
 
 
 def test_merged_rounds_are_exact_under_contention_and_multi_gpu_jobs() -> None:

@@ -20,6 +20,8 @@ from market.milp import new_highs
 __all__ = ["solve_min", "INF"]
 
 INF = highspy.kHighsInf
+_COLWISE = int(highspy.MatrixFormat.kColwise)
+_MINIMIZE = int(highspy.ObjSense.kMinimize)
 _LOCAL = threading.local()  # one reused instance per thread (a Highs object is not thread-safe)
 
 
@@ -48,21 +50,18 @@ def solve_min(
     objective)``; raises :class:`SolveError` naming ``policy`` unless HiGHS reports optimal."""
     nc = int(c.size)
     nr = int(row_upper.size)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nc
-    lp.num_row_ = nr
-    lp.col_cost_ = np.asarray(c, dtype=float)
-    lp.col_lower_ = np.asarray(col_lower, dtype=float)
-    lp.col_upper_ = np.asarray(col_upper, dtype=float)
-    lp.row_lower_ = np.full(nr, -INF)
-    lp.row_upper_ = np.asarray(row_upper, dtype=float)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.asarray(indptr, dtype=np.int32)
-    lp.a_matrix_.index_ = np.asarray(indices, dtype=np.int32)
-    lp.a_matrix_.value_ = np.asarray(data, dtype=float)
     h = _highs()
     h.clearSolver()
-    h.passModel(lp)
+    # the array form of passModel: the same LP as a HighsLp built attribute by attribute (each
+    # setter copies its array into a std::vector), without that cost; integrality all continuous
+    passed = h.passModel(nc, nr, int(indptr[-1]), _COLWISE, _MINIMIZE, 0.0,
+                np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(col_lower, dtype=float),
+                np.ascontiguousarray(col_upper, dtype=float), np.full(nr, -INF),
+                np.ascontiguousarray(row_upper, dtype=float), np.ascontiguousarray(indptr, dtype=np.int32),
+                np.ascontiguousarray(indices, dtype=np.int32), np.ascontiguousarray(data, dtype=float),
+                np.zeros(nc, dtype=np.int32))  # fmt: skip
+    if passed == highspy.HighsStatus.kError:
+        raise SolveError(policy, "passModel", "HiGHS rejected the program")
     h.run()
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:

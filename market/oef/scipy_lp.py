@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linprog
 
 from market.errors import SolveError
 from market.oef.programs import LinearProgram, expand_from_active, reduce_to_active
@@ -39,6 +38,8 @@ def solve(policy: str, lp: LinearProgram, solver: str = "highs-ds") -> tuple[np.
     """
     mats = [a for a in (lp.A_ub, lp.A_eq) if a is not None]
     solver = choose_solver(solver, sum(int(a.nnz) if hasattr(a, "nnz") else int(np.count_nonzero(a)) for a in mats))
+    from scipy.optimize import linprog  # here: ~0.1 s to import, and the direct HiGHS paths never need it
+
     t0 = time.perf_counter()
     res = linprog(
         lp.c,
