@@ -38,6 +38,10 @@ Schema (unknown keys are errors naming the key)::
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
                   tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
                   params = { hide_workers = 2 } or { withhold = 1 } for Astraea)
+    [[lead]]      what the report opens with, before any panel: text and either headlines = [..]
+                  (indices of [[headline]] tables, same verdict rule, e.g. a mechanism-level property)
+                  or panels, metric, mechanisms, baselines (per-seed paired ratios per x)
+    [[unmeasured]] text, reason: a claim of the paper that gets no verdict, and why
 """
 
 from __future__ import annotations
