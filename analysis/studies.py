@@ -38,6 +38,10 @@ Schema (unknown keys are errors naming the key)::
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
                   tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
                   params = { hide_workers = 2 } or { withhold = 1 } for Astraea)
+    [[lead]]      what the report opens with, before any panel: text and either headlines = [..]
+                  (indices of [[headline]] tables, same verdict rule, e.g. a mechanism-level property)
+                  or panels, metric, mechanisms, baselines (per-seed paired ratios per x)
+    [[unmeasured]] text, reason: a claim of the paper that gets no verdict, and why
 """
 
 from __future__ import annotations
@@ -133,13 +137,17 @@ TRACE_REALISATIONS = ("oef-placement",)
 @dataclass(frozen=True)
 class Lead:
     """A comparison the report opens with: per-seed paired ratios of ``metric`` of each mechanism
-    over each baseline, at every value of ``panels`` (own realisation, truthful)."""
+    over each baseline, at every value of ``panels`` (own realisation, truthful); or, with
+    ``headlines`` (indices of the study's ``[[headline]]`` tables), those headlines' rows, judged by
+    the same rule as the closing table (e.g. a mechanism's incentive property, which holds or fails
+    whatever the simulated hardware)."""
 
     text: str
     panels: tuple[int, ...]
     metric: str
     mechanisms: tuple[str, ...]
     baselines: tuple[str, ...]
+    headlines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -389,7 +397,17 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
     leads = []
     for i, t in enumerate(_tables(name, "lead", data.get("lead", []))):
         key = f"lead[{i}]"
-        _unknown(name, key, t, {"text", "panels", "metric", "mechanisms", "baselines"})
+        _unknown(name, key, t, {"text", "panels", "metric", "mechanisms", "baselines", "headlines"})
+        if "headlines" in t:  # the lead is a set of headline rows (same verdict rule as the closing table)
+            hl, n_h = t["headlines"], len(_tables(name, "headline", data.get("headline", [])))
+            if not isinstance(hl, list) or not hl or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n_h for v in hl):  # fmt: skip
+                raise InputError(_where(name, f"{key}.headlines"), hl, f"must list headline indices < {n_h}")
+            both = sorted({"panels", "metric", "mechanisms", "baselines"} & set(t))
+            if both:
+                raise InputError(_where(name, f"{key}.{both[0]}"), t[both[0]], "give either headlines or a ratio lead")
+            leads.append(Lead(" ".join(str(t.get("text", "")).split()), (), "", (), (), tuple(hl)))
+            continue
         lp = t.get("panels")
         if not isinstance(lp, list) or not lp or not all(isinstance(v, int) and 0 <= v < len(panels) for v in lp):
             raise InputError(_where(name, f"{key}.panels"), lp, f"must list panel indices < {len(panels)}")
@@ -1047,6 +1065,12 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
         lines += [f"**{len(result.errors)} cell(s) failed** (see errors.txt); their rows are missing.", ""]
     lead_frames = []
     for li, lead in enumerate(study.leads):
+        if lead.headlines:  # headline rows first, by the rule of the closing table (counted there too)
+            rows = evaluate_headlines(result.frame, [study.headlines[j] for j in lead.headlines], seed=result.seed)
+            lines += [f"## First: {lead.text or 'mechanism-level headlines'}" if li == 0 else f"### {lead.text}", "",
+                      "Judged by the verdict rule of the closing table (and counted there).", "",
+                      headline_markdown(rows)]  # fmt: skip
+            continue
         lt = lead_table(result.frame, study, lead)
         lead_frames.append(lt.assign(lead=li, metric=lead.metric))
         lines += [f"## First: {lead.text or lead.metric}" if li == 0 else f"### {lead.text or lead.metric}", ""]
@@ -1087,7 +1111,9 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     if study.headlines:
         table = evaluate_headlines(result.frame, study.headlines, seed=result.seed)
         paths["headlines"] = out / "headlines.csv"
-        table.to_csv(paths["headlines"], index=False)
+        # a realisation column only where it means something: auction mechanisms output their own schedule
+        csv = table if study.family == "fair-share" else table.drop(columns="realisation")
+        csv.to_csv(paths["headlines"], index=False)
         own = table[table["realisation"] == "own"]
         counts = own["verdict"].value_counts()
         extra = len(table) - len(own)
@@ -1100,7 +1126,9 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             "intervals; verdict rule in `analysis/headlines.py` (reproduced: the paper's number inside our CI or "
             "within the stated tolerance, and for a ratio our CI excludes 1 on the paper's side; direction only: "
             "the CI on the paper's side of 1 and at least a quarter of the paper's effect on a log scale; "
-            "otherwise not reproduced). n per row in the table.",
+            "otherwise not reproduced). n per row in the table"
+            + ("." if study.family == "fair-share" else "; headlines.csv has no `realisation` column: an auction "
+               "mechanism's schedule is its own, there is no realisation to vary."),
             "",
             headline_markdown(table),
         ]

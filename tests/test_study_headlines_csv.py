@@ -1,0 +1,154 @@
+"""The committed Astraea and Eris headline tables (benchmarks/results/{astraea,eris}/headlines.csv, written
+by `marketsim run astraea|eris`): 20 seeds on every headline's panel, the quarter-effect minimum on every
+"direction only" row, the verdict rule re-applied to each row's own numbers (the OEF table's checks,
+imported from tests/test_oef_headlines_csv.py) and to the committed results.parquet, the mechanism-level
+finding first, and the counts README.md and docs/papers/*.md quote."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_oef_headlines_csv import (
+    test_direction_only_rows_have_a_quarter_of_the_effect as check_direction_only,
+)
+from test_oef_headlines_csv import (
+    test_verdicts_follow_the_rule_from_the_rows_own_numbers as check_verdicts,
+)
+
+from analysis.headlines import HEADLINE_VERDICTS, evaluate_headlines
+from analysis.studies import load_study
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ("astraea", "eris")
+
+
+def _read(name: str) -> pd.DataFrame:
+    return pd.read_csv(ROOT / "benchmarks" / "results" / name / "headlines.csv", keep_default_na=False,
+                       na_values=[""])  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=STUDIES)
+def name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def table(name: str) -> pd.DataFrame:
+    return _read(name)
+
+
+@pytest.fixture(scope="module")
+def frame(name: str) -> pd.DataFrame:
+    return pd.read_parquet(ROOT / "benchmarks" / "results" / name / "results.parquet")
+
+
+def test_columns_are_oefs_without_the_realisation(table: pd.DataFrame) -> None:
+    oef = _read("oef")
+    assert list(table.columns) == [c for c in oef.columns if c != "realisation"]  # auctions realise nothing
+
+
+def test_every_headline_rests_on_at_least_20_seeds(name: str, table: pd.DataFrame, frame: pd.DataFrame) -> None:
+    assert (table["n"] >= 20).all(), table.loc[table["n"] < 20, ["headline", "n"]]
+    study = load_study(name)
+    assert list(table["headline"]) == [h.text for h in study.headlines]
+    for h in study.headlines:  # seeds, not cells: a row pooled over 3 x values of 7 seeds has n = 21
+        seeds = frame.loc[frame["panel"] == h.panel, "replication"].nunique()
+        assert seeds >= 20, (h.text, h.panel, seeds)
+
+
+def test_direction_only_rows_have_a_quarter_of_the_effect(table: pd.DataFrame) -> None:
+    check_direction_only(table)
+
+
+def test_verdicts_follow_the_rule_from_the_rows_own_numbers(table: pd.DataFrame) -> None:
+    check_verdicts(table)
+
+
+def test_the_checks_catch_a_doctored_row(table: pd.DataFrame) -> None:
+    row = table[(table["verdict"] == "not reproduced") & table["paper"].notna()
+                & (table["baseline"].fillna("") != "")].iloc[[0]].copy()  # fmt: skip
+    paper = float(row["paper"].iloc[0])
+    ours = paper**0.1  # a tenth of the paper's effect on a log scale, the interval on the paper's side of 1
+    row[["ours", "low", "high", "verdict"]] = [ours, ours * 0.999 if paper > 1 else ours * 0.998,
+                                               ours * 1.002 if paper > 1 else ours * 1.001, "direction only"]
+    with pytest.raises(AssertionError):
+        check_direction_only(row)
+    with pytest.raises(AssertionError):
+        check_verdicts(row)
+
+
+def test_recomputing_the_headlines_from_results_parquet_gives_the_table(
+    name: str, table: pd.DataFrame, frame: pd.DataFrame
+) -> None:
+    again = evaluate_headlines(frame, load_study(name).headlines)
+    assert list(again["verdict"]) == list(table["verdict"])
+    assert list(again["n"]) == list(table["n"])
+    pd.testing.assert_series_equal(again["ours"], table["ours"].astype(float), check_names=False, rtol=1e-9)
+
+
+def test_report_opens_with_the_mechanism_level_finding(name: str) -> None:
+    report = (ROOT / "benchmarks" / "results" / name / "report.md").read_text(encoding="utf-8")
+    first = next(line for line in report.splitlines() if line.startswith("## "))
+    assert first.startswith("## First: mechanism-level"), first
+    lead = load_study(name).leads[0]
+    section = report.split(first, 1)[1].split("\n## ", 1)[0]
+    for j in lead.headlines:
+        assert load_study(name).headlines[j].text.replace("|", "\\|") in section
+
+
+def test_eris_percentages_are_read_on_the_testbed_with_10_jobs() -> None:
+    study = load_study("eris")
+    pct = [h for h in study.headlines if h.paper in (1.44, 1.5, 1.2)]
+    assert len(pct) == 3
+    for h in pct:  # contributions ii), Fig. 3: the testbed (9 sites of 1 GPU, 10 jobs), not the scaled R sweep
+        panel = study.panels[h.panel]
+        assert panel.fixed.get("scenario") == "testbed" and h.x == (10,) and h.metric == "welfare"
+    sens = [p for p in study.panels if p.sensitivity_of == pct[0].panel]
+    assert sens and sens[0].fixed.get("I") == 10  # the baseline-sizing sensitivity at the same setting
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/papers/{name}.md"])
+def test_docs_quote_the_committed_counts(name: str, table: pd.DataFrame, doc: str) -> None:
+    counts = [int((table["verdict"] == v).sum()) for v in HEADLINE_VERDICTS]
+    text = (ROOT / doc.format(name=name)).read_text(encoding="utf-8")
+    m = re.search(rf"^\| `{name}` \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|", text, re.M)
+    assert m, f"no `{name}` row in {doc}"
+    assert [int(g) for g in m.groups()] == [len(table), *counts], doc
+
+
+def _control(**extra: object) -> dict:
+    import tomllib
+
+    data = tomllib.loads((ROOT / "market" / "auction" / "studies" / "control_auction.toml").read_text("utf-8"))
+    data["panel"] = [{**data["panel"][0], "values": [10]}]
+    return {**data, **extra}
+
+
+def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
+    """`[[lead]] headlines = [i]` puts headline i's row, by the closing table's rule, before any panel."""
+    from analysis.studies import parse_study, run_study, write_study
+
+    study = parse_study(_control(lead=[{"text": "mechanism-level: the fixed price", "headlines": [1]}]), "c")
+    paths = write_study(run_study(study, replications=2), tmp_path)
+    report = paths["report"].read_text(encoding="utf-8")
+    heads = [line for line in report.splitlines() if line.startswith("## ")]
+    assert heads[0] == "## First: mechanism-level: the fixed price" and heads[1].startswith("## Panel 0")
+    first = report.split(heads[0], 1)[1].split(heads[1], 1)[0]
+    assert study.headlines[1].text in first and study.headlines[0].text not in first
+    assert "realisation" not in pd.read_csv(paths["headlines"]).columns
+
+
+@pytest.mark.parametrize(
+    ("lead", "field"),
+    [({"headlines": [5]}, "lead[0].headlines"), ({"headlines": []}, "lead[0].headlines"),
+     ({"headlines": [True]}, "lead[0].headlines"), ({"headlines": [0], "metric": "welfare"}, "lead[0].metric")],
+)  # fmt: skip
+def test_a_bad_lead_of_headlines_names_the_field(lead: dict, field: str) -> None:
+    from analysis.studies import parse_study
+    from market.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(field)):
+        parse_study(_control(lead=[lead]), "c")
