@@ -58,6 +58,39 @@ def compare(evals: int, seeds: int) -> list[dict]:
     return rows
 
 
+def cell_compare(policies: list[str], cells: list[tuple[int, int]], evals: int, seeds: int) -> list[dict]:
+    """The manipulability benchmark's setting: one (n, k) cell per hunt (a single variant, so the whole
+    budget goes to one optimiser run), each optimiser with ``evals`` evaluations; the first also runs
+    the ledger's random sampler (``rand``). Best inner effect before shrinking."""
+    rows = []
+    for pol in policies:
+        for n, k in cells:
+            for seed in range(seeds):
+                for i, opt in enumerate(("de", "cma", "random")):
+                    sp = MisreportSpace(f"{pol}:{n}x{k}:all", n=(n, n), k=(k, k), mechanism=pol, confirm_full=False)
+                    c0 = time.process_time()
+                    r = hunt(sp, evals=evals, seed=seed, optimiser=opt, baseline=i == 0, shrink=False)
+                    rows.append({"policy": pol, "n": n, "k": k, "seed": seed, "optimiser": opt, "best": r.search_effect,
+                                 "sampler": max(r.random_history) if r.random_history else None,
+                                 "cpu": time.process_time() - c0})  # fmt: skip
+                    print(pol, n, k, seed, opt, round(r.search_effect, 4), flush=True)
+    return rows
+
+
+def _replace_section(md: Path, lines: list[str]) -> None:
+    """Write ``lines`` (starting with a ``## `` heading) into ``md`` in place of the section with the
+    same heading (up to the next ``## ``), or at the end."""
+    text = md.read_text() if md.exists() else "# Hunt: optimiser choice and speed\n"
+    head = lines[0]
+    if head in text:
+        before, rest = text.split(head, 1)
+        after = rest[rest.find("\n## ") + 1 :] if "\n## " in rest else ""
+        text = before + "\n".join(lines) + "\n\n" + after
+    else:
+        text = text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    md.write_text(text)
+
+
 def _at(row: dict, budget: int) -> float:
     return float(row["history"][min(budget, len(row["history"])) - 1])
 
@@ -129,20 +162,35 @@ def main() -> None:
     ap.add_argument("--whole-evals", type=int, default=100, help="budget of the whole-hunt throughput run")
     ap.add_argument("--speed-only", action="store_true",
                     help="only the speed table (all fair-share policies, 4x3 and 6x4) in hunt.md")  # fmt: skip
+    ap.add_argument("--cell-compare", action="store_true",
+                    help="only the per-(n, k)-cell optimiser comparison in hunt.md")  # fmt: skip
     args = ap.parse_args()
     load0 = os.getloadavg()
+    if args.cell_compare:
+        rows = cell_compare(["oef-noncoop", "max-throughput", "gavel-max-min-perf"], [(2, 3), (4, 3), (6, 4)],
+                            args.evals, args.seeds)  # fmt: skip
+        (OUT / "hunt_cells.json").write_text(json.dumps(rows, indent=1))
+        lines = ["## Optimiser per (n, k) cell", "", f"`python benchmarks/bench_hunt.py --cell-compare --evals "
+                 f"{args.evals} --seeds {args.seeds}`: best inner effect per cell and seed (`sampler` = the ledger's "
+                 "random generator, run beside `de`).", "", "| policy | cell | seed | de | cma | random | sampler |",
+                 "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for key in dict.fromkeys((r["policy"], r["n"], r["k"], r["seed"]) for r in rows):
+            by = {r["optimiser"]: r for r in rows if (r["policy"], r["n"], r["k"], r["seed"]) == key}
+            lines.append(f"| {key[0]} | {key[1]}x{key[2]} | {key[3]} | " + " | ".join(
+                f"{by[o]['best']:.4g}" if o in by else "-" for o in ("de", "cma", "random"))
+                + f" | {by['de']['sampler']:.4g} |")  # fmt: skip
+        _replace_section(OUT / "hunt.md", lines)
+        print("\n".join(lines))
+        return
     if args.speed_only:
         rows = speed(args.speed_instances) + speed(args.speed_instances, n=6, k=4)
         load1 = os.getloadavg()
         uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-        md = OUT / "hunt.md"
-        old = md.read_text() if md.exists() else "# Hunt: optimiser choice and speed\n"
-        head = old.split("## Speed of one evaluation")[0].rstrip() + "\n\n"
         lines = _speed_lines(rows, args.speed_instances) + [
             "", f"From `python benchmarks/bench_hunt.py --speed-only --speed-instances {args.speed_instances}`; load "
             f"average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end on 2 shared cores (`{uptime}`): CPU "
             "seconds are less inflated by load than wall seconds, but not immune (shared caches).", ""]  # fmt: skip
-        md.write_text(head + "\n".join(lines))
+        _replace_section(OUT / "hunt.md", lines)
         (OUT / "hunt_speed.json").write_text(json.dumps({"speed": rows, "load": [load0, load1], "uptime": uptime},
                                                         indent=1))  # fmt: skip
         print("\n".join(lines))

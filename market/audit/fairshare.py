@@ -137,8 +137,15 @@ class FairShareTarget(BaseTarget):
         return val
 
     def confirm(self, agent: Hashable, report: Any) -> float:
-        """TRUE utility of ``report`` under the registered mechanism (never the screen; cached)."""
+        """TRUE utility of ``report`` under the registered mechanism (cached): never from the screen,
+        unless the screen declares ``exact`` (it returns the mechanism's allocation bit for bit, as
+        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested)."""
         key = self.report_key(agent, report)
+        if self._resolver is not None and getattr(self._resolver, "exact", False):
+            if key not in self._confirmed:
+                self._confirmed[key] = self.evaluate(agent, report)
+                self.confirmations += 1
+            return self._confirmed[key]
         if key not in self._confirmed:
             self._confirmed[key] = self.utility(agent, self.outcome(agent, report))
             self.confirmations += 1

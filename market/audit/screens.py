@@ -13,7 +13,8 @@ It returns the allocation the registered mechanism returns, bit for bit
 scipy's private HiGHS module (another scipy version) there is no screen and the audit calls the
 mechanism. As with every screen, :class:`market.audit.fairshare.FairShareTarget` (``fast=True``)
 searches with it and re-measures the truth, the structural probes and every family's best with the
-registered mechanism, so the reported gains are the mechanism's own numbers.
+registered mechanism; since these screens are bit-identical to it (``exact``), those confirmations
+read the screen, and the hunt's witnesses are re-checked with the registered mechanism itself.
 
 :func:`audit_screen` is the lookup :class:`~market.audit.fairshare.FairShareTarget` uses when the
 mechanism's registration carries no screen: the screens here apply only while the registered
@@ -95,7 +96,11 @@ def _solve(policy: str, c: np.ndarray, ptr: np.ndarray, ind: np.ndarray, dat: np
 
 class LinprogScreen:
     """``allocation(l, row) -> X`` (n, k) for ``policy`` in :data:`SCREENED` when row ``l`` reports
-    ``row`` (normalised, ``row[0] = 1``) and the other rows of ``W`` are truthful."""
+    ``row`` (normalised, ``row[0] = 1``) and the other rows of ``W`` are truthful. ``exact``: the
+    allocation is the registered mechanism's bit for bit, so the audit's confirmations read the
+    screen instead of solving the same program again through ``linprog``."""
+
+    exact = True
 
     def __init__(self, policy: str, W: np.ndarray, m: np.ndarray, weights: np.ndarray | None) -> None:
         if policy not in SCREENED:
