@@ -155,7 +155,8 @@ def main() -> None:
     ap.add_argument("--policies", default=None, help="comma-separated subset of the fair-share policies ('' = none)")
     ap.add_argument("--no-auctions", action="store_true")
     ap.add_argument("--policy-evals", default="", help="per-policy budgets overriding --evals: pol=N,pol=N")
-    ap.add_argument("--max-shrink", type=int, default=20, help="shrinking evaluations per cell (at most)")
+    ap.add_argument("--max-shrink", type=int, default=10, help="shrinking evaluations per fair-share cell (at most)")
+    ap.add_argument("--auction-max-shrink", type=int, default=5, help="shrinking evaluations per auction row (at most)")
     ap.add_argument("--load-log", default="", help="file of 'HH:MM:SS load1 ...' samples taken during the run")
     ap.add_argument("--command-note", default="", help="the commands that computed the parts (for the file)")
     ap.add_argument("--budget-note", default="", help="extra budget notes (e.g. why a policy has fewer)")
@@ -212,7 +213,7 @@ def main() -> None:
                 if args.partial_ok:
                     missing.append(f"auction {mech} on {paper} markets")
                     continue
-                row = _auction(paper, mech, args.auction_evals, args.seed, args.optimiser, args.max_shrink)
+                row = _auction(paper, mech, args.auction_evals, args.seed, args.optimiser, args.auction_max_shrink)
                 row["label"] = f"{paper}: {mech}"
                 part.write_text(json.dumps([row], default=str))
                 auctions.append(row)
