@@ -162,6 +162,7 @@ def main() -> None:
     ap.add_argument("--whole-evals", type=int, default=100, help="budget of the whole-hunt throughput run")
     ap.add_argument("--speed-only", action="store_true",
                     help="only the speed table (all fair-share policies, 4x3 and 6x4) in hunt.md")  # fmt: skip
+    ap.add_argument("--speed-mechanisms", default="", help="with --speed-only: re-measure only these (comma list)")
     ap.add_argument("--cell-compare", action="store_true",
                     help="only the per-(n, k)-cell optimiser comparison in hunt.md")  # fmt: skip
     args = ap.parse_args()
@@ -183,9 +184,27 @@ def main() -> None:
         print("\n".join(lines))
         return
     if args.speed_only:
-        rows = speed(args.speed_instances) + speed(args.speed_instances, n=6, k=4)
+        mechs = args.speed_mechanisms.split(",") if args.speed_mechanisms else None
+        rows = speed(args.speed_instances, mechs) + speed(args.speed_instances, mechs, n=6, k=4)
         load1 = os.getloadavg()
         uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        if mechs:  # re-measure some mechanisms: keep the other rows of the last full run
+            prev = json.loads((OUT / "hunt_speed.json").read_text())
+            runs = prev.get("runs", [{"rows": prev["speed"], "load": prev["load"], "uptime": prev["uptime"]}])
+            runs.append({"rows": rows, "load": [load0, load1], "uptime": uptime, "mechanisms": mechs})
+            keep = [r for r in prev["speed"] if r["mechanism"] not in mechs]
+            rows = sorted(keep + rows, key=lambda r: (r["n"], r["k"], r["mechanism"]))
+            (OUT / "hunt_speed.json").write_text(json.dumps({"speed": rows, "runs": runs, "load": [load0, load1],
+                                                             "uptime": uptime}, indent=1))  # fmt: skip
+            lines = _speed_lines(rows, args.speed_instances) + [
+                "", "From `python benchmarks/bench_hunt.py --speed-only --speed-instances "
+                f"{args.speed_instances}`, then `--speed-mechanisms {args.speed_mechanisms}` re-measured after a "
+                f"change to their path (load average {load0[0]:.1f} / {load1[0]:.1f} at its start / end, `{uptime}`; "
+                "every run's load is in hunt_speed.json): CPU seconds are less inflated by load than wall seconds, "
+                "but not immune (shared caches).", ""]  # fmt: skip
+            _replace_section(OUT / "hunt.md", lines)
+            print("\n".join(lines))
+            return
         lines = _speed_lines(rows, args.speed_instances) + [
             "", f"From `python benchmarks/bench_hunt.py --speed-only --speed-instances {args.speed_instances}`; load "
             f"average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end on 2 shared cores (`{uptime}`): CPU "

@@ -154,6 +154,7 @@ def main() -> None:
     ap.add_argument("--optimiser", choices=["de", "cma", "random"], default="cma", help="hunt optimiser (hunt.md)")
     ap.add_argument("--policies", default=None, help="comma-separated subset of the fair-share policies ('' = none)")
     ap.add_argument("--no-auctions", action="store_true")
+    ap.add_argument("--scopes", default=None, help="only these misreport scopes (all, up) of the fair-share policies")
     ap.add_argument("--policy-evals", default="", help="per-policy budgets overriding --evals: pol=N,pol=N")
     ap.add_argument("--max-shrink", type=int, default=10, help="shrinking evaluations per fair-share cell (at most)")
     ap.add_argument("--auction-max-shrink", type=int, default=5, help="shrinking evaluations per auction row (at most)")
@@ -176,6 +177,7 @@ def main() -> None:
     budgets = {pol: int(v) for pol, v in (x.split("=") for x in args.policy_evals.split(",") if x)}
     for pol in policies:
         scopes = ["all"] + (["up"] if registry.get(pol, "fair-share").claims_truthful else [])
+        scopes = [sc for sc in scopes if args.scopes is None or sc in args.scopes.split(",")]
         evals = budgets.get(pol, args.evals)
         for scope in scopes:
             part = parts / f"{pol}_{scope}_e{evals}_s{args.seed}_{args.optimiser}.json"
