@@ -10,7 +10,13 @@
    fair-share instance (the inner misreport search of :data:`HUNT_CONFIG`), per mechanism, and
    evaluations per wall second of a whole hunt.
 
-Writes benchmarks/results/hunt.md and hunt.json. Run: ``python benchmarks/bench_hunt.py``
+3. ``--speed-only``: the speed table alone for every registered fair-share policy at 4x3 and 6x4,
+   with the path before the audit screens (:mod:`market.audit.screens`) beside it
+   (``--speed-mechanisms a,b`` re-measures some, keeping the other rows); ``--cell-compare``:
+   the optimisers in one (n, k) cell at a time, the manipulability benchmark's setting.
+
+Writes benchmarks/results/hunt.md and hunt.json (hunt_speed.json, hunt_cells.json for the two
+modes; each replaces only its own section of hunt.md). Run: ``python benchmarks/bench_hunt.py``
 (``--evals`` and ``--seeds`` shrink it).
 """
 
