@@ -10,7 +10,13 @@
    fair-share instance (the inner misreport search of :data:`HUNT_CONFIG`), per mechanism, and
    evaluations per wall second of a whole hunt.
 
-Writes benchmarks/results/hunt.md and hunt.json. Run: ``python benchmarks/bench_hunt.py``
+3. ``--speed-only``: the speed table alone for every registered fair-share policy at 4x3 and 6x4,
+   with the path before the audit screens (:mod:`market.audit.screens`) beside it
+   (``--speed-mechanisms a,b`` re-measures some, keeping the other rows); ``--cell-compare``:
+   the optimisers in one (n, k) cell at a time, the manipulability benchmark's setting.
+
+Writes benchmarks/results/hunt.md and hunt.json (hunt_speed.json, hunt_cells.json for the two
+modes; each replaces only its own section of hunt.md). Run: ``python benchmarks/bench_hunt.py``
 (``--evals`` and ``--seeds`` shrink it).
 """
 
@@ -35,8 +41,9 @@ OUT = Path(__file__).resolve().parent / "results"
 def _spaces() -> dict[str, object]:
     return {
         "oef:C1-ext (oef-noncoop, out of scope)": hunt_space("oef", "C1-ext", "small"),
-        "gandiva-fair, any misreport (3x3)": MisreportSpace("gandiva", n=(3, 3), k=(3, 3), m_max=4,
-                                                            mechanism="gandiva-fair", scope="all"),  # fmt: skip
+        "gandiva-fair, any misreport (3x3)": MisreportSpace(
+            "gandiva", n=(3, 3), k=(3, 3), m_max=4, mechanism="gandiva-fair", scope="all"
+        ),  # fmt: skip
         "oef:C2-noncoop (envy)": hunt_space("oef", "C2-noncoop", "small"),
     }
 
@@ -57,25 +64,100 @@ def compare(evals: int, seeds: int) -> list[dict]:
     return rows
 
 
+def cell_compare(policies: list[str], cells: list[tuple[int, int]], evals: int, seeds: int) -> list[dict]:
+    """The manipulability benchmark's setting: one (n, k) cell per hunt (a single variant, so the whole
+    budget goes to one optimiser run), each optimiser with ``evals`` evaluations; the first also runs
+    the ledger's random sampler (``rand``). Best inner effect before shrinking."""
+    rows = []
+    for pol in policies:
+        for n, k in cells:
+            for seed in range(seeds):
+                for i, opt in enumerate(("de", "cma", "random")):
+                    sp = MisreportSpace(f"{pol}:{n}x{k}:all", n=(n, n), k=(k, k), mechanism=pol, confirm_full=False)
+                    c0 = time.process_time()
+                    r = hunt(sp, evals=evals, seed=seed, optimiser=opt, baseline=i == 0, shrink=False)
+                    rows.append({"policy": pol, "n": n, "k": k, "seed": seed, "optimiser": opt, "best": r.search_effect,
+                                 "sampler": max(r.random_history) if r.random_history else None,
+                                 "cpu": time.process_time() - c0})  # fmt: skip
+                    print(pol, n, k, seed, opt, round(r.search_effect, 4), flush=True)
+    return rows
+
+
+def _replace_section(md: Path, lines: list[str]) -> None:
+    """Write ``lines`` (starting with a ``## `` heading) into ``md`` in place of the section with the
+    same heading (up to the next ``## ``), or at the end."""
+    text = md.read_text() if md.exists() else "# Hunt: optimiser choice and speed\n"
+    head = lines[0]
+    if head in text:
+        before, rest = text.split(head, 1)
+        after = rest[rest.find("\n## ") + 1 :] if "\n## " in rest else ""
+        text = before + "\n".join(lines) + "\n\n" + after
+    else:
+        text = text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+    md.write_text(text)
+
+
 def _at(row: dict, budget: int) -> float:
     return float(row["history"][min(budget, len(row["history"])) - 1])
 
 
-def speed(n_inst: int) -> list[dict]:
+def speed(n_inst: int, mechanisms: list[str] | None = None, n: int = 4, k: int = 3) -> list[dict]:
+    """CPU seconds per hunt evaluation (``n`` tenants, ``k`` GPU types, ``n_inst`` instances) of every
+    mechanism; for those with an audit screen (:mod:`market.audit.screens`) also without it (the
+    path before the screens), interleaved instance by instance, and whether both gave the same figures."""
+    import market.audit.screens as screens
+    from market import registry
+
     rng = np.random.default_rng(0)
-    insts = [random_instance(rng, n=4, k=3, m_max=4) for _ in range(n_inst)]
+    insts = [random_instance(rng, n=n, k=k, m_max=4) for _ in range(n_inst)]
     out = []
-    for mech in ("oef-noncoop", "oef-coop", "gandiva-fair", "maxmin", "max-throughput", "gavel"):
-        sp = MisreportSpace("speed", n=(4, 4), k=(3, 3), mechanism=mech, scope="all")
+    real = screens.audit_screen
+    for mech in mechanisms or registry.names("fair-share"):
+        sp = MisreportSpace("speed", n=(n, n), k=(k, k), mechanism=mech, scope="all")
         sp.evaluate(insts[0], np.random.default_rng(99))  # warm-up (imports, solver start), not timed
-        c0, w0 = time.process_time(), time.perf_counter()
+        modes = ("after", "before") if mech in screens.SCREENED else ("after",)
+        cpu = dict.fromkeys(modes, 0.0)
+        wall = dict.fromkeys(modes, 0.0)
+        figs: dict[str, list] = {m: [] for m in modes}
         for i, inst in enumerate(insts):
-            sp.evaluate(inst, np.random.default_rng(i))
-        cpu, wall = (time.process_time() - c0) / n_inst, (time.perf_counter() - w0) / n_inst
-        out.append({"mechanism": mech, "cpu_seconds_per_eval": cpu, "wall_seconds_per_eval": wall,
-                    "evals_per_cpu_second": 1 / cpu})  # fmt: skip
-        print(mech, round(cpu, 4), flush=True)
+            for mode in modes:
+                screens.audit_screen = real if mode == "after" else (lambda *a, **kw: None)
+                c0, w0 = time.process_time(), time.perf_counter()
+                ev = sp.evaluate(inst, np.random.default_rng(i))
+                cpu[mode] += time.process_time() - c0
+                wall[mode] += time.perf_counter() - w0
+                figs[mode].append(ev.effect)
+        screens.audit_screen = real
+        row = {"mechanism": mech, "n": n, "k": k, "cpu_seconds_per_eval": cpu["after"] / n_inst,
+               "wall_seconds_per_eval": wall["after"] / n_inst,
+               "evals_per_cpu_second": n_inst / cpu["after"]}  # fmt: skip
+        if "before" in modes:
+            row |= {
+                "before_cpu_seconds_per_eval": cpu["before"] / n_inst,
+                "same_figures": figs["before"] == figs["after"],
+            }
+        out.append(row)
+        print(mech, n, k, round(row["cpu_seconds_per_eval"], 4), row.get("before_cpu_seconds_per_eval"), flush=True)
     return out
+
+
+def _speed_lines(rows: list[dict], n_inst: int) -> list[str]:
+    lines = ["## Speed of one evaluation (inner search `HUNT_CONFIG`)", "",
+             f"`HUNT_CONFIG = {HUNT_CONFIG}`; {n_inst} random instances of the ledger's generator per size (steps "
+             "U(1, 1.6), m_j in 1..4), deviator row 0; CPU seconds (`time.process_time`, one core). `before` = "
+             "the same evaluations without the audit's linprog-free screens (`market.audit.screens`: gavel, "
+             "si-constrained), run interleaved instance by instance; `same figures` = identical effects. Target of "
+             "issue #26: <= 0.1 CPU s for 4 tenants x 3 types.", "",
+             "| mechanism | size | CPU s / evaluation | evaluations / CPU s | before: CPU s / evaluation | speed-up | "
+             "same figures | <= 0.1 s (4x3) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        b = r.get("before_cpu_seconds_per_eval")
+        ok = ("yes" if r["cpu_seconds_per_eval"] <= 0.1 else "no") if (r["n"], r["k"]) == (4, 3) else ""
+        lines.append(f"| {r['mechanism']} | {r['n']}x{r['k']} | {r['cpu_seconds_per_eval']:.4f} | "
+                     f"{r['evals_per_cpu_second']:.1f} | {'-' if b is None else f'{b:.4f}'} | "
+                     f"{'-' if b is None else f'{b / r['cpu_seconds_per_eval']:.1f}x'} | "
+                     f"{r.get('same_figures', '-')} | {ok} |")  # fmt: skip
+    return lines
 
 
 def main() -> None:
@@ -84,9 +166,61 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--speed-instances", type=int, default=20)
     ap.add_argument("--whole-evals", type=int, default=100, help="budget of the whole-hunt throughput run")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="only the speed table (all fair-share policies, 4x3 and 6x4) in hunt.md")  # fmt: skip
+    ap.add_argument("--speed-mechanisms", default="", help="with --speed-only: re-measure only these (comma list)")
+    ap.add_argument("--cell-compare", action="store_true",
+                    help="only the per-(n, k)-cell optimiser comparison in hunt.md")  # fmt: skip
     args = ap.parse_args()
     load0 = os.getloadavg()
-    sp = speed(args.speed_instances)
+    if args.cell_compare:
+        rows = cell_compare(["oef-noncoop", "max-throughput", "gavel-max-min-perf"], [(2, 3), (4, 3), (6, 4)],
+                            args.evals, args.seeds)  # fmt: skip
+        (OUT / "hunt_cells.json").write_text(json.dumps(rows, indent=1))
+        lines = ["## Optimiser per (n, k) cell", "", f"`python benchmarks/bench_hunt.py --cell-compare --evals "
+                 f"{args.evals} --seeds {args.seeds}`: best inner effect per cell and seed (`sampler` = the ledger's "
+                 "random generator, run beside `de`).", "", "| policy | cell | seed | de | cma | random | sampler |",
+                 "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for key in dict.fromkeys((r["policy"], r["n"], r["k"], r["seed"]) for r in rows):
+            by = {r["optimiser"]: r for r in rows if (r["policy"], r["n"], r["k"], r["seed"]) == key}
+            lines.append(f"| {key[0]} | {key[1]}x{key[2]} | {key[3]} | " + " | ".join(
+                f"{by[o]['best']:.4g}" if o in by else "-" for o in ("de", "cma", "random"))
+                + f" | {by['de']['sampler']:.4g} |")  # fmt: skip
+        _replace_section(OUT / "hunt.md", lines)
+        print("\n".join(lines))
+        return
+    if args.speed_only:
+        mechs = args.speed_mechanisms.split(",") if args.speed_mechanisms else None
+        rows = speed(args.speed_instances, mechs) + speed(args.speed_instances, mechs, n=6, k=4)
+        load1 = os.getloadavg()
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        if mechs:  # re-measure some mechanisms: keep the other rows of the last full run
+            prev = json.loads((OUT / "hunt_speed.json").read_text())
+            runs = prev.get("runs", [{"rows": prev["speed"], "load": prev["load"], "uptime": prev["uptime"]}])
+            runs.append({"rows": rows, "load": [load0, load1], "uptime": uptime, "mechanisms": mechs})
+            keep = [r for r in prev["speed"] if r["mechanism"] not in mechs]
+            rows = sorted(keep + rows, key=lambda r: (r["n"], r["k"], r["mechanism"]))
+            (OUT / "hunt_speed.json").write_text(json.dumps({"speed": rows, "runs": runs, "load": [load0, load1],
+                                                             "uptime": uptime}, indent=1))  # fmt: skip
+            lines = _speed_lines(rows, args.speed_instances) + [
+                "", "From `python benchmarks/bench_hunt.py --speed-only --speed-instances "
+                f"{args.speed_instances}`, then `--speed-mechanisms {args.speed_mechanisms}` re-measured after a "
+                f"change to their path (load average {load0[0]:.1f} / {load1[0]:.1f} at its start / end, `{uptime}`; "
+                "every run's load is in hunt_speed.json): CPU seconds are less inflated by load than wall seconds, "
+                "but not immune (shared caches).", ""]  # fmt: skip
+            _replace_section(OUT / "hunt.md", lines)
+            print("\n".join(lines))
+            return
+        lines = _speed_lines(rows, args.speed_instances) + [
+            "", f"From `python benchmarks/bench_hunt.py --speed-only --speed-instances {args.speed_instances}`; load "
+            f"average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end on 2 shared cores (`{uptime}`): CPU "
+            "seconds are less inflated by load than wall seconds, but not immune (shared caches).", ""]  # fmt: skip
+        _replace_section(OUT / "hunt.md", lines)
+        (OUT / "hunt_speed.json").write_text(json.dumps({"speed": rows, "load": [load0, load1], "uptime": uptime},
+                                                        indent=1))  # fmt: skip
+        print("\n".join(lines))
+        return
+    sp = speed(args.speed_instances, ["oef-noncoop", "oef-coop", "gandiva-fair", "maxmin", "max-throughput", "gavel"])
     cmp_rows = compare(args.evals, args.seeds)
     # a whole hunt's throughput (the must-show command's space, fixed budget)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -138,14 +272,7 @@ def main() -> None:
         f"{b} evaluations: " + ", ".join(f"{o} on {c} of {len(_spaces())}" for o, c in sorted(w.items()))
         for b, w in sorted(wins.items())) + f". Most wins at the larger budget: `{winner}`; the default of "
         "`market.audit.hunt.hunt(optimiser=...)` and `--hunt-optimiser` is `de`. " + why, ""]  # fmt: skip
-    lines += ["", "## Speed of one evaluation (4 tenants, 3 GPU types, inner search `HUNT_CONFIG`)", "",
-              f"`HUNT_CONFIG = {HUNT_CONFIG}`; {args.speed_instances} random instances of the ledger's generator "
-              "(steps U(1, 1.6), m_j in 1..4), deviator row 0.", "",
-              "| mechanism | CPU s / evaluation | evaluations / CPU s | wall s / evaluation |",
-              "|---|---|---|---|"]  # fmt: skip
-    for row in sp:
-        lines.append(f"| {row['mechanism']} | {row['cpu_seconds_per_eval']:.4f} | {row['evals_per_cpu_second']:.1f} | "
-                     f"{row['wall_seconds_per_eval']:.4f} |")  # fmt: skip
+    lines += ["", *_speed_lines(sp, args.speed_instances)]
     lines += ["", f"Whole hunt of OEF C1-ext, {args.whole_evals} evaluations (seed 0, with the random baseline, "
               "shrinking and the "
               f"full confirming audits): {whole['evals_per_second']:.1f} optimiser evaluations per second of "

@@ -100,9 +100,14 @@ class FairShareTarget(BaseTarget):
         if self.fast and isinstance(self.mechanism, str) and not self.weight_claims:
             from market import registry
 
-            screen = registry.get(self.name, "fair-share").screen
-            if screen is not None:
-                self._resolver = screen(self.Wt, self.ma, self.wt, self.ca, dict(self.options))
+            info = registry.get(self.name, "fair-share")
+            if info.screen is not None:
+                self._resolver = info.screen(self.Wt, self.ma, self.wt, self.ca, dict(self.options))
+            else:  # built-in LPs solved through linprog: the audit's own screens (market.audit.screens)
+                from market.audit.screens import audit_screen
+
+                self._resolver = audit_screen(self.name, info.fn, self.Wt, self.ma, self.wt, self.ca,
+                                              dict(self.options))  # fmt: skip
         self._confirmed: dict[Any, float] = {}
         self.confirmations = 0
         self._dims_by_agent: dict[int, list[Dimension]] = {}
@@ -132,8 +137,15 @@ class FairShareTarget(BaseTarget):
         return val
 
     def confirm(self, agent: Hashable, report: Any) -> float:
-        """TRUE utility of ``report`` under the registered mechanism (never the screen; cached)."""
+        """TRUE utility of ``report`` under the registered mechanism (cached): never from the screen,
+        unless the screen declares ``exact`` (it returns the mechanism's allocation bit for bit, as
+        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested)."""
         key = self.report_key(agent, report)
+        if self._resolver is not None and getattr(self._resolver, "exact", False):
+            if key not in self._confirmed:
+                self._confirmed[key] = self.evaluate(agent, report)
+                self.confirmations += 1
+            return self._confirmed[key]
         if key not in self._confirmed:
             self._confirmed[key] = self.utility(agent, self.outcome(agent, report))
             self.confirmations += 1
