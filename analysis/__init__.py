@@ -1,3 +1,3 @@
-"""Monte Carlo runner (:mod:`analysis.runner`), statistics (:mod:`analysis.stats`), seaborn plots
-(:mod:`analysis.plots`), markdown reports (:mod:`analysis.report`) and the ``marketsim`` CLI
-(:mod:`analysis.cli`). Submodules are imported on demand (plots pull in matplotlib)."""
+"""Monte Carlo runner (:mod:`analysis.engine.runner`), statistics (:mod:`analysis.engine.stats`), seaborn plots
+(:mod:`analysis.frontends.plots`), markdown reports (:mod:`analysis.frontends.report`) and the ``marketsim`` CLI
+(:mod:`analysis.frontends.cli`). Submodules are imported on demand (plots pull in matplotlib)."""

@@ -35,7 +35,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from analysis.stats import t_interval  # noqa: E402
+from analysis.engine.stats import t_interval  # noqa: E402
 from market.learning.bayesian import expected_revenue, exploitability, learn_bid_functions  # noqa: E402
 from market.learning.bne import bne_reference  # noqa: E402
 from market.learning.distributions import make_distribution  # noqa: E402

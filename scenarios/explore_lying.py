@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from agents.strategies import ScaleDims
-from analysis.plots import plot_lying_gain
-from analysis.runner import run_experiment
-from analysis.stats import gain_summary, paired_gains
+from analysis.engine.runner import run_experiment
+from analysis.engine.stats import gain_summary, paired_gains
+from analysis.frontends.plots import plot_lying_gain
 from market.errors import InputError
 from scenarios.loader import VariantSpec, load_scenario
 

@@ -84,7 +84,7 @@ from market.errors import InputError
 from market.oef.realise import make_realiser
 
 if TYPE_CHECKING:
-    from analysis.studies import CellResult, CellSpec, Study, Variant
+    from analysis.engine.studies import CellResult, CellSpec, Study, Variant
     from scenarios.loader import Scenario
 
 __all__ = [
@@ -432,7 +432,7 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
     from agents.model import MarketModel
-    from analysis.studies import TRUTHFUL, CellResult
+    from analysis.engine.studies import TRUTHFUL, CellResult
 
     study = spec.study
 
@@ -527,7 +527,7 @@ _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "hon
 def execute_fair_cell(spec: CellSpec) -> CellResult:
     """Draw the cell's workload once and run every mechanism of the panel, truthful and lying."""
     from agents.model import MarketModel
-    from analysis.studies import TRUTHFUL, CellResult
+    from analysis.engine.studies import TRUTHFUL, CellResult
 
     study = spec.study
     try:
