@@ -244,7 +244,8 @@ def test_eris_studies_parse_and_cover_both_modes() -> None:
 def test_eris_study_cell_runs_through_the_mesa_model() -> None:
     """One testbed cell of the default study: Mesa model == plain replay, lying variant paired."""
     from agents.auction import AuctionModel
-    from analysis.engine.studies import CellSpec, execute_cell, load_study
+    from analysis.engine.cells import CellSpec
+    from analysis.engine.studies import execute_cell, load_study
 
     st = load_study("eris")
     panel = next(i for i, p in enumerate(st.panels) if p.fixed.get("scenario") == "testbed")

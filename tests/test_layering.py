@@ -71,20 +71,6 @@ def test_nothing_under_market_imports_analysis() -> None:
     assert not bad, "the core depends on the application layer:\n" + "\n".join(bad)
 
 
-#: Cycles that remain, each a lazy import inside a function, in files other helpers own at the time of
-#: writing (analysis/engine/studies.py and fairshare_study.py: the OEF study) or
-#: needing a larger move (Astraea's market <-> audit tenant strategies; PD-ORS's theta <-> its reference
-#: rounding). The test fails on any other cycle, and on one of these once it is gone (to shrink the list).
-KNOWN_CYCLES = {
-    # MarketModel(scenario_name=...) (the keyword form mesa.batch_run needs) loads the scenario lazily,
-    # and Scenario.build_model builds a MarketModel: to be broken when the application layer is split
-    frozenset({"agents.model", "scenarios.loader"}),
-    frozenset({"analysis.engine.fairshare_study", "analysis.engine.studies"}),
-    frozenset({"market.astraea.audit", "market.astraea.market"}),
-    frozenset({"market.pdors.reference", "market.pdors.theta"}),
-}
-
-
 def test_no_import_cycles_between_modules() -> None:
     mods = _modules()
     g = nx.DiGraph()
@@ -95,11 +81,8 @@ def test_no_import_cycles_between_modules() -> None:
             # not couplings between files
             if target != name and not name.startswith(target + "."):
                 g.add_edge(name, target, line=line)
-    found = {frozenset(c) for c in nx.strongly_connected_components(g) if len(c) > 1}
-    new = [" <-> ".join(sorted(c)) for c in found - KNOWN_CYCLES]
-    assert not new, "import cycles:\n" + "\n".join(new)
-    gone = [" <-> ".join(sorted(c)) for c in KNOWN_CYCLES - found]
-    assert not gone, "no longer cycles, remove from KNOWN_CYCLES:\n" + "\n".join(gone)
+    found = [" <-> ".join(sorted(c)) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert not found, "import cycles:\n" + "\n".join(sorted(found))
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:

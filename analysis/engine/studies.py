@@ -46,7 +46,6 @@ import json
 import math
 import time
 import tomllib
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -58,6 +57,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.auction import AuctionModel, BidStrategy
+from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
 from analysis.engine.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
 from analysis.engine.runner import make_executor
 from analysis.engine.stats import t_interval
@@ -98,7 +98,6 @@ __all__ = [
 
 
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
-TRUTHFUL = "truthful"
 _TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
 _TABLES = {"base", "audit", "panel", "reported", "variant", "headline", "scenario", "lead", "unmeasured"}
 FAMILIES = ("auction", "fair-share")
@@ -521,46 +520,6 @@ def load_study(name_or_path: str | Path) -> Study:
 
 
 # -- running -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """One workload: panel ``panel`` at its ``xi``-th value, replication ``rep``; every mechanism and
-    variant of the study runs on it. Seeded by ``SeedSequence(seed, spawn_key=(panel, xi, rep))``
-    (``xi`` = 0 for every value of a ``common_workload`` panel)."""
-
-    run_id: str
-    study: Study
-    panel: int
-    xi: int
-    rep: int
-    mechanisms: tuple[str, ...]
-
-    @property
-    def x(self) -> Any:
-        return self.study.panels[self.panel].values[self.xi]
-
-    def failure(self, message: str) -> CellResult:
-        """The result of a cell whose task crashed."""
-        return CellResult(self.run_id, [], [], message)
-
-
-@dataclass
-class CellResult:
-    """Metric rows, tenant rows and the error (if the cell failed)."""
-
-    run_id: str
-    rows: list[dict[str, Any]]
-    tenant_rows: list[dict[str, Any]]
-    error: str | None = None
-
-    @classmethod
-    def failed(cls, run_id: str, exc: BaseException) -> CellResult:
-        """A failure row for a cell that raised: user errors in one line, anything else with a short traceback
-        (the study goes on; call from inside the ``except`` block)."""
-        if isinstance(exc, InputError):
-            return cls(run_id, [], [], f"InputError: {exc}")
-        return cls(run_id, [], [], f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
 
 
 def plan_cells(
