@@ -727,9 +727,12 @@ def tenant_reports(
     hide_workers: int | str = 0,
     withhold: int | str = 0,
 ) -> list[AstraeaBid]:
-    """``tenant``'s reports under a strategy (see the module docstring); ``"half"`` for
+    """``tenant``'s reports under a tenant-level strategy, a pure transform of its true bids: every
+    job's utility scaled by ``value_scale``, its size (epochs) by ``size_scale``, its submission delayed
+    by ``arrival_delay`` hours, ``hide_workers`` workers of its quota hidden behind phantom jobs
+    (:func:`phantom_jobs`), and its ``withhold`` largest jobs (true work) never submitted; ``"half"`` for
     ``hide_workers`` / ``withhold`` means half its worker quota / half its jobs (rounded down).
-    All-default arguments return its true bids."""
+    All-default arguments return its true bids. :mod:`market.astraea.audit` audits these strategies."""
     t = _tenant(market, tenant)
     mine = [b for b in market.bids() if b.tenant == tenant]
     hide = t.quota_workers // 2 if hide_workers == "half" else int(hide_workers)
