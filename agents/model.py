@@ -25,7 +25,6 @@ is deterministic.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 import sys
 import warnings
@@ -41,7 +40,6 @@ from agents.auctioneer import Auctioneer
 from agents.config import ModelConfig
 from agents.server import GPUServerAgent
 from agents.tenant import JobState, TenantAgent
-from market.errors import InputError, check_int
 
 __all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES", "HOST_MEASURES"]
 
@@ -92,38 +90,14 @@ class MarketModel(mesa.Model):
     with :meth:`tidy` (long format) or :attr:`datacollector` (which holds only the rounds since
     the last move into compact storage, see :attr:`DRAIN_ROUNDS`).
 
-    Or from plain keyword arguments (what ``mesa.batch_run`` passes): ``scenario_name`` (a
-    scenario name, TOML path or :class:`scenarios.loader.Scenario`; not ``scenario``, which Mesa
-    reserves for its own Scenario object), ``policy`` (default: the scenario's first),
-    ``variant`` (``"truthful"``), ``seed`` (int or ``SeedSequence``; the same model as
-    ``Scenario.build_model(policy, variant, seed)``) and optionally ``rounds`` (overrides the
-    scenario's horizon). :attr:`scenario_name` then holds the scenario's name.
+    The keyword form ``mesa.batch_run`` drives (a scenario name, policy, variant, seed) is the subclass
+    :class:`scenarios.model.ScenarioModel`.
     """
 
-    def __init__(
-        self,
-        config: ModelConfig | None = None,
-        *,
-        rng: Any = None,
-        scenario_name: Any = None,
-        policy: str | None = None,
-        variant: str = "truthful",
-        seed: int | np.random.SeedSequence | None = None,
-        rounds: int | None = None,
-    ) -> None:
-        if scenario_name is not None:
-            config, rng, scenario_name = self._from_scenario(config, rng, scenario_name, policy, variant, seed, rounds)
-        elif config is None:
-            raise InputError("MarketModel", "no config", "pass a ModelConfig or scenario_name=NAME")
-        elif policy is not None or seed is not None or rounds is not None or variant != "truthful":
-            raise InputError(
-                "MarketModel", "config", "policy, variant, seed and rounds go with scenario_name=, not config"
-            )
+    def __init__(self, config: ModelConfig, *, rng: Any = None) -> None:
         if isinstance(rng, np.random.SeedSequence):
             rng = np.random.default_rng(rng)
         super().__init__(rng=rng)
-        #: the scenario's name in the keyword form (None when built from a config)
-        self.scenario_name: str | None = scenario_name
         self.config = config
         self.cluster = config.cluster
         self.k = config.cluster.k
@@ -192,28 +166,6 @@ class MarketModel(mesa.Model):
             get = self._trace_get = operator.attrgetter(*self._trace_measures())
         st = self.auctioneer.stats
         return np.array((*get(st), *st.busy_by_type), dtype=float)
-
-    def _from_scenario(
-        self, config: Any, rng: Any, scenario: Any, policy: str | None, variant: str, seed: Any, rounds: int | None
-    ) -> tuple[ModelConfig, np.random.Generator, str]:
-        """(config, model RNG, scenario name) of the keyword form (see the class docstring)."""
-        from scenarios.loader import Scenario, load_scenario
-
-        if config is not None:
-            raise InputError("MarketModel", "config", "pass either a ModelConfig or scenario_name=, not both")
-        if rng is not None and seed is not None:
-            raise InputError("MarketModel", "rng", "pass either seed= or rng=, not both")
-        seed = rng if seed is None else seed
-        if isinstance(seed, np.random.Generator) or not (
-            seed is None or isinstance(seed, np.random.SeedSequence | int | np.integer)
-        ):
-            raise InputError("MarketModel.seed", seed, "must be an int or a numpy SeedSequence with scenario_name=")
-        scen = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        seed = np.random.SeedSequence() if seed is None else seed
-        config, model_rng = scen.model_inputs(scen.policies[0] if policy is None else policy, variant, seed)
-        if rounds is not None:
-            config = dataclasses.replace(config, rounds=check_int("MarketModel.rounds", rounds, minimum=1))
-        return config, model_rng, scen.name
 
     # -- helpers used by the agents -----------------------------------------------------------------
     def tenant_list(self) -> list[TenantAgent]:

@@ -44,7 +44,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.stats import t_interval  # noqa: E402
+from analysis.engine.stats import t_interval  # noqa: E402
 from market.learning.bayesian import expected_revenue, exploitability, learn_bid_functions  # noqa: E402
 from market.learning.bne import bne_reference  # noqa: E402
 from market.learning.distributions import make_distribution  # noqa: E402
@@ -187,7 +187,7 @@ def plot_bids(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analysis.learn_bayesian import PALETTE
+    from analysis.frontends.learn_bayesian import PALETTE
 
     by_label = table.set_index("config")
     panels = {t: [c for c in cs if c in by_label.index] for t, cs in PANELS.items()}

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.learn import LearningScenario, load_learning, run_learning
-from analysis.stats import t_interval
+from analysis.engine.stats import t_interval
+from analysis.frontends.learn import LearningScenario, load_learning, run_learning
 from market.learning.dynamics import default_grid
 
 ROOT = Path(__file__).resolve().parents[1]

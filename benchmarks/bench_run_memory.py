@@ -31,7 +31,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 CHILD = """
 import json, sys, tracemalloc
 from scenarios.loader import load_scenario
-from analysis.runner import plan_runs
+from analysis.engine.runner import plan_runs
 sc = load_scenario(sys.argv[1])
 spec = plan_runs(sc, 1, 0, ["maxmin"], None)[0]
 model = sc.build_model(spec.policy, spec.variant, spec.seed_sequence())

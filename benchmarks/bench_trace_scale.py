@@ -142,7 +142,7 @@ def ours(spec: dict[str, Any]) -> dict[str, Any]:
 
 def ours_cli(policy: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "analysis.cli", "run", "gavel_trace", "--policies", policy, "--out", tmp,
+        cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "gavel_trace", "--policies", policy, "--out", tmp,
                "--quiet"]  # fmt: skip
         got = _child(cmd, cwd=ROOT, env=_env())
     got.pop("stdout")
@@ -180,7 +180,8 @@ def gavel_info(gdir: Path, gpy: str) -> dict[str, Any]:
 
 
 def help_cpu(n: int = 5) -> list[float]:
-    return [_child([sys.executable, "-m", "analysis.cli", "--help"], cwd=ROOT, env=_env())["cpu_s"] for _ in range(n)]
+    cmd = [sys.executable, "-m", "analysis.frontends.cli", "--help"]
+    return [_child(cmd, cwd=ROOT, env=_env())["cpu_s"] for _ in range(n)]
 
 
 def main() -> int:
@@ -343,7 +344,7 @@ def render(out: dict[str, Any]) -> str:
         L += ["(not measured in this run)", ""]
     h = out["help_cpu_s"]
     L += ["## 3. `marketsim --help`", "",
-          f"Whole-process CPU (user + system) of `python -m analysis.cli --help`, 5 runs: median "
+          f"Whole-process CPU (user + system) of `python -m analysis.frontends.cli --help`, 5 runs: median "
           f"**{statistics.median(h):.3f} s** (min {min(h):.3f}, max {max(h):.3f}); target <= 0.3 s. The command "
           "imports only numpy and the parser; Mesa, pandas, scipy and networkx load when a subcommand needs them "
           "(`tests/test_cli.py::test_help_imports_no_heavy_module`).", ""]  # fmt: skip

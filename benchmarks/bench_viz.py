@@ -149,7 +149,7 @@ def _call(cdp: tv.CDP, keys: list[str], unit: str, target: int, clicks: int = 1,
 # page builds it (a matplotlib figure is also rendered to PNG at 90 dpi, as solara.FigureMatplotlib does).
 PROFILE_SCRIPT = r"""
 import io, json, sys, time
-from analysis import viz
+from analysis.frontends import viz
 pages = {"fair-share": (viz.PageModel, {}, ["allocation", "throughput", "gain", "topology"]),
          "auction": (viz.AuctionPageModel, {}, ["timeline", "prices", "auction_gain", "resources"])}
 steps = int(sys.argv[1])
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rounds = 2 if args.quick else args.rounds
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "analysis/viz.py"], cwd=ROOT, capture_output=True,
+    dirty = subprocess.run(["git", "status", "--porcelain", "analysis/frontends/viz.py"], cwd=ROOT, capture_output=True,
                            text=True).stdout.strip()  # fmt: skip
     report: dict = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),

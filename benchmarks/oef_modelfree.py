@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.stats import t_interval  # noqa: E402
+from analysis.engine.stats import t_interval  # noqa: E402
 from market.registry import get  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

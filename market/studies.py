@@ -1,7 +1,7 @@
 """The parts of an auction study that the core needs: its paper's instance builder and its small
 ``[audit]`` instance.
 
-A study TOML (``kind = "study"``, schema in :mod:`analysis.studies`) ships in the ``studies``
+A study TOML (``kind = "study"``, schema in :mod:`analysis.engine.studies`) ships in the ``studies``
 package of its plugin (e.g. ``market/oasis/studies/oasis.toml``). :func:`audit_params` reads the
 ``paper`` key and the ``[base]`` and ``[audit]`` tables (``[audit]`` overrides ``[base]``) and
 :func:`build_market` hands them to the paper's ``make_market(params, rng)``; that builder validates

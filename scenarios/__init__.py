@@ -6,5 +6,9 @@ The loader's names are imported on first use, so ``scenarios.catalog`` (used by 
 from market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
-    __name__, {"scenarios.loader": ("Scenario", "load_scenario", "parse_scenario", "scenario_names")}
+    __name__,
+    {
+        "scenarios.loader": ("Scenario", "load_scenario", "parse_scenario", "scenario_names"),
+        "scenarios.model": ("ScenarioModel",),
+    },
 )

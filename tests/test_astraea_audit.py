@@ -1,19 +1,14 @@
-"""Tenant-level strategies in Astraea (market/astraea/audit.py): pure report transforms, phantom
-jobs hiding quota, withholding, leaving the coalition, and the tenant audit target (TRUE g_u)."""
+"""Tenant-level strategies in Astraea (market/astraea/market.py; their audit in market/astraea/audit.py):
+pure report transforms, phantom jobs hiding quota, withholding, leaving the coalition, and the tenant audit
+target (TRUE g_u)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from market.astraea.audit import (
-    STRATEGIES,
-    AstraeaTenantTarget,
-    phantom_jobs,
-    strategy_gains,
-    tenant_reports,
-)
-from market.astraea.market import AstraeaMarket, make_market
+from market.astraea.audit import STRATEGIES, AstraeaTenantTarget, strategy_gains
+from market.astraea.market import AstraeaMarket, make_market, phantom_jobs, tenant_reports
 from market.auction.market import decisions_by_id, run_market
 from market.audit.search import AuditConfig, audit
 from market.errors import InputError

@@ -69,7 +69,7 @@ def test_per_claim_seed_is_independent_of_selection(ledger: dict) -> None:
 
 @pytest.mark.slow
 def test_cli_claims_json(capsys: pytest.CaptureFixture[str]) -> None:
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     assert main(["claims", "--paper", "astraea", "--json"]) == 0
     recs = json.loads(capsys.readouterr().out)

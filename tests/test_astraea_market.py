@@ -195,7 +195,7 @@ def test_make_bid_submission_slot() -> None:
 
 def test_study_scenario_and_mesa_model_match_plain_replay() -> None:
     from agents.auction import AuctionModel
-    from analysis.studies import build_market, load_study
+    from analysis.engine.studies import build_market, load_study
 
     study = load_study("astraea")
     m0 = make_market({}, np.random.default_rng(0))

@@ -113,7 +113,7 @@ def test_at_limit_when_the_hard_limit_is_the_search_bound() -> None:
 def test_zero_truthful_utility_gives_a_null_relative_gain_with_a_note() -> None:
     import json
 
-    from analysis.audit_report import ZERO_TRUTHFUL_NOTE, agent_summary, format_relative_gain
+    from analysis.frontends.audit_report import ZERO_TRUTHFUL_NOTE, agent_summary, format_relative_gain
 
     class _Zero(_Shading):
         def utility(self, agent: object, outcome: float) -> float:

@@ -1,4 +1,5 @@
-"""MarketModel from plain keyword arguments, driven by ``mesa.batch_run`` (issue #27 item 4)."""
+"""The Mesa model from plain keyword arguments (scenarios.model.ScenarioModel, a MarketModel), driven by
+``mesa.batch_run`` (issue #27 item 4)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pytest
 from agents.model import MarketModel
 from market.errors import InputError
 from scenarios.loader import load_scenario
+from scenarios.model import ScenarioModel
 
 POLICIES = ["oef-noncoop", "gavel"]
 
 
 def _batch() -> pd.DataFrame:
     rows = mesa.batch_run(
-        MarketModel,
+        ScenarioModel,
         parameters={"scenario_name": "default", "policy": POLICIES, "variant": "truthful", "rounds": 5},
         rng=[1, 2],  # Mesa passes each as ``seed=`` (``iterations=`` is deprecated and unseeded)
         max_steps=3,
@@ -50,12 +52,12 @@ def test_batch_run_drives_the_keyword_form_and_is_deterministic() -> None:
 
 
 def test_keyword_form_equals_the_config_form() -> None:
-    kw = MarketModel(scenario_name="default", policy="oef-noncoop", variant="truthful", seed=7, rounds=4).run()
+    kw = ScenarioModel(scenario_name="default", policy="oef-noncoop", variant="truthful", seed=7, rounds=4).run()
     ref = load_scenario("default").build_model("oef-noncoop", "truthful", 7)
     ref.run(4)
     assert kw.scenario_name == "default" and kw.config.rounds == 4 and kw.steps == 4
     pd.testing.assert_frame_equal(kw.tidy(), ref.tidy())
-    first = MarketModel(scenario_name="default", seed=7, rounds=2)
+    first = ScenarioModel(scenario_name="default", seed=7, rounds=2)
     assert first.config.policy == load_scenario("default").policies[0]
 
 
@@ -65,20 +67,19 @@ def test_keyword_form_equals_the_config_form() -> None:
         ({"scenario_name": "no-such-scenario"}, "no-such-scenario"),
         ({"scenario_name": "default", "policy": "nope"}, "policy"),
         ({"scenario_name": "default", "variant": "nope"}, "variant"),
-        ({"scenario_name": "default", "rounds": 0}, "MarketModel.rounds"),
-        ({"scenario_name": "default", "seed": 1, "rng": 2}, "rng"),
-        ({"scenario_name": "default", "seed": 1.5}, "MarketModel.seed"),
-        ({}, "MarketModel"),
+        ({"scenario_name": "default", "rounds": 0}, "ScenarioModel.rounds"),
+        ({"scenario_name": "default", "seed": 1, "rng": 2}, "ScenarioModel.rng"),
+        ({"scenario_name": "default", "seed": 1.5}, "ScenarioModel.seed"),
+        ({}, "ScenarioModel.scenario_name"),
     ],
 )
 def test_keyword_form_rejects_bad_arguments(kwargs: dict, field: str) -> None:
     with pytest.raises(InputError, match=field):
-        MarketModel(**kwargs)
+        ScenarioModel(**kwargs)
 
 
-def test_config_form_rejects_scenario_keywords() -> None:
-    cfg = load_scenario("default").instantiate("gavel", "truthful", np.random.default_rng(0))
-    with pytest.raises(InputError, match="config"):
-        MarketModel(cfg, policy="gavel")
-    with pytest.raises(InputError, match="config"):
-        MarketModel(cfg, scenario_name="default")
+def test_the_keyword_form_is_a_market_model() -> None:
+    """ScenarioModel adds only the keyword constructor: everything else is MarketModel's."""
+    m = ScenarioModel(scenario_name="default", seed=3, rounds=2)
+    assert isinstance(m, MarketModel) and type(m).__mro__[1] is MarketModel
+    assert [k for k, v in vars(ScenarioModel).items() if callable(v)] == ["__init__"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 
 
 def _err(capsys, argv: list[str], code: int = 2) -> str:
@@ -117,7 +117,7 @@ def test_file_stems_become_safe_default_names(tmp_path: Path) -> None:
 
 
 def test_study_and_sweep_names_are_checked(tmp_path: Path) -> None:
-    from analysis.studies import load_study
+    from analysis.engine.studies import load_study
     from market.errors import InputError
 
     text = (Path(__file__).parents[1] / "market" / "auction" / "studies" / "control_auction.toml").read_text()
@@ -239,7 +239,7 @@ def test_a_huge_scenario_fails_before_building(capsys, tmp_path: Path, old: str,
 def test_huge_replications_fail_before_planning(capsys, tmp_path: Path) -> None:
     err = _err(capsys, ["run", "default", "--reps", "100000000", "--out", str(tmp_path / "out")])
     assert "--reps gives 600,000,000 runs" in err and "at most 1,000,000" in err
-    from analysis.runner import plan_runs
+    from analysis.engine.runner import plan_runs
     from market.errors import InputError
     from scenarios.loader import load_scenario
 
@@ -248,7 +248,7 @@ def test_huge_replications_fail_before_planning(capsys, tmp_path: Path) -> None:
 
 
 def test_a_huge_speedups_file_stops_at_the_row_limit(capsys, tmp_path: Path, monkeypatch) -> None:
-    import analysis.cli as cli
+    import analysis.frontends.cli as cli
 
     monkeypatch.setattr(cli, "MAX_ROWS", 50)  # the same code path as 10^7 rows against 100,000
     f = tmp_path / "w.csv"

@@ -188,7 +188,7 @@ def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[st
     theorem checks hold, the spec's Thm-4/5 findings and the known non-value lies reproduce."""
     import json
 
-    from analysis.cli import main
+    from analysis.frontends.cli import main
     from market.audit.claims import claims, recheck_witness
 
     assert main(["claims", "--paper", "eris", "--json"]) == 0
@@ -226,7 +226,7 @@ def test_claim_instances_round_trip_through_json() -> None:
 
 # --- the reproduction studies (market/eris/studies/eris.toml and eris_paper.toml) ---
 def test_eris_studies_parse_and_cover_both_modes() -> None:
-    from analysis.studies import load_study, study_names
+    from analysis.engine.studies import load_study, study_names
 
     assert {"eris", "eris_paper"} <= set(study_names())
     for name in ("eris", "eris_paper"):
@@ -244,7 +244,8 @@ def test_eris_studies_parse_and_cover_both_modes() -> None:
 def test_eris_study_cell_runs_through_the_mesa_model() -> None:
     """One testbed cell of the default study: Mesa model == plain replay, lying variant paired."""
     from agents.auction import AuctionModel
-    from analysis.studies import CellSpec, execute_cell, load_study
+    from analysis.engine.cells import CellSpec
+    from analysis.engine.studies import execute_cell, load_study
 
     st = load_study("eris")
     panel = next(i for i, p in enumerate(st.panels) if p.fixed.get("scenario") == "testbed")

@@ -207,7 +207,7 @@ def test_solver_is_chosen_by_size_and_agrees() -> None:
 
 
 def test_cli_allocate_accepts_zero_throughput_and_scale_factors(capsys) -> None:
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     assert main(["allocate", "--policy", "gavel-max-sum-throughput", "--speedups", "1,2;3,4", "--capacity", "2,1",
                  "--scale-factors", "2,1", "--json"]) == 0  # fmt: skip
@@ -355,7 +355,7 @@ def test_gavel_policies_run_in_the_synthetic_round_loop(tmp_path, capsys) -> Non
     ``marketsim run`` of a tiny synthetic scenario with a lying variant completes."""
     import pandas as pd
 
-    from analysis.cli import main
+    from analysis.frontends.cli import main
     from scenarios.loader import load_scenario
 
     path = tmp_path / "tiny.toml"

@@ -1,4 +1,4 @@
-"""Headline verdicts of the study reports (analysis/headlines.py): each verdict is reached on a
+"""Headline verdicts of the study reports (analysis/engine/headlines.py): each verdict is reached on a
 synthetic frame built to produce it, so none of them can be returned regardless of the data."""
 
 import math
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
-from analysis.studies import Panel, load_study, parse_study, run_study, write_study
+from analysis.engine.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
+from analysis.engine.studies import Panel, load_study, parse_study, run_study, write_study
 from market.errors import InputError
 
 
@@ -205,13 +205,13 @@ def test_at_most_zero_level_claim() -> None:
 
 
 def test_every_shipped_study_ends_with_headlines() -> None:
-    from analysis.studies import load_study, study_names
+    from analysis.engine.studies import load_study, study_names
 
     for name in study_names():
         assert load_study(name).headlines, f"study {name} states no headline claim"
 
 
-# -- the verdict rule at each of its boundaries (analysis.headlines.verdict) ---------------------------
+# -- the verdict rule at each of its boundaries (analysis.engine.headlines.verdict) ---------------------------
 
 
 @pytest.mark.parametrize(
@@ -244,7 +244,7 @@ def test_every_shipped_study_ends_with_headlines() -> None:
     ],
 )
 def test_verdict_rule_on_both_sides_of_each_boundary(paper, ours, low, high, kw, expected, phrase):
-    from analysis.headlines import verdict
+    from analysis.engine.headlines import verdict
 
     kw = {"ratio": True, **kw}
     got, reason = verdict(paper, ours, low, high, **kw)
@@ -253,7 +253,7 @@ def test_verdict_rule_on_both_sides_of_each_boundary(paper, ours, low, high, kw,
 
 
 def test_headline_ci_is_a_t_interval_on_per_seed_ratios():
-    from analysis.stats import t_interval
+    from analysis.engine.stats import t_interval
 
     a = B * 1.3 * (1 + _noise(5, 0.05))
     r = evaluate_headline(_frame(a, B), _h(1.3))

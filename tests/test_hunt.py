@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 from market.audit import claims as ledger
 from market.audit import hunt as hunt_mod
 from market.audit.hunt import Evaluation, hunt, hunt_claims

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 from market.audit import claims as ledger
 from market.audit.hunt import hunt, hunt_space
 from market.errors import InputError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 
 LONG = "x" * 300
 AUCTION = ["audit", "--mechanism", "fixed-price"]
@@ -158,7 +158,7 @@ def test_trace_keys_without_a_trace_say_what_is_missing(capsys, tmp_path: Path) 
 
 
 def test_an_executor_that_never_comes_up_leaves_no_manifest(tmp_path: Path) -> None:
-    from analysis.sweep import load_sweep, run_sweep
+    from analysis.engine.sweep import load_sweep, run_sweep
     from market.errors import InputError
 
     class Unreachable:

@@ -1,7 +1,10 @@
-"""Layering (issue #27 item 5): nothing under market/ imports the application layer (analysis),
-and no two project modules import each other, directly or through others, counting imports inside
-functions as well as at module level (a lazy import still couples the two files). Imports under
-``if TYPE_CHECKING:`` are not counted: they never run, they only name types for annotations."""
+"""Layering (issue #27 item 5). The packages form layers, lowest first: the core ``market`` (mechanisms,
+audit, data), the Mesa models ``agents``, the TOML scenarios ``scenarios``, the experiment engine
+``analysis.engine`` and its front ends ``analysis.frontends`` (CLI, live page, reports, plots). A module
+imports only its own layer or lower ones: nothing under market/ imports the application layer, and the
+engine never imports a front end. No two project modules import each other, directly or through others.
+Imports inside functions count as well as those at module level (a lazy import still couples the two
+files); imports under ``if TYPE_CHECKING:`` do not: they never run, they only name types for annotations."""
 
 from __future__ import annotations
 
@@ -12,15 +15,23 @@ import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("market", "analysis", "agents", "scenarios")
+#: the layers, lowest first; a module belongs to the longest one its name starts with
+LAYERS = ("market", "agents", "scenarios", "analysis.engine", "analysis.frontends")
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    return {_module_name(p, root): p for pkg in PACKAGES for p in sorted((root / pkg).rglob("*.py"))}
+
+
+def _layer(name: str) -> int | None:
+    """Index in :data:`LAYERS` of the module ``name`` (None: a bare package such as ``analysis``)."""
+    hits = [i for i, layer in enumerate(LAYERS) if name == layer or name.startswith(layer + ".")]
+    return max(hits, key=lambda i: len(LAYERS[i]), default=None)
 
 
 def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
@@ -59,6 +70,32 @@ def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
     return out
 
 
+def _upward_imports(mods: dict[str, Path], root: Path = ROOT) -> list[str]:
+    """Every import of a module in a higher layer than the importer's, as ``file:line imports target``."""
+    out = []
+    for name, path in mods.items():
+        mine = _layer(name)
+        for target, line in _imports(name, path, set(mods)):
+            theirs = _layer(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                why = f"{LAYERS[mine]} is below {LAYERS[theirs]}"
+                out.append(f"{path.relative_to(root)}:{line} imports {target} ({why})")
+    return out
+
+
+def _cycles(mods: dict[str, Path]) -> list[str]:
+    """The import cycles between files, as ``a <-> b <-> ...`` (sorted)."""
+    g = nx.DiGraph()
+    for name, path in mods.items():
+        for target, line in _imports(name, path, set(mods)):
+            # a package's own __init__ and the modules it re-exports are one unit with the package:
+            # importing `market.x` runs `market/__init__.py` anyway, so edges to an ancestor package are
+            # not couplings between files
+            if target != name and not name.startswith(target + "."):
+                g.add_edge(name, target, line=line)
+    return sorted(" <-> ".join(sorted(c)) for c in nx.strongly_connected_components(g) if len(c) > 1)
+
+
 def test_nothing_under_market_imports_analysis() -> None:
     mods = _modules()
     bad = [
@@ -71,40 +108,63 @@ def test_nothing_under_market_imports_analysis() -> None:
     assert not bad, "the core depends on the application layer:\n" + "\n".join(bad)
 
 
-#: Cycles that remain, each a lazy import inside a function, in files other helpers own at the time of
-#: writing (analysis/studies.py and fairshare_study.py: the OEF study) or
-#: needing a larger move (Astraea's market <-> audit tenant strategies; PD-ORS's theta <-> its reference
-#: rounding). The test fails on any other cycle, and on one of these once it is gone (to shrink the list).
-KNOWN_CYCLES = {
-    # MarketModel(scenario_name=...) (the keyword form mesa.batch_run needs) loads the scenario lazily,
-    # and Scenario.build_model builds a MarketModel: to be broken when the application layer is split
-    frozenset({"agents.model", "scenarios.loader"}),
-    frozenset({"analysis.fairshare_study", "analysis.studies"}),
-    frozenset({"market.astraea.audit", "market.astraea.market"}),
-    frozenset({"market.pdors.reference", "market.pdors.theta"}),
-}
+def test_layers_import_only_downwards() -> None:
+    """Includes: the engine (analysis.engine) never imports a front end (analysis.frontends)."""
+    mods = _modules()
+    assert {_layer(n) for n in mods} == {None, *range(len(LAYERS))}  # every layer exists and is seen
+    bad = _upward_imports(mods)
+    assert not bad, "imports of a higher layer:\n" + "\n".join(bad)
 
 
 def test_no_import_cycles_between_modules() -> None:
-    mods = _modules()
-    g = nx.DiGraph()
-    for name, path in mods.items():
-        for target, line in _imports(name, path, set(mods)):
-            # a package's own __init__ and the modules it re-exports are one unit with the package:
-            # importing `market.x` runs `market/__init__.py` anyway, so edges to an ancestor package are
-            # not couplings between files
-            if target != name and not name.startswith(target + "."):
-                g.add_edge(name, target, line=line)
-    found = {frozenset(c) for c in nx.strongly_connected_components(g) if len(c) > 1}
-    new = [" <-> ".join(sorted(c)) for c in found - KNOWN_CYCLES]
-    assert not new, "import cycles:\n" + "\n".join(new)
-    gone = [" <-> ".join(sorted(c)) for c in KNOWN_CYCLES - found]
-    assert not gone, "no longer cycles, remove from KNOWN_CYCLES:\n" + "\n".join(gone)
+    found = _cycles(_modules())
+    assert not found, "import cycles:\n" + "\n".join(found)
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     """The walker sees imports inside functions and `from pkg import module` forms."""
     f = tmp_path / "m.py"
-    f.write_text("def f():\n    from analysis.studies import load_study\n\nfrom market.learning import dynamics\n")
-    known = {"analysis.studies", "market.learning", "market.learning.dynamics"}
-    assert sorted(_imports("market.x", f, known)) == [("analysis.studies", 2), ("market.learning.dynamics", 4)]
+    f.write_text(
+        "def f():\n    from analysis.engine.studies import load_study\n\nfrom market.learning import dynamics\n"
+    )
+    known = {"analysis.engine.studies", "market.learning", "market.learning.dynamics"}
+    assert sorted(_imports("market.x", f, known)) == [
+        ("analysis.engine.studies", 2),
+        ("market.learning.dynamics", 4),
+    ]
+
+
+def test_the_rules_fail_when_violated(tmp_path: Path) -> None:
+    """A small tree breaking each rule once: the engine importing a front end (inside a function), the
+    core importing the engine, and a two-file cycle; a TYPE_CHECKING import and a downward import do not
+    count."""
+    files = {
+        "market/__init__.py": "",
+        "market/a.py": "from market import b\n",
+        "market/b.py": "def f():\n    import market.a\n",
+        "market/c.py": "import analysis.engine.runner\n",
+        "agents/__init__.py": "",
+        "scenarios/__init__.py": "",
+        "analysis/__init__.py": "",
+        "analysis/engine/__init__.py": "",
+        "analysis/engine/runner.py": (
+            "from typing import TYPE_CHECKING\nfrom market import a\nif TYPE_CHECKING:\n"
+            "    from analysis.frontends.cli import main\n\ndef f():\n    from analysis.frontends import plots\n"
+        ),
+        "analysis/frontends/__init__.py": "",
+        "analysis/frontends/cli.py": "from analysis.engine import runner\n",
+        "analysis/frontends/plots.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    mods = _modules(tmp_path)
+    assert _upward_imports(mods, tmp_path) == [
+        "market/c.py:1 imports analysis.engine.runner (market is below analysis.engine)",
+        "analysis/engine/runner.py:7 imports analysis.frontends.plots (analysis.engine is below analysis.frontends)",
+    ]
+    assert _cycles(mods) == ["market.a <-> market.b"]
+    (tmp_path / "market/b.py").write_text("")
+    (tmp_path / "market/c.py").write_text("")
+    (tmp_path / "analysis/engine/runner.py").write_text("from analysis.frontends import cli\n")
+    assert _cycles(mods) == ["analysis.engine.runner <-> analysis.frontends.cli"]

@@ -98,7 +98,7 @@ def test_off_grid_factors_are_accepted_and_bad_inputs_name_the_field() -> None:
 def test_the_auction_profile_target_sees_the_others_reports() -> None:
     """Pay-your-bid control: the deviator's TRUE surplus against shaded rivals equals the game's
     own evaluation of that profile, and differs from the one against truthful rivals."""
-    from analysis.studies import build_market
+    from analysis.engine.studies import build_market
     from market.learning.dynamics import AuctionGame
 
     market = build_market("control", {"jobs": 8, "T": 8, "capacity": 4, "price": 1.0}, np.random.default_rng(0))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.cli import main
-from analysis.learn import learning_names, load_learning
+from analysis.frontends.cli import main
+from analysis.frontends.learn import learning_names, load_learning
 
 
 def test_embedded_learning_scenarios_parse() -> None:
@@ -63,7 +63,7 @@ def test_learning_runs_are_deterministic_with_every_executor(tmp_path: Path) -> 
 
 
 def test_a_failing_learning_task_keeps_the_others(monkeypatch) -> None:
-    import analysis.learn as L
+    import analysis.frontends.learn as L
 
     sc = L.load_learning("learn_oef")
     real = L._dynamics_one

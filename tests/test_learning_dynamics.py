@@ -200,7 +200,7 @@ def test_best_responses_with_negative_utilities_converge_to_a_grid_equilibrium()
     switching threshold that scales a negative utility used to call a learner's own strategy
     "better" and report a period-1 cycle; now the run converges and the final profile is a pure
     equilibrium of the grid (nobody gains by more than the tolerance)."""
-    from analysis.studies import build_market
+    from analysis.engine.studies import build_market
     from market.learning.dynamics import AuctionGame
 
     m = build_market("astraea", {"workload": "micro", "jobs": 6, "servers": 4, "tenants": 2, "horizon": 64},

@@ -108,7 +108,7 @@ def test_small_samples_read_weak_and_every_label_carries_n() -> None:
 
 
 def test_cli_claims_table_and_tally_show_weak(capsys) -> None:
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     assert main(["claims", "--paper", "oef", "--width", "20"]) == 0
     out = capsys.readouterr().out

@@ -198,7 +198,7 @@ def oasis_ledger() -> list[dict]:
     import io
     import json
 
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -254,7 +254,7 @@ def test_subroutine_enumeration_matches_on_fixed_cases():
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["oasis", "oasis_paper"])
 def test_oasis_study_loads_and_its_audit_instance_is_the_small_one(name):
-    from analysis.studies import load_study
+    from analysis.engine.studies import load_study
 
     s = load_study(name)
     assert s.paper == "oasis" and s.mechanisms == MECHANISMS

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.headlines import MIN_EFFECT, verdict
-from analysis.studies import load_study
+from analysis.engine.headlines import MIN_EFFECT, verdict
+from analysis.engine.studies import load_study
 
 CSV = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "oef" / "headlines.csv"
 

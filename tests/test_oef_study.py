@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.cli import main
-from analysis.headlines import HEADLINE_VERDICTS
-from analysis.studies import load_study, plan_cells, run_study, study_family, study_names, write_study
+from analysis.engine.headlines import HEADLINE_VERDICTS
+from analysis.engine.studies import load_study, plan_cells, run_study, study_family, study_names, write_study
+from analysis.frontends.cli import main
 from market.errors import InputError
 
 # Two GPU types, two tenants: H2 of the OEF spec (W = [[1, 2], [1, 5]], m = (1, 1)).
@@ -286,7 +286,7 @@ def test_embedded_gavel_jct_study_loads() -> None:
                                 "oef-coop", "gandiva-fair")  # fmt: skip
     assert study.variants[0].fraction == pytest.approx(0.2)
     # both panels run on the trace engine (Gavel's lease rounds) with Gavel-generated workloads
-    from analysis.fairshare_study import panel_scenario
+    from analysis.engine.fairshare_study import panel_scenario
 
     for pi, x in ((0, 0.5), (1, 1.5)):
         scen = panel_scenario(study, pi, x)
@@ -331,7 +331,7 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     hand_computed) as a study: under Gavel's max-sum-throughput job 0 lying cuts its JCT from 540 s
     to 360 s (liar_gain 0.05 h) and lengthens job 1's from 360 s to 576 s; under max-min the
     reports are unused (a gain of exactly 0). Paired differences of the report use the twins."""
-    from analysis.studies import paired_differences
+    from analysis.engine.studies import paired_differences
 
     (tmp_path / "lie.csv").write_text("job_type,gpu_type,num_gpus,throughput_steps_per_s\nA,k80,1,1.0\n"
                                       "A,v100,1,2.0\nB,k80,1,1.0\nB,v100,1,2.5\n")  # fmt: skip
@@ -432,8 +432,8 @@ def test_realisations_per_panel_seeds_added_type_and_section6_metrics(tmp_path: 
     import numpy as np
 
     from agents.model import MarketModel
-    from analysis.fairshare_study import panel_scenario, summarise_run
-    from analysis.headlines import evaluate_headline
+    from analysis.engine.fairshare_study import panel_scenario, summarise_run
+    from analysis.engine.headlines import evaluate_headline
 
     study = load_study(_write(tmp_path, S6, "tiny_s6"))
     cells = plan_cells(study)

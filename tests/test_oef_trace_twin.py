@@ -1,6 +1,6 @@
 """The OEF study's trace-engine panels (issue 25 item 4): a synthetic workload replayed on the trace
 engine with hosts (agents/trace_from_tenants.py), the study's ``engine`` key, and the progress
-bar's cost weighting (analysis.studies.cell_cost / run_cost)."""
+bar's cost weighting (analysis.engine.studies.cell_cost / run_cost)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analysis.studies as studies_mod
+import analysis.engine.studies as studies_mod
 from agents.config import JobConfig, ModelConfig, TenantConfig
 from agents.model import MarketModel
 from agents.trace_from_tenants import trace_config
-from analysis.studies import cell_cost, load_study, parse_study, plan_cells, run_cost, run_study
+from analysis.engine.studies import cell_cost, load_study, parse_study, plan_cells, run_cost, run_study
 from market.errors import InputError
 from scenarios.loader import ClusterSpec
 

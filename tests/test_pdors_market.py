@@ -159,7 +159,7 @@ def test_cli_claims_json(ledger, monkeypatch, capsys):
     import json
 
     import market.audit.claims as claims_mod
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     monkeypatch.setattr(claims_mod, "run_claims", lambda *a, **k: ledger)
     assert main(["claims", "--paper", "pdors", "--json"]) == 0
@@ -174,7 +174,7 @@ def test_cli_claims_json_subprocess():
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "analysis.cli", "claims", "--paper", "pdors", "--json"],
+        [sys.executable, "-m", "analysis.frontends.cli", "claims", "--paper", "pdors", "--json"],
         capture_output=True,
         text=True,
         check=True,
@@ -184,7 +184,7 @@ def test_cli_claims_json_subprocess():
 
 @pytest.mark.parametrize("name", ["pdors", "pdors_paper"])
 def test_studies_validate_and_audit_instance_builds(name):
-    from analysis.studies import load_study
+    from analysis.engine.studies import load_study
 
     s = load_study(name)
     assert s.paper == "pdors" and s.mechanisms[0] == "pdors"

@@ -103,7 +103,7 @@ def test_finding_dp_grid_rejects_tight_feasible_job():
 def test_vectorised_draws_equal_one_at_a_time_loop(seed, repair, S):
     """Step 13 vectorised (blocks, rewound stream, proven-infeasible skip) == the one-draw loop:
     same draws kept, same feasibility, same count, and the generator ends in the same state."""
-    from market.pdors.reference import draw_roundings_reference
+    from market.pdors.rounding import draw_roundings_reference
     from market.pdors.theta import SlotProblem, draw_roundings, feasible_rows
 
     rng = np.random.default_rng(seed)

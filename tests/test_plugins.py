@@ -97,7 +97,7 @@ def test_builtin_plugins_come_from_entry_points() -> None:
 
 
 def test_studies_live_in_paper_folders() -> None:
-    from analysis.studies import load_study, study_names
+    from analysis.engine.studies import load_study, study_names
 
     assert {"oasis_paper", "pdors_paper", "astraea", "eris_paper", "control_auction"} <= set(study_names())
     assert load_study("oasis_paper").source == "market/oasis/studies/oasis_paper.toml"
@@ -127,7 +127,7 @@ def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> No
     assert "uniplug" in out["papers"]
     assert out["verdict"] == "holds"  # a report-independent split: no lie can gain
     assert out["scenario"]
-    cli = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    cli = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert cli.returncode == 0, cli.stderr
     assert "uniplug" in cli.stdout and "uniform-test" in cli.stdout
 
@@ -135,7 +135,7 @@ def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> No
 def test_broken_plugin_is_skipped_and_reported(tmp_path: Path) -> None:
     files = {"badplug/__init__.py": "", "badplug/plugin.py": "raise ImportError('no such dependency: foo')\n"}
     path = _fake_dist(tmp_path, "badplug", "badplug = badplug.plugin:PLUGIN", files)
-    r = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert r.returncode == 0, r.stderr
     assert "badplug" in r.stdout and "BROKEN" in r.stdout and "no such dependency: foo" in r.stdout
     assert "maxmin" in r.stdout  # the framework still works
@@ -213,7 +213,7 @@ def test_list_marks_a_plugin_broken_when_its_mechanism_module_fails(tmp_path: Pa
     files = dict(UNIFORM)
     files["uniplug/mech.py"] = "raise RuntimeError('mechanism module exploded')\n"
     path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
-    r = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("uniplug "))
     assert "BROKEN" in line and "mechanism module exploded" in line
@@ -268,7 +268,7 @@ def test_name_clashes_are_warned_listed_and_builtins_win(tmp_path: Path) -> None
     assert "mechanism name 'drf' is already registered" in msgs and "'maxmin'" in msgs
     assert "plugin name 'drf' is also the name of the auction mechanism" in msgs
     assert "mechanism name 'maxmin' is already registered" in r.stderr  # warned
-    cli = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    cli = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.count("NAME CLASH") == 3 and "clash-ok" in cli.stdout
 
@@ -321,8 +321,8 @@ def test_doc_fair_share_plugin_is_the_shipped_example(tmp_path: Path) -> None:
     for rel, text in files.items():
         assert text == (ROOT / "examples" / "marketsim-proportional" / rel).read_text(), rel
     path, _ = _install_from_doc(tmp_path, "marketsim-proportional")
-    r = _run("from analysis.cli import main; raise SystemExit(main(['audit', '--mechanism', 'proportional-share', "
-             "'--speedups', '1,2;1,5', '--json']))", path)  # fmt: skip
+    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['audit', '--mechanism', "
+             "'proportional-share', '--speedups', '1,2;1,5', '--json']))", path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["violations"]["strategyproofness"] > 0.01  # inflating pays (hand: tenant 0 gets 4/9 > 2/7)
@@ -332,14 +332,14 @@ def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path
     path, meta = _install_from_doc(tmp_path, "reserve-auction")
     # the package-data line that ships the study TOMLs
     assert meta["tool"]["setuptools"]["package-data"] == {"reserve_auction.studies": ["*.toml"]}
-    lst = _run("from analysis.cli import main; raise SystemExit(main(['list']))", path)
+    lst = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert lst.returncode == 0, lst.stderr
     assert "first-price-reserve" in lst.stdout and "posted-reserve" in lst.stdout and "reserve_demo" in lst.stdout
     assert "BROKEN" not in lst.stdout and "NAME CLASH" not in lst.stdout
     r = _run(
         """
         import json, io, contextlib
-        from analysis.cli import main
+        from analysis.frontends.cli import main
         from market.testing import IncentiveViolation, assert_individually_rational, assert_strategyproof
         from market.testing import auction_instance
         out = {}
@@ -370,7 +370,7 @@ def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path
         assert a["witness"]["value_scale"] == pytest.approx(0.1) and a["at_limit"]
         assert a["truthful_utility"] == 0.0 and a["relative_gain"] is None and len(a["notes"]) == 2
     assert out["fp_violation"] is not None and out["fp_violation"]["at_limit"]
-    run = _run(f"from analysis.cli import main; raise SystemExit(main(['run', 'reserve_demo', '--reps', '1', "
+    run = _run(f"from analysis.frontends.cli import main; raise SystemExit(main(['run', 'reserve_demo', '--reps', '1', "
                f"'--quiet', '--out', {str(tmp_path / 'out')!r}]))", path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "results.parquet").exists()

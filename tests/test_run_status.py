@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,8 @@ def _running(out: Path) -> bool:
 
 def test_a_sigkilled_run_reads_incomplete_and_a_rerun_completes_it(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.cli", "run", "default", "--reps", "40", "--out", str(out), "--quiet"]
+    cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "default", "--reps", "40", "--out", str(out),
+           "--quiet"]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(lambda: _running(out))
@@ -75,7 +76,7 @@ def test_a_sigkilled_run_reads_incomplete_and_a_rerun_completes_it(tmp_path: Pat
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_and_sigint_keep_finished_runs_and_say_interrupted(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.cli", "run", "default", "--reps", "40", "--out", str(out)]
+    cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "default", "--reps", "40", "--out", str(out)]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(iter(lambda: p.stderr.read(1), "")), daemon=True)
@@ -101,12 +102,12 @@ def test_sigterm_and_sigint_keep_finished_runs_and_say_interrupted(tmp_path: Pat
 def test_a_signal_before_any_result_marks_the_folder_interrupted(tmp_path: Path, monkeypatch) -> None:
     """Interrupted while the runs start (before run_experiment returns): the 'running' mark becomes
     'interrupted', with a report.md that says nothing here is a result."""
-    import analysis.runner
+    import analysis.engine.runner
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(analysis.runner, "run_experiment", stop)
+    monkeypatch.setattr(analysis.engine.runner, "run_experiment", stop)
     out = tmp_path / "out"
     assert main(["run", "default", "--reps", "1", "--out", str(out), "--quiet"]) == 130
     assert _meta(out)["status"] == "interrupted" and _meta(out)["complete"] is False
@@ -134,7 +135,8 @@ def test_a_sigtermed_sweep_says_interrupted_and_resume_completes_it(tmp_path: Pa
     cfg = tmp_path / "resumable.toml"
     cfg.write_text(RESUMABLE, encoding="utf-8")
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.cli", "sweep", str(cfg), "--out", str(out), "--chunk-size", "1", "--quiet"]
+    cmd = [sys.executable, "-m", "analysis.frontends.cli", "sweep", str(cfg), "--out", str(out), "--chunk-size", "1",
+           "--quiet"]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(lambda: len(list((out / "parts").glob("part-*.parquet"))) >= 2)

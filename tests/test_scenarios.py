@@ -166,7 +166,7 @@ def test_workload_distributions_and_overrides() -> None:
 
 
 def test_explore_lying_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from scenarios.explore_lying import main as sweep
+    from analysis.frontends.explore_lying import main as sweep
 
     text = TINY.replace('policies = ["oef-noncoop", "maxmin"]', 'policies = ["oef-noncoop", "max-throughput"]')
     text = text.replace('["a", "b", "c"]', '["RTX3070", "RTX3080", "RTX3090"]').replace("c = 1.5", "RTX3090 = 1.5")

@@ -18,8 +18,8 @@ from test_oef_headlines_csv import (
     test_verdicts_follow_the_rule_from_the_rows_own_numbers as check_verdicts,
 )
 
-from analysis.headlines import HEADLINE_VERDICTS, evaluate_headlines
-from analysis.studies import load_study
+from analysis.engine.headlines import HEADLINE_VERDICTS, evaluate_headlines
+from analysis.engine.studies import load_study
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("astraea", "eris")
@@ -129,7 +129,7 @@ def _control(**extra: object) -> dict:
 
 def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
     """`[[lead]] headlines = [i]` puts headline i's row, by the closing table's rule, before any panel."""
-    from analysis.studies import parse_study, run_study, write_study
+    from analysis.engine.studies import parse_study, run_study, write_study
 
     study = parse_study(_control(lead=[{"text": "mechanism-level: the fixed price", "headlines": [1]}]), "c")
     paths = write_study(run_study(study, replications=2), tmp_path)
@@ -147,7 +147,7 @@ def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
      ({"headlines": [True]}, "lead[0].headlines"), ({"headlines": [0], "metric": "welfare"}, "lead[0].metric")],
 )  # fmt: skip
 def test_a_bad_lead_of_headlines_names_the_field(lead: dict, field: str) -> None:
-    from analysis.studies import parse_study
+    from analysis.engine.studies import parse_study
     from market.errors import InputError
 
     with pytest.raises(InputError, match=re.escape(field)):

@@ -16,8 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.cli import main
-from analysis.sweep import (
+from analysis.engine.sweep import (
     EXECUTION_COLUMNS,
     RUN_COLUMNS,
     SweepResult,
@@ -29,6 +28,7 @@ from analysis.sweep import (
     plan_sweep,
     run_sweep,
 )
+from analysis.frontends.cli import main
 from market.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +140,8 @@ def test_process_and_dask_executors_give_identical_parquet(
 def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None:
     cfg_path = _write(tmp_path, "resumable", RESUMABLE)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.cli", "sweep", str(cfg_path), "--out", str(out), "--chunk-size", "1"]
+    cmd = [sys.executable, "-m", "analysis.frontends.cli", "sweep", str(cfg_path), "--out", str(out),
+           "--chunk-size", "1"]
     proc = subprocess.Popen([*cmd, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = out / "parts"
     deadline = time.monotonic() + 120
@@ -286,7 +287,7 @@ def test_cli_sweep_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_missing_dask_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis.executors_dask import DaskExecutor, import_distributed
+    from analysis.engine.executors_dask import DaskExecutor, import_distributed
 
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(InputError, match=r"pip install 'marketsim\[dask\]'"):
@@ -311,7 +312,7 @@ def test_consolidation_streams_one_part_at_a_time(local_run: SweepResult, tmp_pa
     written in several row groups, never holding more than 2 part files at once."""
     import shutil
 
-    import analysis.sweep as sw
+    import analysis.engine.sweep as sw
 
     out = tmp_path / "copy"
     shutil.copytree(local_run.out / "parts", out / "parts")

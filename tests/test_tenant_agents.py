@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from agents.auction import AuctionModel, BidStrategy
-from analysis.studies import parse_study, run_study
+from analysis.engine.studies import parse_study, run_study
 from market.astraea.audit import AstraeaTenantTarget
 from market.astraea.market import make_market
 from market.auction.controls import make_market as control_market

@@ -312,8 +312,8 @@ def test_migration_cost_charged_when_hosts_change(tmp_path: Path) -> None:
 
 
 def test_report_lists_migrations(tmp_path: Path) -> None:
-    from analysis.runner import run_experiment
-    from analysis.stats import policy_summary
+    from analysis.engine.runner import run_experiment
+    from analysis.engine.stats import policy_summary
 
     sc = _scenario(tmp_path, HAND_STEPS, 'placement = "naive"\nmigration_cost_s = 30.0')
     res = run_experiment(sc, progress=False)

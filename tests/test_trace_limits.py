@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.cli import main
+from analysis.frontends.cli import main
 
 GEN = """
 name = "gen"

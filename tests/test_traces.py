@@ -310,7 +310,7 @@ def test_cli_runs_a_trace_scenario(tmp_path: Path, capsys: pytest.CaptureFixture
 
     import pandas as pd
 
-    from analysis.cli import main
+    from analysis.frontends.cli import main
 
     trace = tmp_path / "short.trace"
     rows = [line.split("\t") for line in data_path(GAVEL_TRACE).read_text().splitlines()[:40]]

@@ -1,7 +1,8 @@
 """Tenant-level strategies in Astraea and their audit (spec §7.1, claims 13–14).
 
 A tenant u controls the reports of all its jobs. Its strategies are pure transforms of its true
-bids (:func:`tenant_reports`): scale every job's utility (``value_scale``), misreport every job's
+bids (:func:`market.astraea.market.tenant_reports`, beside the market's ``tenant_reports`` hook that
+Mesa's tenant agents call): scale every job's utility (``value_scale``), misreport every job's
 size (``size_scale``, epochs × factor), delay every submission (``arrival_delay`` hours), hide idle
 quota (``hide_workers``: phantom jobs of that many workers filling a whole round of every batch,
 submitted first in the batch, so the quota they take is used "for free" in pass 1 instead of being
@@ -22,23 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.market import PHANTOM_PREFIX, AstraeaBid, AstraeaMarket, make_bid, scale_spec
-from market.astraea.model import JobSpec, linear_utility
+from market.astraea.market import AstraeaBid, AstraeaMarket, tenant_reports
 from market.auction.market import run_market
 from market.audit.target import BaseTarget, Dimension, Probe
-from market.errors import InputError, check_int
+from market.errors import InputError
 
 __all__ = [
     "AstraeaTenantTarget",
-    "tenant_reports",
-    "phantom_jobs",
     "strategy_gains",
     "STRATEGIES",
     "DEMAND_DIMENSIONS",
-    "PHANTOM_ID_BASE",
 ]
 
-PHANTOM_ID_BASE = 10**7
 DEMAND_DIMENSIONS = ("value_scale", "size_scale", "arrival_delay", "hide_workers")
 # named tenant strategies (truthful first); values are tenant_reports keyword arguments, with
 # "half" = half the tenant's quota (hide) or half its jobs (withhold)
@@ -52,80 +48,6 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "hide_idle_quota": {"hide_workers": "half"},
     "withhold_jobs": {"withhold": "half"},
 }
-
-
-def _tenant(market: AstraeaMarket, tenant: int) -> Any:
-    for t in market.cluster.tenants:
-        if t.uid == tenant:
-            return t
-    raise InputError("tenant", tenant, f"is not a tenant uid {list(market.cluster.uids)}")
-
-
-def phantom_jobs(market: AstraeaMarket, tenant: int, workers: int) -> list[AstraeaBid]:
-    """Phantom jobs hiding ``workers`` of ``tenant``'s quota: for every batch l the engine can run,
-    λ jobs of ``workers`` workers submitted at the batch start 2^(l−1) (0 for l = 1) whose work fills
-    exactly one round (τ_l slots at 1 mini-batch per worker-hour) and whose reported utility is
-    large enough to be admitted at any posted price. True value 0."""
-    k = check_int("hide_workers", workers, minimum=0)
-    if k == 0:
-        return []
-    p = market.params
-    L = 0
-    while p.lam * 2 ** (L + 2) <= p.horizon_T:
-        L += 1
-    big = 2.0 * (max(p.theta_w or 1.0, p.theta_p or 1.0)) * (k + 1) * 2 ** (L + 1) + 1.0
-    out = []
-    for l in range(1, L + 1):
-        for i in range(p.lam):
-            spec = JobSpec(
-                f"{PHANTOM_PREFIX}{tenant}:{l}:{i}",
-                tenant,
-                0.0 if l == 1 else float(2 ** (l - 1)),
-                2**l,
-                k,
-                1,
-                1.0,
-                0.0,
-                0.0,
-                linear_utility(-1e-6, big),
-                k,
-                1.0,
-                1.0,
-            )
-            out.append(make_bid(PHANTOM_ID_BASE + 1000 * len(out) + tenant % 1000, spec))
-    return out
-
-
-def tenant_reports(
-    market: AstraeaMarket,
-    tenant: int,
-    *,
-    value_scale: float = 1.0,
-    size_scale: float = 1.0,
-    arrival_delay: float = 0.0,
-    hide_workers: int | str = 0,
-    withhold: int | str = 0,
-) -> list[AstraeaBid]:
-    """``tenant``'s reports under a strategy (see the module docstring); ``"half"`` for
-    ``hide_workers`` / ``withhold`` means half its worker quota / half its jobs (rounded down).
-    All-default arguments return its true bids."""
-    t = _tenant(market, tenant)
-    mine = [b for b in market.bids() if b.tenant == tenant]
-    hide = t.quota_workers // 2 if hide_workers == "half" else int(hide_workers)
-    if not 0 <= hide <= t.quota_workers:
-        raise InputError("hide_workers", hide_workers, f"must lie in [0, {t.quota_workers}] (the tenant's quota)")
-    drop = len(mine) // 2 if withhold == "half" else int(withhold)
-    if not 0 <= drop <= len(mine):
-        raise InputError("withhold", withhold, f"must lie in [0, {len(mine)}] (the tenant's jobs)")
-    by_size = sorted(mine, key=lambda b: (-b.spec.work, b.job_id))
-    dropped = {b.job_id for b in by_size[:drop]}
-    out = []
-    for b in mine:
-        if b.job_id in dropped:
-            continue
-        spec = scale_spec(b.spec, value=value_scale, size=size_scale, delay=arrival_delay)
-        out.append(b if spec is b.spec else make_bid(b.job_id, spec))
-    return phantom_jobs(market, tenant, hide) + out
 
 
 @dataclass

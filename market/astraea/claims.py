@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from market.astraea.accounting import collective_revenue
-from market.astraea.audit import DEMAND_DIMENSIONS, AstraeaTenantTarget, tenant_reports
-from market.astraea.market import AstraeaBid, AstraeaMarket, make_market
+from market.astraea.audit import DEMAND_DIMENSIONS, AstraeaTenantTarget
+from market.astraea.market import AstraeaBid, AstraeaMarket, make_market, tenant_reports
 from market.astraea.model import allowed_workers, duration, throughput
 from market.astraea.offline import opt_exact
 from market.astraea.online import run_astraea

@@ -72,10 +72,13 @@ __all__ = [
     "DEFAULTS",
     "MECHANISMS",
     "PHANTOM_PREFIX",
+    "PHANTOM_ID_BASE",
+    "tenant_reports",
+    "phantom_jobs",
 ]
 
 MECHANISMS = ("astraea", "batchsche", "exclusive", "astraea-gandiva", "hived")
-PHANTOM_PREFIX = "phantom:"  # jobs a tenant invents (true value 0), see market.astraea.audit
+PHANTOM_PREFIX = "phantom:"  # jobs a tenant invents (true value 0), see phantom_jobs
 _AUTO_HORIZON = {"paper": 4096, "micro": 64, "toy": 64}
 DEFAULTS: dict[str, Any] = {
     "workload": "paper",  # "paper" | "micro" | "toy"
@@ -397,10 +400,8 @@ class AstraeaMarket:
         return int(bid.tenant)
 
     def tenant_reports(self, tenant: int, params: Mapping[str, float]) -> list[AstraeaBid]:
-        """``tenant``'s reports under a tenant-level strategy (:func:`market.astraea.audit.tenant_reports`:
+        """``tenant``'s reports under a tenant-level strategy (:func:`tenant_reports`:
         ``value_scale``, ``size_scale``, ``arrival_delay`` (h), ``hide_workers``, ``withhold``)."""
-        from market.astraea.audit import tenant_reports
-
         allowed = {"value_scale", "size_scale", "arrival_delay", "hide_workers", "withhold"}
         for k in params:
             if k not in allowed:
@@ -667,6 +668,88 @@ def scale_spec(spec: JobSpec, *, value: float = 1.0, size: float = 1.0, delay: f
     if check_nonneg("arrival_delay", delay) > 0:
         ch["arrival"] = spec.arrival + float(delay)
     return spec.with_(**ch) if ch else spec
+
+
+# ------------------------------------------------------------------ tenant-level strategies (spec §7.1)
+#: job ids of phantom jobs start here (a tenant's real jobs are numbered from 0)
+PHANTOM_ID_BASE = 10**7
+
+
+def _tenant(market: AstraeaMarket, tenant: int) -> Any:
+    for t in market.cluster.tenants:
+        if t.uid == tenant:
+            return t
+    raise InputError("tenant", tenant, f"is not a tenant uid {list(market.cluster.uids)}")
+
+
+def phantom_jobs(market: AstraeaMarket, tenant: int, workers: int) -> list[AstraeaBid]:
+    """Phantom jobs hiding ``workers`` of ``tenant``'s quota: for every batch l the engine can run,
+    λ jobs of ``workers`` workers submitted at the batch start 2^(l−1) (0 for l = 1) whose work fills
+    exactly one round (τ_l slots at 1 mini-batch per worker-hour) and whose reported utility is
+    large enough to be admitted at any posted price. True value 0."""
+    k = check_int("hide_workers", workers, minimum=0)
+    if k == 0:
+        return []
+    p = market.params
+    L = 0
+    while p.lam * 2 ** (L + 2) <= p.horizon_T:
+        L += 1
+    big = 2.0 * (max(p.theta_w or 1.0, p.theta_p or 1.0)) * (k + 1) * 2 ** (L + 1) + 1.0
+    out = []
+    for l in range(1, L + 1):
+        for i in range(p.lam):
+            spec = JobSpec(
+                f"{PHANTOM_PREFIX}{tenant}:{l}:{i}",
+                tenant,
+                0.0 if l == 1 else float(2 ** (l - 1)),
+                2**l,
+                k,
+                1,
+                1.0,
+                0.0,
+                0.0,
+                linear_utility(-1e-6, big),
+                k,
+                1.0,
+                1.0,
+            )
+            out.append(make_bid(PHANTOM_ID_BASE + 1000 * len(out) + tenant % 1000, spec))
+    return out
+
+
+def tenant_reports(
+    market: AstraeaMarket,
+    tenant: int,
+    *,
+    value_scale: float = 1.0,
+    size_scale: float = 1.0,
+    arrival_delay: float = 0.0,
+    hide_workers: int | str = 0,
+    withhold: int | str = 0,
+) -> list[AstraeaBid]:
+    """``tenant``'s reports under a tenant-level strategy, a pure transform of its true bids: every
+    job's utility scaled by ``value_scale``, its size (epochs) by ``size_scale``, its submission delayed
+    by ``arrival_delay`` hours, ``hide_workers`` workers of its quota hidden behind phantom jobs
+    (:func:`phantom_jobs`), and its ``withhold`` largest jobs (true work) never submitted; ``"half"`` for
+    ``hide_workers`` / ``withhold`` means half its worker quota / half its jobs (rounded down).
+    All-default arguments return its true bids. :mod:`market.astraea.audit` audits these strategies."""
+    t = _tenant(market, tenant)
+    mine = [b for b in market.bids() if b.tenant == tenant]
+    hide = t.quota_workers // 2 if hide_workers == "half" else int(hide_workers)
+    if not 0 <= hide <= t.quota_workers:
+        raise InputError("hide_workers", hide_workers, f"must lie in [0, {t.quota_workers}] (the tenant's quota)")
+    drop = len(mine) // 2 if withhold == "half" else int(withhold)
+    if not 0 <= drop <= len(mine):
+        raise InputError("withhold", withhold, f"must lie in [0, {len(mine)}] (the tenant's jobs)")
+    by_size = sorted(mine, key=lambda b: (-b.spec.work, b.job_id))
+    dropped = {b.job_id for b in by_size[:drop]}
+    out = []
+    for b in mine:
+        if b.job_id in dropped:
+            continue
+        spec = scale_spec(b.spec, value=value_scale, size=size_scale, delay=arrival_delay)
+        out.append(b if spec is b.spec else make_bid(b.job_id, spec))
+    return phantom_jobs(market, tenant, hide) + out
 
 
 def _validate(params: Mapping[str, Any]) -> dict[str, Any]:

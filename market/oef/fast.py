@@ -20,7 +20,7 @@ import numpy as np
 
 from market.errors import InputError, SolveError
 
-__all__ = ["NoncoopResolver", "make_screen", "noncoop_fast_eligible", "throughput_benchmark"]
+__all__ = ["NoncoopResolver", "make_screen", "noncoop_fast_eligible"]
 
 _ZERO_TOL = 1e-9
 
@@ -102,31 +102,3 @@ class NoncoopResolver:
         x = np.asarray(self._h.getSolution().col_value[: self.n * self.k], dtype=float)
         x[x < _ZERO_TOL] = 0.0
         return x.reshape(self.n, self.k)
-
-
-def throughput_benchmark(n: int = 20, k: int = 4, agents: int = 2, seed: int = 0) -> dict[str, float]:
-    """Audit ``agents`` deviators of one random ``oef-noncoop`` instance (n rows, k types) with the
-    registered mechanism and with the screen; return misreports scored per second for both, their
-    ratio, and the largest difference between the two runs' best gains (should be ~0). Timings are
-    wall-clock of this one run (for reports, not for pass/fail)."""
-    import time
-
-    from market.audit.fairshare import FairShareTarget
-    from market.audit.instances import random_instance
-    from market.audit.search import audit
-
-    inst = random_instance(np.random.default_rng(seed), n=n, k=k, m_max=8)
-    out: dict[str, float] = {}
-    gains: dict[bool, list[float]] = {}
-    for fast in (False, True):
-        t = FairShareTarget("oef-noncoop", W=inst.W, m=inst.m, fast=fast)
-        t0 = time.perf_counter()
-        res = [audit(t, a, rng=seed) for a in range(min(agents, t.n))]
-        dt = time.perf_counter() - t0
-        key = "fast" if fast else "registered"
-        out[f"{key}_misreports_per_s"] = sum(r.points for r in res) / dt
-        out[f"{key}_lp_solves_per_s"] = sum(r.evaluations for r in res) / dt
-        gains[fast] = [r.best_gain for r in res]
-    out["speedup"] = out["fast_misreports_per_s"] / out["registered_misreports_per_s"]
-    out["max_gain_difference"] = float(np.max(np.abs(np.subtract(gains[True], gains[False]))))
-    return out

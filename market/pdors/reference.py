@@ -1,9 +1,10 @@
 """Pure-Python reference of PD-ORS' search (benchmark baseline, test oracle).
 
-The co-located scan, the randomized rounding (Step 13: one draw at a time, each checked by plain
-loops) and the DP over slots are straightforward loops. The split LP is the one solver call both
-searches share (the same warm-started HiGHS instance per slot state: identical decisions need the
-identical LP vertex), so the benchmark reports its time separately.
+The co-located scan and the DP over slots are straightforward loops; the randomized rounding (Step 13,
+one draw at a time, each checked by plain loops) is :func:`market.pdors.rounding.draw_roundings_reference`,
+which :func:`market.pdors.theta.split_candidate` calls with ``reference=True``. The split LP is the one
+solver call both searches share (the same warm-started HiGHS instance per slot state: identical decisions
+need the identical LP vertex), so the benchmark reports its time separately.
 """
 
 from __future__ import annotations
@@ -79,40 +80,3 @@ def dp_forward_reference(costs: np.ndarray, W: int) -> tuple[np.ndarray, np.ndar
         arg[j] = a
         prev = cur
     return theta, arg
-
-
-def draw_roundings_reference(sub, base, frac_idx, fr, W1, config, rng):
-    """Step 13 as written: draw one rounding (27)-(28) at a time until ``S`` draws and a feasible
-    one, or ``max_attempts`` (exactly ``S`` with ``repair="always"``); FEASIBLE by plain loops."""
-    H, R = sub.resid.shape
-    resid = sub.resid.tolist()
-    alpha, beta = sub.alpha.tolist(), sub.beta.tolist()
-    fidx, frs = frac_idx.tolist(), fr.tolist()
-    b0 = base.tolist()
-    need = W1 - EPS * max(1.0, W1)
-    rows, oks = [], []
-    found = False
-    draws = 0
-    while draws < config.S or (not found and draws < config.max_attempts):
-        u = rng.random(len(fidx)).tolist()
-        row = list(b0)
-        for i, j in enumerate(fidx):
-            if u[i] < frs[i]:
-                row[j] += 1
-        ok = True
-        for h in range(H):
-            for r in range(R):
-                if row[h] * alpha[r] + row[H + h] * beta[r] > resid[h][r] + EPS * max(1.0, resid[h][r]):
-                    ok = False
-                    break
-            if not ok:
-                break
-        nw, ns = sum(row[:H]), sum(row[H:])
-        ok = ok and nw <= sub.F and nw >= need and nw >= 1 and ns >= nw / sub.gamma - EPS
-        rows.append(row)
-        oks.append(ok)
-        found = found or ok
-        draws += 1
-        if config.repair == "always" and draws >= config.S:
-            break
-    return np.array(rows, dtype=np.int64), np.array(oks, dtype=bool), draws

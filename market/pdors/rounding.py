@@ -1,4 +1,6 @@
-"""G_δ formulas (eqs. (29), (30), (35), (38)), randomized rounding and the repair step (spec §3.2, §3.4)."""
+"""G_δ formulas (eqs. (29), (30), (35), (38)), randomized rounding and the repair step (spec §3.2, §3.4);
+:func:`draw_roundings_reference` is Step 13 as written, one draw at a time (the oracle of the vectorised
+:func:`market.pdors.theta.draw_roundings`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,16 @@ import numpy as np
 
 from market.errors import InputError, check_positive
 
-__all__ = ["G_lemma1", "G_lemma2", "G_thm3", "G_thm4", "remark1_rhs", "round_draws", "repair"]
+__all__ = [
+    "G_lemma1",
+    "G_lemma2",
+    "G_thm3",
+    "G_thm4",
+    "remark1_rhs",
+    "round_draws",
+    "repair",
+    "draw_roundings_reference",
+]
 
 EPS = 1e-9
 
@@ -111,3 +122,40 @@ def repair(
         else:
             return None
     return w, s
+
+
+def draw_roundings_reference(sub, base, frac_idx, fr, W1, config, rng):
+    """Step 13 as written: draw one rounding (27)-(28) at a time until ``S`` draws and a feasible
+    one, or ``max_attempts`` (exactly ``S`` with ``repair="always"``); FEASIBLE by plain loops."""
+    H, R = sub.resid.shape
+    resid = sub.resid.tolist()
+    alpha, beta = sub.alpha.tolist(), sub.beta.tolist()
+    fidx, frs = frac_idx.tolist(), fr.tolist()
+    b0 = base.tolist()
+    need = W1 - EPS * max(1.0, W1)
+    rows, oks = [], []
+    found = False
+    draws = 0
+    while draws < config.S or (not found and draws < config.max_attempts):
+        u = rng.random(len(fidx)).tolist()
+        row = list(b0)
+        for i, j in enumerate(fidx):
+            if u[i] < frs[i]:
+                row[j] += 1
+        ok = True
+        for h in range(H):
+            for r in range(R):
+                if row[h] * alpha[r] + row[H + h] * beta[r] > resid[h][r] + EPS * max(1.0, resid[h][r]):
+                    ok = False
+                    break
+            if not ok:
+                break
+        nw, ns = sum(row[:H]), sum(row[H:])
+        ok = ok and nw <= sub.F and nw >= need and nw >= 1 and ns >= nw / sub.gamma - EPS
+        rows.append(row)
+        oks.append(ok)
+        found = found or ok
+        draws += 1
+        if config.repair == "always" and draws >= config.S:
+            break
+    return np.array(rows, dtype=np.int64), np.array(oks, dtype=bool), draws

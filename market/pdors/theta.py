@@ -15,7 +15,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
 from market.milp import milp, new_highs
-from market.pdors.rounding import G_thm3, G_thm4, repair
+from market.pdors.rounding import G_thm3, G_thm4, draw_roundings_reference, repair
 
 __all__ = [
     "SplitLP",
@@ -288,8 +288,6 @@ def split_candidate(
     else:
         base_i = base.astype(np.int64)
         if reference:
-            from market.pdors.reference import draw_roundings_reference
-
             X, ok, draws = draw_roundings_reference(sub, base_i, frac_idx, fr, W1, config, rng)
         else:
             X, ok, draws = draw_roundings(table, sub, base_i, frac_idx, fr, W1, config, rng, feasible_fast)

@@ -2,7 +2,7 @@
 
 Two families share this runner, the report and the headline verdicts: the auction papers (below)
 and, when the TOML has a ``[scenario]`` table, the fair-share papers (OEF), whose cells run the Mesa
-:class:`agents.model.MarketModel` (:mod:`analysis.fairshare_study`, which documents their schema
+:class:`agents.model.MarketModel` (:mod:`analysis.engine.fairshare_study`, which documents their schema
 and metrics).
 
 A study sweeps one parameter per *panel* (e.g. the number of jobs, of sites, the price parameter
@@ -33,7 +33,7 @@ Schema (unknown keys are errors naming the key)::
     [[reported]]  panel (index, required), metric, text (required): what the paper reports
     [[headline]]  text, panel, metric, mechanism, paper (required), baseline, x, tolerance, note, variant:
                   a headline number of the paper, judged reproduced / direction only / not reproduced
-                  from our cells (:mod:`analysis.headlines`); the report ends with their table
+                  from our cells (:mod:`analysis.engine.headlines`); the report ends with their table
     [[variant]]   name (required), params = {dimension = value} (required), and exactly one of
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
                   tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
@@ -50,7 +50,6 @@ import json
 import math
 import time
 import tomllib
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -62,9 +61,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from agents.auction import AuctionModel, BidStrategy
-from analysis.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
-from analysis.runner import make_executor
-from analysis.stats import t_interval
+from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
+from analysis.engine.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
+from analysis.engine.runner import make_executor
+from analysis.engine.stats import t_interval
 from market import plugins
 from market.auction.market import AuctionMarket
 from market.errors import InputError, check_int, check_name, slug
@@ -103,7 +103,6 @@ __all__ = [
 
 
 DEFAULT_METRICS = ("welfare", "revenue", "utility", "admission_rate", "utilisation", "mean_jct")
-TRUTHFUL = "truthful"
 _TOP = {"kind", "name", "paper", "description", "mechanisms", "replications", "seed", "metrics"}
 _TABLES = {"base", "audit", "panel", "reported", "variant", "headline", "scenario", "lead", "unmeasured"}
 FAMILIES = ("auction", "fair-share")
@@ -241,7 +240,7 @@ def _unknown(name: str, key: str, t: Mapping[str, Any], allowed: set[str]) -> No
 
 def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: str | Path | None = None) -> Study:
     """Validate a study TOML document (see the module docstring for the schema; a ``[scenario]``
-    table makes it a fair-share study, :mod:`analysis.fairshare_study`). ``base_dir`` resolves a
+    table makes it a fair-share study, :mod:`analysis.engine.fairshare_study`). ``base_dir`` resolves a
     fair-share scenario's relative ``profiles.file`` (default: the current directory)."""
     from market.registry import names as mechanism_names
 
@@ -260,7 +259,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         if m not in known:
             raise InputError(_where(name, "mechanisms"), m, f"is not a registered {family} mechanism {sorted(known)}")
     if family == "fair-share":
-        from analysis.fairshare_study import FAIR_METRICS
+        from analysis.engine.fairshare_study import FAIR_METRICS
 
         default_metrics: tuple[str, ...] = FAIR_METRICS
         if data.get("base") or data.get("audit"):
@@ -347,7 +346,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
     for i, t in enumerate(_tables(name, "variant", data.get("variant", []))):
         key = f"variant[{i}]"
         if family == "fair-share":
-            from analysis.fairshare_study import VARIANT_KEYS
+            from analysis.engine.fairshare_study import VARIANT_KEYS
 
             _unknown(name, key, t, {"name", "tenants", "fraction", *VARIANT_KEYS})
         else:
@@ -460,7 +459,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         tuple(unmeasured),
     )
     if family == "fair-share":
-        from analysis.fairshare_study import validate_fair_study
+        from analysis.engine.fairshare_study import validate_fair_study
 
         validate_fair_study(study)
     return study
@@ -555,46 +554,6 @@ def load_study(name_or_path: str | Path) -> Study:
 # -- running -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CellSpec:
-    """One workload: panel ``panel`` at its ``xi``-th value, replication ``rep``; every mechanism and
-    variant of the study runs on it. Seeded by ``SeedSequence(seed, spawn_key=(panel, xi, rep))``
-    (``xi`` = 0 for every value of a ``common_workload`` panel)."""
-
-    run_id: str
-    study: Study
-    panel: int
-    xi: int
-    rep: int
-    mechanisms: tuple[str, ...]
-
-    @property
-    def x(self) -> Any:
-        return self.study.panels[self.panel].values[self.xi]
-
-    def failure(self, message: str) -> CellResult:
-        """The result of a cell whose task crashed."""
-        return CellResult(self.run_id, [], [], message)
-
-
-@dataclass
-class CellResult:
-    """Metric rows, tenant rows and the error (if the cell failed)."""
-
-    run_id: str
-    rows: list[dict[str, Any]]
-    tenant_rows: list[dict[str, Any]]
-    error: str | None = None
-
-    @classmethod
-    def failed(cls, run_id: str, exc: BaseException) -> CellResult:
-        """A failure row for a cell that raised: user errors in one line, anything else with a short traceback
-        (the study goes on; call from inside the ``except`` block)."""
-        if isinstance(exc, InputError):
-            return cls(run_id, [], [], f"InputError: {exc}")
-        return cls(run_id, [], [], f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
-
-
 def plan_cells(
     study: Study, replications: int | None = None, mechanisms: Sequence[str] | None = None
 ) -> list[CellSpec]:
@@ -624,7 +583,7 @@ def panel_replications(study: Study, pi: int, override: int | None = None) -> in
 
 
 #: Cost model of a fair-share run in CPU seconds (the progress bar's unit), calibrated on the OEF
-#: study (``python -m analysis.cli run oef``; per-run ``seconds`` of results.parquet and process CPU
+#: study (``python -m analysis.frontends.cli run oef``; per-run ``seconds`` of results.parquet and process CPU
 #: of single cells, 2026-11-27): a run costs a fixed ``_RUN_S`` (building the model, summarising)
 #: plus per round ``_ROUND_S + _TENANT_ROUND_S x tenants`` (backlogged workloads: every tenant is
 #: active every round), or for workloads with arrivals ``_ARRIVAL_ROUND_S[engine] x factor(policy)
@@ -667,7 +626,7 @@ def cell_cost(spec: CellSpec) -> float:
     study = spec.study
     if study.family != "fair-share":
         return float(len(spec.mechanisms) * (1 + len(study.variants)))
-    from analysis.fairshare_study import _realisations, panel_scenario, panel_variants
+    from analysis.engine.fairshare_study import _realisations, panel_scenario, panel_variants
 
     scen = panel_scenario(study, spec.panel, spec.x)
     rounds = float(scen.rounds)
@@ -708,7 +667,7 @@ def execute_cell(spec: CellSpec) -> CellResult:
     """Build the cell's instance once and run every mechanism and variant on it."""
     study = spec.study
     if study.family == "fair-share":
-        from analysis.fairshare_study import execute_fair_cell
+        from analysis.engine.fairshare_study import execute_fair_cell
 
         return execute_fair_cell(spec)
     try:
@@ -1123,8 +1082,8 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             + ": "
             + ", ".join(f"{counts.get(v, 0)} {v}" for v in ("reproduced", "direction only", "not reproduced"))
             + ". Ratios are means of per-seed paired ratios (same workloads) with 95% t-intervals; levels use t "
-            "intervals; verdict rule in `analysis/headlines.py` (reproduced: the paper's number inside our CI or "
-            "within the stated tolerance, and for a ratio our CI excludes 1 on the paper's side; direction only: "
+            "intervals; verdict rule in `analysis/engine/headlines.py` (reproduced: the paper's number inside our "
+            "CI or within the stated tolerance, and for a ratio our CI excludes 1 on the paper's side; direction only: "
             "the CI on the paper's side of 1 and at least a quarter of the paper's effect on a log scale; "
             "otherwise not reproduced). n per row in the table"
             + ("." if study.family == "fair-share" else "; headlines.csv has no `realisation` column: an auction "

@@ -27,7 +27,7 @@ each slot is its TRUE surplus (``market.true_surplus``) as decided so far minus 
 undecided; the final value is the gain of the run). Figures ``Admission timeline``, ``Prices and
 payments``, ``Liar's paired gain (auction)`` and ``Resources`` (:data:`AUCTION_TITLES`).
 
-Serving: :func:`serve` runs ``solara run analysis.viz:Page`` in this process; the scenario (or
+Serving: :func:`serve` runs ``solara run analysis.frontends.viz:Page`` in this process; the scenario (or
 study) travels in the environment variable :data:`SCENARIO_ENV`.
 Nothing else in marketsim imports this module's dependencies (solara, altair).
 """
@@ -131,9 +131,9 @@ SEED_MAX = 999
 def fair_share_scenarios() -> list[str]:
     """Embedded fair-share scenarios: every embedded TOML that is no sweep, auction study or
     learning population (the same split as ``marketsim list``)."""
-    from analysis.learn import learning_names
-    from analysis.studies import study_names
-    from analysis.sweep import sweep_names
+    from analysis.engine.studies import study_names
+    from analysis.engine.sweep import sweep_names
+    from analysis.frontends.learn import learning_names
     from scenarios.loader import scenario_names
 
     other = set(sweep_names()) | set(study_names()) | set(learning_names())
@@ -151,9 +151,9 @@ def _toml_kind(path: Path) -> str | None:
 def resolve_scenario(name: str) -> Scenario:
     """Load fair-share scenario ``name`` (embedded name or TOML path); an auction study, a sweep,
     a learning population or an unknown name raises :class:`InputError` naming ``scenario``."""
-    from analysis.learn import learning_names
-    from analysis.studies import study_names
-    from analysis.sweep import sweep_names
+    from analysis.engine.studies import study_names
+    from analysis.engine.sweep import sweep_names
+    from analysis.frontends.learn import learning_names
 
     if not isinstance(name, str) or not name.strip():
         raise InputError("scenario", name, f"must name a fair-share scenario, one of {fair_share_scenarios()}")
@@ -722,14 +722,14 @@ def topology_figure(model: MarketVizModel) -> str:
 
 def auction_studies() -> list[str]:
     """Embedded auction reproduction studies (``kind = "study"``; ``marketsim list``)."""
-    from analysis.studies import study_names
+    from analysis.engine.studies import study_names
 
     return study_names("auction")
 
 
 def is_auction_study(name: str) -> bool:
     """Whether ``name`` is an embedded auction study or a study TOML file."""
-    from analysis.studies import study_family
+    from analysis.engine.studies import study_family
 
     return isinstance(name, str) and bool(name.strip()) and study_family(name) == "auction"
 
@@ -737,7 +737,7 @@ def is_auction_study(name: str) -> bool:
 def load_auction_market(study_name: str, seed: int = 0) -> tuple[Any, Any]:
     """(study, market) of the study's small ``[audit]`` instance drawn with replication ``seed``;
     an unknown study raises :class:`InputError` naming ``study``."""
-    from analysis.studies import build_market, load_study
+    from analysis.engine.studies import build_market, load_study
 
     if not isinstance(study_name, str) or not study_name.strip():
         raise InputError("study", study_name, f"must name an auction study, one of {auction_studies()}")
@@ -1274,7 +1274,7 @@ PAGE_CSS = """
 
 @solara.component
 def Page() -> None:
-    """The app ``solara run analysis.viz:Page`` serves: one fresh model per browser session; an
+    """The app ``solara run analysis.frontends.viz:Page`` serves: one fresh model per browser session; an
     auction study gets the auction page, anything else the fair-share page."""
     scenario = os.environ.get(SCENARIO_ENV) or DEFAULT_SCENARIO
     auction = is_auction_study(scenario)
@@ -1309,7 +1309,7 @@ def check_page_target(name: str) -> None:
 def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765, open_browser: bool = True) -> int:
     """Serve :func:`Page` with the solara server on ``host:port`` until interrupted (Ctrl-C).
 
-    Equivalent to ``MARKETSIM_VIZ_SCENARIO=<scenario> solara run analysis.viz:Page --production``
+    Equivalent to ``MARKETSIM_VIZ_SCENARIO=<scenario> solara run analysis.frontends.viz:Page --production``
     (no telemetry, no version check). The scenario is validated first; a port in use raises
     :class:`InputError` naming ``--port``."""
     name = scenario or DEFAULT_SCENARIO
@@ -1336,7 +1336,7 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     settings.telemetry.mixpanel_enable = False
     # served on 127.0.0.1 over http, solara warns on every page load that it falls back to samesite=lax cookies
     warnings.filterwarnings("ignore", message="Cookies with samesite=none require https", category=UserWarning)
-    args = ["analysis.viz:Page", "--host", host, "--port", str(port), "--production", "--no-check-version"]
+    args = ["analysis.frontends.viz:Page", "--host", host, "--port", str(port), "--production", "--no-check-version"]
     args.append("--open" if open_browser else "--no-open")
     try:
         solara_main.run.main(args=args, prog_name="marketsim viz", standalone_mode=False)

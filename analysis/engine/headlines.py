@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.stats import t_interval
+from analysis.engine.stats import t_interval
 from market.errors import InputError, check_int
 
 __all__ = [

@@ -5,7 +5,7 @@ Runs a scenario (default ``oef_lying``) with one lying variant per factor λ (te
 random numbers), and prints the deviator's mean paired gain in TRUE throughput per allocator
 (relative, with 95% t intervals). Usage::
 
-    python -m scenarios.explore_lying [--scenario oef_lying] [--factors 0.8,1.1,1.3,1.5,2] \\
+    python -m analysis.frontends.explore_lying [--scenario oef_lying] [--factors 0.8,1.1,1.3,1.5,2] \\
         [--reps 5] [--workers 1] [--measure act] [--out DIR]
 """
 
@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from agents.strategies import ScaleDims
-from analysis.plots import plot_lying_gain
-from analysis.runner import run_experiment
-from analysis.stats import gain_summary, paired_gains
+from analysis.engine.runner import run_experiment
+from analysis.engine.stats import gain_summary, paired_gains
+from analysis.frontends.plots import plot_lying_gain
 from market.errors import InputError
 from scenarios.loader import VariantSpec, load_scenario
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.stats import gain_summary, paired_gains, policy_summary
+from analysis.engine.stats import gain_summary, paired_gains, policy_summary
 
 __all__ = ["render_report", "write_report", "runs_time_text"]
 

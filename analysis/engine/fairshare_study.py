@@ -80,11 +80,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
 from market.errors import InputError
 from market.oef.realise import make_realiser
 
 if TYPE_CHECKING:
-    from analysis.studies import CellResult, CellSpec, Study, Variant
+    from analysis.engine.studies import Study, Variant
     from scenarios.loader import Scenario
 
 __all__ = [
@@ -439,7 +440,6 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
     from agents.model import MarketModel
-    from analysis.studies import TRUTHFUL, CellResult
 
     study = spec.study
 
@@ -528,7 +528,6 @@ def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.Se
     per mechanism and realisation (= host placement); truthful only."""
     from agents.model import MarketModel
     from agents.trace_from_tenants import trace_config
-    from analysis.studies import TRUTHFUL, CellResult
 
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
@@ -569,7 +568,6 @@ _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "hon
 def execute_fair_cell(spec: CellSpec) -> CellResult:
     """Draw the cell's workload once and run every mechanism of the panel, truthful and lying."""
     from agents.model import MarketModel
-    from analysis.studies import TRUTHFUL, CellResult
 
     study = spec.study
     try:

@@ -8,10 +8,10 @@ identical seed in any process.
 
 Executors map a function over run specs and yield results as they finish: ``local`` (in this
 process) and ``process`` (``concurrent.futures.ProcessPoolExecutor``); the Dask executor
-(:class:`analysis.executors_dask.DaskExecutor`, optional dependency) implements the same
+(:class:`analysis.engine.executors_dask.DaskExecutor`, optional dependency) implements the same
 :class:`Executor` protocol and can be passed as ``executor=``. Results are reassembled in plan
 order and sorted, so the output is identical whatever the executor and completion order.
-Resumable parameter sweeps with Parquet part files live in :mod:`analysis.sweep`.
+Resumable parameter sweeps with Parquet part files live in :mod:`analysis.engine.sweep`.
 
 Output (long format, one row per measurement): ``run_id, scenario, policy, variant,
 replication, round, tenant, measure, value`` (see :meth:`agents.model.MarketModel.tidy` for the
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import run_status
+from analysis.engine import run_status
 from market.errors import InputError, check_choice, check_int
 from scenarios.loader import Scenario
 

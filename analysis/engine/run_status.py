@@ -86,7 +86,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def mark_interrupted(out: str | Path) -> None:
     """A run stopped before writing its results: ``meta.json`` says ``"status": "interrupted"``
     (still ``complete`` false) and report.md's first line says so (for a run that wrote its results
-    first, the report and meta already say it: see :func:`analysis.report.render_report`)."""
+    first, the report and meta already say it: see :func:`analysis.frontends.report.render_report`)."""
     out = Path(out)
     try:
         info = json.loads((out / "meta.json").read_text(encoding="utf-8"))

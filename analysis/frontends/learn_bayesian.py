@@ -202,7 +202,7 @@ def reference(spec: BayesianSpec, mechanism: str, n: int) -> Any:
 
 
 def _ci(x: list[float]) -> tuple[float, float, float]:
-    from analysis.stats import t_interval
+    from analysis.engine.stats import t_interval
 
     return t_interval(np.asarray(x, dtype=float))
 

@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.stats import gain_summary, paired_gains  # noqa: E402
+from analysis.engine.stats import gain_summary, paired_gains  # noqa: E402
 
 __all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "tenant_styles", "MEASURE_LABELS", "MEASURE_NAMES"]
 

@@ -290,7 +290,7 @@ def auction_regret_frame(
     """Best gain (regret) of every bidder under the online auction ``mechanism`` on ``n_instances``
     seeded ``[audit]`` instances of ``study`` (instance ``i`` from ``SeedSequence(seed, (i,))``).
     Columns as :func:`regret_frame` (``n`` = bidders, ``k`` = 0)."""
-    from analysis.studies import build_market
+    from analysis.engine.studies import build_market
     from market.audit.online import OnlineAuctionTarget
 
     check_int("n_instances", n_instances, minimum=1)

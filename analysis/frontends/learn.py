@@ -23,7 +23,7 @@ and compared with truthful play (the price-of-lying table)::
                                     # threshold); continuous: report_tol (cycle/chase detection, default 1e-6)
     [learning.instance]             # fair-share: W, m (weights, caps optional)
     W = [[1, 2], [1, 5]]            # auction: paper, params (+ dimension, default "value_scale")
-    m = [1, 1]                      # bayesian: n, values, classes, options, seeds (analysis/learn_bayesian.py)
+    m = [1, 1]                      # bayesian: n, values, classes, options, seeds (frontends/learn_bayesian.py)
 
 Outputs in ``--out``: ``trajectories.parquet`` (every step, every mechanism), ``price_of_lying.csv``,
 ``convergence.png`` and ``report.md``. Every fair-share/auction row carries ``eps_grid`` (a wide
@@ -198,7 +198,7 @@ def _game(sc: LearningScenario, mechanism: str) -> Game:
                 raise InputError(f"learning.instance.{key}", None, "is required for the fair-share family")
         return FairShareGame(mechanism=mechanism, W=inst["W"], m=inst["m"], weights=inst.get("weights"),
                              caps=inst.get("caps"), grid=sc.grid, learners=sc.learners)  # fmt: skip
-    from analysis.studies import build_market
+    from analysis.engine.studies import build_market
 
     paper = inst.get("paper")
     if not isinstance(paper, str):
@@ -225,7 +225,7 @@ def _dynamics(sc: LearningScenario, game: Game, progress: Callable[[int, int], N
 def _bayesian_one(
     sc: LearningScenario, mech: str, n: int, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    from analysis.learn_bayesian import bayesian_row
+    from analysis.frontends.learn_bayesian import bayesian_row
 
     return bayesian_row(sc, mech, n, progress)
 
@@ -417,7 +417,7 @@ def learn_tasks(sc: LearningScenario) -> list[LearnTask]:
     if sc.family != "bayesian":
         _game(sc, sc.mechanisms[0])  # bad instances fail here, as an InputError naming the field
         return [LearnTask(sc, m) for m in sc.mechanisms]
-    from analysis.learn_bayesian import parse_bayesian
+    from analysis.frontends.learn_bayesian import parse_bayesian
 
     return [LearnTask(sc, m, n) for m in sc.mechanisms for n in parse_bayesian(sc).ns]
 
@@ -436,7 +436,7 @@ def run_learning(
     identical with every executor. Per-round ``progress(label, i, n)`` is reported with the local
     executor; the process executor reports each finished task (``i = n = 1``). A failed task
     becomes a row with ``status = "error"`` and its message; the others are kept."""
-    from analysis.runner import make_executor
+    from analysis.engine.runner import make_executor
 
     tasks = learn_tasks(sc)
     out: dict[str, LearnOutcome] = {}
@@ -468,7 +468,7 @@ def _plot(sc: LearningScenario, traj: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     if sc.family == "bayesian":
-        from analysis.learn_bayesian import plot_convergence
+        from analysis.frontends.learn_bayesian import plot_convergence
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
         if len(traj):
@@ -519,7 +519,7 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
     table.to_csv(paths[1], index=False)
     _plot(sc, traj, paths[2])
     if sc.family == "bayesian":
-        from analysis.learn_bayesian import plot_bids, report_table
+        from analysis.frontends.learn_bayesian import plot_bids, report_table
 
         shown, expl = report_table(table)
         paths.append(out / "bids.png")

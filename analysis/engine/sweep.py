@@ -81,9 +81,9 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
-from analysis.run_status import CAPPED
-from analysis.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
-from analysis.stats import t_interval
+from analysis.engine.run_status import CAPPED
+from analysis.engine.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
+from analysis.engine.stats import t_interval
 from market.errors import InputError, check_choice, check_int, check_name, slug
 from scenarios.catalog import embedded, embedded_file
 from scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
@@ -365,7 +365,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
 
 @dataclass(frozen=True)
 class SweepRun:
-    """One simulation of a sweep; :meth:`runspec` is what :func:`analysis.runner.execute_run` runs."""
+    """One simulation of a sweep; :meth:`runspec` is what :func:`analysis.engine.runner.execute_run` runs."""
 
     run_id: str
     scenario: Scenario
@@ -668,7 +668,7 @@ SWEEP_EXECUTORS: dict[str, Callable[[int | None, str | None], Executor]] = {
 
 
 def _dask(workers: int | None, address: str | None) -> Executor:
-    from analysis.executors_dask import DaskExecutor
+    from analysis.engine.executors_dask import DaskExecutor
 
     return DaskExecutor(address=address, workers=workers)
 
@@ -1063,7 +1063,7 @@ def paired_from_aggregates(n_rounds: pd.Series, per: pd.DataFrame, runs: pd.Data
 def paired_summary(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per (scenario, cell, policy, variant): n pairs, the liar's mean truthful throughput and
     relative gain, and for liar / others / total the mean paired difference with its Student-t
-    ``level`` interval (:func:`analysis.stats.t_interval`); ``p_gain``: share of replications in
+    ``level`` interval (:func:`analysis.engine.stats.t_interval`); ``p_gain``: share of replications in
     which lying paid the liar (diff > 1e-9)."""
     keys = ["scenario", "cell", "policy", "variant"]
     cols = [*keys, "strategy", "param", "param_value", "deviator", "n", "liar_truthful", "liar_rel_gain"]

@@ -349,8 +349,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             flag = " [claims truthful]" if info.claims_truthful else ""
             flag += f" [plugin {info.plugin}, BROKEN]" if info.plugin in broken else ""
             print(f"  {name:16s} {info.summary}{flag}")
-    from analysis.learn import learning_names
-    from analysis.studies import study_names
+    from analysis.engine.studies import study_names
+    from analysis.frontends.learn import learning_names
 
     sweeps = [n for n in scenario_names() if n.startswith("sweep_")]
     studies = study_names()
@@ -385,11 +385,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputError("--workers", args.workers, "must be >= 1")
     if args.seed is not None and args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
-    from analysis.sweep import sweep_names
+    from analysis.engine.sweep import sweep_names
 
     if args.scenario in sweep_names():
         raise InputError("scenario", args.scenario, f"is a sweep config; run it with `{PROG} sweep {args.scenario}`")
-    from analysis.studies import is_study
+    from analysis.engine.studies import is_study
 
     if is_study(args.scenario):
         return _run_study(args)
@@ -402,7 +402,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for p in policies:
             if p not in scenario.policies:
                 raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
-    from analysis.runner import MAX_RUNS
+    from analysis.engine.runner import MAX_RUNS
 
     reps = scenario.replications if args.reps is None else args.reps
     n_runs = reps * len(policies or scenario.policies) * len(scenario.variant_names)
@@ -413,7 +413,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
-    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
 
     mark_running(out, {"scenario": scenario.name})  # a killed run leaves a folder that says so
     try:
@@ -426,9 +426,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
     """The runs, files and summary of :func:`cmd_run` for a scenario, once ``out`` is marked running."""
-    from analysis.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
-    from analysis.report import runs_time_text, write_report
-    from analysis.runner import load_report_frame, run_experiment, write_experiment
+    from analysis.engine.runner import load_report_frame, run_experiment, write_experiment
+    from analysis.frontends.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
+    from analysis.frontends.report import runs_time_text, write_report
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -492,8 +492,8 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
 
 
 def _run_study(args: argparse.Namespace) -> int:
-    """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.studies)."""
-    from analysis.studies import load_study
+    """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.engine.studies)."""
+    from analysis.engine.studies import load_study
 
     study = load_study(args.scenario)
     mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None else None
@@ -502,7 +502,7 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
-    from analysis.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
 
     mark_running(out, {"study": study.name})  # write_study replaces both files at the end
     try:
@@ -515,7 +515,7 @@ def _run_study(args: argparse.Namespace) -> int:
 
 def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
     """The cells, files and summary of :func:`_run_study`, once ``out`` is marked running."""
-    from analysis.studies import run_study, write_study
+    from analysis.engine.studies import run_study, write_study
 
     res = run_study(
         study,
@@ -527,7 +527,7 @@ def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | No
         mechanisms=mechanisms,
     )
     paths = write_study(res, out)
-    from analysis.run_status import mark_complete
+    from analysis.engine.run_status import mark_complete
 
     mark_complete(out, failed=len(res.errors))  # replaces the "running" mark of _run_study
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
@@ -581,8 +581,8 @@ def _check_audit_sizes(overrides: dict[str, object]) -> None:
 
 def _audit_auction(args: argparse.Namespace) -> int:
     """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
-    from analysis.audit_report import agent_summary, format_relative_gain
-    from analysis.studies import build_market, load_study, study_names
+    from analysis.engine.studies import build_market, load_study, study_names
+    from analysis.frontends.audit_report import agent_summary, format_relative_gain
     from market.audit.online import OnlineAuctionTarget
     from market.audit.search import audit_all, jsonable
 
@@ -631,7 +631,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
     if args.report:
-        from analysis.audit_report import auction_regret_frame, target_gain_curves, write_audit_report
+        from analysis.frontends.audit_report import auction_regret_frame, target_gain_curves, write_audit_report
 
         curves = target_gain_curves(target)
         regret = auction_regret_frame(study, args.mechanism, args.instances, args.seed, _parse_set(args.set))
@@ -663,7 +663,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run or resume a parameter sweep; print the paired lying-gain summary."""
-    from analysis.sweep import load_sweep, run_sweep
+    from analysis.engine.sweep import load_sweep, run_sweep
 
     if args.workers is not None and args.workers < 1:
         raise InputError("--workers", args.workers, "must be >= 1")
@@ -672,7 +672,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
     ensure_writable(out)
-    from analysis.run_status import sigterm_as_interrupt
+    from analysis.engine.run_status import sigterm_as_interrupt
 
     with sigterm_as_interrupt():  # SIGTERM stops a sweep as Ctrl-C does: sweep.json says interrupted
         res = run_sweep(
@@ -731,7 +731,7 @@ def _print_audit_notes(agents: Sequence[dict]) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
-    from analysis.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
+    from analysis.frontends.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
     from market.registry import get, names
 
     try:
@@ -769,7 +769,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
     out = audit_case(case, seed=args.seed)
     if args.report:
-        from analysis.audit_report import gain_curve_frame, regret_frame, write_audit_report
+        from analysis.frontends.audit_report import gain_curve_frame, regret_frame, write_audit_report
 
         curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
         regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
@@ -799,7 +799,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     """Run the claims ledger (of one paper) and print it as a table or JSON."""
-    from analysis.audit_report import claims_table, write_audit_report
+    from analysis.frontends.audit_report import claims_table, write_audit_report
     from market.audit.claims import WEAK_N, papers, run_claims, to_records
 
     if args.paper is not None and args.paper not in papers():
@@ -844,7 +844,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     """Run a learning scenario: adaptive reports, equilibrium certificate, price of lying."""
     from dataclasses import replace
 
-    from analysis.learn import load_learning, run_learning, write_learning
+    from analysis.frontends.learn import load_learning, run_learning, write_learning
 
     sc = load_learning(args.scenario)
     if args.rounds is not None:
@@ -880,7 +880,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 def cmd_viz(args: argparse.Namespace) -> int:
     """Serve the Mesa SolaraViz page of a fair-share scenario or auction study (needs the ``viz`` extra)."""
     try:
-        from analysis import viz
+        from analysis.frontends import viz
     except ImportError as exc:  # solara / altair missing: the extra is optional
         print(
             f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
