@@ -4,7 +4,7 @@ For a study whose committed panels are unchanged (same TOML, same seeds, same co
 machine too busy to re-run all of it: the listed ``--panels`` are run (the process executor,
 ``--workers``), a sample of the kept panels' cells is re-run first and must reproduce the committed
 rows exactly (every numeric column but ``seconds``; else the script stops, exit 1), and the merged
-frame is written by ``analysis.engine.studies.write_study`` as ``marketsim run`` writes it. Prints the wall
+frame is written by ``analysis.frontends.study_report.write_study`` as ``marketsim run`` writes it. Prints the wall
 and CPU seconds (this process and its workers) of the re-run and the machine's load average.
 
     python benchmarks/rerun_study_panels.py oef --panels 10 11 12 \\
@@ -33,8 +33,8 @@ from analysis.engine.studies import (  # noqa: E402
     execute_cell,
     load_study,
     plan_cells,
-    write_study,
 )
+from analysis.frontends.study_report import write_study  # noqa: E402
 
 
 def _cpu() -> float:

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from analysis.engine.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
-from analysis.engine.studies import Panel, load_study, parse_study, run_study, write_study
+from analysis.engine.studies import Panel, load_study, parse_study, run_study
+from analysis.frontends.study_report import write_study
 from market.errors import InputError
 
 

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from analysis.engine.headlines import HEADLINE_VERDICTS
-from analysis.engine.studies import load_study, plan_cells, run_study, study_family, study_names, write_study
+from analysis.engine.studies import load_study, plan_cells, run_study, study_family, study_names
 from analysis.frontends.cli import main
+from analysis.frontends.study_report import write_study
 from market.errors import InputError
 
 # Two GPU types, two tenants: H2 of the OEF spec (W = [[1, 2], [1, 5]], m = (1, 1)).

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from agents.auction import AuctionModel, BidStrategy
-from analysis.engine.studies import load_study, parse_study, run_study, study_names, write_study
+from analysis.engine.studies import load_study, parse_study, run_study, study_names
 from analysis.frontends.cli import main
+from analysis.frontends.study_report import write_study
 from market.auction.controls import ControlBid, ControlMarket, make_market
 from market.auction.market import decisions_by_id, run_market
 from market.audit.online import OnlineAuctionTarget

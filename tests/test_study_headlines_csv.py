@@ -129,7 +129,8 @@ def _control(**extra: object) -> dict:
 
 def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
     """`[[lead]] headlines = [i]` puts headline i's row, by the closing table's rule, before any panel."""
-    from analysis.engine.studies import parse_study, run_study, write_study
+    from analysis.engine.studies import parse_study, run_study
+    from analysis.frontends.study_report import write_study
 
     study = parse_study(_control(lead=[{"text": "mechanism-level: the fixed price", "headlines": [1]}]), "c")
     paths = write_study(run_study(study, replications=2), tmp_path)

@@ -515,7 +515,8 @@ def _run_study(args: argparse.Namespace) -> int:
 
 def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
     """The cells, files and summary of :func:`_run_study`, once ``out`` is marked running."""
-    from analysis.engine.studies import run_study, write_study
+    from analysis.engine.studies import run_study
+    from analysis.frontends.study_report import write_study
 
     res = run_study(
         study,
