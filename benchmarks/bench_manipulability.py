@@ -237,17 +237,6 @@ def main() -> None:
                       f"{row['cpu']:.1f} cpu-s", flush=True)  # fmt: skip
     if args.no_render:
         return
-    for pol in policies:
-        for scope in ("all", "up"):
-            rows = [r for r in fair if r["mechanism"] == pol and r["scope"] == scope]
-            if len(rows) == len(NS) * len(KS):  # complete policies only (a --partial-ok render skips the rest)
-                title = f"{pol} ({'inflation only' if scope == 'up' else 'any misreport'})"
-                _plot(rows, OUT / f"manipulability_{pol}{'' if scope == 'all' else '_' + scope}.png", title,
-                      (len(NS), len(KS)))  # fmt: skip
-    for paper in ("oasis", "pdors"):
-        rows = [r for r in auctions if r["paper"] == paper]
-        if rows and len(rows) == len(dict(AUCTIONS)[paper]):
-            _plot(rows, OUT / f"manipulability_{paper}.png", f"{paper} markets", None)
     _render(args, policies, fair, auctions, missing, load0, time.perf_counter() - t_start)
 
 

@@ -8,7 +8,7 @@ traceback from deep inside numpy.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ __all__ = [
     "check_nonneg",
     "check_int",
     "check_choice",
+    "check_rows",
     "as_float_array",
     "check_name",
     "slug",
@@ -192,3 +193,14 @@ def slug(text: str) -> str:
     ``.`` dropped): turns a file stem into a default name."""
     out = "".join(c if c in _NAME_CHARS else "_" for c in str(text)).lstrip(".")[:100]
     return out or "unnamed"
+
+
+def check_rows(field: str, rows: Any, columns: Sequence[str]) -> np.ndarray:
+    """``rows`` as a finite float array of shape (n >= 1, len(columns)), else :class:`InputError`
+    naming ``field`` (e.g. one row of parameters per job)."""
+    a = np.asarray(rows, dtype=float)
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] != len(columns):
+        raise InputError(field, np.shape(a), f"must be a non-empty list of rows ({', '.join(columns)})")
+    if not np.isfinite(a).all():
+        raise InputError(field, a.tolist(), "must be finite")
+    return a

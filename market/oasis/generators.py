@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from market.auction.base import ResourceSpace
-from market.errors import InputError, check_int, check_positive
+from market.errors import InputError, check_int, check_positive, check_rows
 from market.oasis.constants import OasisConstants, estimate_constants
 from market.oasis.model import OasisCluster, OasisJob, OasisRequest
 from market.utility import SigmoidUtility
@@ -160,11 +160,7 @@ def oasis_tiny_from_params(
     check_int("H", H, minimum=1)
     if not (isinstance(cpu, (int, float)) and np.isfinite(cpu) and cpu > 0):
         raise InputError("cpu", cpu, "must be a finite number > 0")
-    rows = np.asarray(jobs, dtype=float)
-    if rows.ndim != 2 or rows.shape[0] < 1 or rows.shape[1] != len(TINY_JOB_FIELDS):
-        raise InputError("jobs", np.shape(rows), f"must be a non-empty list of rows ({', '.join(TINY_JOB_FIELDS)})")
-    if not np.isfinite(rows).all():
-        raise InputError("jobs", rows.tolist(), "must be finite")
+    rows = check_rows("jobs", jobs, TINY_JOB_FIELDS)
     cl = OasisCluster.build(T, np.full((H, 1), float(cpu)), np.full((H, 1), float(cpu)), ResourceSpace(("cpu",)))
     reqs = []
     for i, (a, W, N, w, s, g1, g2, g3) in enumerate(rows):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from market.auction.base import ResourceSpace
-from market.errors import InputError, check_int
+from market.errors import InputError, check_int, check_rows
 from market.oasis.generators import arrival_slots, sample_utility
 from market.pdors.constants import PdorsConstants, estimate_pdors_constants
 from market.pdors.model import PdorsCluster, PdorsJob
@@ -134,11 +134,7 @@ def pdors_tiny_from_params(
     check_int("H", H, minimum=1)
     if not (isinstance(cap, (int, float)) and np.isfinite(cap) and cap > 0):
         raise InputError("cap", cap, "must be a finite number > 0")
-    rows = np.asarray(jobs, dtype=float)
-    if rows.ndim != 2 or rows.shape[0] < 1 or rows.shape[1] != len(TINY_JOB_FIELDS):
-        raise InputError("jobs", np.shape(rows), f"must be a non-empty list of rows ({', '.join(TINY_JOB_FIELDS)})")
-    if not np.isfinite(rows).all():
-        raise InputError("jobs", rows.tolist(), "must be finite")
+    rows = check_rows("jobs", jobs, TINY_JOB_FIELDS)
     cl = PdorsCluster.build(T, np.full((H, 1), float(cap)), ResourceSpace(("cpu",)))
     out = []
     for i, (a, K, F, gam, ci, w, s, g1, g2, g3) in enumerate(rows):
