@@ -1,7 +1,7 @@
 """Output folders that say whether the run that wrote them finished.
 
 A run (``marketsim run``, a study) writes ``meta.json`` with ``"status": "running"`` and
-``"complete": false`` and a placeholder ``report.md`` whose first line reads ``INCOMPLETE`` before it
+``"complete": false`` and an in-progress ``report.md`` whose first line reads ``INCOMPLETE`` before it
 computes anything; both are replaced by the real ones only at the end (``"status": "complete"``,
 ``"capped"`` when a trace run stopped at its round cap, or ``"interrupted"`` after SIGINT / SIGTERM,
 which end a run alike through :func:`sigterm_as_interrupt`). A run killed with
@@ -53,7 +53,7 @@ def _atomic_text(path: Path, text: str) -> None:
 
 def mark_running(out: str | Path, meta: dict[str, Any] | None = None) -> None:
     """Write ``out/meta.json`` (``status`` running, ``complete`` false, start time, command, pid and
-    ``meta``) and a placeholder ``out/report.md`` (:data:`IN_PROGRESS_REPORT`) saying the folder is
+    ``meta``) and an in-progress ``out/report.md`` (:data:`IN_PROGRESS_REPORT`) saying the folder is
     incomplete until the run writes its real report (each atomically)."""
     out = Path(out)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
