@@ -3,9 +3,9 @@
 A misreport audit scores ~100 reports per deviator; for ``gavel`` (spec §4.1) and
 ``si-constrained`` (A5) each is one small LP, and ``linprog``'s wrapper (input cleaning, sparse
 stacking, option checks) costs several milliseconds more than HiGHS's dual simplex on it. A
-:class:`LinprogScreen` builds the *same* program (same rows, columns, coefficients and bounds as
-:func:`market.oef.lp.build_gavel` / :func:`market.oef.lp.build_si_constrained` on the unscaled
-types) as CSC arrays with numpy and solves it exactly as ``linprog(method="highs-ds")`` does: the
+:class:`LinprogScreen` builds the *same* program with
+:func:`market.oef.programs.build_gavel` / :func:`market.oef.programs.build_si_constrained` (on the
+unscaled types), passes it to HiGHS as CSC arrays and solves it exactly as ``linprog(method="highs-ds")`` does: the
 HiGHS build bundled with scipy (``highspy`` may be another HiGHS version, whose last-bit rounding
 differs), the options scipy passes (dual simplex, presolve on), one reused instance per thread.
 It returns the allocation the registered mechanism returns, bit for bit
@@ -112,46 +112,29 @@ class LinprogScreen:
         self.n, self.k = n, k
         self.weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float).copy()
         self.solves = 0
-        nk = n * k
-        # column x_{l,j} (row-major) has two entries: gavel -W[l,j] in fairness row l and 1 in capacity
-        # row n + j; si-constrained 1 in capacity row j and -W[l,j] in value row k + l (sorted rows)
-        self._ptr = np.arange(0, 2 * nk + 1, 2, dtype=np.int32)
-        l_of = np.repeat(np.arange(n), k)
-        j_of = np.tile(np.arange(k), n)
-        ind = np.empty(2 * nk, dtype=np.int32)
-        if policy == "gavel":
-            ind[0::2], ind[1::2] = l_of, n + j_of
-        else:
-            ind[0::2], ind[1::2] = j_of, k + l_of
-        self._ind = ind
 
     def allocation(self, l: int, row: np.ndarray) -> np.ndarray:
         from market.oef import lp
+        from market.oef.programs import build_gavel, build_si_constrained
 
         Wr = self.W.copy()
         Wr[int(l)] = np.asarray(row, dtype=float)
         n, k, nk = self.n, self.k, self.n * self.k
-        dat = np.empty(2 * nk)
         if self.policy == "gavel":
-            # _gavel_targets with no caps: p_l = m / n, N_l = W_l . p_l; targets = weights * N
+            # the registered call's targets with no caps: p_l = m / n, N_l = W_l . p_l, targets = weights * N
             eq = self.m / n
-            P = np.ones(n)[:, None] * eq[None, :]  # the cap scale min(1, inf) = 1
-            targets = self.weights * np.einsum("lj,lj->l", Wr, P)
+            targets = self.weights * np.einsum("lj,lj->l", Wr, np.ones(n)[:, None] * eq[None, :])
             if not (targets > 0).any():
                 return np.zeros((n, k))
-            dat[0::2], dat[1::2] = -Wr.ravel(), 1.0
-            ptr = np.concatenate([self._ptr, [2 * nk + n]]).astype(np.int32)
-            ind = np.concatenate([self._ind, np.arange(n, dtype=np.int32)])
-            dat = np.concatenate([dat, targets])
-            c = np.zeros(nk + 1)
-            c[-1] = -1.0
-            x = _solve(self.policy, c, ptr, ind, dat, np.concatenate([np.zeros(n), self.m]),
-                       np.concatenate([np.zeros(nk), [-np.inf]]), np.full(nk + 1, np.inf))  # fmt: skip
+            prog = build_gavel(Wr, self.m, np.full(n, np.inf), targets)
+            lower, upper = np.concatenate([np.zeros(nk), [-np.inf]]), np.full(nk + 1, np.inf)
         else:
-            thresholds = self.weights / self.weights.sum() * (Wr @ self.m)
-            dat[0::2], dat[1::2] = 1.0, -Wr.ravel()
-            x = _solve(self.policy, -Wr.ravel(), self._ptr, self._ind, dat, np.concatenate([self.m, -thresholds]),
-                       np.zeros(nk), np.full(nk, np.inf))  # fmt: skip
+            prog = build_si_constrained(Wr, self.m, self.weights / self.weights.sum() * (Wr @ self.m))
+            lower, upper = np.zeros(nk), np.full(nk, np.inf)
+        A = prog.A_ub.tocsc()
+        A.sort_indices()
+        x = _solve(self.policy, prog.c, A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data, prog.b_ub,
+                   lower, upper)  # fmt: skip
         self.solves += 1
         return lp.clip_solution(self.policy, x[:nk].reshape(n, k))
 
