@@ -598,13 +598,14 @@ def _stream_parts(parts: Sequence[str], path: Path) -> None:
 def load_report_frame(path: str | Path, deviators: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The rows of ``results.parquet`` that the report and plots use, read with filters so the
     per-tenant measures they never look at stay on disk: cluster rows (``tenant == ""``), every
-    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est``."""
+    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est`` and ``runnable_jobs`` (when they are
+    active: :func:`analysis.engine.stats.throughput_while_active`)."""
     import pyarrow.parquet as pq
 
     filters: list[list[tuple[str, str, Any]]] = [[("tenant", "=", "")], [("measure", "in", ["act", "jct_s"])]]
     devs = sorted(set((deviators or {}).values()))
     if devs:
-        filters.append([("measure", "=", "est"), ("tenant", "in", devs)])
+        filters.append([("measure", "in", ["est", "runnable_jobs"]), ("tenant", "in", devs)])
     return pq.read_table(path, filters=filters).to_pandas()
 
 

@@ -455,7 +455,8 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     elif not frame.empty:
         plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
         if exp.deviators:
-            plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png"))
+            plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png",
+                                         round_seconds=scenario.cluster.round_seconds))  # fmt: skip
     meta = exp.meta()
     report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
     wall = time.perf_counter() - t0
