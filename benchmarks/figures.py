@@ -44,6 +44,7 @@ Usage::
     python benchmarks/figures.py --write [FILE ...]   # refresh every shown value from its results file
     python benchmarks/figures.py --scan [FILE ...]    # numbers outside figure markers (hand-typed figures)
     python benchmarks/figures.py --list [FILE ...]    # every figure, its source and its value
+    python benchmarks/figures.py --eval 'SOURCE EXPRESSION[:FORMAT]'   # try an expression: its value and marker
 
 Without FILE: README.md and every docs/**/*.md page.
 """
@@ -705,8 +706,19 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     mode.add_argument("--write", action="store_true", help="rewrite every shown value from its results file")
     mode.add_argument("--scan", action="store_true", help="list numbers outside figure markers (hand-typed)")
     mode.add_argument("--list", action="store_true", help="list every figure with its source and value")
+    mode.add_argument("--eval", metavar="SPEC", help="print the value of 'SOURCE EXPRESSION[:FORMAT]' and its marker")
     ap.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md and docs/**/*.md)")
     a = ap.parse_args(argv)
+    if a.eval:
+        try:
+            source, expr, spec = split_spec(a.eval)
+            value = fmt(evaluate(source, expr, root), spec)
+        except FigureError as e:
+            print(e, file=sys.stderr)
+            return 1
+        print(value)
+        print(Figure("", 0, source, expr, spec, value, 0, 0).marker(value))
+        return 0
     paths = [p.resolve() for p in a.files] or pages(root)
     problems: list[str] = []
     if a.check:

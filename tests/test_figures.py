@@ -206,6 +206,13 @@ def test_write_command_refreshes_a_stale_figure(repo: Path) -> None:
     assert page.read_text() == "Median <!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->x.\n"
 
 
+def test_eval_prints_the_value_and_the_marker(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert F.main(["--eval", "speed.json median(pairs.ratio):.1f"], root=repo) == 0
+    assert capsys.readouterr().out == "13.5\n<!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->\n"
+    assert F.main(["--eval", "speed.json pairz"], root=repo) == 1
+    assert "unknown name 'pairz'" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------ the scan
 
 
