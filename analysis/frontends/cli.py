@@ -702,7 +702,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         table = s.assign(gain=cells).pivot_table(
             index=["scenario", "cell", "variant"], columns="policy", values="gain", aggfunc="first"
         )
-        print("deviator's true-throughput gain from lying (paired by seed, mean and 95% CI):")
+        print("deviator's true throughput while active, gain from lying (paired by seed, mean and 95% CI):")
         print(table.to_string())
     print(f"results in {res.out.resolve()}/")
     for p in res.paths.values():
