@@ -348,15 +348,25 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     assert g["honest_jct_h"].tolist() == pytest.approx([0.16, 0.16])
     assert g["honest_jct_h_truthful"].tolist() == pytest.approx([0.1, 0.1])
     assert g["liar_gain"].tolist() == pytest.approx([0.05, 0.05])
+    # job 0's 720 slowest-GPU-equivalent seconds of work while it is active: 540 s truthful (records
+    # [0, 360] and [360, 540]), 360 s lying (one record [0, 360]): throughput 4/3 -> 2
+    assert g["liar_act_active"].tolist() == pytest.approx([2.0, 2.0])
+    assert g["liar_act_active_truthful"].tolist() == pytest.approx([4 / 3, 4 / 3])
     assert f.loc[("gavel-max-sum-throughput", "truthful"), "mean_jct_h"].tolist() == pytest.approx([0.125, 0.125])
     m = f.loc[("maxmin", "liar")]
     assert (m["liar_gain"] == 0).all() and (m["liar_jct_h"] == m["liar_jct_h_truthful"]).all()
+    assert (m["liar_act_active"] == m["liar_act_active_truthful"]).all()
     again = run_study(study, progress=False, executor="process", workers=2)  # same numbers with every executor
     cols = [c for c in res.frame.columns if c != "seconds"]
     pd.testing.assert_frame_equal(res.frame[cols], again.frame[cols])
     pairs = paired_differences(res.frame, ("liar_jct_h", "honest_jct_h")).set_index(["mechanism", "metric"])
     assert pairs.loc[("gavel-max-sum-throughput", "liar_jct_h"), "mean"] == pytest.approx(-0.05)
     assert pairs.loc[("gavel-max-sum-throughput", "honest_jct_h"), "mean"] == pytest.approx(0.06)
+    both = paired_differences(res.frame, ("liar_act_active", "liar_jct_h")).set_index(["mechanism", "metric"])
+    assert both.loc[("gavel-max-sum-throughput", "liar_act_active"), "mean"] == pytest.approx(2 / 3)
+    assert both.loc[("gavel-max-sum-throughput", "liar_act_active"), "paid"] == 1.0  # throughput up ...
+    assert both.loc[("gavel-max-sum-throughput", "liar_jct_h"), "paid"] == 1.0  # ... and JCT down: lying paid
+    assert both.loc[("maxmin", "liar_jct_h"), "paid"] == 0.0
     # every strategy runs on a trace (agents.trace_tenants): job 0 (true row [1, 2]) reporting the
     # speedup vector [1, 3] is the policy row [1, 3] = the same lie as "fast" x 1.5, the same JCTs
     rep = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 3.0]')

@@ -16,18 +16,25 @@ with a strategy table as in a scenario's variant (``strategy = "fast"``, ``facto
 ``report``, ``noise``).
 
 Metrics of one run (one row per panel × x × replication × variant × mechanism), throughputs in
-slowest-GPU equivalents (OEF spec §5.4), means over the rounds of the run:
+slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over the run's records
+(each weighted by the seconds it covers: ``round_seconds`` here, a trace record's ``round_s``;
+:mod:`analysis.engine.stats`) or a per-job figure:
 
 * ``total_est`` / ``total_act``: the cluster's estimated (LP, true speedups) and actual (job-rate
-  model, placement included) normalised throughput; ``act_over_est`` their ratio;
+  model, placement included) normalised throughput, work per simulated second of the run;
+  ``act_over_est`` their ratio;
 * ``mean_jct_h`` (hours, finished jobs), ``makespan_h``, ``jobs_done``, ``jobs_unfinished``;
-* ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3);
-* ``utilisation``, ``rounds``;
-* ``est_tI`` / ``act_tI``: tenant I's mean over the rounds it was present (runs of <= 8 tenants);
+* ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3; rounds of
+  fixed length, so worker-seconds / ``round_seconds``);
+* ``utilisation`` (GPU-seconds used / GPU-seconds available), ``rounds``;
+* ``est_tI`` / ``act_tI``: tenant I's mean over the (fixed-length) rounds it was present (runs of <= 8
+  tenants);
 * lying variants: ``liar_est``, ``liar_act``, ``honest_est``, ``honest_act`` (the set's summed
-  throughput per round of the run), ``liar_jct_h``, ``honest_jct_h``, each with a ``_truthful`` twin
-  measured on the SAME tenants in the truthful run of the same cell and mechanism, plus
-  ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
+  throughput, work per second of the run), ``liar_act_active`` (the liars' summed throughput while
+  any of them is active: its integral over those records divided by their seconds;
+  :data:`analysis.engine.stats.ACTIVE_DEFINITION`), ``liar_jct_h``, ``honest_jct_h``, each with a
+  ``_truthful`` twin measured on the SAME tenants in the truthful run of the same cell and mechanism,
+  plus ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
 
 Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for OEF §6.2:
@@ -57,12 +64,14 @@ mechanisms whose own realisation differs (``realisation_mode = "alternative"``).
 
 **Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
 ``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
-measures are means over the rounds weighted by each round's length (rounds of a trace run differ
-in length), ``makespan_h`` is the last completion minus the first arrival, ``straggler_workers``
-is 0 (a lease is on one GPU type) and there are no per-tenant rows. A lying variant's tenants are
-the trace's tenants under its tenancy (``"job"``: single jobs; ``"user"`` / ``N``: every job of
-the tenant lies), indexed in order of their first job's arrival; they play the variant's
-strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
+measures are time integrals weighted by each record's ``round_s`` (records of a trace run differ
+in length: a record may merge many rounds), ``makespan_h`` is the last completion minus the first
+arrival, ``straggler_workers`` is 0 (a lease is on one GPU type) and the only per-tenant rows are
+the liars' (every variant's liars are agents, truthful ones in the truthful run, for
+``liar_act_active``); ``liar_gain`` is the liars' mean JCT saved by lying (hours, > 0 = sooner).
+A lying variant's tenants are the trace's tenants under its tenancy (``"job"``: single jobs;
+``"user"`` / ``N``: every job of the tenant lies), indexed in order of their first job's arrival;
+they play the variant's strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
 reports, the jobs progress at the true throughputs.
 """
 
@@ -81,6 +90,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
+from analysis.engine.stats import cluster_integrals
 from market.errors import InputError
 from market.oef.realise import make_realiser
 
@@ -320,8 +330,7 @@ def summarise_run(
     f = model.tidy() if frame is None else frame
     rounds = max(int(model.steps), 1)
     cl = f[f["tenant"] == ""]
-    by = cl.groupby("measure", sort=False)["value"]
-    means, sums = by.mean(), by.sum()
+    sums = cl.groupby("measure", sort=False)["value"].sum()
     ids = [t.tenant_id for t in model.config.tenants]
     ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
     agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
@@ -334,7 +343,8 @@ def summarise_run(
     jct_by = jct.groupby("tenant", sort=False)["value"].agg(["sum", "count"])
     jsum, jcount = jct_by["sum"].to_dict(), jct_by["count"].to_dict()
     n_jobs = sum(len(t.jobs) for t in model.config.tenants)
-    est, act = float(means.get("total_est", 0.0)), float(means.get("total_act", 0.0))
+    integ = cluster_integrals(f, model.round_seconds, keys=()).iloc[0]  # time integrals over the records
+    est, act = float(integ["total_est"]), float(integ["total_act"])
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
@@ -344,7 +354,7 @@ def summarise_run(
         "jobs_done": float(len(jct)),
         "jobs_unfinished": float(n_jobs - len(jct)),
         "straggler_workers": float(sums.get("cross_type_workers", 0.0)),
-        "utilisation": float(means.get("utilisation", 0.0)),
+        "utilisation": float(integ["utilisation"]),
         "rounds": float(rounds),
     }
 
@@ -374,6 +384,7 @@ def summarise_run(
             honest_act=sum(s_act.get(t, 0.0) for t in honest) / rounds,
             liar_jct_h=jct_of(liars),
             honest_jct_h=jct_of(honest),
+            liar_act_active=_liar_act_active(f, liars, model.round_seconds),
         )
     trows = pd.DataFrame(
         {
@@ -400,19 +411,11 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
     """Metrics of one finished trace run (module docstring; JCTs from the completions table)."""
     tw = model.config.trace
     f = model.tidy() if frame is None else frame
-    cl = f[f["tenant"] == ""].pivot_table(index="round", columns="measure", values="value", aggfunc="first")
-    length = cl["round_s"].to_numpy(dtype=float) if "round_s" in cl else np.ones(len(cl))
-    total_len = float(length.sum())
-
-    def wmean(measure: str) -> float:
-        if measure not in cl or total_len <= 0:
-            return math.nan
-        return float(np.nansum(cl[measure].to_numpy(dtype=float) * length) / total_len)
-
+    integ = cluster_integrals(f, model.round_seconds, keys=()).iloc[0]  # records weigh their round_s
     comp = model.completions()
     jct = comp["jct_s"].to_numpy(dtype=float)
     n_jobs = len(tw.trace)
-    est, act = wmean("total_est"), wmean("total_act")
+    est, act = float(integ["total_est"]), float(integ["total_act"])
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
@@ -422,7 +425,7 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         "jobs_done": float(jct.size),
         "jobs_unfinished": float(n_jobs - jct.size),
         "straggler_workers": 0.0,
-        "utilisation": wmean("utilisation"),
+        "utilisation": float(integ["utilisation"]),
         "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),  # Gavel rounds (steps may merge rounds)
     }
     if liars:
@@ -430,22 +433,34 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         row["liar_jct_h"] = float(jct[lie].mean() / 3600.0) if lie.any() else math.nan
         row["honest_jct_h"] = float(jct[~lie].mean() / 3600.0) if (~lie).any() else math.nan
         row["liar_jobs_done"] = float(lie.sum())
+        row["liar_act_active"] = _liar_act_active(f, liars, model.round_seconds)
     return row
 
 
-_TRACE_TWINS = ("liar_jct_h", "honest_jct_h")
+def _liar_act_active(f: pd.DataFrame, liars: Sequence[str], round_seconds: float) -> float:
+    """The liars' summed TRUE ``act`` integrated over the records in which any of them is active,
+    divided by that time (slowest-GPU equivalents; :func:`analysis.engine.stats.throughput_while_active`);
+    NaN without their per-tenant rows or if none of them was ever active."""
+    from analysis.engine.stats import throughput_while_active
+
+    t = throughput_while_active(f, liars, ("act",), round_seconds, keys=(), as_one="liars")
+    return float(t["act"].iloc[0]) if len(t) else math.nan
+
+
+_TRACE_TWINS = ("liar_jct_h", "honest_jct_h", "liar_act_active")
 
 
 def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
     from agents.model import MarketModel
+    from agents.strategies import Truthful
 
     study = spec.study
 
     work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
     first = scenario.instantiate(spec.mechanisms[0], TRUTHFUL, np.random.default_rng(work_ss))
-    # the cell's metrics use the cluster rows and the completions only: no per-tenant rows
+    # the cell's metrics use the cluster rows, the completions and the liars' rows (agents) only
     first = replace(first, trace=replace(first.trace, tenant_rows="none"))
 
     def config_of(mech: str) -> Any:
@@ -461,6 +476,7 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
             raise InputError(f"study {study.name}: variant {v.name}.tenants", bad,
                              f"must be tenant indices in 0..{len(ids) - 1} (the trace's tenants)")  # fmt: skip
         variants.append((v.name, tuple(ids[i] for i in _liar_indices(v, len(ids), liar_rng)), strat))
+    every_liar = sorted({t for _, liars, _ in variants for t in liars})
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
         truthful: tuple[dict[str, float], Any, pd.DataFrame] | None = None
@@ -468,8 +484,11 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
             t0 = time.perf_counter()
             config = config_of(mech)
             if liars:  # the liars are trace tenants playing the variant's strategy (agents.trace_tenants)
-                lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars)
+                lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars, tenant_rows="agents")
                 config = replace(config, trace=lying)
+            elif every_liar:  # every variant's liar is a (truthful) agent here: its rows pair up with the lying run
+                agents = dict.fromkeys(every_liar, Truthful())
+                config = replace(config, trace=replace(config.trace, strategies=agents, tenant_rows="agents"))
             model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[1]
             model = MarketModel(config, rng=np.random.default_rng(model_ss))
             model.progress = False
@@ -622,7 +641,7 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                     else:
                         assert truthful_run is not None
                         twin, _ = summarise_run(truthful_run[0], sorted(liars), truthful_run[1])
-                        for name in (*_TWINS, "liar_act_after"):
+                        for name in (*_TWINS, "liar_act_after", "liar_act_active"):
                             if name in twin:
                                 metrics[f"{name}_truthful"] = twin[name]
                         for name in ("total_est", "total_act", "mean_jct_h"):

@@ -831,13 +831,22 @@ def run_study(
     return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, time.perf_counter() - t0)
 
 
+#: the sign of a paired difference (variant − truthful) in which lying paid the liars, per metric
+#: (``paid`` column of :func:`paired_differences`): more surplus or throughput, a shorter JCT
+LIAR_PAYS = {"liar_gain": 1, "liar_act": 1, "liar_est": 1, "liar_act_active": 1, "liar_surplus": 1,
+             "liar_jct_h": -1}  # fmt: skip
+
+
 def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain", "welfare")) -> pd.DataFrame:
     """Variant − truthful per (panel, x, replication, mechanism), summarised with 95% t intervals:
-    columns ``panel, x, mechanism, variant, metric, mean, low, high, n``. ``liar_gain`` is already
-    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus);
-    a metric with a ``<metric>_truthful`` twin column (fair-share: ``liar_jct_h``, ``honest_jct_h``,
-    measured on the same tenants in the truthful run) is differenced against that twin."""
-    cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n"]
+    columns ``panel, x, mechanism, variant, metric, mean, low, high, n, paid``. ``liar_gain`` is already
+    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus;
+    fair-share: their throughput gain, or on a trace their JCT saved); a metric with a
+    ``<metric>_truthful`` twin column (fair-share: ``liar_act_active``, ``liar_jct_h``, ``honest_jct_h``,
+    measured on the same tenants in the truthful run) is differenced against that twin. ``paid``: for
+    the liars' own metrics (:data:`LIAR_PAYS`), the share of seeds in which lying paid them (a higher
+    surplus or throughput, a shorter JCT); NaN for the others."""
+    cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n", "paid"]
     if frame.empty or "variant" not in frame or set(frame["variant"]) <= {TRUTHFUL}:
         return pd.DataFrame(columns=cols)
     keys = ["panel", "x", "replication", "mechanism"]
@@ -853,9 +862,13 @@ def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain
             else:
                 d = s[metric] - base[metric].reindex(s.index)
             dd = d.rename("d").reset_index()
+            sign = LIAR_PAYS.get(metric)
             for (p, x, mech), g in dd.groupby(["panel", "x", "mechanism"], sort=True):
-                mean, lo, hi = t_interval(g["d"].to_numpy())
-                out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, len(g)), strict=True)))
+                v = g["d"].to_numpy(dtype=float)
+                v = v[np.isfinite(v)]
+                mean, lo, hi = t_interval(v)
+                paid = float((sign * v > 1e-9).mean()) if sign is not None and v.size else math.nan
+                out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, v.size, paid), strict=True)))
     return pd.DataFrame(out, columns=cols)
 
 

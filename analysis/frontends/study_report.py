@@ -164,14 +164,26 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
             lines += ["What the paper reports:", ""]
             lines += [f"* {f'({n.metric}) ' if n.metric else ''}{n.text}" for n in notes]
             lines += [""]
-    pair_metrics = (("liar_gain", "total_act", "liar_jct_h", "honest_jct_h") if study.family == "fair-share"
+    fair = study.family == "fair-share"
+    pair_metrics = (("liar_gain", "liar_act_active", "liar_jct_h", "total_act", "honest_jct_h") if fair
                     else ("liar_gain", "welfare"))  # fmt: skip
     pairs = paired_differences(result.frame, pair_metrics)
     if not pairs.empty:
         lines += ["## Lying variants: paired differences (variant − truthful, 95% t CI)", ""]
+        if fair:
+            lines += [
+                "Per seed, the lying run minus the truthful run of the same workload and mechanism. "
+                "`liar_act_active`: the liars' TRUE throughput while any of them is active (its integral over "
+                "those records divided by their seconds, slowest-GPU equivalents; a tenant is active while one of "
+                "its jobs has arrived and not completed); `liar_jct_h`: their mean JCT (h, finished jobs); "
+                "`liar_gain`: their throughput gain over the run (rate model) or JCT saved (h, trace runs); "
+                "`total_act`: the cluster's work per second; `honest_jct_h`: the truthful tenants' mean JCT. "
+                "paid: share of seeds in which lying paid the liars (throughput up, JCT down).",
+                "",
+            ]
         cis = [f"[{fmt_value(a)}, {fmt_value(b)}]" for a, b in zip(pairs["low"], pairs["high"], strict=True)]
         pairs = pairs.assign(CI=cis)
-        lines += [_md(pairs[["panel", "x", "mechanism", "variant", "metric", "mean", "CI", "n"]]), ""]
+        lines += [_md(pairs[["panel", "x", "mechanism", "variant", "metric", "mean", "CI", "n", "paid"]]), ""]
     lines += ["## Headline reproduction: the paper's numbers against ours", ""]
     if study.headlines:
         table = evaluate_headlines(result.frame, study.headlines, seed=result.seed)
