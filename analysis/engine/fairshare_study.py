@@ -27,8 +27,8 @@ slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over t
 * ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3; rounds of
   fixed length, so worker-seconds / ``round_seconds``);
 * ``utilisation`` (GPU-seconds used / GPU-seconds available), ``rounds``;
-* ``est_tI`` / ``act_tI``: tenant I's mean over the (fixed-length) rounds it was present (runs of <= 8
-  tenants);
+* ``est_tI`` / ``act_tI``: tenant I's time mean over the records it was present in (its integral over
+  them divided by their seconds; runs of <= 8 tenants);
 * lying variants: ``liar_est``, ``liar_act``, ``honest_est``, ``honest_act`` (the set's summed
   throughput, work per second of the run), ``liar_act_active`` (the liars' summed throughput while
   any of them is active: its integral over those records divided by their seconds;
@@ -39,9 +39,9 @@ slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over t
 
 Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for OEF §6.2:
 
-* ``spread_act`` / ``spread_est``: max / min over the tenants of their mean actual / estimated
-  throughput over the rounds before the first change of the tenant set (a tenant leaving, or a job
-  type added, ``split_s``); ``spread_act_after`` / ``spread_est_after`` the same over the rounds
+* ``spread_act`` / ``spread_est``: max / min over the tenants of their time-mean actual / estimated
+  throughput over the records starting before the first change of the tenant set (a tenant leaving, or a job
+  type added, ``split_s``); ``spread_act_after`` / ``spread_est_after`` the same over the records
   from ``split_s`` on (Fig. 4(a) "almost identical normalised progress");
 * ``envy_own_u3`` = ``E[3,3]``, ``envy_other_u3_u0`` = ``E[3,0]`` and ``min_envy_ratio`` =
   ``min_{l != i} E[l,l] / E[l,i]`` with ``E[l,i] = w_l · x_i`` (true speedups, the last round's
@@ -270,17 +270,38 @@ def _spread(values: Sequence[float]) -> float:
     return float(v.max() / v.min()) if v.size >= 2 and v.min() > 0 else math.nan
 
 
-def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
-    """The §6.2 metrics of the module docstring for a run of <= 8 tenants."""
-    out: dict[str, float] = {}
-    dt = float(model.round_seconds)
-    split = _split_s(model)
-    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    before = ten if split is None else ten[ten["round"] * dt < split - 1e-9]
-    after = ten.iloc[0:0] if split is None else ten[ten["round"] * dt >= split - 1e-9]
+def _timed_tenant_rows(f: pd.DataFrame, round_seconds: float) -> tuple[pd.DataFrame, float]:
+    """The tenants' ``est`` / ``act`` / ``est_reported`` rows with their record's ``start`` and
+    ``length`` (s: ``round_start_s`` / ``round_s`` where the record has them, else ``round x
+    round_seconds`` / ``round_seconds``; :func:`analysis.engine.stats.record_lengths`) and ``w`` =
+    value x length; and the seconds the run's records cover."""
+    from analysis.engine.stats import record_lengths
 
-    def means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
-        return frame[frame["measure"] == measure].groupby("tenant")["value"].mean().to_dict()
+    length = record_lengths(f, round_seconds, keys=())
+    starts = f[(f["tenant"] == "") & (f["measure"] == "round_start_s")].set_index("round")["value"]
+    fixed = pd.Series(length.index.to_numpy(dtype=float) * round_seconds, index=length.index)
+    start = starts.reindex(length.index).fillna(fixed)
+    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
+    ten = ten.assign(start=ten["round"].map(start).to_numpy(dtype=float),
+                     length=ten["round"].map(length).to_numpy(dtype=float))  # fmt: skip
+    return ten.assign(w=ten["value"].to_numpy(dtype=float) * ten["length"].to_numpy()), float(length.sum())
+
+
+def _time_means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
+    """Per tenant: ``measure`` integrated over the records it has rows in, over their seconds."""
+    g = frame[frame["measure"] == measure].groupby("tenant")[["w", "length"]].sum()
+    return (g["w"] / g["length"]).to_dict()
+
+
+def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
+    """The §6.2 metrics of the module docstring for a run of <= 8 tenants (per-tenant figures are
+    time means over the records the tenant has rows in, before / from ``split_s``)."""
+    out: dict[str, float] = {}
+    split = _split_s(model)
+    ten, _ = _timed_tenant_rows(f, float(model.round_seconds))
+    before = ten if split is None else ten[ten["start"] < split - 1e-9]
+    after = ten.iloc[0:0] if split is None else ten[ten["start"] >= split - 1e-9]
+    means = _time_means
 
     for tag, part in (("", before), ("_after", after)):
         for measure in ("act", "est"):
@@ -332,13 +353,14 @@ def summarise_run(
     cl = f[f["tenant"] == ""]
     sums = cl.groupby("measure", sort=False)["value"].sum()
     ids = [t.tenant_id for t in model.config.tenants]
-    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
+    ten, run_s = _timed_tenant_rows(f, float(model.round_seconds))
+    agg = ten.groupby(["measure", "tenant"], sort=False)[["w", "length"]].sum()
 
     def col(measure: str, what: str) -> dict[str, float]:
         return agg.loc[measure, what].to_dict() if measure in agg.index.get_level_values(0) else {}
 
-    s_est, s_act, c_est = col("est", "sum"), col("act", "sum"), col("est", "count")
+    # integrals (value x seconds) per tenant, and the seconds of the records each tenant has rows in
+    s_est, s_act, c_est = col("est", "w"), col("act", "w"), col("est", "length")
     jct = f[f["measure"] == "jct_s"]
     jct_by = jct.groupby("tenant", sort=False)["value"].agg(["sum", "count"])
     jsum, jcount = jct_by["sum"].to_dict(), jct_by["count"].to_dict()
@@ -366,7 +388,7 @@ def summarise_run(
         n = sum(jcount.get(t, 0) for t in who)
         return float(sum(jsum.get(t, 0.0) for t in who) / n / 3600.0) if n else math.nan
 
-    s_rep = col("est_reported", "sum") if "est_reported" in agg.index.get_level_values(0) else {}
+    s_rep = col("est_reported", "w") if "est_reported" in agg.index.get_level_values(0) else {}
     tot_est, tot_rep = sum(s_est.values()), sum(s_rep.values())
     row["eff_dev"] = abs(tot_est - tot_rep) / tot_rep if tot_rep > 0 else math.nan
     if len(ids) <= _PER_TENANT_MAX:
@@ -377,11 +399,12 @@ def summarise_run(
     if liars:
         liar_set = set(liars)
         honest = [t for t in ids if t not in liar_set]
+        per_s = 1.0 / run_s if run_s > 0 else math.nan  # work per second of the run
         row.update(
-            liar_est=sum(s_est.get(t, 0.0) for t in liars) / rounds,
-            liar_act=sum(s_act.get(t, 0.0) for t in liars) / rounds,
-            honest_est=sum(s_est.get(t, 0.0) for t in honest) / rounds,
-            honest_act=sum(s_act.get(t, 0.0) for t in honest) / rounds,
+            liar_est=sum(s_est.get(t, 0.0) for t in liars) * per_s,
+            liar_act=sum(s_act.get(t, 0.0) for t in liars) * per_s,
+            honest_est=sum(s_est.get(t, 0.0) for t in honest) * per_s,
+            honest_act=sum(s_act.get(t, 0.0) for t in honest) * per_s,
             liar_jct_h=jct_of(liars),
             honest_jct_h=jct_of(honest),
             liar_act_active=_liar_act_active(f, liars, model.round_seconds),

@@ -387,8 +387,11 @@ def policy_summary(frame: pd.DataFrame, round_seconds: float | None = None) -> p
     out = integ[["total_est", "total_act", "utilisation"]].copy()
     counted = ("jobs_completed", "resolved", "cross_type_workers", "migrations", "migration_lost_s")
     cl = _rows(frame, counted, True, [*keys, "measure", "value"]).astype({"measure": str})
-    sums = cl.pivot_table(index=keys, columns="measure", values="value", aggfunc="sum", observed=True)
-    sums = sums.reindex(out.index)
+    if cl.empty:
+        sums = pd.DataFrame(index=out.index)
+    else:
+        sums = cl.pivot_table(index=keys, columns="measure", values="value", aggfunc="sum", observed=True)
+        sums = sums.reindex(out.index)
     out["jobs_completed"] = sums.get("jobs_completed")
     if "cross_type_workers" in sums.columns:
         length = record_lengths(frame, round_seconds, keys)
