@@ -177,7 +177,8 @@ def gavel(gdir: Path, gpy: str) -> dict[str, Any]:
 def gavel_info(gdir: Path, gpy: str) -> dict[str, Any]:
     """What Gavel run: folder, commit (git, env.json of gavel_env.sh, or GAVEL_COMMIT), its Python and packages."""
     commit = os.environ.get("GAVEL_COMMIT", "")
-    env_json = Path(gpy).resolve().parents[2] / "env.json" if len(Path(gpy).resolve().parents) > 2 else None
+    venv_py = Path(gpy).absolute()  # not resolved: a venv's python is a symlink to the base interpreter
+    env_json = venv_py.parents[2] / "env.json" if len(venv_py.parents) > 2 else None
     meta = json.loads(env_json.read_text()) if env_json is not None and env_json.exists() else {}
     if not commit:
         try:
