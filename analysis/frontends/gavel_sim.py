@@ -201,6 +201,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     if seed < 0:
         raise InputError("--seed", seed, "must be >= 0")
 
+    import mesa  # noqa: F401  -- first, while the stack is shallow (see cli.cmd_run)
+
     from scenarios.loader import parse_scenario
 
     data: dict[str, Any] = {
