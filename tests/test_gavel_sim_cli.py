@@ -75,6 +75,8 @@ def test_average_jct_line_within_5_percent_of_gavel(
     mean = _mean(out)
     assert mean == pytest.approx(sum(jobs.values()) / len(jobs), abs=1e-3 * len(jobs))  # the line is the jobs' mean
     assert mean / (sum(gavel.values()) / len(gavel)) == pytest.approx(1.0, abs=0.05)
+    if policy == "max_min_fairness":  # measured 0.997 with the shuffle; 0.962 without it (fixed fastest-first order)
+        assert mean / (sum(gavel.values()) / len(gavel)) == pytest.approx(1.0, abs=0.02)
     assert "Average job completion time (low priority)" in out  # every job of this trace has weight 1
     assert re.search(r"^Cluster utilization: 0\.\d{3}$", out, re.M)
     assert "solver ECOS requested" in err and f"marketsim {gavel_sim.POLICIES[policy][0]};" in err
