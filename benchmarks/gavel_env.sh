@@ -46,8 +46,6 @@ GAVEL=$(cd "$1" && pwd) || { echo "error: GAVEL_CHECKOUT '$1' is not a directory
 DRIVER="$GAVEL/scheduler/scripts/drivers/simulate_scheduler_with_trace.py"
 [ -f "$DRIVER" ] || { echo "error: $DRIVER is missing" >&2; exit 2; }
 ENV_DIR=${2:-$ROOT/.gavel}
-mkdir -p "$ENV_DIR"
-ENV_DIR=$(cd "$ENV_DIR" && pwd)
 
 # -- Gavel's commit ------------------------------------------------------------------------------------
 if commit=$(git -C "$GAVEL" rev-parse HEAD 2>/dev/null); then
@@ -74,6 +72,8 @@ fi
 "$base" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' \
   || { echo "error: $base is older than Python 3.12" >&2; exit 2; }
 
+mkdir -p "$ENV_DIR"   # only now: a failed check leaves nothing behind
+ENV_DIR=$(cd "$ENV_DIR" && pwd)
 VENV=$ENV_DIR/venv
 if [ ! -x "$VENV/bin/python" ] || [ "$("$VENV/bin/python" -c 'import sys; print(sys._base_executable)')" != "$("$base" -c 'import sys; print(sys.executable)')" ]; then
   rm -rf "$VENV"
