@@ -344,6 +344,7 @@ def main() -> int:
             rows.append(got)
             print(json.dumps(got), flush=True)
         out["scale"] = rows
+        out["scale_commit"] = out["commit"]
 
     out["help_cpu_s"] = help_cpu()  # 3.
     out["load_end"] = _load()
@@ -351,6 +352,8 @@ def main() -> int:
     for key in ("gavel", "scale"):
         if key not in out:
             out[key] = old.get(key)
+            if key == "scale" and "scale_commit" in old:
+                out["scale_commit"] = old["scale_commit"]
             out[f"{key}_run"] = old.get(f"{key}_run", old.get("run"))
         else:
             out[f"{key}_run"] = out["run"]
@@ -475,7 +478,7 @@ def render(out: dict[str, Any]) -> str:
     L += [
         "## 2. The 100k-job targets: a generated trace through `marketsim run`",
         "",
-        f"Measured {out.get('scale_run')}.",
+        f"Measured {out.get('scale_run')} at marketsim commit `{out.get('scale_commit', 'not recorded')}`.",
         "",
     ]
     if rows and "runs" in rows[0]:
