@@ -29,8 +29,9 @@ numbers and strings, ``+ - * / // % **``, and these calls:
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
   positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
   row, else an error), ``t.col`` (a column);
-* ``len min max sum mean median abs round num count``: ``num("13.5x")`` is the first number in a
-  string; ``count(values, v)`` the number of elements equal to ``v``.
+* ``len min max sum mean median abs round num count unique``: ``num("13.5x")`` is the first number
+  in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)`` the
+  distinct values, sorted.
 
 Write figures for the page they sit on: a marker must not open a line (GitHub would show the line
 as raw HTML); in code (fenced or inline) a marker is literal text, an example of the syntax.
@@ -42,6 +43,7 @@ Usage::
 
     python benchmarks/figures.py --check [FILE ...]   # exit 1, listing every figure that is wrong or unreadable
     python benchmarks/figures.py --write [FILE ...]   # refresh every shown value from its results file
+                                                      # (and join lines so that no marker opens a line)
     python benchmarks/figures.py --scan [FILE ...]    # numbers outside figure markers (hand-typed figures)
     python benchmarks/figures.py --list [FILE ...]    # every figure, its source and its value
     python benchmarks/figures.py --eval 'SOURCE EXPRESSION[:FORMAT]'   # try an expression: its value and marker
@@ -95,7 +97,6 @@ PENDING: frozenset[str] = frozenset(
         # being converted by h-figures
         "README.md",
         "docs/bayesian.md",
-        "docs/benchmarks.md",
         "docs/c6_independent.md",
         "docs/cli.md",
         "docs/getting-started.md",
@@ -260,6 +261,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "round": round,
     "num": _num,
     "count": _count,
+    "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -546,6 +548,29 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
     return figures, problems
 
 
+def join_opening_markers(text: str) -> str:
+    """``text`` with every paragraph continuation line that opens with a figure marker joined to the
+    line above (which renders the same), so no marker opens a line; ``--write`` applies it. A marker
+    that opens a paragraph, a list item or a line after a heading or a table row is left (an error)."""
+    lines = text.split("\n")
+    code = _code_lines(text)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        prev = out[-1] if out else ""
+        if (
+            i not in code
+            and i - 1 not in code
+            and line.lstrip(" \t").startswith("<!--fig ")
+            and prev.strip()
+            and not prev.lstrip().startswith(("#", "|", "<!--nofig", "```", "~~~"))
+            and not prev.rstrip().endswith("  ")  # a hard line break
+        ):
+            out[-1] = prev.rstrip() + " " + line.lstrip(" \t")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str, list[str], list[str]]:
     """The page with every figure's value read from its source: ``(text, errors, differences)``.
 
@@ -727,7 +752,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         for path in paths:
             page = path.relative_to(root).as_posix()
             text = path.read_text(encoding="utf-8")
-            new, errors, diffs = render(text, page, strip=False, root=root)
+            new, errors, diffs = render(join_opening_markers(text), page, strip=False, root=root)
             problems += errors
             if new != text:
                 path.write_text(new, encoding="utf-8")

@@ -105,6 +105,7 @@ def repo(tmp_path: Path) -> Path:
         ("study/headlines.csv", 'row(id="d").ours - 1', "+.1%", "-5.5%"),
         ("study/headlines.csv", 'row({"id": "b"}).paper', ".2f", "0.90"),
         ("study/headlines.csv", "mean(rows.ours)", ".3f", "0.959"),
+        ("study/headlines.csv", "len(unique(rows.panel))", "", "2"),
         ("scale.md", 'table("Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
         ("scale.md", "table(1).row(policy=\"gavel\")['CPU s']", ".0f", "472"),
         ("scale.md", "table(1)[0].jobs", ",d", "100,000"),
@@ -178,6 +179,19 @@ def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
     literal = "write `<!--fig speed.json n-->7<!--/fig-->` and\n```\na <!--fig speed.json n-->7<!--/fig-->\n```\n"
     assert F.parse(literal, "q") == ([], [])
     assert F.render(literal, "q", strip=True, root=repo) == (literal, [], [])
+
+
+def test_write_joins_continuation_lines_that_open_with_a_marker() -> None:
+    text = (
+        "A paragraph of\n  <!--fig a b-->1<!--/fig-->x and\n<!--fig a b-->2<!--/fig--> more.\n\n"
+        "<!--fig a b-->3<!--/fig--> opens a paragraph\n# Head\n<!--fig a b-->4<!--/fig--> after a heading\n"
+        "```\ncode\n<!--fig a b-->5<!--/fig-->\n```\n"
+    )
+    assert F.join_opening_markers(text) == (
+        "A paragraph of <!--fig a b-->1<!--/fig-->x and <!--fig a b-->2<!--/fig--> more.\n\n"
+        "<!--fig a b-->3<!--/fig--> opens a paragraph\n# Head\n<!--fig a b-->4<!--/fig--> after a heading\n"
+        "```\ncode\n<!--fig a b-->5<!--/fig-->\n```\n"
+    )
 
 
 def test_format_split_takes_the_last_colon_that_leaves_an_expression() -> None:
