@@ -1,4 +1,4 @@
-"""Figures in README.md and docs/*.md, read from committed results files (no number typed by hand).
+r"""Figures in README.md and docs/*.md, read from committed results files (no number typed by hand).
 
 A figure is written in place between two HTML comments; the text between them is the value the
 results file gives today, so a reader of the raw markdown (GitHub renders README.md and docs/*.md
@@ -29,9 +29,9 @@ numbers and strings, ``+ - * / // % **``, and these calls:
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
   positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
   row, else an error), ``t.col`` (a column);
-* ``len min max sum mean median abs round num count unique``: ``num("13.5x")`` is the first number
-  in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)`` the
-  distinct values, sorted.
+* ``len min max sum mean median abs round num count unique match``: ``num("13.5x")`` is the first
+  number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
+  the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match.
 
 Write figures for the page they sit on: a marker must not open a line (GitHub would show the line
 as raw HTML); in code (fenced or inline) a marker is literal text, an example of the syntax.
@@ -244,6 +244,14 @@ def _median(values: Any) -> Any:
     return statistics.median(_numbers(values, "median"))
 
 
+def _match(pattern: str, string: Any, group: int = 1) -> Any:
+    """The ``group`` of the first match of ``pattern`` in ``string``, a number when it reads as one."""
+    m = re.search(pattern, str(string))
+    if not m:
+        raise FigureError(f"match({pattern!r}): no match in {str(string)[:80]!r}")
+    return _md_cell(m.group(group if m.groups() else 0))
+
+
 def _count(values: Any, value: Any) -> int:
     if not isinstance(values, list):
         raise FigureError(f"count() needs a list, got {values!r}")
@@ -261,6 +269,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "round": round,
     "num": _num,
     "count": _count,
+    "match": _match,
     "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
 
