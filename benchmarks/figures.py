@@ -97,13 +97,8 @@ PENDING: frozenset[str] = frozenset(
         # being converted by h-figures
         "docs/bayesian.md",
         "docs/c6_independent.md",
-        "docs/cli.md",
-        "docs/getting-started.md",
         "docs/learning.md",
         "docs/learning_certificates.md",
-        "docs/mechanisms.md",
-        "docs/notebooks.md",
-        "docs/plugins.md",
         "docs/viz.md",
     }
 )
@@ -556,6 +551,10 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
     return figures, problems
 
 
+_NOFIG_TAG = re.compile(r"<!--/?nofig\b[^>]*-->")
+_NOFIG_LINE = re.compile(r"^[ \t]*<!--/?nofig\b[^>]*-->[ \t]*\n", re.M)
+
+
 def join_opening_markers(text: str) -> str:
     """``text`` with every paragraph continuation line that opens with a figure marker joined to the
     line above (which renders the same), so no marker opens a line; ``--write`` applies it. A marker
@@ -583,9 +582,9 @@ def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str
     """The page with every figure's value read from its source: ``(text, errors, differences)``.
 
     ``strip=False`` keeps the markers and rewrites the shown values (``--write``); ``strip=True``
-    replaces each marker by its value (the docs site). ``errors``: malformed or misplaced markers and
-    figures whose source cannot be read (those keep their shown text); ``differences``: figures whose
-    shown text differs from the value their source gives."""
+    replaces each marker by its value and drops ``<!--nofig-->`` comments (the docs site).
+    ``errors``: malformed or misplaced markers and figures whose source cannot be read (those keep
+    their shown text); ``differences``: figures whose shown text differs from their source's value."""
     figures, errors = parse(text, page)
     diffs: list[str] = []
     out, pos = [], 0
@@ -601,7 +600,11 @@ def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str
         out += [text[pos : f.start], value if strip else f.marker(value)]
         pos = f.end
     out.append(text[pos:])
-    return "".join(out), errors, diffs
+    page_text = "".join(out)
+    if strip:  # the site: drop the scan's region comments too (a line holding only one goes)
+        page_text = _NOFIG_LINE.sub("", page_text)
+        page_text = _NOFIG_TAG.sub("", page_text)
+    return page_text, errors, diffs
 
 
 # ---------------------------------------------------------------------------- the scan for typed figures
@@ -630,7 +633,9 @@ ALLOWED_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # "paper +20%", "the paper reports 1.56 s", "paper 0.81x / 0.83x": up to 4 words, no bracket or ;:
-        re.compile(r"(?i)\bpaper(?:'s)?(?:\s+(?:reports|gives|says|states|claims))?\s*:?(?:\s*[^\s()\[\];:]+){0,4}\s*$"),
+        re.compile(
+            r"(?i)\bpaper(?:'s)?(?:\s+(?:reports|gives|says|states|claims))?\s*:?(?:\s*[^\s()\[\];:]+){0,4}\s*$"
+        ),
         "a figure quoted from a paper (a published constant: it cannot drift)",
     ),
     (re.compile(r"(?i)\bdefault(?:s| is| of)?\s*:?\s*$"), "a parameter's default (a definition)"),

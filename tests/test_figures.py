@@ -159,6 +159,9 @@ def test_render_fills_checks_and_strips_markers(repo: Path) -> None:
     site, errors, diffs = F.render(written, "page.md", strip=True, root=repo)
     assert (errors, diffs) == ([], [])
     assert site == "Ours is 13.5x faster and\n| study | reproduced |\n|---|---|\n| a | 2 |\n"
+    region = "a <!--nofig a limit-->1e9 s<!--/nofig--> b\n<!--nofig a table-->\n\n| x |\n|---|\n| 1.5 |\n\n"
+    region += "<!--/nofig-->\nc\n"
+    assert F.render(region, "p.md", strip=True, root=repo)[0] == "a 1e9 s b\n\n| x |\n|---|\n| 1.5 |\n\nc\n"
 
 
 def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
