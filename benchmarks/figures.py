@@ -29,9 +29,10 @@ numbers and strings, ``+ - * / // % **``, and these calls:
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
   positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
   row, else an error), ``t.col`` (a column);
-* ``len min max sum mean median abs round num count unique match``: ``num("13.5x")`` is the first
+* ``len min max sum mean median abs round num count unique match each``: ``num("13.5x")`` is the first
   number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
-  the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match.
+  the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match;
+  ``each(values, k)`` the element or key ``k`` of every element (``each(runs.load, 0)``).
 
 Write figures for the page they sit on: a marker must not open a line (GitHub would show the line
 as raw HTML); in code (fenced or inline) a marker is literal text, an example of the syntax.
@@ -99,7 +100,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/c6_independent.md",
         "docs/learning.md",
         "docs/learning_certificates.md",
-        "docs/viz.md",
     }
 )
 
@@ -264,6 +264,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "num": _num,
     "count": _count,
     "match": _match,
+    "each": lambda values, key: [_key(v, key) for v in values] if isinstance(values, list) else _key(values, key),
     "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
 

@@ -100,6 +100,7 @@ def repo(tmp_path: Path) -> Path:
         ("speed.json", 'runs["gavel-max-min-perf"].jct', ",.0f", "165,660"),
         ("speed.json", "n", ",d", "1,301"),
         ("speed.json", "data.n", "", "1301"),
+        ("speed.json", "max(each([[1, 5], [3, 4]], 0))", "", "3"),
         ("study/headlines.csv", 'len(where(verdict="reproduced"))', "", "2"),
         ("study/headlines.csv", 'count(where(panel=0).verdict, "not reproduced")', "", "1"),
         ("study/headlines.csv", 'row(id="d").ours - 1', "+.1%", "-5.5%"),
