@@ -29,10 +29,15 @@ numbers and strings, ``+ - * / // % **``, and these calls:
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
   positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
   row, else an error), ``t.col`` (a column);
+* ``select(rows, "col", {"shown": "col"})`` and ``format_cols(rows, {"col": ".1%"})`` for tables;
 * ``len min max sum mean median abs round num count unique match each``: ``num("13.5x")`` is the first
   number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
   the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match;
   ``each(values, k)`` the element or key ``k`` of every element (``each(runs.load, 0)``).
+
+A whole table is ``<!--figtable SOURCE EXPRESSION[:FORMAT]-->``, the table, ``<!--/figtable-->``, each
+comment on a line of its own; the expression gives a list of rows (``select`` picks and renames
+columns, ``format_cols`` formats some), FORMAT applies to the other numbers that are not whole.
 
 Write figures for the page they sit on: a marker must not open a line (GitHub would show the line
 as raw HTML); in code (fenced or inline) a marker is literal text, an example of the syntax.
@@ -252,6 +257,28 @@ def _count(values: Any, value: Any) -> int:
     return sum(1 for v in values if _equal(v, value))
 
 
+def _select(rows: Any, *columns: str | dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with only the named columns, in that order; a dict argument renames
+    (``{"shown name": "column"}``)."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise FigureError("select() applies to a table (a list of rows)")
+    pairs: list[tuple[str, str]] = []
+    for c in columns:
+        pairs += list(c.items()) if isinstance(c, dict) else [(c, c)]
+    have = {k for r in rows for k in r}
+    missing = [src for _, src in pairs if src not in have]
+    if missing:
+        raise FigureError(f"select(): no column {missing[0]!r} (columns: {', '.join(map(str, sorted(have)))})")
+    return [{shown: r.get(src) for shown, src in pairs} for r in rows]
+
+
+def _format_cols(rows: Any, specs: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with the named columns formatted as text (``{"column": ".3f"}``); empty cells stay empty."""
+    if not isinstance(rows, list) or not isinstance(specs, dict):
+        raise FigureError("format_cols(rows, {column: format}) needs a table and a dict")
+    return [{k: (fmt(v, specs[k]) if k in specs and v is not None else v) for k, v in r.items()} for r in rows]
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "min": lambda v: min(_numbers(v, "min")),
@@ -264,6 +291,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "num": _num,
     "count": _count,
     "match": _match,
+    "select": _select,
+    "format_cols": _format_cols,
     "each": lambda values, key: [_key(v, key) for v in values] if isinstance(values, list) else _key(values, key),
     "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
@@ -439,9 +468,33 @@ def fmt(value: Any, spec: str) -> str:
         raise FigureError(f"format {value!r} with {spec!r}: {e}") from None
 
 
+def md_table(value: Any, spec: str) -> str:
+    """A markdown pipe table of a list of rows: the first row's keys as the header, numbers that are
+    not whole formatted with ``spec`` (default ``.4g``), empty cells empty, ``|`` escaped."""
+    if not isinstance(value, list) or not value or not all(isinstance(r, dict) for r in value):
+        raise FigureError("a figtable expression must give a non-empty list of rows (dicts)")
+    cols = list(value[0])
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return format(v, spec or ".4g")
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in value]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------ markers
 
 FIG = re.compile(r"<!--fig\s+(?P<spec>[^\n]*?)\s*-->(?P<shown>[^\n]*?)<!--/fig-->")
+FIGTABLE = re.compile(
+    r"^<!--figtable\s+(?P<spec>[^\n]*?)\s*-->[ \t]*\n(?P<shown>.*?)^<!--/figtable-->[ \t]*$", re.M | re.S
+)
+_TABLE_OPEN = re.compile(r"<!--figtable\b")
+_TABLE_CLOSE = re.compile(r"<!--/figtable-->")
 _OPEN = re.compile(r"<!--fig\b")
 _CLOSE = re.compile(r"<!--/fig-->")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -460,6 +513,7 @@ class Figure:
     shown: str
     start: int
     end: int
+    table: bool = False
 
     @property
     def where(self) -> str:
@@ -467,10 +521,13 @@ class Figure:
 
     def value(self, root: Path = ROOT) -> str:
         """The text the source gives for this figure (raises :class:`FigureError`)."""
-        return fmt(evaluate(self.source, self.expr, root), self.spec)
+        value = evaluate(self.source, self.expr, root)
+        return md_table(value, self.spec) if self.table else fmt(value, self.spec)
 
     def marker(self, shown: str) -> str:
         spec = f":{self.spec}" if self.spec else ""
+        if self.table:
+            return f"<!--figtable {self.source} {self.expr}{spec}-->\n\n{shown}\n\n<!--/figtable-->"
         return f"<!--fig {self.source} {self.expr}{spec}-->{shown}<!--/fig-->"
 
 
@@ -528,8 +585,26 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
         return any(a <= i < b for a, b in code)
 
     spans = []
-    for m in FIG.finditer(text):
+    for m in FIGTABLE.finditer(text):
         if in_code(m.start()):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        spans.append((m.start(), m.end()))
+        try:
+            source, expr, spec = split_spec(m.group("spec"))
+        except FigureError as e:
+            problems.append(f"{page}:{line}: {e}")
+            continue
+        shown = m.group("shown").strip("\n")
+        figures.append(Figure(page, line, source, expr, spec, shown, m.start(), m.end(), table=True))
+    for pattern, what in ((_TABLE_OPEN, "opening <!--figtable"), (_TABLE_CLOSE, "closing <!--/figtable-->")):
+        for m in pattern.finditer(text):
+            if not in_code(m.start()) and not any(a <= m.start() < b for a, b in spans):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{page}:{line}: {what} without its pair (each on a line of its own)")
+    tables = list(spans)
+    for m in FIG.finditer(text):
+        if in_code(m.start()) or any(a <= m.start() < b for a, b in tables):
             continue
         line = text.count("\n", 0, m.start()) + 1
         spans.append((m.start(), m.end()))
@@ -549,6 +624,7 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
             if not in_code(m.start()) and not any(a <= m.start() < b for a, b in spans):
                 line = text.count("\n", 0, m.start()) + 1
                 problems.append(f"{page}:{line}: {what} without its pair on the same line")
+    figures.sort(key=lambda f: f.start)
     return figures, problems
 
 
@@ -598,7 +674,8 @@ def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str
         else:
             if value != f.shown:
                 diffs.append(f"{f.where}: shows {f.shown!r}, {f.source} gives {value!r} ({f.expr})")
-        out += [text[pos : f.start], value if strip else f.marker(value)]
+        shown = (f"\n{value}\n" if f.table else value) if strip else f.marker(value)
+        out += [text[pos : f.start], shown]
         pos = f.end
     out.append(text[pos:])
     page_text = "".join(out)
@@ -659,6 +736,7 @@ def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
 
 _NOFIG = re.compile(r"<!--nofig\s+(?P<reason>[^>]*?)\s*-->.*?<!--/nofig-->", re.S)
 _EXCLUDED = (
+    FIGTABLE,  # tables read from results files
     FIG,  # figures read from results files
     re.compile(r"<!--.*?-->", re.S),  # other comments
     _INLINE_CODE,  # inline code: commands, keys, literal values

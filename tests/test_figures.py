@@ -165,6 +165,29 @@ def test_render_fills_checks_and_strips_markers(repo: Path) -> None:
     assert F.render(region, "p.md", strip=True, root=repo)[0] == "a 1e9 s b\n\n| x |\n|---|\n| 1.5 |\n\nc\n"
 
 
+def test_figtable_renders_a_results_table_and_checks_it(repo: Path) -> None:
+    """A whole table from a results file: written, checked and put on the site like a figure."""
+    spec = 'study/headlines.csv select(where(panel=1), "id", {"ours (x)": "ours"}, "verdict"):.2f'
+    text = f"Rows:\n\n<!--figtable {spec}-->\n| stale |\n<!--/figtable-->\n\nafter\n"
+    written, errors, diffs = F.render(text, "p.md", strip=False, root=repo)
+    table = "| id | ours (x) | verdict |\n|---|---|---|\n| c | 0.86 | reproduced |\n| d | 0.94 | direction only |"
+    assert errors == [] and len(diffs) == 1 and diffs[0].startswith("p.md:3: shows '| stale |'")
+    assert written == f"Rows:\n\n<!--figtable {spec}-->\n\n{table}\n\n<!--/figtable-->\n\nafter\n"
+    assert F.render(written, "p.md", strip=False, root=repo)[1:] == ([], [])
+    assert F.render(written, "p.md", strip=True, root=repo)[0] == f"Rows:\n\n\n{table}\n\n\nafter\n"
+    assert F.scan(written, "p.md") == []  # a table read from a file is no hand-typed figure
+    fmt_spec = 'study/headlines.csv format_cols(select(where(id="b"), "ours", "paper"), {"ours": ".1%"})'
+    assert F.md_table(F.evaluate("study/headlines.csv", fmt_spec.split(" ", 1)[1], repo), "") == (
+        "| ours | paper |\n|---|---|\n| 98.7% | 0.9 |"
+    )
+    _, errors = F.parse("<!--figtable a b-->\n| x |\n", "q.md")
+    assert errors == ["q.md:1: opening <!--figtable without its pair (each on a line of its own)"]
+    with pytest.raises(F.FigureError, match="non-empty list of rows"):
+        F.md_table([], "")
+    with pytest.raises(F.FigureError, match="select\\(\\): no column 'x'"):
+        F.evaluate("study/headlines.csv", 'select(rows, "x")', repo)
+
+
 def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
     text = (
         "<!--fig speed.json n-->1301<!--/fig--> jobs\n"  # opens a line: an HTML block on GitHub
