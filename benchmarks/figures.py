@@ -30,6 +30,8 @@ numbers and strings, ``+ - * / // % **``, and these calls:
   positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
   row, else an error), ``t.col`` (a column);
 * ``select(rows, "col", {"shown": "col"})`` and ``format_cols(rows, {"col": ".1%"})`` for tables;
+* per-seed lists: ``ci95(values)`` (``[low, high]``, 95% t-interval), ``mean_ci(values, ".4f")``
+  (``"mean [low, high]"`` as text) and ``mean_ci_cols(rows, {"col": ".2%"})`` (the same for columns);
 * ``len min max sum mean median abs round num count unique match each``: ``num("13.5x")`` is the first
   number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
   the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match;
@@ -257,6 +259,31 @@ def _count(values: Any, value: Any) -> int:
     return sum(1 for v in values if _equal(v, value))
 
 
+def _ci95(values: Any) -> list[float]:
+    """The 95% t-interval of the mean of ``values`` (n - 1 degrees of freedom), as ``[low, high]``."""
+    xs = _numbers(values, "ci95")
+    if len(xs) < 2:
+        raise FigureError("ci95() needs at least 2 values")
+    from scipy.stats import t  # only when a page asks for an interval
+
+    m, sd = statistics.fmean(xs), statistics.stdev(xs)
+    half = float(t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs))
+    return [m - half, m + half]
+
+
+def _mean_ci(values: Any, spec: str = ".4g") -> str:
+    """``"mean [low, high]"`` of ``values`` (95% t-interval), each number formatted with ``spec``."""
+    lo, hi = _ci95(values)
+    return f"{fmt(statistics.fmean(values), spec)} [{fmt(lo, spec)}, {fmt(hi, spec)}]"
+
+
+def _mean_ci_cols(rows: Any, specs: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with each named column (a list of per-seed values) replaced by ``"mean [low, high]"``."""
+    if not isinstance(rows, list) or not isinstance(specs, dict):
+        raise FigureError("mean_ci_cols(rows, {column: format}) needs a table and a dict")
+    return [{k: (_mean_ci(v, specs[k]) if k in specs else v) for k, v in r.items()} for r in rows]
+
+
 def _select(rows: Any, *columns: str | dict[str, str]) -> list[dict[str, Any]]:
     """``rows`` with only the named columns, in that order; a dict argument renames
     (``{"shown name": "column"}``)."""
@@ -292,6 +319,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "count": _count,
     "match": _match,
     "select": _select,
+    "ci95": _ci95,
+    "mean_ci": _mean_ci,
+    "mean_ci_cols": _mean_ci_cols,
     "format_cols": _format_cols,
     "each": lambda values, key: [_key(v, key) for v in values] if isinstance(values, list) else _key(values, key),
     "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
@@ -460,7 +490,7 @@ def fmt(value: Any, spec: str) -> str:
     """``value`` formatted with the Python format ``spec``; a list or an empty value is an error."""
     if isinstance(value, list | dict):
         raise FigureError(f"the expression gives a {type(value).__name__} ({str(value)[:80]}); reduce it to one value")
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         raise FigureError("the expression gives an empty value")
     try:
         return format(value, spec)
@@ -476,7 +506,7 @@ def md_table(value: Any, spec: str) -> str:
     cols = list(value[0])
 
     def cell(v: Any) -> str:
-        if v is None:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
             return ""
         if isinstance(v, float):
             return format(v, spec or ".4g")

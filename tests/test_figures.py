@@ -101,6 +101,9 @@ def repo(tmp_path: Path) -> Path:
         ("speed.json", "n", ",d", "1,301"),
         ("speed.json", "data.n", "", "1301"),
         ("speed.json", "max(each([[1, 5], [3, 4]], 0))", "", "3"),
+        ("speed.json", "ci95([1, 2, 3])[1]", ".4f", "4.4841"),  # 2 + t(0.975, 2) * 1 / sqrt(3)
+        ("speed.json", 'mean_ci([1, 2, 3], ".2f")', "", "2.00 [-0.48, 4.48]"),
+        ("speed.json", 'mean_ci_cols([{"a": [1, 2, 3], "b": 7}], {"a": ".1f"})[0].a', "", "2.0 [-0.5, 4.5]"),
         ("study/headlines.csv", 'len(where(verdict="reproduced"))', "", "2"),
         ("study/headlines.csv", 'count(where(panel=0).verdict, "not reproduced")', "", "1"),
         ("study/headlines.csv", 'row(id="d").ours - 1', "+.1%", "-5.5%"),
