@@ -27,11 +27,12 @@ dict; on a list of dicts, the list of that key: ``gavel.pairs.cpu_ratio``), ``a[
 numbers and strings, ``+ - * / // % **``, and these calls:
 
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
-  positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
-  row, else an error), ``t.col`` (a column);
+  positional argument for column names that are not identifiers), ``t.without(...)`` (the other
+  rows), ``t.row(...)`` (exactly one such row, else an error), ``t.col`` (a column);
 * ``select(rows, "col", {"shown": "col"})`` and ``format_cols(rows, {"col": ".1%"})`` for tables;
-* per-seed lists: ``ci95(values)`` (``[low, high]``, 95% t-interval), ``mean_ci(values, ".4f")``
-  (``"mean [low, high]"`` as text) and ``mean_ci_cols(rows, {"col": ".2%"})`` (the same for columns);
+* per-seed lists: ``means(lists)`` (the mean of each), ``ci95(values)`` (``[low, high]``, 95%
+  t-interval), ``mean_ci(values, ".4f")`` (``"mean [low, high]"`` as text) and
+  ``mean_ci_cols(rows, {"col": ".2%"})`` (the same for columns);
 * ``len min max sum mean median abs round num count unique match each``: ``num("13.5x")`` is the first
   number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
   the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match;
@@ -103,7 +104,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
         # being converted by h-figures
-        "docs/bayesian.md",
         "docs/c6_independent.md",
         "docs/learning.md",
         "docs/learning_certificates.md",
@@ -323,6 +323,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "mean_ci": _mean_ci,
     "mean_ci_cols": _mean_ci_cols,
     "format_cols": _format_cols,
+    "means": lambda lists: [_mean(v) for v in lists] if isinstance(lists, list) else _mean(lists),
     "each": lambda values, key: [_key(v, key) for v in values] if isinstance(values, list) else _key(values, key),
     "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
@@ -364,6 +365,11 @@ def _where(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> list[dict[str,
     return _filter(rows, args, kwargs)
 
 
+def _without(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    hits = {id(r) for r in _filter(rows, args, kwargs)}
+    return [r for r in rows if id(r) not in hits]
+
+
 def _row(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     hits = _filter(rows, args, kwargs)
     if len(hits) != 1:
@@ -374,7 +380,11 @@ def _row(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     return hits[0]
 
 
-METHODS: dict[str, Callable[[Any, list[Any], dict[str, Any]], Any]] = {"where": _where, "row": _row}
+METHODS: dict[str, Callable[[Any, list[Any], dict[str, Any]], Any]] = {
+    "where": _where,
+    "without": _without,
+    "row": _row,
+}
 
 
 def _key(obj: Any, key: Any) -> Any:
@@ -750,7 +760,8 @@ ALLOWED_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 #: text just after a number that makes it something other than a measured figure, with the reason
 ALLOWED_AFTER: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\s?(?:CI|confidence|t-intervals?|intervals?|Wilson)\b"), "a confidence level"),
+    (re.compile(r"^\s?(?:CI|confidence|t[- ]intervals?|intervals?|Wilson)\b"), "a confidence level"),
+    (re.compile(r"^\s?(?:target|threshold|budget|tolerance)\b"), "a target or threshold (a definition)"),
 )
 
 

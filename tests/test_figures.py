@@ -110,6 +110,8 @@ def repo(tmp_path: Path) -> Path:
         ("study/headlines.csv", 'row({"id": "b"}).paper', ".2f", "0.90"),
         ("study/headlines.csv", "mean(rows.ours)", ".3f", "0.959"),
         ("study/headlines.csv", "len(unique(rows.panel))", "", "2"),
+        ("study/headlines.csv", 'rows.without(verdict="reproduced")[1].id', "", "d"),
+        ("speed.json", "max(means([[1, 2], [5, 7]]))", "", "6.0"),
         ("study/headlines.csv", r'match(r"(\d+) reproduced", "of 12 reproduced") + 1', "", "13"),
         ("scale.md", 'table("Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
         ("scale.md", "table(1).row(policy=\"gavel\")['CPU s']", ".0f", "472"),
