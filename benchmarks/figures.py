@@ -106,7 +106,6 @@ PENDING: frozenset[str] = frozenset(
         # being converted by h-figures
         "docs/c6_independent.md",
         "docs/learning.md",
-        "docs/learning_certificates.md",
     }
 )
 
@@ -762,6 +761,7 @@ ALLOWED_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = (
 ALLOWED_AFTER: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\s?(?:CI|confidence|t[- ]intervals?|intervals?|Wilson)\b"), "a confidence level"),
     (re.compile(r"^\s?(?:target|threshold|budget|tolerance)\b"), "a target or threshold (a definition)"),
+    (re.compile(r"^[\s-]?(?:CCE|equilibri)"), "the tolerance of an equilibrium concept (1%-CCE)"),
 )
 
 
