@@ -20,7 +20,8 @@ SOURCE is a path relative to ``benchmarks/results/``, or to the repository root 
 * ``.csv``: ``rows``, the table (numbers parsed, empty cells None), with ``where(...)`` / ``row(...)``;
 * ``.jsonl``: ``rows``, one object a line;
 * ``.md`` / ``.txt``: ``text``, ``tables`` (every markdown table, as rows keyed by header) and
-  ``table(k)``: the k-th table (0-based) or the first table after a heading containing k; ``grep(pattern)``.
+  ``table(k)``: the k-th table (0-based), or the first table after the heading k (else after the first
+  heading containing k); ``grep(pattern)``.
 
 EXPRESSION is a small, safe subset of Python (parsed, never ``eval``-ed): names, ``a.b`` (a key of a
 dict; on a list of dicts, the list of that key: ``gavel.pairs.cpu_ratio``), ``a[0]`` / ``a["key"]``,
@@ -105,7 +106,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/round_lp.md",
         # being converted by h-figures
         "docs/c6_independent.md",
-        "docs/learning.md",
     }
 )
 
@@ -467,6 +467,9 @@ def _text_names(names: dict[str, Any]) -> dict[str, Any]:
             if not 0 <= k < len(headed):
                 raise FigureError(f"table({k}): the source has {len(headed)} tables")
             return headed[k][1]
+        for heading, rows in headed:  # an exact heading first, then one containing k
+            if heading == k:
+                return rows
         for heading, rows in headed:
             if k in heading:
                 return rows
