@@ -258,15 +258,55 @@ def _count(values: Any, value: Any) -> int:
     return sum(1 for v in values if _equal(v, value))
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function (stdlib only: the docs build must not import scipy)."""
+    if t == 0:
+        return 0.5
+    x = df / (df + t * t)
+    a, b = df / 2.0, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    ib = front * _betacf(a, b, x) / a if x < (a + 1) / (a + b + 2) else 1.0 - front * _betacf(b, a, 1 - x) / b
+    return 1.0 - 0.5 * ib if t > 0 else 0.5 * ib
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p``-quantile of Student's t with ``df`` degrees of freedom (bisection to 1e-12)."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
 def _ci95(values: Any) -> list[float]:
     """The 95% t-interval of the mean of ``values`` (n - 1 degrees of freedom), as ``[low, high]``."""
     xs = _numbers(values, "ci95")
     if len(xs) < 2:
         raise FigureError("ci95() needs at least 2 values")
-    from scipy.stats import t  # only when a page asks for an interval
-
     m, sd = statistics.fmean(xs), statistics.stdev(xs)
-    half = float(t.ppf(0.975, len(xs) - 1)) * sd / math.sqrt(len(xs))
+    half = t_quantile(0.975, len(xs) - 1) * sd / math.sqrt(len(xs))
     return [m - half, m + half]
 
 

@@ -151,6 +151,15 @@ def test_unreadable_figures_are_errors_naming_what_is_missing(repo: Path, source
         F.fmt(F.evaluate(source, expr, repo), "")
 
 
+@pytest.mark.parametrize(
+    ("df", "q"), [(1, 12.706204736), (2, 4.302652730), (4, 2.776445105), (19, 2.093024054), (1000, 1.962339)]
+)
+def test_t_quantile_matches_the_tables(df: int, q: float) -> None:
+    """The 97.5% t quantile behind ci95 (stdlib only, so the docs build never imports scipy)."""
+    assert F.t_quantile(0.975, df) == pytest.approx(q, rel=1e-7)
+    assert F.t_quantile(0.025, df) == pytest.approx(-q, rel=1e-7)
+
+
 def test_render_fills_checks_and_strips_markers(repo: Path) -> None:
     text = (
         "Ours is <!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->x faster and\n"
