@@ -85,6 +85,7 @@ def repo(tmp_path: Path) -> Path:
         "# Scale\n\n## 1. Small\n\n| jobs | CPU s |\n|---|---|\n| 1,000 | **2.9** |\n\n"
         "## 2. Large\n\n| jobs | policy | CPU s |\n|---|---|---|\n| 100,000 | maxmin | 43.2 |\n"
         "| 100,000 | gavel | 471.6 |\n\nMedian ratio: **13.5x**.\n"
+        "\n## Smallest\n\n| a |\n|---|\n| 1 |\n\n### Small\n\n| a |\n|---|\n| 2 |\n"
     )
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "trace.toml").write_text("[workload]\narrival_scale = 0.125\n")
@@ -113,9 +114,11 @@ def repo(tmp_path: Path) -> Path:
         ("study/headlines.csv", 'rows.without(verdict="reproduced")[1].id', "", "d"),
         ("speed.json", "max(means([[1, 2], [5, 7]]))", "", "6.0"),
         ("study/headlines.csv", r'match(r"(\d+) reproduced", "of 12 reproduced") + 1', "", "13"),
-        ("scale.md", 'table("Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
+        ("scale.md", 'table("1. Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
         ("scale.md", "table(1).row(policy=\"gavel\")['CPU s']", ".0f", "472"),
         ("scale.md", "table(1)[0].jobs", ",d", "100,000"),
+        ("scale.md", 'table("Small")[0].a', "", "2"),  # the exact heading before a containing one
+        ("scale.md", 'table("Smallest")[0].a', "", "1"),
         ("scale.md", r'grep(r"Median ratio: \*\*([\d.]+)x")', ".1f", "13.5"),
         ("scale.md", 'num("about 13.5x")', "", "13.5"),
         ("/scenarios/trace.toml", "1 / workload.arrival_scale", ".0f", "8"),
@@ -141,7 +144,7 @@ def test_expressions_read_each_kind_of_source(repo: Path, source: str, expr: str
         ("study/headlines.csv", '__import__("os")', "unknown function '__import__'"),
         ("study/headlines.csv", "rows[0].__class__", "no key '__class__'"),
         ("study/headlines.csv", "[x for x in rows]", "is not allowed"),
-        ("scale.md", "table(5)", "the source has 2 tables"),
+        ("scale.md", "table(5)", "the source has 4 tables"),
         ("speed.json", "n +", "does not parse"),
         ("scale.md", r'grep("\d+")', "does not parse"),  # an invalid escape: write r"\d+"
     ],
