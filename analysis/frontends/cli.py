@@ -1021,8 +1021,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
     aud.add_argument("--json", action="store_true", help="print one JSON object")
     aud.add_argument("--exact", action="store_true",
-                     help="fair-share LP policies: also solve each agent's best misreport exactly (bilevel program, "
-                     "SCIP) and report the certified gain, its gap and the optimal report beside the search's")  # fmt: skip
+                     help="fair-share LP policies: also solve each agent's best misreport exactly (bilevel "
+                     "program, SCIP) and report the certified gain, its gap and the optimal report beside the "
+                     "search's")  # fmt: skip
     aud.add_argument(
         "--report", default=None, help="also write DIR/report.md with gain-vs-factor curves and a regret plot"
     )

@@ -166,8 +166,8 @@ def _box(target: Any, i: int, types: Sequence[int], box: Any) -> ReportBox:
                 except (TypeError, ValueError):
                     raise InputError("box", key, "keys must be GPU type indices") from None
                 if j not in types:
-                    raise InputError("box", key, f"is not a free type of the report (free types: {list(types)}; "
-                                     "type 0 is the normalisation anchor and types without GPUs do not matter)")  # fmt: skip
+                    raise InputError("box", key, f"is not a free type of the report (free types: {list(types)}; type "
+                                     "0 is the normalisation anchor and types without GPUs do not matter)")  # fmt: skip
                 try:
                     flo, fhi = (float(v) for v in pair)
                 except (TypeError, ValueError):
@@ -846,9 +846,11 @@ def best_response(
 
     notes: list[str] = []
     if policy == "maxmin" or not types or n == 1:
-        why = ("maxmin's allocation does not depend on the reported speedups (equal split or progressive filling "
-               "of m by weights and caps): every report gets the truthful allocation") if policy == "maxmin" else (
-               "no report entry can change anything (a single row, or no GPU type other than the anchor has GPUs)")  # fmt: skip
+        if policy == "maxmin":
+            why = ("maxmin's allocation does not depend on the reported speedups (equal split or progressive "
+                   "filling of m by weights and caps): every report gets the truthful allocation")
+        else:
+            why = "no report entry can change anything (a single row, or no GPU type besides the anchor has GPUs)"
         notes.append(why)
         return ExactResult(policy, i, u0, u0, 0.0, 0.0, 0.0, 0.0, True, list(map(float, target.Wt[i])),
                            [1.0] * len(types), rbox, [False] * len(types), [False] * len(types), "report-independent",
