@@ -77,6 +77,9 @@ __all__ = [
     "best_response",
     "best_responses",
     "parametric_lp",
+    "oracle",
+    "ORACLE_MAX_ROWS",
+    "ORACLE_MAX_TYPES",
 ]
 
 SUPPORTED = ("oef-noncoop", "oef-coop", "gavel", "gavel-max-min-perf", "si-constrained", "max-throughput", "maxmin")
@@ -760,31 +763,35 @@ def _relative(gain: float, base: float) -> float:
 
 
 def _candidates(r: np.ndarray, box: ReportBox, inst: _Instance) -> list[np.ndarray]:
-    """Reports near SCIP's ``r`` where the registered mechanism may attain the bound: ``r`` itself,
-    each entry snapped onto a box edge, the truth or another row's entry within 1e-4 relative (the best
-    lie often copies a row or sits on an edge, and SCIP's tolerance leaves it just off), and nudges
-    of 1e-9..1e-6 relative to either side (ties broken the other way)."""
+    """Reports near SCIP's ``r`` where the registered mechanism may attain the bound, nearest first:
+    ``r`` itself, each entry snapped onto a box edge, the truth, another row's entry or a ratio tie
+    with another row (``r_j / r_j'`` equal to its ratio) within 5% (the best lie often copies a row,
+    sits on an edge or on a tie, and the optimistic bound may hold on a whole side of it), and
+    nudges of 1e-9..1e-3 relative to either side: where the LP has several optimal allocations, a
+    report just beside the tie makes the optimum unique, and the mechanism's own tie-breaking (e.g.
+    its staircase's tolerances) may need a nudge of 1e-4 to fall on the good side."""
     others = np.array([inst.W[l, inst.free] for l in range(inst.n) if l != inst.i]).reshape(-1, r.size)
-    per: list[list[float]] = []
+    per: list[list[tuple[float, float]]] = []
     for j in range(r.size):
-        opts = [float(r[j])]
+        opts = [(float(r[j]), 0.0)]
         specials = [box.lower[j], box.upper[j], box.truth[j], *others[:, j].tolist()]
+        # ties between two of the deviator's types: its ratio r_j / r_j' equal to another row's
+        specials += [float(r[jj]) * o[j] / o[jj] for o in others for jj in range(r.size) if jj != j]
         for sp in specials:
-            if abs(sp - r[j]) <= 1e-4 * max(abs(sp), 1e-12) and sp not in opts:
-                opts.append(float(sp))
-        base = list(opts)
-        for v in base:
-            for d in (1e-9, 1e-7, 1e-6):
-                opts.extend([v * (1 - d), v * (1 + d)])
-        per.append([float(np.clip(v, box.lower[j], box.upper[j])) for v in opts])
-    out, seen = [], set()
+            if abs(sp - r[j]) <= 0.05 * max(abs(sp), 1e-12) and all(sp != v for v, _ in opts):
+                opts.append((float(sp), 0.0))
+        for v, _ in list(opts):
+            for d in (1e-9, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3):
+                opts.extend([(v * (1 - d), d), (v * (1 + d), d)])
+        per.append([(float(np.clip(v, box.lower[j], box.upper[j])), d) for v, d in opts])
+    scored, seen = [], set()
     for combo in product(*per):
-        key = tuple(combo)
+        key = tuple(v for v, _ in combo)
         if key not in seen:
             seen.add(key)
-            out.append(np.array(combo))
-    # r itself first, then snapped points (fewest nudges) first
-    return out[:400]
+            scored.append((max((d for _, d in combo), default=0.0), len(scored), np.array(key)))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return [c for _, _, c in scored[:600]]
 
 
 def best_response(
@@ -862,24 +869,34 @@ def best_response(
         formulation = "kkt"  # normalised duals need complementarity (strong duality would be trilinear)
     steps = _steps if _steps is not None else frozenset(
         {"primal", "dual", "box", "strong-duality" if formulation == "strong-duality" else "complementarity"})
-    sol = _solve_scip(lp, rbox.lower, rbox.upper, formulation, time_limit, feastol, steps)
-    if "r" not in sol:
-        raise InputError("instance", policy, f"SCIP found no feasible point of the best-response program "
-                         f"(status {sol['status']}); raise time_limit")  # fmt: skip
-    ub_abs = sol["dual_bound"]
-    r_star = np.clip(sol["r"], rbox.lower, rbox.upper) if "box" in steps else sol["r"]
-    best_u, best_r, best_row = -math.inf, r_star, None
-    cands = _candidates(r_star, rbox, inst) if "box" in steps else [r_star]
-    for rep in cands:
-        try:
-            u, row = result_at(rep)
-        except InputError:  # a report the mechanism rejects (outside its limits): not a lie it accepts
-            continue
-        if best_row is None or u > best_u + 1e-12 * max(1.0, abs(best_u)):
-            best_u, best_r, best_row = u, rep, row
-        if best_u >= ub_abs - 1e-12 * max(1.0, abs(ub_abs)):
+    best_u, best_r, best_row, ub_abs, sol, seconds = -math.inf, None, None, math.inf, {}, 0.0
+    tols = [feastol] + ([1e-9] if feastol > 1e-9 else [])
+    for attempt, ftol in enumerate(tols):
+        # a solve at SCIP's default tolerance first; if the mechanism does not attain its bound, once more
+        # at 1e-9 (a tighter relaxation, hence a lower valid bound, and a more precise report to polish)
+        if attempt and best_u >= ub_abs - tol * max(abs(u0), 1e-12) and sol.get("status") == "optimal":
             break
-    if best_row is None:
+        sol_t = _solve_scip(lp, rbox.lower, rbox.upper, formulation, time_limit, ftol, steps)
+        seconds += sol_t["seconds"]
+        if "r" not in sol_t:
+            if attempt:
+                break
+            raise InputError("instance", policy, f"SCIP found no feasible point of the best-response program "
+                             f"(status {sol_t['status']}); raise time_limit")  # fmt: skip
+        if sol_t["dual_bound"] <= ub_abs or not sol:
+            ub_abs, sol = min(ub_abs, sol_t["dual_bound"]), sol_t
+        r_star = np.clip(sol_t["r"], rbox.lower, rbox.upper) if "box" in steps else sol_t["r"]
+        cands = _candidates(r_star, rbox, inst) if "box" in steps else [r_star]
+        for rep in cands:
+            try:
+                u, row = result_at(rep)
+            except InputError:  # a report the mechanism rejects (outside its limits): not a lie it accepts
+                continue
+            if best_row is None or u > best_u + 1e-12 * max(1.0, abs(best_u)):
+                best_u, best_r, best_row = u, rep, row
+            if best_u >= ub_abs - 0.1 * tol * max(abs(u0), 1e-12):
+                break
+    if best_row is None or best_r is None:
         raise InputError("instance", policy, "the registered mechanism rejected every candidate report")
     rel = _relative(best_u - u0, u0)
     ub_rel = _relative(max(ub_abs, best_u) - u0, u0)
@@ -900,7 +917,6 @@ def best_response(
     at_lo = [bool(abs(best_r[j] - rbox.lower[j]) <= 1e-7 * max(rbox.lower[j], 1e-12) or
                   abs(best_r[j] - rbox.lower[j]) <= 1e-9 * scale[j]) for j in range(len(types))]  # fmt: skip
     at_hi = [bool(abs(best_r[j] - rbox.upper[j]) <= 1e-7 * scale[j]) for j in range(len(types))]
-    seconds = sol["seconds"]
     closure_bound = None
     edge_lo = [j for j in range(len(types)) if at_lo[j] and rbox.lower[j] > 0]
     if closure and edge_lo and "box" in steps:
@@ -930,3 +946,46 @@ def best_responses(policy: str, W: Any, m: Any, **kwargs: Any) -> list[ExactResu
     n = len(W)
     return [best_response(policy, W, m, i, **kwargs) for i in range(n)]
 
+
+
+# ---------------------------------------------------------------------------------------------- ledger oracle
+
+ORACLE_MAX_ROWS = 4
+"""Largest instance (rows) on which the claims ledger asks the exact oracle."""
+ORACLE_MAX_TYPES = 3
+"""Largest instance (GPU types) on which the claims ledger asks the exact oracle."""
+
+
+def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 20.0) -> ExactResult | None:
+    """The exact best response the claims ledger uses as its oracle on a
+    :class:`~market.audit.fairshare.FairShareTarget`'s instance, or ``None`` when it does not apply:
+    more than :data:`ORACLE_MAX_ROWS` rows or :data:`ORACLE_MAX_TYPES` types, a policy not in
+    :data:`SUPPORTED`, a target that also misreports weights, or options the exact model does not cover.
+
+    ``scope="in"``: the paper's scope (every free entry inflated: factors in ``[1, upper]``, the
+    union of the ``UP_*`` families); ``"all"``: the whole default box. The box's upper (and, for
+    ``"all"``, lower) ends are the search's hard limits, so the oracle covers every report the search
+    can score."""
+    if scope not in ("in", "all"):
+        raise InputError("scope", scope, "must be 'in' or 'all'")
+    n, k = target.Wt.shape
+    if n > ORACLE_MAX_ROWS or k > ORACLE_MAX_TYPES or target.weight_claims or not isinstance(target.mechanism, str):
+        return None
+    if target.name not in SUPPORTED:
+        return None
+    from market import registry
+
+    if not getattr(registry.get(target.name, "fair-share").fn, "__module__", "").startswith("market."):
+        return None  # a third-party mechanism under a built-in name is not the program modelled here
+    box = None
+    if scope == "in":
+        dims = {d.name: d for d in target.dimensions(agent)}
+        box = {int(name): (1.0, float(d.limit_upper)) for name, d in dims.items() if name.isdigit()
+               and float(target.ma[int(name)]) > 0}  # fmt: skip
+    try:
+        return best_response(target.name, target.Wt, target.ma, int(agent), weights=target.wt, caps=target.ca,
+                             options=dict(target.options), box=box, time_limit=time_limit)  # fmt: skip
+    except InputError as exc:
+        if exc.field == "solver":
+            raise  # a missing SCIP is an installation problem, never a silent fallback
+        return None  # options or caps the exact model does not cover: the ledger keeps the search alone
