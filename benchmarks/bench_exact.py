@@ -40,8 +40,6 @@ def main() -> None:
     ap.add_argument("--instances", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=20.0)
     args = ap.parse_args()
-    import pyscipopt
-
     from market.audit.exact import best_response
 
     load0 = os.getloadavg()
@@ -65,6 +63,13 @@ def main() -> None:
                              "time_limited": statuses.count("timelimit")})  # fmt: skip
                 print(f"{policy:20s} {n}x{k} {form:15s} median {np.median(wall):6.2f}s  certified "
                       f"{certified}/{len(insts)}", flush=True)  # fmt: skip
+            _write(args, rows, load0, complete=False)  # after every cell: an interrupted run leaves its rows
+    _write(args, rows, load0, complete=True)
+
+
+def _write(args: argparse.Namespace, rows: list[dict], load0: tuple[float, ...], complete: bool) -> None:
+    import pyscipopt
+
     load1 = os.getloadavg()
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -75,7 +80,7 @@ def main() -> None:
             f"{args.time_limit}", "commit": commit, "python": platform.python_version(),
             "pyscipopt": pyscipopt.__version__, "scip": str(pyscipopt.Model().version()),
             "loadavg_start": load0, "loadavg_end": load1, "cpus": os.cpu_count(),
-            "under_load": max(load0[0], load1[0]) > 1.0}  # fmt: skip
+            "under_load": max(load0[0], load1[0]) > 1.0, "complete": complete}  # fmt: skip
     OUT.mkdir(exist_ok=True)
     (OUT / "exact.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     lines = ["# Exact best responses: median seconds per call (deviator 0)", "",
@@ -84,10 +89,16 @@ def main() -> None:
              + (" (**measured under load**: wall times are inflated)" if meta["under_load"] else "") + ".", "",
              "| policy | n x k | strong-duality median s (CPU) | certified | kkt median s (CPU) | certified |",
              "|---|---|---|---|---|---|"]  # fmt: skip
+    if not complete:
+        lines.append("")
+        lines.append("**Incomplete run** (interrupted): only the cells below were measured.")
+        lines.append("")
     for policy in POLICIES:
         for n, k in SIZES:
-            sd, kk = (next(r for r in rows if r["policy"] == policy and (r["n"], r["k"]) == (n, k)
-                           and r["formulation"] == f) for f in ("strong-duality", "kkt"))  # fmt: skip
+            got = [r for r in rows if r["policy"] == policy and (r["n"], r["k"]) == (n, k)]
+            if len(got) < 2:
+                continue
+            sd, kk = (next(r for r in got if r["formulation"] == f) for f in ("strong-duality", "kkt"))
             cell = [f"{r['median_wall_s']:.2f} ({r['median_cpu_s']:.2f}) | {r['certified']}/{r['instances']}"
                     for r in (sd, kk)]  # fmt: skip
             lines.append(f"| {policy} | {n}x{k} | {cell[0]} | {cell[1]} |")

@@ -56,8 +56,11 @@ Entry point: :func:`best_response` (one deviator) and :func:`best_responses` (ev
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -566,6 +569,25 @@ def parametric_lp(policy: str, target: Any, i: int, box: ReportBox) -> tuple[Par
 # ---------------------------------------------------------------------------------------------- SCIP model
 
 
+@contextmanager
+def _stdout_to_devnull() -> Iterator[None]:
+    """File descriptor 1 to ``/dev/null`` while SCIP runs (its C library writes there directly)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 (embedded interpreter): nothing to protect
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _solve_scip(lp: ParametricLP, lo: np.ndarray, hi: np.ndarray, formulation: str, time_limit: float,
                 feastol: float, steps: frozenset[str]) -> dict[str, Any]:  # fmt: skip
     """Build and solve the single-level program; ``steps`` lists the conditions included (all of
@@ -657,7 +679,8 @@ def _solve_scip(lp: ParametricLP, lo: np.ndarray, hi: np.ndarray, formulation: s
     obj = sum((float(lp.utility[v]) * z[v] for v in range(nz) if lp.utility[v] != 0.0), 0.0)
     mdl.setObjective(obj, "maximize")
     t0 = time.perf_counter()
-    mdl.optimize()
+    with _stdout_to_devnull():  # SCIP's C code may print (e.g. a feastol note); --json output must stay clean
+        mdl.optimize()
     dt = time.perf_counter() - t0
     status = mdl.getStatus()
     out: dict[str, Any] = {"status": status, "seconds": dt, "nodes": int(mdl.getNNodes())}
