@@ -87,12 +87,9 @@ def _write(args: argparse.Namespace, rows: list[dict], load0: tuple[float, ...],
              f"`{meta['command']}` at commit {commit}; pyscipopt {meta['pyscipopt']} (SCIP {meta['scip']}); load "
              f"average {load0[0]:.1f} -> {load1[0]:.1f} on {meta['cpus']} CPUs"
              + (" (**measured under load**: wall times are inflated)" if meta["under_load"] else "") + ".", "",
+             *(["**Incomplete run** (interrupted): only the cells below were measured.", ""] if not complete else []),
              "| policy | n x k | strong-duality median s (CPU) | certified | kkt median s (CPU) | certified |",
              "|---|---|---|---|---|---|"]  # fmt: skip
-    if not complete:
-        lines.append("")
-        lines.append("**Incomplete run** (interrupted): only the cells below were measured.")
-        lines.append("")
     for policy in POLICIES:
         for n, k in SIZES:
             got = [r for r in rows if r["policy"] == policy and (r["n"], r["k"]) == (n, k)]
