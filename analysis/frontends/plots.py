@@ -1,4 +1,4 @@
-"""Seaborn figures (PNG) of a runner experiment.
+"""Matplotlib figures (PNG) of a runner experiment.
 
 * :func:`plot_throughput`: per-tenant throughput over simulated time (each record a step as wide
   as the seconds it covers), one panel per policy (mean over replications at equal time) — the
@@ -6,7 +6,10 @@
 * :func:`plot_lying_gain`: the deviator's paired gain from lying per allocator (its throughput
   while active and its mean JCT), with 95% t confidence intervals over replications.
 
-Uses the non-interactive Agg backend; every function returns the written path.
+Figures are drawn on :class:`matplotlib.figure.Figure` objects and written by the Agg canvas (no pyplot,
+no GUI backend, no global figure registry) and without seaborn: a ``marketsim run`` that writes one plot
+should not pay for importing seaborn and scipy.stats (about a second of CPU). Every function returns the
+written path.
 """
 
 from __future__ import annotations
@@ -14,17 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from analysis.engine.stats import gain_summary, paired_gains  # noqa: E402
+from analysis.engine.stats import gain_summary, paired_gains
 
 __all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "tenant_styles", "MEASURE_LABELS", "MEASURE_NAMES"]
 
@@ -39,7 +40,11 @@ MEASURE_NAMES = {"act": "actual", "est": "estimated"}
 
 #: Line colours: ten hues that stay apart from each other (matplotlib's tab10); past ten tenants
 #: the colours repeat with the next line style, so every tenant has its own (colour, style) pair.
-TENANT_COLORS = tuple(sns.color_palette("tab10", 10))
+_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+TENANT_COLORS: tuple[tuple[float, float, float], ...] = tuple(to_rgb(c) for c in _TAB10)
+#: Bar colours of the lying variants (seaborn's "deep" palette, as hex: the figures look as before).
+VARIANT_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
+                  "#64b5cd")  # fmt: skip
 TENANT_STYLES = ("-", "--", ":", "-.")
 LEGEND_MAX = 60
 
@@ -51,12 +56,27 @@ def tenant_styles(tenants: Sequence[str]) -> dict[str, tuple[tuple[float, float,
     return {t: (TENANT_COLORS[i % n], TENANT_STYLES[(i // n) % len(TENANT_STYLES)]) for i, t in enumerate(tenants)}
 
 
+def _figure(**kwargs: object) -> Figure:
+    """A figure with an Agg canvas (PNG output without pyplot)."""
+    fig = Figure(**kwargs)  # type: ignore[arg-type]
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _despine(ax: Axes) -> None:
+    """Hide the top and right spines (what ``seaborn.despine`` does)."""
+    ax.spines["top"].set_visible(False)
+    ax.spines["right"].set_visible(False)
+
+
 def _record_times(frame: pd.DataFrame, round_seconds: float | None) -> pd.DataFrame:
     """Start (s) of every record, one row per (policy, variant, replication, round): its
     ``round_start_s`` row where it has one (trace engine), else ``round x round_seconds`` (fixed
     rounds; ``round`` itself when ``round_seconds`` is None)."""
     keys = ["policy", "variant", "replication", "round"]
     cl = frame[(frame["tenant"] == "") & frame["measure"].isin(["available_gpus", "round_start_s"])]
+    if cl.empty:
+        return pd.DataFrame(columns=[*keys, "start"])
     w = cl.pivot_table(index=keys, columns="measure", values="value", aggfunc="first", observed=True)
     step = float(round_seconds) if round_seconds else 1.0
     fixed = w.index.get_level_values("round").to_numpy(dtype=float) * step
@@ -88,7 +108,7 @@ def plot_throughput(
     own = sub[keys].drop_duplicates()  # rounds of tenant rows without a cluster record: fixed rounds
     own = own.assign(start=own["round"].to_numpy(dtype=float) * step)
     times = pd.concat([times, own], ignore_index=True).drop_duplicates(keys, keep="first")
-    timed = bool(round_seconds) or (frame["measure"] == "round_start_s").any()
+    timed = bool(round_seconds) or bool((frame["measure"] == "round_start_s").any())
     sub = sub.merge(times, on=keys, how="left")
     parts = []
     for policy, g in sub.groupby("policy", sort=True, observed=True):
@@ -114,15 +134,10 @@ def plot_throughput(
     nrows = -(-len(policies) // ncols)
     legend = len(tenants) <= LEGEND_MAX
     legend_cols = -(-len(tenants) // (15 * nrows))  # about 15 legend entries fit beside one row of panels
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        sharex=True,
-        sharey=True,
-        squeeze=False,
-        figsize=(3.9 * ncols + (1.0 + 0.8 * legend_cols if legend else 0.0), 2.9 * nrows + 0.6),
-        layout="constrained",
+    fig = _figure(
+        figsize=(3.9 * ncols + (1.0 + 0.8 * legend_cols if legend else 0.0), 2.9 * nrows + 0.6), layout="constrained"
     )
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     for ax, policy in zip(axes.flat, policies, strict=False):
         rows = data[data["policy"] == policy]
         for tenant, line in rows.groupby("tenant", sort=True):
@@ -130,7 +145,7 @@ def plot_throughput(
             ax.step(line["x"], line["value"], where="post", color=color, linestyle=style, linewidth=1.4, label=tenant)
         ax.set_title(policy, fontsize=10)
         ax.grid(True, color="0.9", linewidth=0.6)
-        sns.despine(ax=ax)
+        _despine(ax)
     for ax in list(axes.flat)[len(policies) :]:
         ax.set_visible(False)
     name = MEASURE_NAMES.get(measure, measure)
@@ -143,7 +158,6 @@ def plot_throughput(
         fig.legend(handles, tenants, title="tenant", loc="outside right upper", ncols=legend_cols, frameon=False)
     out = Path(path)
     fig.savefig(out, dpi=110)
-    plt.close(fig)
     return out
 
 
@@ -153,15 +167,23 @@ def plot_jct_cdf(frame: pd.DataFrame, path: str | Path, variant: str = "truthful
     sub = frame[(frame["measure"] == "jct_s") & (frame["variant"] == variant)]
     if sub.empty:
         raise ValueError(f"no 'jct_s' rows for variant '{variant}' to plot")
-    data = pd.DataFrame({"policy": sub["policy"].astype(object), "jct_h": sub["value"].to_numpy() / 3600.0})
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    sns.ecdfplot(data=data, x="jct_h", hue="policy", hue_order=sorted(data["policy"].unique()), log_scale=True, ax=ax)
+    policy = sub["policy"].astype(object).to_numpy()
+    jct_h = sub["value"].to_numpy(dtype=float) / 3600.0
+    fig = _figure(figsize=(6.0, 4.0))
+    ax = fig.subplots()
+    for i, name in enumerate(sorted(set(policy))):
+        x = np.sort(jct_h[policy == name])  # the empirical CDF: a step up by 1/n at each JCT
+        y = np.arange(1, x.size + 1) / x.size
+        ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", color=TENANT_COLORS[i % len(TENANT_COLORS)], label=name)
+    ax.set_xscale("log")
+    ax.set_ylim(0.0, 1.0)
+    ax.legend(title="policy")
+    _despine(ax)
     ax.set_xlabel("job completion time (h)")
     ax.set_ylabel("fraction of jobs")
     ax.set_title(f"JCT distribution ({variant})")
     out = Path(path)
     fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return out
 
 
@@ -192,9 +214,10 @@ def plot_lying_gain(
     variants = list(dict.fromkeys(summary["variant"]))
     policies = list(dict.fromkeys(summary["policy"]))
     width_in = min(16.0, 2.0 + 1.2 * len(policies) * (1.0 + 0.3 * (len(variants) - 1)))
-    fig, axes = plt.subplots(1, len(panels), figsize=(width_in * len(panels), 3.8), squeeze=False)
+    fig = _figure(figsize=(width_in * len(panels), 3.8))
+    axes = fig.subplots(1, len(panels), squeeze=False)
     width = 0.8 / len(variants)
-    palette = sns.color_palette("deep", len(variants))
+    palette = [VARIANT_COLORS[i % len(VARIANT_COLORS)] for i in range(len(variants))]
     for ax, (col, lo, hi, scale, label) in zip(axes.flat, panels, strict=True):
         for vi, v in enumerate(variants):
             s = summary[summary["variant"] == v].set_index("policy").reindex(policies)
@@ -219,11 +242,10 @@ def plot_lying_gain(
         ax.set_ylabel(label)
         if len(variants) > 1 and ax is axes.flat[0]:
             ax.legend()
+        _despine(ax)
     n = int(summary["n"].max())
     fig.suptitle(f"Deviator's true {measure} throughput while active and mean JCT, lying vs truthful "
                  f"(paired by seed, mean and 95% CI, n={n})")  # fmt: skip
-    sns.despine(fig=fig)
     out = Path(path)
     fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return out
