@@ -232,8 +232,7 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
         lt = lead_table(result.frame, study, lead)
         lead_frames.append(lt.assign(lead=li, metric=lead.metric))
         lines += [f"## First: {lead.text or lead.metric}" if li == 0 else f"### {lead.text or lead.metric}", ""]
-        lines += [f"Ratio of the means of `{lead.metric}` over the paired seeds (same workload), seeded 95% "
-                  "bootstrap interval, n seeds.",
+        lines += [f"Mean of the per-seed paired ratios of `{lead.metric}` (same workload), 95% t-interval, n seeds.",
                   "", *_lead_markdown(lt, lead), ""]  # fmt: skip
     if lead_frames:
         paths["lead"] = out / "lead.csv"
