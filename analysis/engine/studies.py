@@ -833,23 +833,28 @@ def _cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The machine's state for a results file: with ``start`` (this function's earlier result) the
-    load averages (1, 5, 15 min) at start and end, the CPU seconds of this process and its finished
-    workers in between, and a ``loaded`` flag (1-min load above the core count at start or end: wall
-    times are then not idle-machine figures); always the commit (``git rev-parse``, "" outside a
-    checkout), the core count and the Python / numpy / pandas versions."""
-    import platform
+def _commit() -> str:
     import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The machine's state for a results file. Without ``start``: the load averages (1, 5, 15 min),
+    the CPU seconds so far and the commit (``git rev-parse HEAD``, "" outside a checkout). With
+    ``start`` (this function's earlier result): the load averages at start and end, the CPU seconds
+    of this process and its finished workers in between, a ``loaded`` flag (1-min load above the
+    core count at start or end: wall times are then not idle-machine figures), the commit at the
+    start, the core count and the Python / numpy / pandas versions."""
+    import platform
 
     now = {"load_avg": [round(v, 2) for v in os.getloadavg()], "cpu_s": _cpu_seconds()}
     if start is None:
-        return now
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                                cwd=Path(__file__).resolve().parent).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
+        return {**now, "commit": _commit()}
     cores = os.cpu_count() or 1
     return {
         "load_avg_start": start["load_avg"],
@@ -857,7 +862,7 @@ def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "loaded": bool(max(start["load_avg"][0], now["load_avg"][0]) > cores),
         "cpu_s": round(now["cpu_s"] - start["cpu_s"], 1),
         "cores": cores,
-        "commit": commit,
+        "commit": start.get("commit", ""),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "pandas": pd.__version__,
