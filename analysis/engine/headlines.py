@@ -58,7 +58,8 @@ realisation or engine; so is any row with ``realisation`` other than ``"own"``) 
 ``conflict`` states the contradiction; :func:`headline_counts` says how the count changes with the
 alternative reading). A counted verdict that a sensitivity row or a sensitivity panel
 (:func:`analysis.engine.studies.headline_sensitivity`) turns into another verdict is *fragile*
-(:func:`mark_fragile`; the ``fragile`` column names the setting).
+(:func:`mark_fragile`; the ``fragile`` column names the setting), when that re-reading is
+:func:`conclusive` (it has cells and, for a ratio, its interval excludes 1).
 
 Studies report ``n`` (cells) per headline; the reproduction studies use n >= 20 seeds.
 """
@@ -94,6 +95,7 @@ __all__ = [
     "headline_counts",
     "headline_markdown",
     "mark_fragile",
+    "conclusive",
     "ratio_of_means",
     "verdict",
     "wilson_interval",
@@ -567,26 +569,44 @@ def evaluate_headlines(frame: pd.DataFrame, headlines: Sequence[Headline], *, se
     return pd.DataFrame([evaluate_headline(frame, h, seed=seed) for h in headlines], columns=TABLE_COLUMNS)
 
 
+def conclusive(n: Any, low: Any, high: Any, *, ratio: bool) -> bool:
+    """Whether a re-reading of a headline is evidence of a verdict at all: it has cells, and a ratio's
+    interval excludes 1 (a ratio whose interval contains 1 on a few seeds says "cannot tell", which
+    overturns nothing)."""
+    try:
+        n, low, high = float(n), float(low), float(high)
+    except (TypeError, ValueError):
+        return False
+    if not n > 0:
+        return False
+    return not (ratio and math.isfinite(low) and math.isfinite(high) and low <= 1.0 <= high)
+
+
 def mark_fragile(table: pd.DataFrame, sensitivity: pd.DataFrame | None = None) -> pd.DataFrame:
     """``table`` with its ``fragile`` column filled: for every counted or alternative row, the
     settings under which the same claim gets another verdict, from the table's own sensitivity rows
     (``role == "sensitivity"``, ``of`` = the row's id: another realisation or engine) and from
     ``sensitivity`` (:func:`analysis.engine.studies.headline_sensitivity`: the headline at the other
-    values of its panel and on its sensitivity panels; columns ``id, panel, x_name, x, n, verdict``).
-    A row with a non-empty ``fragile`` is a verdict that one sensitivity change flips."""
+    values of its panel and on its sensitivity panels; columns ``id, panel, x_name, x, n, verdict``
+    and ``conclusive``). Only a :func:`conclusive` re-reading can flip a verdict (a sensitivity
+    panel's few seeds that cannot separate a ratio from 1, or a panel without the variant's cells,
+    are listed in the sensitivity table but flip nothing). A row with a non-empty ``fragile`` is a
+    verdict that one sensitivity change flips."""
     out = table.copy()
     flips: dict[str, list[str]] = {}
     main = out[out["role"] != "sensitivity"]
     verdict_of = dict(zip(main["id"], main["verdict"], strict=True))
     for _, r in out[out["role"] == "sensitivity"].iterrows():
         v0 = verdict_of.get(r["of"])
-        if v0 is not None and r["verdict"] != v0:
+        ok = conclusive(r["n"], r["low"], r["high"], ratio=r["statistic"] == "ratio of means")
+        if v0 is not None and ok and r["verdict"] != v0:
             what = r["note"] or f"realisation {r['realisation']}, panel {r['panel']}"
             flips.setdefault(r["of"], []).append(f"{r['id']} ({what}; n={int(r['n'])}): {r['verdict']}")
     if sensitivity is not None and not sensitivity.empty:
         for _, r in sensitivity.iterrows():
             v0 = verdict_of.get(r["id"])
-            if v0 is not None and r["verdict"] != v0:
+            ok = bool(r["conclusive"]) if "conclusive" in sensitivity.columns else float(r["n"]) > 0
+            if v0 is not None and ok and r["verdict"] != v0:
                 x = f"{r['x']:.4g}" if isinstance(r["x"], float) else str(r["x"])
                 flips.setdefault(r["id"], []).append(f"panel {r['panel']} {r['x_name']} = {x} (n={int(r['n'])}): "
                                                      f"{r['verdict']}")  # fmt: skip

@@ -69,6 +69,7 @@ from agents.auction import AuctionModel, BidStrategy
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
 from analysis.engine.headlines import (
     Headline,
+    conclusive,
     evaluate_headline,
     evaluate_headlines,
     mark_fragile,
@@ -988,12 +989,13 @@ def fmt_value(v: Any) -> str:
 def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) -> pd.DataFrame:
     """Every counted or alternative headline re-evaluated at each value of its panel (if it pins
     ``x`` on a panel of several values) and of every panel marked ``sensitivity_of`` its panel (one
-    row per value): ``id, headline, realisation, panel, x_name, x, ours, low, high, CI, n, verdict``.
-    Sensitivity rows decide nothing; a verdict they change is fragile
+    row per value): ``id, headline, realisation, panel, x_name, x, ours, low, high, CI, n, verdict,
+    conclusive``. Sensitivity rows decide nothing; a verdict a conclusive one changes is fragile
     (:func:`analysis.engine.headlines.mark_fragile`)."""
     from dataclasses import replace
 
-    cols = ["id", "headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
+    cols = ["id", "headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict",
+            "conclusive"]  # fmt: skip
     out = []
     for h in study.headlines:
         if h.role == "sensitivity":
@@ -1006,8 +1008,9 @@ def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) ->
             for v in panel.values:
                 r = evaluate_headline(frame, replace(h, panel=pi, x=(v,)), seed=seed)
                 ci = f"[{fmt_value(r['low'])}, {fmt_value(r['high'])}]"
+                ok = conclusive(r["n"], r["low"], r["high"], ratio=h.stat == "ratio of means")
                 out.append(dict(zip(cols, (h.id, h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"],
-                                           r["high"], ci, r["n"], r["verdict"]), strict=True)))  # fmt: skip
+                                           r["high"], ci, r["n"], r["verdict"], ok), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
 
