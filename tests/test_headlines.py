@@ -353,7 +353,8 @@ def test_fragile_marks_a_verdict_one_sensitivity_row_flips():
     assert flip.loc[0, "fragile"] == "panel 1 kappa = 0.2 (n=5): reproduced"
     # a re-reading that cannot tell (no cells, or an interval around 1 on a few seeds) flips nothing
     for quiet in (panel_sens.assign(verdict="not reproduced", conclusive=False),
-                  panel_sens.assign(verdict="not reproduced", n=0)):  # fmt: skip
+                  panel_sens.assign(verdict="not reproduced", n=0),
+                  panel_sens.assign(verdict="reproduced", conclusive=True, sensitivity=False)):  # fmt: skip
         assert mark_fragile(evaluate_headlines(f, [main]), quiet).loc[0, "fragile"] == ""
     noisy = _frame(B * 0.95 * (1 + _noise(6, 0.3)), B, panel=2)  # the same claim, no separation from 1
     unsure = Headline(text="A beats B", panel=2, metric="welfare", mechanism="A", paper=0.81, baseline="B",

@@ -587,8 +587,9 @@ def mark_fragile(table: pd.DataFrame, sensitivity: pd.DataFrame | None = None) -
     settings under which the same claim gets another verdict, from the table's own sensitivity rows
     (``role == "sensitivity"``, ``of`` = the row's id: another realisation or engine) and from
     ``sensitivity`` (:func:`analysis.engine.studies.headline_sensitivity`: the headline at the other
-    values of its panel and on its sensitivity panels; columns ``id, panel, x_name, x, n, verdict``
-    and ``conclusive``). Only a :func:`conclusive` re-reading can flip a verdict (a sensitivity
+    values of its panel and on its sensitivity panels; columns ``id, panel, x_name, x, n, verdict``,
+    ``conclusive`` and ``sensitivity``: only rows of a sensitivity panel count, not the other points of
+    the headline's own panel). Only a :func:`conclusive` re-reading can flip a verdict (a sensitivity
     panel's few seeds that cannot separate a ratio from 1, or a panel without the variant's cells,
     are listed in the sensitivity table but flip nothing). A row with a non-empty ``fragile`` is a
     verdict that one sensitivity change flips."""
@@ -606,6 +607,7 @@ def mark_fragile(table: pd.DataFrame, sensitivity: pd.DataFrame | None = None) -
         for _, r in sensitivity.iterrows():
             v0 = verdict_of.get(r["id"])
             ok = bool(r["conclusive"]) if "conclusive" in sensitivity.columns else float(r["n"]) > 0
+            ok = ok and (bool(r["sensitivity"]) if "sensitivity" in sensitivity.columns else True)
             if v0 is not None and ok and r["verdict"] != v0:
                 x = f"{r['x']:.4g}" if isinstance(r["x"], float) else str(r["x"])
                 flips.setdefault(r["id"], []).append(f"panel {r['panel']} {r['x_name']} = {x} (n={int(r['n'])}): "

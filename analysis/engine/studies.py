@@ -990,12 +990,15 @@ def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) ->
     """Every counted or alternative headline re-evaluated at each value of its panel (if it pins
     ``x`` on a panel of several values) and of every panel marked ``sensitivity_of`` its panel (one
     row per value): ``id, headline, realisation, panel, x_name, x, ours, low, high, CI, n, verdict,
-    conclusive``. Sensitivity rows decide nothing; a verdict a conclusive one changes is fragile
+    conclusive, sensitivity``. These rows decide nothing; ``sensitivity`` is True on a sensitivity
+    panel (a setting the paper leaves open), False at the other values of the headline's own panel
+    (other points of the swept figure, e.g. another profiling error than the one the paper quotes).
+    A verdict that a conclusive sensitivity row changes is fragile
     (:func:`analysis.engine.headlines.mark_fragile`)."""
     from dataclasses import replace
 
     cols = ["id", "headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict",
-            "conclusive"]  # fmt: skip
+            "conclusive", "sensitivity"]  # fmt: skip
     out = []
     for h in study.headlines:
         if h.role == "sensitivity":
@@ -1009,8 +1012,9 @@ def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) ->
                 r = evaluate_headline(frame, replace(h, panel=pi, x=(v,)), seed=seed)
                 ci = f"[{fmt_value(r['low'])}, {fmt_value(r['high'])}]"
                 ok = conclusive(r["n"], r["low"], r["high"], ratio=h.stat == "ratio of means")
+                sens = panel.sensitivity_of is not None  # the headline's own panel: other points, not a sensitivity
                 out.append(dict(zip(cols, (h.id, h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"],
-                                           r["high"], ci, r["n"], r["verdict"], ok), strict=True)))  # fmt: skip
+                                           r["high"], ci, r["n"], r["verdict"], ok, sens), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
 

@@ -299,11 +299,13 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
                 "",
                 "The verdicts above are read at the setting that reads the paper most literally; where the paper "
                 "leaves a setting open, a sensitivity panel sweeps it (fewer seeds), and this table gives the "
-                "same headline there. These rows decide nothing; a verdict a conclusive one changes is marked "
-                "fragile (not conclusive: no cells, or a ratio whose interval contains 1 on the panel's few seeds).",
+                "same headline there (`sensitivity` False: another point of the headline's own panel, e.g. another "
+                "value the paper's figure sweeps). These rows decide nothing; a verdict that a conclusive sensitivity "
+                "row changes is marked fragile (not conclusive: no cells, or a ratio whose interval contains 1 on the "
+                "panel's few seeds).",
                 "",
                 _md(sens[["id", "headline", "realisation", "panel", "x_name", "x", "ours", "CI", "n", "verdict",
-                          "conclusive"]]),
+                          "conclusive", "sensitivity"]]),
                 "",
             ]
         lines += _per_cell_section(table, pd.read_csv(paths["cells"]))
