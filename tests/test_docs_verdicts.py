@@ -90,10 +90,17 @@ def _markers(page: Path) -> list[re.Match[str]]:
     return list(MARKER.finditer(page.read_text(encoding="utf-8")))
 
 
+#: the opening of a marker, to find one that does not parse (split over two lines, a typo)
+OPENING = re.compile(r"\[(?:ledger:)?[a-z_]+[:/][A-Za-z0-9][\w.-]*?(?:@p\d+x[\d.e+-]+)? =")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_verdict_marker_agrees_with_the_committed_tables(page: Path) -> None:
-    for m in _markers(page):
+    markers = _markers(page)
+    for m in markers:
         check_marker(m, page)
+    opened = OPENING.findall(page.read_text(encoding="utf-8"))
+    assert len(opened) == len(markers), f"{page.relative_to(ROOT)}: a verdict marker that does not parse"
 
 
 def test_the_pages_carry_markers() -> None:
