@@ -12,7 +12,9 @@ is a verdict marker:
   (``python benchmarks/claims_ledger.py``).
 
 This test fails when a marker disagrees with the committed file it names, when its link points at
-another file, and when a bullet of docs/findings.md's "Findings so far" carries no marker. The numbers
+another file, and when a bullet of docs/findings.md's "Findings so far" carries no marker. After a re-run,
+``python benchmarks/docs_verdicts.py --check`` lists the stale markers and ``--write`` rewrites them (read
+the sentence around each: the prose may state the old verdict in words). The numbers
 beside a verdict are figure markers (``<!--fig oef/headlines.csv row(id="...").ours:.3f-->``,
 docs/figures.md), checked by tests/test_figures.py.
 """
