@@ -50,7 +50,9 @@ Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for
 * a tenant that adds a job type (``add_type``, spec S4): ``u0_over_others_before`` (tenant 0's
   estimated throughput over the others' mean, before ``split_s``), ``u0_type_ratio`` (its added
   class over its first class) and ``u0_class_over_others`` (its classes' mean over the other
-  tenants' mean), both from the last round's allocation (Fig. 5(b));
+  tenants' mean), both from the last round's allocation (Fig. 5(b)); ``u0_over_others_before_act`` /
+  ``u0_over_others_after_act``: tenant 0's ACTUAL throughput over the others' mean before / from
+  ``split_s`` (the rate model has no per-class actual: tenant level, both classes together);
 * ``eff_dev`` = ``|Σ est − Σ est_reported| / Σ est_reported`` over the run (spec §5.4, Fig. 10(b));
 * set across the mechanisms of a cell (truthful, own realisation) when ``maxmin`` ran:
   ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
@@ -339,6 +341,11 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
             b = means(before, "est")
             ob = [b[t] for t in ids[1:] if t in b]
             out["u0_over_others_before"] = float(b.get(ids[0], math.nan) / np.mean(ob)) if ob else math.nan
+            for tag, part in (("before", before), ("after", after)):  # the same on ACTUAL throughput (Fig. 5(b))
+                act = means(part, "act")
+                oa = [act[t] for t in ids[1:] if t in act]
+                den = float(np.mean(oa)) if oa else math.nan
+                out[f"u0_over_others_{tag}_act"] = float(act.get(ids[0], math.nan) / den) if den > 0 else math.nan
     return out
 
 
