@@ -717,7 +717,7 @@ class ExactResult:
     * ``upper_bound``: proven upper bound on the relative gain of every report in ``box`` (SCIP's
       dual bound, under the most favourable optimal allocation of each report);
     * ``gap = upper_bound - relative_gain`` (>= 0; in utility units when the truthful utility is 0);
-      ``certified`` when ``gap <= tol`` and SCIP proved optimality;
+      ``certified`` when ``gap <= tol`` (SCIP's dual bound is a proof whatever stopped the solve);
     * ``report``: the deviator's reported normalised row (all types); ``factors`` the free entries
       relative to the truth; ``at_lower`` / ``at_upper`` per free type whether it sits on the box's
       edge, ``on_edge`` if any does;
@@ -1154,8 +1154,8 @@ def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 1
 
     The budget is :data:`ORACLE_NODE_LIMIT` nodes per solve (load-independent), ``time_limit`` wall
     seconds a cap above it. Answers are cached per process on everything they depend on
-    (:func:`_oracle_key`): the same instance asked again (C1 and C11, or the ledger run by several
-    tests) costs nothing; the cache holds the deterministic answer, not a relaxed one."""
+    (:func:`_oracle_key`): the same question asked again (the ledger run again in the same process,
+    as several tests do) costs nothing; the cache holds the deterministic answer, not a relaxed one."""
     if scope not in ("in", "all"):
         raise InputError("scope", scope, "must be 'in' or 'all'")
     if not isinstance(target.mechanism, str) or target.name not in SUPPORTED:
