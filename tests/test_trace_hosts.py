@@ -323,13 +323,19 @@ def test_report_lists_migrations(tmp_path: Path) -> None:
     assert res.meta()["placement"] == "naive" and res.meta()["gpus_per_host"] == 2
 
 
-def test_ideal_is_for_traces_only(tmp_path: Path) -> None:
+def test_ideal_runs_a_synthetic_workload_without_hosts(tmp_path: Path) -> None:
+    """One engine: "ideal" (no hosts) applies to a synthetic workload too; a kappa there would do
+    nothing and is refused, naming the key; "ideal" keeps the hosts idle."""
     (tmp_path / "syn.toml").write_text(
-        'name = "x"\nplacement = "ideal"\n[cluster]\ngpu_types = ["a", "b", "c"]\ngpus = [4, 4, 4]\n'
-        "[workload]\ntenants = 2\n"
+        'name = "x"\nplacement = "ideal"\nrounds = 3\n[cluster]\ngpu_types = ["RTX3070", "RTX3080", "RTX3090"]\n'
+        "gpus = [4, 4, 4]\n[workload]\ntenants = 2\n"
     )
-    with pytest.raises(InputError, match="placement.*trace workloads only"):
-        load_scenario(tmp_path / "syn.toml")
+    m = load_scenario(tmp_path / "syn.toml").build_model("oef-noncoop", "truthful", 0).run()
+    assert m.config.resolved_placement == "ideal" and m.auctioneer.trace.placer is None
+    assert all(not a.assigned for a in m.servers) and len(m.tidy())
+    (tmp_path / "k.toml").write_text((tmp_path / "syn.toml").read_text().replace("rounds = 3", "rounds = 3\nkappa = 0.2"))
+    with pytest.raises(InputError, match="kappa"):
+        load_scenario(tmp_path / "k.toml")
     sc = _scenario(tmp_path, HAND_STEPS, 'placement = "auto"')
     assert sc.trace_workload().unconsolidated is not None
     assert _scenario(tmp_path, HAND_STEPS).trace_workload().unconsolidated is None

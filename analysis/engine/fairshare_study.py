@@ -15,17 +15,20 @@ variant of the cell runs the same tenants, jobs and speedups (common random numb
 with a strategy table as in a scenario's variant (``strategy = "fast"``, ``factor = 1.3``; ``scale``,
 ``report``, ``noise``).
 
+Every cell runs on the one round engine (:mod:`agents.trace_rounds`, ``docs/trace_simulation.md``).
 Metrics of one run (one row per panel × x × replication × variant × mechanism), throughputs in
-slowest-GPU equivalents (OEF spec §5.4), means over the rounds of the run:
+slowest-GPU equivalents (OEF spec §5.4), means over the run's simulated time (each record weighted
+by its length ``round_s``; a tenant's over the time it had an active job):
 
-* ``total_est`` / ``total_act``: the cluster's estimated (LP, true speedups) and actual (job-rate
-  model, placement included) normalised throughput; ``act_over_est`` their ratio;
+* ``total_est`` / ``total_act``: the cluster's estimated (the policy's allocation at the true
+  speedups) and actual (realised leases: stragglers, hosts, restarts included) normalised
+  throughput; ``act_over_est`` their ratio;
 * ``mean_jct_h`` (hours, finished jobs), ``makespan_h``, ``jobs_done``, ``jobs_unfinished``;
 * ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3);
 * ``utilisation``, ``rounds``;
 * ``est_tI`` / ``act_tI``: tenant I's mean over the rounds it was present (runs of <= 8 tenants);
 * lying variants: ``liar_est``, ``liar_act``, ``honest_est``, ``honest_act`` (the set's summed
-  throughput per round of the run), ``liar_jct_h``, ``honest_jct_h``, each with a ``_truthful`` twin
+  throughput, time-averaged over the run), ``liar_jct_h``, ``honest_jct_h``, each with a ``_truthful`` twin
   measured on the SAME tenants in the truthful run of the same cell and mechanism, plus
   ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
@@ -49,17 +52,19 @@ Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for
   ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
   has the largest such ratio, else 0) (Fig. 5(a)).
 
-**Realisation** (:mod:`market.oef.realise`): each mechanism runs with its OWN realisation
-(``realisation_mode = "own"``: Gavel's leases, Gandiva_fair's lottery, OEF's rounding for the
-others); a panel's ``realisations = ["own", "oef-rounding"]`` adds a run with OEF's rounding for the
-mechanisms whose own realisation differs (``realisation_mode = "alternative"``). Columns
-``realisation`` (the realiser's name) and ``realisation_mode``.
+**Realisation** (:mod:`market.oef.realise`, ``ModelConfig.realisation``): each mechanism runs with
+its OWN realisation (``realisation_mode = "own"``: Gavel's lease for ``gavel`` and Gavel's own
+policies, Gandiva_fair's lottery, OEF's rounding for the others); a panel's ``realisations =
+["own", "oef-rounding"]`` adds a run with OEF's rounding for the mechanisms whose own realisation
+differs (``realisation_mode = "alternative"``). An ``engine = "trace"`` panel runs every mechanism
+with Gavel's lease and its leases on hosts; its realisations are host placements (``own`` =
+``placement = "auto"``, ``oef-placement``). Columns ``realisation`` and ``realisation_mode``.
 
 **Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
 ``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
 measures are means over the rounds weighted by each round's length (rounds of a trace run differ
 in length), ``makespan_h`` is the last completion minus the first arrival, ``straggler_workers``
-is 0 (a lease is on one GPU type) and there are no per-tenant rows. A lying variant's tenants are
+the recorded cross-type workers (0 under Gavel's lease) and there are no per-tenant rows. A lying variant's tenants are
 the trace's tenants under its tenancy (``"job"``: single jobs; ``"user"`` / ``N``: every job of
 the tenant lies), indexed in order of their first job's arrival; they play the variant's
 strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
@@ -71,7 +76,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -82,7 +86,6 @@ import pandas as pd
 
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
 from market.errors import InputError
-from market.oef.realise import make_realiser
 
 if TYPE_CHECKING:
     from analysis.engine.studies import Study, Variant
@@ -263,14 +266,20 @@ def _spread(values: Sequence[float]) -> float:
 def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
     """The §6.2 metrics of the module docstring for a run of <= 8 tenants."""
     out: dict[str, float] = {}
-    dt = float(model.round_seconds)
     split = _split_s(model)
+    start, length = _record_times(f)
     ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    before = ten if split is None else ten[ten["round"] * dt < split - 1e-9]
-    after = ten.iloc[0:0] if split is None else ten[ten["round"] * dt >= split - 1e-9]
+    t0 = ten["round"].map(start).to_numpy(dtype=float)
+    before = ten if split is None else ten[t0 < split - 1e-9]
+    after = ten.iloc[0:0] if split is None else ten[t0 >= split - 1e-9]
 
     def means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
-        return frame[frame["measure"] == measure].groupby("tenant")["value"].mean().to_dict()
+        """Time-weighted mean of ``measure`` per tenant over the records it has."""
+        g = frame[frame["measure"] == measure]
+        w = g["round"].map(length).to_numpy(dtype=float)
+        num = pd.Series(g["value"].to_numpy(dtype=float) * w, index=g.index).groupby(g["tenant"]).sum()
+        den = pd.Series(w, index=g.index).groupby(g["tenant"]).sum()
+        return (num / den.where(den > 0)).to_dict()
 
     for tag, part in (("", before), ("_after", after)):
         for measure in ("act", "est"):
@@ -280,8 +289,8 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
         a = means(after, "act")
         out["liar_act_after"] = float(sum(a.get(t, 0.0) for t in liar_set)) if split is not None else math.nan
     eng = model.auctioneer
-    alloc = getattr(eng, "allocation", None)
-    classes = list(getattr(eng, "classes", []))
+    alloc = eng.allocation
+    classes = list(eng.classes)
     by_id = {t.tenant_id: t for t in model.config.tenants}
     if alloc is not None and classes:
         X = np.asarray(alloc.X, dtype=float)
@@ -311,52 +320,74 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
     return out
 
 
+def _record_times(f: pd.DataFrame) -> tuple[dict[int, float], dict[int, float]]:
+    """Start (s) and length (s) of every record (round) of a tidy frame, from its cluster rows."""
+    cl = f[(f["tenant"] == "") & f["measure"].isin(["round_start_s", "round_s"])]
+    wide = cl.pivot_table(index="round", columns="measure", values="value", aggfunc="first")
+    start = wide["round_start_s"].to_dict() if "round_start_s" in wide else {}
+    length = wide["round_s"].to_dict() if "round_s" in wide else {}
+    return start, length
+
+
 def summarise_run(
     model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """Metrics of one finished :class:`agents.model.MarketModel` run (see the module docstring)
     and its per-tenant rows (``tenant, index, est, act, jct_h, jobs_done, liar``). ``frame``: the
-    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed."""
+    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed. Rates are means over
+    simulated time (each record weighted by its length ``round_s``); a tenant's over the time it had
+    an active job; the liars' and honest tenants' summed rates over the whole run's time."""
     f = model.tidy() if frame is None else frame
-    rounds = max(int(model.steps), 1)
+    _, length = _record_times(f)
+    total_s = float(sum(length.values()))
     cl = f[f["tenant"] == ""]
-    by = cl.groupby("measure", sort=False)["value"]
-    means, sums = by.mean(), by.sum()
+    wide = cl.pivot_table(index="round", columns="measure", values="value", aggfunc="first")
+    L = wide["round_s"].to_numpy(dtype=float) if "round_s" in wide else np.ones(len(wide))
+
+    def tmean(measure: str) -> float:
+        if measure not in wide or L.sum() <= 0:
+            return 0.0
+        return float((wide[measure].to_numpy(dtype=float) * L).sum() / L.sum())
+
     ids = [t.tenant_id for t in model.config.tenants]
     ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
+    w = ten["round"].map(length).to_numpy(dtype=float)
+    ten = ten.assign(wv=ten["value"].to_numpy(dtype=float) * w, w=w)
+    agg = ten.groupby(["measure", "tenant"], sort=False)[["wv", "w"]].sum()
 
     def col(measure: str, what: str) -> dict[str, float]:
         return agg.loc[measure, what].to_dict() if measure in agg.index.get_level_values(0) else {}
 
-    s_est, s_act, c_est = col("est", "sum"), col("act", "sum"), col("est", "count")
+    s_est, s_act, c_est = col("est", "wv"), col("act", "wv"), col("est", "w")  # integrals and active time
     jct = f[f["measure"] == "jct_s"]
     jct_by = jct.groupby("tenant", sort=False)["value"].agg(["sum", "count"])
     jsum, jcount = jct_by["sum"].to_dict(), jct_by["count"].to_dict()
     n_jobs = sum(len(t.jobs) for t in model.config.tenants)
-    est, act = float(means.get("total_est", 0.0)), float(means.get("total_act", 0.0))
+    est, act = tmean("total_est"), tmean("total_act")
+    comp = model.completions()
+    first_arrival = min((j.arrival for t in model.config.tenants for j in t.jobs), default=0.0)
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
         "act_over_est": act / est if est > 0 else math.nan,
         "mean_jct_h": float(jct["value"].mean() / 3600.0) if len(jct) else math.nan,
-        "makespan_h": float((jct["round"].max() + 1) * model.round_seconds / 3600.0) if len(jct) else math.nan,
+        "makespan_h": float((comp["completion_s"].max() - first_arrival) / 3600.0) if len(comp) else math.nan,
         "jobs_done": float(len(jct)),
         "jobs_unfinished": float(n_jobs - len(jct)),
-        "straggler_workers": float(sums.get("cross_type_workers", 0.0)),
-        "utilisation": float(means.get("utilisation", 0.0)),
-        "rounds": float(rounds),
+        "straggler_workers": float(wide["cross_type_workers"].sum()) if "cross_type_workers" in wide else 0.0,
+        "utilisation": tmean("utilisation"),
+        "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),
     }
 
     def mean_of(sums_: dict[str, float], t: str) -> float:
-        c = c_est.get(t, 0)
+        c = c_est.get(t, 0.0)
         return float(sums_.get(t, 0.0) / c) if c > 0 else math.nan
 
     def jct_of(who: Sequence[str]) -> float:
         n = sum(jcount.get(t, 0) for t in who)
         return float(sum(jsum.get(t, 0.0) for t in who) / n / 3600.0) if n else math.nan
 
-    s_rep = col("est_reported", "sum") if "est_reported" in agg.index.get_level_values(0) else {}
+    s_rep = col("est_reported", "wv") if "est_reported" in agg.index.get_level_values(0) else {}
     tot_est, tot_rep = sum(s_est.values()), sum(s_rep.values())
     row["eff_dev"] = abs(tot_est - tot_rep) / tot_rep if tot_rep > 0 else math.nan
     if len(ids) <= _PER_TENANT_MAX:
@@ -367,11 +398,12 @@ def summarise_run(
     if liars:
         liar_set = set(liars)
         honest = [t for t in ids if t not in liar_set]
+        T = total_s if total_s > 0 else 1.0
         row.update(
-            liar_est=sum(s_est.get(t, 0.0) for t in liars) / rounds,
-            liar_act=sum(s_act.get(t, 0.0) for t in liars) / rounds,
-            honest_est=sum(s_est.get(t, 0.0) for t in honest) / rounds,
-            honest_act=sum(s_act.get(t, 0.0) for t in honest) / rounds,
+            liar_est=sum(s_est.get(t, 0.0) for t in liars) / T,
+            liar_act=sum(s_act.get(t, 0.0) for t in liars) / T,
+            honest_est=sum(s_est.get(t, 0.0) for t in honest) / T,
+            honest_act=sum(s_act.get(t, 0.0) for t in honest) / T,
             liar_jct_h=jct_of(liars),
             honest_jct_h=jct_of(honest),
         )
@@ -421,7 +453,7 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         "makespan_h": float((comp["completion_s"].max() - tw.trace.arrival_s.min()) / 3600.0) if jct.size else math.nan,
         "jobs_done": float(jct.size),
         "jobs_unfinished": float(n_jobs - jct.size),
-        "straggler_workers": 0.0,
+        "straggler_workers": float(cl["cross_type_workers"].sum()) if "cross_type_workers" in cl else 0.0,
         "utilisation": wmean("utilisation"),
         "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),  # Gavel rounds (steps may merge rounds)
     }
@@ -500,10 +532,11 @@ def panel_realisations(study: Study, pi: int) -> tuple[str, ...]:
 
 
 def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
-    """(mode, realiser) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
+    """(mode, realisation) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
     named realisation that differs from it (OEF's rounding for Gavel is a second run; for OEF it is
-    the same run). On an ``engine = "trace"`` panel the realisation is the host placement (own:
-    "oef-placement" for ``oef-*``, "naive-placement" for the others, as ``placement = "auto"``)."""
+    the same run). On an ``engine = "trace"`` panel every mechanism is realised by Gavel's lease
+    and the realisation is the host placement (own: "oef-placement" for ``oef-*``,
+    "naive-placement" for the others, as ``placement = "auto"``)."""
     from market.oef.realise import own_realisation
 
     if study.panels[pi].engine == "trace":
@@ -517,17 +550,17 @@ def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
     return out
 
 
-#: the trace twin's placement per realisation name (agents.trace_from_tenants)
+#: the placement of an ``engine = "trace"`` panel's run per realisation name
 _TWIN_PLACEMENT = {"oef-placement": "oef", "naive-placement": "naive"}
 
 
 def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
                        key: dict[str, Any]) -> CellResult:  # fmt: skip
-    """A cell of an ``engine = "trace"`` panel: the workload drawn exactly as on a synthetic panel
-    (same streams), run on the trace engine with hosts (:func:`agents.trace_from_tenants.trace_config`)
-    per mechanism and realisation (= host placement); truthful only."""
+    """A cell of an ``engine = "trace"`` panel: the workload drawn exactly as on another panel
+    (same streams), every mechanism realised by Gavel's lease (the round engine's
+    ``realisation = "gavel-lease"``) with its leases on hosts, per realisation (= host placement);
+    truthful only."""
     from agents.model import MarketModel
-    from agents.trace_from_tenants import trace_config
 
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
@@ -535,11 +568,11 @@ def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.Se
             t0 = time.perf_counter()
             work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
             config = scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
-            config = trace_config(config, placement=_TWIN_PLACEMENT[real])
+            config = replace(config, realisation="gavel-lease", placement=_TWIN_PLACEMENT[real])
             model = MarketModel(config, rng=np.random.default_rng(model_ss))
             model.progress = False
             model.run()
-            metrics = summarise_trace_run(model)
+            metrics, _ = summarise_run(model)
             metrics["liar_gain"] = 0.0
             seconds = time.perf_counter() - t0
             rows.append({**key, "variant": TRUTHFUL, "mechanism": mech, "realisation": real,
@@ -607,12 +640,8 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                         tenants = tuple(replace(t, strategy=liars[t.tenant_id]) if t.tenant_id in liars else t
                                         for t in config.tenants)  # fmt: skip
                         config = replace(config, tenants=tenants)
+                    config = replace(config, realisation=real)
                     model = MarketModel(config, rng=np.random.default_rng(model_ss))
-                    if real != "oef-rounding":  # the round loop's default realiser is OEF's rounding (spec A6)
-                        salt = (*scen_ss.spawn_key, 7, zlib.crc32(mech.encode()))
-                        lot = np.random.SeedSequence(scen_ss.entropy, spawn_key=salt)
-                        model.auctioneer.rounder = make_realiser(real, backfill=config.backfill,
-                                                                 rng=np.random.default_rng(lot))  # fmt: skip
                     model.run()
                     tidy = model.tidy()
                     metrics, tframe = summarise_run(model, sorted(liars), tidy)
