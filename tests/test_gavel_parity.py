@@ -3,8 +3,6 @@ factors, zero throughputs, and the solver chosen by size."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from scipy.optimize import linprog

@@ -9,8 +9,8 @@ Gavel cannot run in CI, so its per-job JCTs are stored in ``tests/data/gavel_sim
   has many optimal points (capacity left over once the minimum ratio is reached can go anywhere),
   so this check solves the same per-job program with the same simplex (the engine's default solves
   identical jobs once with equal time fractions, ``NATIVE_OPTIONS``, and gives tied rows their
-  symmetric point, ``TIE_BREAK``: other optimal points, both turned off here). Any change to the round mechanics (priorities, deficits, ties, resets, exact
-  completions, arrivals) breaks it.
+  symmetric point, ``TIE_BREAK``: other optimal points, both turned off here). Any change to the
+  round mechanics (priorities, deficits, ties, resets, exact completions, arrivals) breaks it.
 * **tolerance** (slow): unmodified Gavel (ECOS) on 4 + 4 + 4 GPUs, 200 jobs, three policies. The
   bounds come from measured effects (docs/gavel_comparison.md): swapping only Gavel's LP solver
   (ECOS -> HiGHS/SCS: another point of the same non-unique LP optimum) moves Gavel's own per-job
