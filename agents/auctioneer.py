@@ -71,6 +71,7 @@ class RoundStats:
     migrations: int = 0
     migration_lost_s: float = 0.0
     merged_rounds: int = 1  # Gavel rounds this record covers (TraceRounds merges rounds where nothing changes)
+    backfill_gpu_s: float = 0.0  # GPU-seconds leased where the policy gave the job no allocation (TraceRoundResult)
 
 
 class Auctioneer(mesa.Agent):
@@ -262,6 +263,7 @@ class Auctioneer(mesa.Agent):
         st.migrations = res.migrations
         st.migration_lost_s = res.migration_lost_s
         st.merged_rounds = res.merged
+        st.backfill_gpu_s = res.backfill_gpu_seconds
         self.resolves = eng.solves
         self.solve_seconds = eng.solve_seconds
         assert self.tenants is not None
