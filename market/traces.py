@@ -362,68 +362,123 @@ def open_text(p: Path) -> io.TextIOBase:
     return p.open(newline="", encoding="utf-8")
 
 
+_PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+
+
+def _philly_fast(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The Philly columns of ``p`` parsed vectorised: (timestamps s, durations s, GPUs, clusters),
+    or None when anything is unusual (a missing column, a short or blank row, a value that is not
+    plainly valid): :func:`read_philly_csv` then reads row by row and names the first problem.
+    Accepts exactly what the row-by-row reader accepts, with the same numbers."""
+    with open_text(p) as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or any(c not in header for c in _PHILLY_COLUMNS):
+            return None
+        rows = [r for r in reader if r]  # blank lines are skipped, as csv.DictReader does
+    if not rows or len(rows) > MAX_TRACE_JOBS or any(len(r) != len(header) for r in rows):
+        return None
+    cols = list(zip(*rows, strict=True))
+    ts_s, d_s, g_s, u_s = (cols[header.index(c)] for c in _PHILLY_COLUMNS)
+    if not all("".join(c).isascii() for c in (ts_s, d_s, g_s)):
+        return None
+    ts_a = np.array(ts_s)
+    if (np.char.str_len(ts_a) != 19).any():
+        return None
+    try:
+        stamp = np.char.replace(ts_a, " ", "T", count=1).astype("datetime64[s]")
+        d = np.array(d_s, dtype=float)
+        g = np.array(g_s, dtype=float)
+    except ValueError:
+        return None
+    if (np.isnat(stamp).any() or not (np.isfinite(d) & (d > 0) & (d <= MAX_TRACE_SECONDS)).all()
+            or not (np.isfinite(g) & (g >= 1) & (g == np.floor(g))).all()):  # fmt: skip
+        return None
+    # strptime and datetime64 agree on a well-formed YYYY-MM-DD HH:MM:SS; check the round trip
+    if not (np.datetime_as_string(stamp, unit="s") == np.char.replace(ts_a, " ", "T", count=1)).all():
+        return None
+    u = np.char.strip(np.array(u_s))
+    if (np.char.str_len(u) == 0).any():
+        return None
+    return stamp.astype(np.int64).astype(float), d, g.astype(np.int64), u
+
+
 def read_philly_csv(path: str | Path) -> Trace:
     """Parse the Philly per-job CSV (columns timestamp, duration, num_gpus, cluster; gpu_time is
     ignored), plain or gzip-compressed. Job types are left empty and ``total_steps`` NaN: see
-    :func:`assign_philly_job_types`."""
+    :func:`assign_philly_job_types`. A well-formed file is parsed vectorised; otherwise the rows are
+    read one by one and the first bad value is named (file, line, column)."""
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
-    rows: list[tuple[float, float, int, str]] = []
     try:
-        with open_text(p) as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            need = ("timestamp", "duration", "num_gpus", "cluster")
-            missing = [c for c in need if c not in header]
-            if missing:
-                raise InputError(f"{p}: header", header, f"is missing column(s) {missing}")
-            for n, r in enumerate(reader, start=2):
-                where = f"{p}:{n}"
-                try:
-                    stamp = datetime.strptime((r["timestamp"] or "").strip(), "%Y-%m-%d %H:%M:%S")
-                except ValueError:
-                    reason = "must be YYYY-MM-DD HH:MM:SS"
-                    raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
-                ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
-                d = check_finite(f"{where} column 'duration'", r["duration"] or "")
-                g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
-                if d <= 0:
-                    raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
-                if d > MAX_TRACE_SECONDS:
-                    why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
-                    raise InputError(f"{where} column 'duration'", r["duration"], why)
-                if len(rows) >= MAX_TRACE_JOBS:
-                    raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
-                if g < 1:
-                    raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
-                u = (r["cluster"] or "").strip()
-                if not u:
-                    raise InputError(f"{where} column 'cluster'", r["cluster"], "must not be empty")
-                rows.append((ts, d, int(g), u))
+        fast = _philly_fast(p)
+        if fast is None:
+            fast = _philly_rows(p)
     except UnicodeDecodeError as exc:
         raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError("trace", str(p), f"is not a readable gzip file ({exc})") from None
-    if not rows:
-        raise InputError("trace", str(p), "has no jobs")
-    order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep file order
-    t0 = rows[order[0]][0]
-    if rows[order[-1]][0] - t0 > MAX_TRACE_SECONDS:
-        why = f"spans {rows[order[-1]][0] - t0:.3g} s; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
-        raise InputError(f"{p} column 'timestamp'", datetime.fromtimestamp(rows[order[-1]][0], UTC), why)
-    n = len(rows)
+    ts, dur, gpus, users = fast
+    order = np.argsort(ts, kind="stable")  # ties keep file order
+    t0 = float(ts[order[0]])
+    if float(ts[order[-1]]) - t0 > MAX_TRACE_SECONDS:
+        why = f"spans {float(ts[order[-1]]) - t0:.3g} s; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+        raise InputError(f"{p} column 'timestamp'", datetime.fromtimestamp(float(ts[order[-1]]), UTC), why)
+    n = int(ts.size)
     return Trace(
         job_id=np.array([str(i) for i in range(n)]),
         job_type=np.full(n, "", dtype=object).astype(str),
-        scale=np.array([rows[i][2] for i in order], dtype=np.int64),
+        scale=gpus[order].astype(np.int64),
         total_steps=np.full(n, np.nan),
-        arrival_s=np.array([rows[i][0] - t0 for i in order], dtype=float),
+        arrival_s=ts[order] - t0,
         priority=np.ones(n),
-        user=np.array([rows[i][3] for i in order]),
-        duration_s=np.array([rows[i][1] for i in order], dtype=float),
+        user=np.asarray(users)[order].astype(str),
+        duration_s=dur[order].astype(float),
         source=str(p),
         format="philly",
+    )
+
+
+def _philly_rows(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The Philly columns of ``p`` read row by row, raising :class:`InputError` at the first bad value."""
+    rows: list[tuple[float, float, int, str]] = []
+    with open_text(p) as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [c for c in _PHILLY_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"{p}: header", header, f"is missing column(s) {missing}")
+        for n, r in enumerate(reader, start=2):
+            where = f"{p}:{n}"
+            try:
+                stamp = datetime.strptime((r["timestamp"] or "").strip(), "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                reason = "must be YYYY-MM-DD HH:MM:SS"
+                raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
+            ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
+            d = check_finite(f"{where} column 'duration'", r["duration"] or "")
+            g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
+            if d <= 0:
+                raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
+            if d > MAX_TRACE_SECONDS:
+                why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+                raise InputError(f"{where} column 'duration'", r["duration"], why)
+            if len(rows) >= MAX_TRACE_JOBS:
+                raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
+            if g < 1:
+                raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
+            u = (r["cluster"] or "").strip()
+            if not u:
+                raise InputError(f"{where} column 'cluster'", r["cluster"], "must not be empty")
+            rows.append((ts, d, int(g), u))
+    if not rows:
+        raise InputError("trace", str(p), "has no jobs")
+    return (
+        np.array([r[0] for r in rows], dtype=float),
+        np.array([r[1] for r in rows], dtype=float),
+        np.array([r[2] for r in rows], dtype=np.int64),
+        np.array([r[3] for r in rows]),
     )
 
 

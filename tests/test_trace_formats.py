@@ -219,3 +219,19 @@ def test_user_tenancy_needs_a_tenant_column(capsys, tmp_path: Path) -> None:
 def test_check_refuses_a_study(capsys) -> None:
     assert main(["run", "oef", "--check"]) == 2
     assert "--check" in capsys.readouterr().err
+
+
+def test_vectorised_philly_reader_equals_the_row_reader(tmp_path: Path) -> None:
+    from market.traces import _philly_fast, _philly_rows
+
+    p = data_path(PHILLY_SAMPLE)
+    fast, slow = _philly_fast(p), _philly_rows(p)
+    assert fast is not None
+    for a, b in zip(fast, slow, strict=True):
+        assert np.array_equal(a, b)
+    # what only the row reader accepts (unpadded fields) or rejects goes through it
+    (tmp_path / "q.csv").write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                                    "2017-9-4 1:02:03,10,1,10,a\n2017-09-04 01:02:00,5,2,10,b\n")  # fmt: skip
+    assert _philly_fast(tmp_path / "q.csv") is None
+    tr = read_philly_csv(tmp_path / "q.csv")
+    assert tr.arrival_s.tolist() == [0.0, 3.0] and tr.user.tolist() == ["b", "a"]
