@@ -57,7 +57,6 @@ __all__ = [
     "tenant_table",
     "policy_table",
     "size_table",
-    "lying_table",
     "binned_integral",
     "plot_utilisation",
     "render_trace_section",
@@ -422,67 +421,18 @@ def size_table(runs: Sequence[RunTrace]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _tenant_rate(run: RunTrace, tenant: str) -> float:
-    """The tenant's work rate while it has active jobs: ``integral act dt / integral [active] dt``
-    (slowest-GPU equivalents; its total work is fixed by the trace, so lying can only change how
-    fast it gets done)."""
-    t = run.ten[run.ten["tenant"] == tenant]
-    if t.empty:
-        return float("nan")
-    _, lengths = _lengths(run.rec)
-    pos = pd.Index(run.rec.index).get_indexer(t["round"])
-    active = (t["runnable_jobs"] > 0).to_numpy()
-    busy = float(lengths[pos][active].sum())
-    return float((t["act"].to_numpy(float) * lengths[pos]).sum() / busy) if busy > 0 else float("nan")
-
-
-def lying_table(runs: Sequence[RunTrace], deviators: Mapping[str, str], level: float = 0.95) -> pd.DataFrame:
-    """Per (policy, lying variant): the deviator's mean JCT (h) and work rate, truthful vs lying,
-    paired by replication (common random numbers), with the mean relative change and its t
-    interval over the pairs (JCT change < 0: its jobs finish sooner)."""
-    from analysis.engine.stats import t_interval
-
-    by = {(r.policy, r.variant, r.replication): r for r in runs}
-    rows = []
-    for var, dev in deviators.items():
-        for pol in sorted({r.policy for r in runs}):
-            pairs = [(by[(pol, "truthful", rep)], by[(pol, var, rep)]) for (p, v, rep) in by
-                     if p == pol and v == var and (pol, "truthful", rep) in by]  # fmt: skip
-            if not pairs:
-                continue
-            jt, jl, rt, rl = [], [], [], []
-            for a, b in pairs:
-                jt.append(float(a.comp.loc[a.comp["tenant"] == dev, "jct_s"].mean()) / HOUR)
-                jl.append(float(b.comp.loc[b.comp["tenant"] == dev, "jct_s"].mean()) / HOUR)
-                rt.append(_tenant_rate(a, dev))
-                rl.append(_tenant_rate(b, dev))
-            jt_a, jl_a, rt_a, rl_a = map(np.asarray, (jt, jl, rt, rl))
-            dj, dj_lo, dj_hi = t_interval(jl_a / jt_a - 1.0, level)
-            dr, dr_lo, dr_hi = t_interval(rl_a / rt_a - 1.0, level)
-            rows.append({
-                "policy": pol, "variant": var, "deviator": dev, "seeds": len(pairs),
-                "JCT truthful h": float(jt_a.mean()), "JCT lying h": float(jl_a.mean()),
-                "JCT change %": 100 * dj, "JCT CI %": f"[{100 * dj_lo:+.1f}, {100 * dj_hi:+.1f}]",
-                "rate truthful": float(rt_a.mean()), "rate lying": float(rl_a.mean()),
-                "rate change %": 100 * dr, "rate CI %": f"[{100 * dr_lo:+.1f}, {100 * dr_hi:+.1f}]",
-            })  # fmt: skip
-    return pd.DataFrame(rows)
-
-
 # -- figure -----------------------------------------------------------------------------------------
 def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = "truthful") -> Path:
     """Daily utilisation (GPU-seconds used / the cluster's GPU-seconds of the day) and the daily
     time-averaged number of active jobs, one line per policy (mean over replications)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from analysis.frontends.plots import _figure
 
     sel = [r for r in runs if r.variant == variant] or list(runs)
     end = max(float((r.rec["round_start_s"] + r.rec["round_s"]).max()) for r in sel)
     edges = np.arange(0.0, end + DAY, DAY)
     days = edges[:-1] / DAY
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8.0, 6.0), sharex=True)
+    fig = _figure(figsize=(8.0, 6.0))
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
     for pol in sorted({r.policy for r in sel}):
         rs = [r for r in sel if r.policy == pol]
         u = np.mean([binned_integral(*_lengths(r.rec), _used_gpu_s(r.rec) / np.maximum(r.rec["round_s"].to_numpy(
@@ -500,7 +450,6 @@ def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = 
     ax1.set_title(f"Utilisation over time ({variant})")
     out = Path(path)
     fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return out
 
 
@@ -564,7 +513,9 @@ def render_trace_section(
     profile_lines: Sequence[str] = (),
     figure: Path | None = None,
 ) -> str:
-    """The markdown of the trace section (module docstring)."""
+    """The markdown of the trace section (module docstring). ``deviators`` (lying variant -> tenant)
+    is accepted for the caller's convenience; the liar's JCT and time-weighted throughput, truthful
+    against lying, are the report's "Gain from lying" section (:func:`analysis.frontends.report.gain_tables`)."""
     if not runs:
         return ""
     pol = policy_table(runs)
@@ -610,18 +561,6 @@ def render_trace_section(
         tt = tenant_table(rs)
         if not tt.empty:
             out += [f"#### {p} ({v})", "", _md(tt), ""]
-    if deviators:
-        lt = lying_table(runs, deviators)
-        if not lt.empty:
-            out += [
-                "### Lying tenant: its JCT and work rate, paired by seed",
-                "",
-                "JCT: mean over the deviator's jobs; rate: its work per second (slowest-GPU equivalents) while it has "
-                "an active job; change = lying / truthful - 1 per seed, mean and 95% t interval over the seeds.",
-                "",
-                _md(lt),
-                "",
-            ]
     if figure is not None:
         out += [f"![{figure.stem}]({figure.name})", ""]
     return "\n".join(out)
