@@ -6,7 +6,8 @@ TMP`` (loading the trace, the run to completion, writing Parquet, the plots and 
 trace section): its CPU seconds (user + system) and peak RSS come from ``os.wait4``, so they cover
 the whole command and nothing else. Also recorded per policy: jobs completed (of 82,247), Gavel
 rounds, policy re-solves, mean and median JCT (h), makespan (days) and the share of GPU-seconds
-backfilled, read from the run's own files; the machine's load average before and after; the commit
+backfilled and the utilisation (GPU-seconds used / available over the run's records), read from the
+run's own files; the machine's load average before and after; the commit
 and the versions. ``PYTHONDONTWRITEBYTECODE`` is removed from the children's environment.
 
 Usage (one command; rewrites ``benchmarks/results/philly_full.md`` and ``philly_full.json``)::
@@ -104,6 +105,7 @@ def measure(scenario: str, policy: str) -> dict[str, Any]:
             "median_jct_h": round(float(comp["jct_s"].median()) / 3600, 3),
             "makespan_d": round(float(comp["completion_s"].max()) / 86400, 2),
             "backfill_share": round(float(pivot["backfill_gpu_s"].sum()) / used, 4) if used > 0 else None,
+            "utilisation": round(used / float((pivot["available_gpus"] * pivot["round_s"]).sum()), 4),
             "report_has_tenant_table": "### Per tenant" in (out / "report.md").read_text(encoding="utf-8"),
         })  # fmt: skip
         return row
@@ -127,8 +129,8 @@ def render(data: dict[str, Any]) -> str:
         "CPU seconds are inflated under load (cache and frequency contention), wall seconds much more.",
         "",
         "| policy | CPU s | peak RSS MB | within target | jobs done | tenants | rounds | re-solves | mean JCT h | "
-        "median JCT h | makespan d | backfill % | wall s | load before | load after | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "median JCT h | makespan d | backfill % | util % | wall s | load before | load after | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.get("exit", 1) != 0:
@@ -137,10 +139,11 @@ def render(data: dict[str, Any]) -> str:
             continue
         ok = r["cpu_s"] <= CPU_TARGET_S and r["peak_rss_mb"] <= RSS_TARGET_MB and r["jobs_completed"] == data["jobs"]
         bf = "—" if r.get("backfill_share") is None else f"{100 * r['backfill_share']:.1f}"
+        ut = "—" if r.get("utilisation") is None else f"{100 * r['utilisation']:.1f}"
         out.append(
             f"| {r['policy']} | {r['cpu_s']:.1f} | {r['peak_rss_mb']:.0f} | {'yes' if ok else 'NO'} | "
             f"{r['jobs_completed']:,} | {r['tenants']} | {r['rounds']:,} | {r['resolves']:,} | {r['mean_jct_h']:.2f} | "
-            f"{r['median_jct_h']:.2f} | {r['makespan_d']:.1f} | {bf} | {r['wall_s']:.0f} | "
+            f"{r['median_jct_h']:.2f} | {r['makespan_d']:.1f} | {bf} | {ut} | {r['wall_s']:.0f} | "
             f"{'/'.join(f'{x:.1f}' for x in r['load_before'])} | {'/'.join(f'{x:.1f}' for x in r['load_after'])} | "
             f"{r['commit'][:10]} |"
         )
