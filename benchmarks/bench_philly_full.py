@@ -135,7 +135,7 @@ def render(data: dict[str, Any]) -> str:
     for r in rows:
         if r.get("exit", 1) != 0:
             out.append(f"| {r['policy']} | {r['cpu_s']} | {r['peak_rss_mb']} | FAILED (exit {r['exit']}: "
-                       f"{' '.join(r.get('error', []))}) |" + " |" * 12)  # fmt: skip
+                       f"{' '.join(r.get('error', []))}) |" + " |" * 13)  # fmt: skip
             continue
         ok = r["cpu_s"] <= CPU_TARGET_S and r["peak_rss_mb"] <= RSS_TARGET_MB and r["jobs_completed"] == data["jobs"]
         bf = "—" if r.get("backfill_share") is None else f"{100 * r['backfill_share']:.1f}"
