@@ -29,13 +29,28 @@ def test_full_trace_facts() -> None:
     assert tr.arrival_s[-1] / 86400 == pytest.approx(108.897, abs=1e-3)
 
 
-def test_philly_full_scenario_has_the_15_vcs_as_tenants() -> None:
+def test_philly_full_scenario_has_the_15_vcs_as_tenants_and_the_docs_show_its_check() -> None:
+    """The scenario's tenants are the 15 VCs; docs/traces.md shows `marketsim run philly_full
+    --check`: every line is what it prints today (lines the page shortens with ", ...)" or ", ..."
+    match up to the ellipsis)."""
+    from analysis.frontends.trace_report import check_lines
+
     s = load_scenario("philly_full")
     assert len(s.tenant_ids()) == 15 and s.workload.trace.tenancy == "user"
     assert s.tenant_ids()[0] == "7f04ca"  # the tenant of the first job (2017-09-04)
     tw = s.trace_workload()
     assert len(tw.trace) == 82_247
     assert (tw.trace.scale <= max(s.cluster.gpus)).all()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "traces.md").read_text(encoding="utf-8")
+    block = text.split("$ marketsim run philly_full --check\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    got = check_lines(s)
+    assert len(block) == len(got)
+    for shown, line in zip(block, got, strict=True):
+        for cut in (", ...)", ", ..."):
+            if shown.endswith(cut):
+                shown, line = shown[: -len(cut)], line[: len(shown) - len(cut)]
+                break
+        assert shown == line
 
 
 SWEEP = """
