@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from market.traces import data_path, read_philly_csv
 from scenarios.loader import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_packaged_full_trace_is_the_source_file() -> None:
@@ -27,6 +31,19 @@ def test_full_trace_facts() -> None:
     assert len(set(tr.user.tolist())) == 15
     assert int((tr.scale == 1).sum()) == 76_627 and int(tr.scale.max()) == 128
     assert tr.arrival_s[-1] / 86400 == pytest.approx(108.897, abs=1e-3)
+    users, counts = np.unique(np.asarray(tr.user), return_counts=True)
+    assert (users[counts.argmax()], counts.max()) == ("6214e9", 41_226)  # the largest VC: the liar below
+
+
+def test_lying_scenario_plays_the_audited_misreport_of_the_largest_vc() -> None:
+    """scenarios/philly_full_lying.toml plays what benchmarks/philly_full_lie.py chose (its committed
+    results), as the VC it audited, under the audited policy."""
+    chosen = json.loads((ROOT / "benchmarks" / "results" / "philly_full_lie.json").read_text(encoding="utf-8"))
+    s = load_scenario("philly_full_lying")
+    (v,) = s.variants
+    assert v.tenant == chosen["tenant"] == "6214e9" and list(s.policies) == [chosen["policy"]]
+    assert {s.cluster.gpu_types[i]: f for i, f in v.strategy.factors.items()} == chosen["chosen"]["params"]
+    assert chosen["chosen"]["mean_rel_gain"] > 0
 
 
 def test_philly_full_scenario_has_the_15_vcs_as_tenants_and_the_docs_show_its_check() -> None:
@@ -41,7 +58,7 @@ def test_philly_full_scenario_has_the_15_vcs_as_tenants_and_the_docs_show_its_ch
     tw = s.trace_workload()
     assert len(tw.trace) == 82_247
     assert (tw.trace.scale <= max(s.cluster.gpus)).all()
-    text = (Path(__file__).resolve().parents[1] / "docs" / "traces.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "traces.md").read_text(encoding="utf-8")
     block = text.split("$ marketsim run philly_full --check\n", 1)[1].split("```", 1)[0].strip().splitlines()
     got = check_lines(s)
     assert len(block) == len(got)
