@@ -165,25 +165,25 @@ def main(argv: list[str] | None = None) -> int:
     path = RESULTS / f"{scen.name}.json"
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     rows = {r["policy"]: r for r in old.get("rows", []) if r["policy"] in scen.policies}
-    for pol in policies:
+    for pol in policies:  # the files are rewritten after each policy: an interrupted run keeps what it measured
         print(f"{pol} ...", file=sys.stderr, flush=True)
         rows[pol] = measure(args.scenario, pol)
         print(json.dumps(rows[pol]), file=sys.stderr, flush=True)
-    data = {
-        "scenario": scen.name,
-        "description": scen.description,
-        "jobs": len(tw.trace),
-        "cluster": " + ".join(f"{m} {t}" for t, m in zip(scen.cluster.gpu_types, scen.cluster.gpus, strict=True)),
-        "cpu_target_s": CPU_TARGET_S,
-        "rss_target_mb": RSS_TARGET_MB,
-        "versions": _versions(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "rows": [rows[p] for p in scen.policies if p in rows],
-    }
-    RESULTS.mkdir(exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    (RESULTS / f"{scen.name}.md").write_text(render(data), encoding="utf-8")
-    print(f"wrote {path} and {path.with_suffix('.md')}")
+        data = {
+            "scenario": scen.name,
+            "description": scen.description,
+            "jobs": len(tw.trace),
+            "cluster": " + ".join(f"{m} {t}" for t, m in zip(scen.cluster.gpu_types, scen.cluster.gpus, strict=True)),
+            "cpu_target_s": CPU_TARGET_S,
+            "rss_target_mb": RSS_TARGET_MB,
+            "versions": _versions(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "rows": [rows[p] for p in scen.policies if p in rows],
+        }
+        RESULTS.mkdir(exist_ok=True)
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        (RESULTS / f"{scen.name}.md").write_text(render(data), encoding="utf-8")
+        print(f"wrote {path} and {path.with_suffix('.md')}", file=sys.stderr)
     return 0
 
 
