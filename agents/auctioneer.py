@@ -57,6 +57,7 @@ class RoundStats:
     migrations: int = 0
     migration_lost_s: float = 0.0
     merged_rounds: int = 1  # Gavel rounds this record covers (TraceRounds merges rounds where nothing changes)
+    backfill_gpu_s: float = 0.0  # GPU-seconds leased where the policy gave the job no allocation (TraceRoundResult)
 
 
 def host_racks(model: MarketModel, agents: list[Any]) -> np.ndarray:
@@ -246,6 +247,7 @@ class Auctioneer(mesa.Agent):
         st.migrations = res.migrations
         st.migration_lost_s = res.migration_lost_s
         st.merged_rounds = res.merged
+        st.backfill_gpu_s = res.backfill_gpu_seconds
         self.tenants.record(res)
         if res.finished.size:
             model.record_trace_completions(res.finished, res.finished_at)

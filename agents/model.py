@@ -63,8 +63,10 @@ CLUSTER_MEASURES = (
     "jobs_completed",
 )
 #: Cluster measures of every record: active jobs, record start and length (s), Gavel rounds merged
-#: into the record (:meth:`agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round).
-TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds")
+#: into the record (:meth:`agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round), and the
+#: GPU-seconds of the record leased to jobs on a type where the policy gave them no allocation
+#: (work-conserving backfill; ``TraceRoundResult.backfill_gpu_seconds``).
+TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds", "backfill_gpu_s")
 #: Cluster measures of every record: leases that restarted their job from its checkpoint
 #: (migrations and resumes after a pause) and the lease seconds they lost to ``migration_cost_s``
 HOST_MEASURES = ("migrations", "migration_lost_s")

@@ -179,6 +179,9 @@ class TraceRoundResult:
     active_tenants: int = 0
     busy_by_type: np.ndarray = field(default_factory=lambda: _NO_INT)
     used_gpu_seconds: float = 0.0
+    #: the part of ``used_gpu_seconds`` leased on a type where the job's allocation is 0 (work-
+    #: conserving backfill: the policy gave the job nothing there; step 4's priority-0 leases)
+    backfill_gpu_seconds: float = 0.0
     total_est: float = 0.0
     total_act: float = 0.0
     #: the active jobs at the round's start (indices) and the steps each leased job did (``leased`` order)
@@ -935,6 +938,7 @@ class TraceRounds:
         res.leased, res.leased_type = jobs, typ
         res.active, res.done_steps = A, done
         res.used_gpu_seconds = float((gpus * ran).sum())
+        res.backfill_gpu_seconds = float((gpus * ran)[self.alloc[jobs, typ] <= 0.0].sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0
         self.last_lease_round[jobs] = self.rounds
         self.ever_ran[jobs] = True
@@ -1014,5 +1018,6 @@ class TraceRounds:
             self.last_lease_round[jobs] = self.rounds - 1  # leased in every merged round
             self.last_end[jobs] = self.now
             res.used_gpu_seconds *= res.merged / merged_before
+            res.backfill_gpu_seconds *= res.merged / merged_before
             res.length_s = self.now - res.now
             res.done_steps = res.done_steps + (start_remaining - self.remaining[jobs])  # steps of every merged round

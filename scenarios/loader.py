@@ -38,7 +38,7 @@ Schema (all keys optional unless marked)::
                 duration_rule = "lognormal"|"gavel",
                 arrival_window_s, weights = [..]
                 -- or a trace workload (docs/trace_simulation.md): trace = "PATH" (relative to
-                the scenario file), trace_format = "gavel"|"philly", tenancy = "job"|"user"|N,
+                the scenario file), trace_format = "gavel"|"philly"|"csv", tenancy = "job"|"user"|N,
                 max_jobs (first N jobs), duration_reference (Philly: GPU type whose throughput
                 turns a duration into steps, "v100"), max_rounds (safety cap when `rounds` is
                 omitted: the run then ends when every job has completed; default 200000),
@@ -1055,7 +1055,7 @@ def _trace_workload(
     fmt = w.string("trace_format", "gavel")
     if fmt not in TRACE_FORMATS:
         raise InputError(w.key("trace_format"), fmt, f"must be one of {list(TRACE_FORMATS)}")
-    tenancy = _tenancy(w, None if fmt == "philly" else f"needs a trace with users; the {fmt} format has none")
+    tenancy = _tenancy(w, None if fmt in ("philly", "csv") else f"needs a trace with users; the {fmt} format has none")
     spec = TraceSpec(
         str(path),
         fmt or "gavel",
