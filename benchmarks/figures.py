@@ -98,7 +98,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/eris_baselines.md",
         "docs/hunt.md",
         "docs/trace_simulation.md",
-        "docs/traces.md",
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
         # being converted by h-figures

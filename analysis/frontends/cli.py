@@ -399,6 +399,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from analysis.engine.studies import is_study
 
     if is_study(args.scenario):
+        if args.check:
+            raise InputError("--check", args.scenario, "applies to scenarios; this is a reproduction study")
         return _run_study(args)
     scenario = load_scenario(args.scenario)
     policies = None
@@ -417,6 +419,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         field = "--reps" if args.reps is not None else f"scenario {scenario.name}: replications"
         why = f"gives {n_runs:,} runs (x policies x variants); at most {MAX_RUNS:,} (size limit)"
         raise InputError(field, reps, why)
+    if args.check:  # validate and describe the workload; no run, no output folder
+        from analysis.frontends.trace_report import check_lines
+
+        print("\n".join(check_lines(scenario, args.seed, policies)))
+        return 0
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
@@ -465,7 +472,14 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
             plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png",
                                          round_seconds=scenario.cluster.round_seconds))  # fmt: skip
     meta = exp.meta()
-    report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors)
+    sections: list[str] = []
+    if scenario.workload.trace is not None and not frame.empty:  # per-tenant, per-size, tail, backfill, makespan
+        from analysis.frontends.trace_report import trace_section
+
+        sections.append(trace_section(exp, paths["results"], exp.completions, out))
+        if (out / "utilisation.png").is_file():
+            plots.append(out / "utilisation.png")
+    report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors, sections)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors) - len(incomplete)
     headline = (
@@ -980,6 +994,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output directory (default: ./results/<scenario>)")
     run.add_argument("--policies", default=None, help="comma-separated subset of the scenario's policies")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--check", action="store_true",
+                     help="validate the scenario and print its workload (jobs, span, offered load, tenants, job "
+                          "sizes); run nothing")  # fmt: skip
     run.set_defaults(func=cmd_run)
 
     alloc = sub.add_parser(
