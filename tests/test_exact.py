@@ -320,3 +320,11 @@ def test_oracle_answers_are_cached_per_instance(monkeypatch):
     ex.oracle(FairShareTarget("oef-noncoop", W=H2, m=[1, 2], n_arbitrary=0), 1, "all")  # another instance
     assert len(calls) == 4
     assert first.certified and first.relative_gain >= 0.75 - 1e-9
+
+
+def test_truthful_report_is_always_a_candidate():
+    # gavel-max-min-perf, KKT form (bench_exact's 2x2 instance): SCIP proves the bound 0 (truth optimal) at a
+    # report where the mechanism's tie-breaking gives -12%; the truthful report attains the bound
+    W = np.array([[1.0, 2.483], [1.0, 4.01]])
+    r = best_response("gavel-max-min-perf", W, [2, 2], 0, formulation="kkt", closure=False)
+    assert r.certified and r.upper_bound <= 1e-6 and r.relative_gain == pytest.approx(0.0, abs=1e-9), r.gap

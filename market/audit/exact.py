@@ -811,7 +811,9 @@ def _bases(r: np.ndarray, box: ReportBox, inst: _Instance, limit: int = 64) -> l
     """Reports near SCIP's ``r`` where the registered mechanism may attain the bound, nearest first:
     ``r`` itself and each entry snapped onto a box edge, the truth, another row's entry or a ratio tie
     with another row (``r_j / r_j'`` equal to its ratio) within 5% (the best lie often copies a row,
-    sits on an edge or on a tie, and the optimistic bound may hold on a whole side of it)."""
+    sits on an edge or on a tie, and the optimistic bound may hold on a whole side of it); last, the
+    truthful report (SCIP may return another optimum where the bound is 0 and the mechanism's
+    tie-breaking gives less there)."""
     others = np.array([inst.W[l, inst.free] for l in range(inst.n) if l != inst.i]).reshape(-1, r.size)
     per: list[list[float]] = []
     for j in range(r.size):
@@ -833,6 +835,9 @@ def _bases(r: np.ndarray, box: ReportBox, inst: _Instance, limit: int = 64) -> l
             out.append(np.array(combo))
         if len(out) >= limit:
             break
+    truth = tuple(float(v) for v in box.truth)
+    if truth not in seen:  # the truthful report attains gain 0: where the bound is 0, that certifies it
+        out.append(np.array(truth))
     return out
 
 
