@@ -145,6 +145,14 @@ def test_every_pdors_claim_has_a_verdict(ledger):
     # the exact-workload DP admits every job that fits alone (spec §3.3's grid rejected jobs that only fit
     # at full speed: an artefact, tests/test_pdors_properties.py)
     assert v["C-P9-empty"] == "holds"
+    # C-P7 holds with the exact-workload DP (the grid's 2833 was an artefact, tests/test_oracles.py)
+    assert v["C-P7"] == "holds"
+    # every verdict-deciding witness was re-checked by an independent oracle, which says which
+    for r in ledger:
+        if r.verdict == "violated":
+            assert r.oracle is not None and r.oracle["oracle"], r.claim_id
+            if r.claim_id in ("C-P7", "C-P7-chain", "C-P9-empty"):
+                assert r.oracle["oracle"] == "exact-dp+milp-zero-gap" and r.oracle["confirmed"], r.claim_id
 
 
 def test_pdors_witnesses_recheck(ledger):

@@ -23,9 +23,11 @@ A claim becomes huntable by registering a :class:`HuntSpace` factory with
 The optimiser (scipy's differential evolution by default, CMA-ES from ``cma`` as ``"cma"``,
 uniform points as ``"random"``; ``docs/hunt.md`` and ``benchmarks/results/hunt.md`` give the
 measured comparison that chose the default) and the baseline (the same number of evaluations
-drawn from ``sample``) run interleaved batch by batch; with a fixed evaluation budget the result
-depends only on the seed. The best instance is then shrunk while its effect stays within 1%
-(:data:`SHRINK_KEEP`), and confirmed.
+drawn from ``sample``) run interleaved batch by batch. The budget is a number of evaluations, so
+the result depends only on the seed; a CPU-time cap may end it early (``stopped_by``). The best
+instance is then shrunk while its effect stays within 1% (:data:`SHRINK_KEEP`), and confirmed.
+A space that reports the bounds a witness sits on (``edges``) and can widen them (``grow``) is
+grown and hunted again until the witness is interior or a stated limit is hit (``edge``).
 """
 
 from __future__ import annotations
@@ -103,9 +105,11 @@ class HuntResult:
     of the best instance found by the optimiser / by the baseline; ``search_effect`` the
     optimiser's best inner figure before shrinking; ``history`` / ``random_history`` the best
     inner figure after each evaluation (convergence curves); ``evaluations`` counts the
-    optimiser's evaluations (the baseline made as many); ``seconds`` is the whole call's wall
-    time, ``hunt_seconds`` / ``random_seconds`` the CPU seconds of the optimiser's and the
-    baseline's evaluations."""
+    optimiser's evaluations made (growth rounds included; the baseline made as many as the first
+    round), ``budget`` the evaluations asked per round and ``stopped_by`` whether the budget
+    (``"evaluations"``) or the CPU-time cap (``"seconds cap"``) ended it; ``seconds`` is the whole
+    call's wall time, ``hunt_seconds`` / ``random_seconds`` the CPU seconds of the optimiser's and
+    the baseline's evaluations; ``edge`` the growth rounds (spaces with ``edges``/``grow``)."""
 
     space: str
     optimiser: str

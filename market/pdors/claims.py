@@ -70,28 +70,44 @@ def _check(w: dict[str, Any]) -> bool:
 
 
 ORACLE_CLAIMS = ("C-P7", "C-P7-chain", "C-P9-empty")
-"""Claims whose measurement depends on the pricing DP and (C-P7, C-P9-empty) the offline MILP: their
-witnesses are re-measured by :func:`_oracle`."""
+"""Claims whose measurement depends on the pricing DP and the offline MILP: their witnesses are
+re-measured by :func:`_oracle` with the exact DP and the MILP at zero gap."""
+MARKET_CLAIMS = ("C-P10-truthful", "C-P10-ir", "C-P10-prices", "C-P10-monotone")
+"""Claims measured on a PD-ORS market (``args["params"]``): re-measured with the exact DP."""
 
 
 @register_oracle("pdors", "exact-dp+milp-zero-gap")
 def _oracle(w: dict[str, Any]) -> OracleResult | None:
-    """Re-measure with the exact-workload pricing DP and the offline MILP at zero relative gap; a
-    witness produced on the spec's grid (``dp="grid"``) is also re-measured at 2x and 4x its
-    ``dp_units`` (reported in ``detail``; the grid can repeat its artefact at any resolution)."""
-    if w.get("claim") not in ORACLE_CLAIMS:
-        return None
+    """Re-measure with the exact-workload pricing DP and (:data:`ORACLE_CLAIMS`) the offline MILP at
+    zero relative gap; a witness produced on the spec's grid (``dp="grid"``) is also re-measured at
+    2x and 4x its ``dp_units`` (reported in ``detail``; the grid can repeat its artefact at any
+    resolution, so the exact DP decides)."""
+    claim = w.get("claim")
     a = dict(w["args"])
-    exact = {**a, "dp": "exact", "mip_rel_gap": 0.0}
-    r = CHECKS[w["claim"]](exact)
+    if claim in ORACLE_CLAIMS:
+        name, grid = "exact-dp+milp-zero-gap", a.get("dp") == "grid"
+        exact = {**a, "dp": "exact", "mip_rel_gap": 0.0}
+
+        def at(units: int) -> dict[str, Any]:
+            return {**a, "dp_units": units}
+    elif claim in MARKET_CLAIMS and isinstance(a.get("params"), dict):
+        name, grid = "exact-dp", a["params"].get("dp") == "grid"
+        exact = {**a, "params": {**a["params"], "dp": "exact"}}
+
+        def at(units: int) -> dict[str, Any]:
+            return {**a, "params": {**a["params"], "dp_units": units}}
+    else:
+        return None
+    r = CHECKS[claim](exact)
     detail: dict[str, Any] = {"exact": {k: r.get(k) for k in ("violations", "effect", "detail", "skipped")}}
-    if a.get("dp") == "grid":
+    if grid:
+        units = int((a.get("params") or a).get("dp_units", 40))
         for s in (2, 4):
-            g = CHECKS[w["claim"]]({**a, "dp_units": int(a.get("dp_units", 40)) * s})
+            g = CHECKS[claim](at(units * s))
             detail[f"grid_x{s}"] = {k: g.get(k) for k in ("violations", "effect", "skipped")}
     if r.get("skipped"):
-        return OracleResult("exact-dp+milp-zero-gap", None, True, detail | {"reason": "MILP not optimal"})
-    return OracleResult("exact-dp+milp-zero-gap", bool(r["violations"] > 0), True, detail)
+        return OracleResult(name, None, True, detail | {"reason": "MILP not optimal"})
+    return OracleResult(name, bool(r["violations"] > 0), True, detail)
 
 
 def _loop(claim: str, args_list: list[dict[str, Any]], effect: str, reduce: str = "max") -> Measurement:
@@ -859,6 +875,7 @@ def tiny_market_params(cap: float, solver: str = "lp_round") -> dict[str, Any]:
         "T": 5,
         "machines": 2,
         "capacity": cap,
+        "dp": "exact",
         "dp_units": 40,
         "calib_jobs": 200,
         "per_slot_solver": solver,
