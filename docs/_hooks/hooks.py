@@ -1,5 +1,10 @@
 """mkdocs hooks.
 
+* Figures: every ``<!--fig SOURCE EXPRESSION[:FORMAT]-->value<!--/fig-->`` of a page is read from its
+  committed results file (``benchmarks/figures.py``) and replaced by the value; a missing source, key
+  or row, or a shown value that differs from the file's, is logged as an error, so ``mkdocs build
+  --strict`` fails on it (an error, not a warning: ``--quiet``, which CI uses, drops warnings before
+  strict mode counts them).
 * A docs page that is not in ``mkdocs.yml``'s nav (a page another change added) is appended under
   "More", so the site always lists every page and ``--strict`` does not fail on it.
 * A link from a docs page to a file of the repository outside ``docs/`` (a benchmark result, a
@@ -11,16 +16,48 @@
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+log = logging.getLogger("mkdocs.hooks.figures")
 
 _LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
 
 
+def _figures_module() -> ModuleType:
+    """``benchmarks/figures.py`` beside these hooks (not a package: loaded from its path, once)."""
+    name = "_marketsim_docs_figures"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).resolve().parents[2] / "benchmarks" / "figures.py"
+        )
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def render_figures(markdown: str, page: str, repo: Path) -> str:
+    """The page with each figure marker replaced by the value its results file gives; every problem
+    (unreadable source, missing key or row, shown value that differs) is logged as an error."""
+    figures = _figures_module()
+    text, errors, diffs = figures.render(markdown, page, strip=True, root=repo)
+    for problem in errors + diffs:
+        log.error("figure %s (refresh with: python benchmarks/figures.py --write)", problem)
+    return text
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Rewrite links that leave ``docs/`` but name an existing repository file."""
+    """Fill the figures from their results files; rewrite links that leave ``docs/`` but name an
+    existing repository file."""
     docs = Path(config["docs_dir"]).resolve()
+    markdown = render_figures(markdown, f"{Path(config['docs_dir']).name}/{page.file.src_path}", docs.parent)
     repo = docs.parent
     here = (docs / page.file.src_path).parent
 
