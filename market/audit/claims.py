@@ -391,8 +391,9 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
 
 
 def hunt_cell(h: dict[str, Any] | None) -> str:
-    """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)``, ``-`` without
-    one, ``no space`` when the claim has no hunt space."""
+    """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)`` (plus an
+    artefact the oracle rejected, a witness left on the box's edge, a hunt the seconds cap stopped),
+    ``-`` without one, ``no space`` when the claim has no hunt space."""
     if h is None:
         return "-"
     if not h.get("available", True):
@@ -403,7 +404,11 @@ def hunt_cell(h: dict[str, Any] | None) -> str:
 
     best, rnd = f(h["best_effect"]), f(h["random_best_effect"])
     art = "; artefact: " + ", ".join(a["arm"] for a in h["artefacts"]) if h.get("artefacts") else ""
-    return f"best {best} vs random {rnd} ({h['evaluations']} evals, {h['optimiser']}{art})"
+    edge = h.get("edge") or {}
+    if edge and not edge.get("interior", True):
+        art += f"; witness on the box's edge ({edge.get('status')})"
+    cap = "; stopped by the seconds cap" if h.get("stopped_by") == "seconds cap" else ""
+    return f"best {best} vs random {rnd} ({h['evaluations']} evals, {h['optimiser']}{art}{cap})"
 
 
 def to_markdown(results: Iterable[Claim]) -> str:

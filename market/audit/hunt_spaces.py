@@ -466,9 +466,10 @@ class MisreportSpace(FairShareSpace):
         if fn is None or self.mechanism not in EXACT_MECHANISMS or n > 4 or k > 3 or inst.weights is not None:
             return None
         res = fn(self.mechanism, inst.W, inst.m, 0)
-        get = (lambda o, a: o[a]) if isinstance(res, dict) else getattr  # noqa: E731
-        return {"gain": float(get(res, "gain")), "gap": float(get(res, "gap")),
-                "reaudit": reaudit_command(str(self.mechanism), inst.W, inst.m, exact=True)}  # fmt: skip
+        get = (lambda o, a: o.get(a)) if isinstance(res, dict) else (lambda o, a: getattr(o, a, None))  # noqa: E731
+        return {key: jsonable(get(res, key)) for key in ("relative_gain", "upper_bound", "gap", "certified", "report",
+                                                         "on_edge")} | {  # fmt: skip
+            "reaudit": reaudit_command(str(self.mechanism), inst.W, inst.m, exact=True)}
 
 
 @dataclass

@@ -125,10 +125,11 @@ EXACT_MECHANISMS = ("oef-noncoop", "oef-coop", "gavel", "gavel-max-min-perf", "m
 
 
 def exact_hook() -> Callable[..., Any] | None:
-    """The exact best-response function of :mod:`market.audit.exact` when that module exists:
-    ``best_response(mechanism, W, m, agent, weights=None, caps=None)`` returning an object (or
-    dict) with the certified largest ``gain`` (absolute, the deviator's true utility units) and
-    the proof ``gap``; ``None`` until it is merged."""
+    """The exact best-response function of :mod:`market.audit.exact` when that module exists
+    (``best_response(policy, W, m, i, *, weights=None, caps=None)`` returning an object with the
+    attained ``gain`` / ``relative_gain`` of the registered mechanism at the optimal report, the
+    proven ``upper_bound`` on the relative gain over the report box and ``certified``); ``None``
+    until it is merged."""
     try:
         from market.audit import exact  # type: ignore[attr-defined]
     except ImportError:
@@ -136,23 +137,31 @@ def exact_hook() -> Callable[..., Any] | None:
     return getattr(exact, "best_response", None)
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
 def _exact_misreport(w: dict[str, Any]) -> OracleResult | None:
+    """Confirmed when the certified best response (a) attains a gain above the audit tolerance and
+    (b) proves that a gain at least the witness's is possible (its upper bound is not below the
+    witness's relative gain, up to 1e-6 relative); a witness above a proven upper bound is an
+    artefact."""
     fn = exact_hook()
-    if fn is None or w.get("mechanism") not in EXACT_MECHANISMS or len(np.asarray(w["W"])) > 4:
+    W = np.asarray(w["W"], dtype=float)
+    if fn is None or w.get("mechanism") not in EXACT_MECHANISMS or W.shape[0] > 4 or W.shape[1] > 3:
         return None
-    if len(np.asarray(w["W"])[0]) > 3:
-        return None
-    res = fn(w["mechanism"], np.asarray(w["W"], dtype=float), np.asarray(w["m"], dtype=float), int(w["deviator"]),
-             weights=w.get("weights"), caps=w.get("caps"))  # fmt: skip
-    gain, gap = float(_get(res, "gain")), float(_get(res, "gap"))
+    res = fn(w["mechanism"], W, np.asarray(w["m"], dtype=float), int(w["deviator"]), weights=w.get("weights"),
+             caps=w.get("caps"))  # fmt: skip
     tol = float(w.get("tol", 0.0))
-    ok = gain + gap >= float(w["gain"]) - tol and gain > tol
+    gain = float(_get(res, "gain"))
+    rel_w = float(w.get("relative_gain", math.inf)) if not isinstance(w.get("relative_gain"), str) else math.inf
+    ub = _get(res, "upper_bound")
+    ub = math.inf if ub is None else float(ub)
+    ok = gain > tol and (not math.isfinite(rel_w) or ub >= rel_w - 1e-6 * max(1.0, abs(rel_w)))
     return OracleResult("exact-best-response", bool(ok), True,
-                        {"certified_gain": gain, "gap": gap, "witness_gain": float(w["gain"])})  # fmt: skip
+                        {"certified_gain": gain, "relative_gain": _get(res, "relative_gain"), "upper_bound": ub,
+                         "certified": bool(_get(res, "certified", False)), "witness_gain": float(w["gain"]),
+                         "witness_relative_gain": rel_w})  # fmt: skip
 
 
 def _scaled_target(w: dict[str, Any], s: int) -> Any:
