@@ -183,11 +183,19 @@ def ratio(evals: dict[str, int], small_evals: int, seed: int) -> dict:
     from market.oasis.hunt import OasisRatioSpace
     from market.pdors.hunt import PdorsRatioSpace
 
+    part = OUT / "hunt_ratio.partial.json"  # finished claims of an interrupted run (same budgets), resumed
     out: dict = {"_commands": {}, "load": {"start": os.getloadavg()}}
+    if part.exists():
+        prev = json.loads(part.read_text())
+        if prev.get("_budget") == [evals, small_evals, seed]:
+            out = prev
+    out["_budget"] = [evals, small_evals, seed]
     for paper, cid in RATIO_CLAIMS:
         n = evals[cid]
         out["_commands"][f"{paper}:{cid}"] = f"marketsim claims --paper {paper} --claim {cid} --hunt-evals {n} " \
                                              f"--seed {seed} --json"
+        if f"{paper}:{cid}" in out:
+            continue
         c0, t0 = time.process_time(), time.perf_counter()
         res = hunt_claims(run_claims(paper, seed=seed, ids=[cid]), evals=n, seed=seed)
         rec = to_records(res)[0]
@@ -195,9 +203,12 @@ def ratio(evals: dict[str, int], small_evals: int, seed: int) -> dict:
         out[f"{paper}:{cid}"] = rec
         out["load"][f"end_{cid}"] = os.getloadavg()
         print(paper, cid, rec["label"], rec["hunt"]["best_effect"], rec["hunt"]["random_best_effect"], flush=True)
-    small: dict = {}
+        part.write_text(json.dumps(out, indent=1, default=str))
+    small: dict = out.get("_small", {})
     for paper, caps in SMALL_DEMAND.items():
         for cap in caps:
+            if f"{paper}:{cap:g}" in small:
+                continue
             sp = (OasisRatioSpace(cpu=(cap, cap), cpu_choices=(cap,)) if paper == "oasis"
                   else PdorsRatioSpace(cap=(cap, cap)))  # fmt: skip
             c0 = time.process_time()
@@ -207,7 +218,11 @@ def ratio(evals: dict[str, int], small_evals: int, seed: int) -> dict:
             d["oracle"] = confirm_witness(r.witness).to_dict() if r.violated and r.witness else None
             d["cpu_seconds"] = time.process_time() - c0
             small[f"{paper}:{cap:g}"] = d
+            out["_small"] = small
+            part.write_text(json.dumps(out, indent=1, default=str))
             print(paper, cap, r.best_effect, flush=True)
+    out.pop("_small", None)
+    out.pop("_budget", None)
     out["small_demand"] = {"evals": small_evals, "runs": small}
     out["load"]["end"] = os.getloadavg()
     out["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -332,6 +347,7 @@ def main() -> None:
         ev = {k: int(v) for k, v in (x.split("=") for x in args.ratio_evals.split(","))}
         d = ratio(ev, args.small_demand_evals, 0)
         (OUT / "hunt_ratio.json").write_text(json.dumps(d, indent=1, default=str))
+        (OUT / "hunt_ratio.partial.json").unlink(missing_ok=True)
         cmd = (f"python benchmarks/bench_hunt.py --ratio --ratio-evals {args.ratio_evals} --small-demand-evals "
                f"{args.small_demand_evals}")  # fmt: skip
         lines = _ratio_lines(d, cmd)

@@ -277,7 +277,7 @@ def test_the_old_pdors_c_p7_witness_is_a_grid_artefact() -> None:
     jobs = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5],
             [0.0, 5.0, 4.0, 2.0, 1.0, 2.0, 2.0, 1.1, 4.8, 3.3]]
     args = {"jobs": jobs, "I": 3, "cap": 4.678081717034623, "mode": "thm3", "delta": 0.1, "run_seeds": [0, 1],
-            "time_limit": 10.0, "dp": "grid", "dp_units": 40}  # fmt: skip
+            "time_limit": 60.0, "dp": "grid", "dp_units": 40}  # fmt: skip
     r = CHECKS["C-P7"](args)
     assert r["violations"] == 2 and r["counts"]["ratio_violations"] == 2
     assert r["counts"]["max_opt_over_alg"] == pytest.approx(2832.66, rel=1e-5)

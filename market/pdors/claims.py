@@ -565,7 +565,10 @@ def _ratio_run_uncached(a: dict[str, Any]) -> dict[str, Any]:
         byid = {j.job_id: j for j in jobs}
         C = np.zeros((cl.T, cl.H, 1))
         ok = True
-        Gs = [1.0 if a["mode"] == "thm3" else 0.0]
+        # G = the largest rounding scale of the run's THETA calls; a run that rounds nothing (every slot
+        # co-located, or every split pruned) uses G = 1: its per-slot costs are exact, so the proof's
+        # rounding factor 3G/δ (here 30) only loosens the bound, for either formula (29) G <= 1, (30) G > 1
+        Gs = [1.0]
         for jid, d in decs.items():
             Gs.append(float(d.log.get("G_max", 0.0)))
             if d.admitted:
