@@ -220,6 +220,27 @@ def test_confirmation_reruns_the_inner_search_and_loses_nothing() -> None:
     assert again.effect == r.best_effect and again.witness["reaudit"] == r.witness["reaudit"]
 
 
+def test_the_inner_search_runs_on_its_fixed_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever generator an evaluation is handed, the inner audit gets one seeded with INNER_SEED
+    (what makes the confirmation and `marketsim audit --search hunt` re-derive the figure)."""
+    import market.audit.hunt_spaces as hs
+
+    seen = []
+    real = hs.audit
+
+    def spy(t: Any, agent: Any, **kw: Any) -> Any:
+        seen.append(kw["rng"].bit_generator.state["state"]["state"])
+        return real(t, agent, **kw)
+
+    monkeypatch.setattr(hs, "audit", spy)
+    sp = MisreportSpace("det", n=(2, 2), k=(2, 2), m_max=2, mechanism="oef-noncoop", scope="out")
+    inst = sp.decode((2, 2), np.full(4, 0.5))
+    for s in (1, 2):
+        sp.evaluate(inst, np.random.default_rng(s))
+    want = np.random.default_rng(hs.INNER_SEED).bit_generator.state["state"]["state"]
+    assert seen == [want, want]
+
+
 def test_realistic_box_covers_gavel_and_grows_at_its_edge() -> None:
     from market.audit.hunt_spaces import EDGE_LIMITS, REALISTIC, FairShareSpace, gavel_max_ratio
 
