@@ -232,6 +232,7 @@ def _search_exact(
     util = np.asarray(job.utility(np.arange(1, nT + 1, dtype=float)), dtype=float)
     cap = float(util.max()) if util.size else 0.0  # no schedule costing this much has a positive payoff
     opts = []
+    by_state: dict[bytes, Any] = {}  # THETA is a function of the slot's state: equal states share one option set
     for j in range(nT):
         sp = _slot_problem(job, ledger, a + j)
         key = sp.prices.tobytes() + sp.resid.tobytes()
@@ -239,7 +240,9 @@ def _search_exact(
             t_lp = time.perf_counter()
             lps[key] = SplitLP(sp)
             lp_build += time.perf_counter() - t_lp
-        opts.append(options_fn(job, sp, lps[key], ci, ce, config, rng, stats, cap))
+        if key not in by_state:
+            by_state[key] = options_fn(job, sp, lps[key], ci, ce, config, rng, stats, cap)
+        opts.append(by_state[key])
     stats["lp_solves"] = sum(lp.solves for lp in lps.values())
     stats["lp_seconds"] = lp_build + sum(lp.seconds for lp in lps.values())
     stats["options_max"] = max((o.cost.size for o in opts), default=0)

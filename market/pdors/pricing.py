@@ -19,7 +19,10 @@ placement mode; everything else follows from it:
   pruning as Algorithm 4's "cheaper of the two"; a pruned split is dominated).
 
 Options dominated within the slot (another has at least the progress for at most the cost) are
-dropped. Progress is the planned-rate accounting of constraints (3)–(7) that the offline MILP
+dropped. THETA is a function of the slot's state (prices and residual capacities): slots in the same
+state share one option set, so one set of rounding draws (:func:`market.pdors.mechanism.pdors_search`;
+in an empty cluster every slot is alike, which keeps the exact DP within ~3x of the grid's CPU time
+on the paper workload). Progress is the planned-rate accounting of constraints (3)–(7) that the offline MILP
 (:mod:`market.pdors.offline`) and the ledger's feasibility check use: ``Σ_t nw_t / c_t >= V``.
 
 **The DP** (:func:`exact_dp`) keys a state by the integer pair ``(A, B)`` = co-located and split
