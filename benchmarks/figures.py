@@ -87,7 +87,7 @@ PENDING: frozenset[str] = frozenset(
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
         "docs/eris_baselines.md",
-        "docs/hunt.md",
+
         "docs/trace_simulation.md",
         "docs/traces.md",
         "docs/gavel_comparison.md",
