@@ -303,3 +303,24 @@ def test_the_shared_offline_optimum_is_the_instance_own() -> None:
             assert got == pdors_offline_optimum(cl, jj, time_limit=10.0).bound
         opts.append(got)
     assert len(set(opts)) == 3
+
+
+def test_finding_pdors_c_p10_gain_on_exact_workloads() -> None:
+    """The C-P10-truthful hunt's witness on exact workloads (`bench_hunt.py --ratio`): bidder 0 of the
+    seed-0 market (TRUE value scale 3, epochs 2, per-worker demand 0.65) is rejected when truthful and
+    admitted with a positive TRUE surplus when it reports one PS per worker (γ = 1, family UP_ratio):
+    the exact-DP oracle confirms it, and the gain does not depend on the rounding (the exact per-slot
+    MILP gives the same)."""
+    from market.audit.oracles import confirm_witness
+
+    w = {"kind": "auction_hunt", "paper": "pdors", "space": "pdors:C-P10-truthful", "mechanism": "pdors-paper",
+         "point": {"seed": 0, "deviator": 0,
+                   "truth": {"0": {"value_scale": 3.0, "epochs": 2.0, "worker_demand": 0.65}}},
+         "job_id": 0, "tol": 1e-7, "run_seed": 0,
+         "lie": {"value_scale": 1.0, "value_decay": 1.0, "value_target": 3.456751109215537, "epochs": 2.0,
+                 "samples": 1.0, "global_batch": 4.0, "tau": 1.0, "grad_mb": 1.0, "ratio": 1.0, "bandwidth": 1.0,
+                 "worker_demand": 1.0, "ps_demand": 1.0, "arrival_delay": 0.0}}  # fmt: skip
+    assert ledger.recheck_witness(w)
+    res = confirm_witness(w)
+    assert res.oracle == "exact-dp" and res.confirmed and res.detail["rounding_independent"]
+    assert res.detail["gain"] == pytest.approx(8.179642357981496, rel=1e-9)

@@ -214,3 +214,56 @@ def _c_p7(size: str, claim: Any = None) -> PdorsRatioSpace:
     if size == "small":
         return PdorsRatioSpace(time_limit=HUNT_MILP_SECONDS[size])
     return PdorsRatioSpace(I=(3, 4, 5), run_seeds=tuple(range(10)), time_limit=HUNT_MILP_SECONDS[size], ledger_I=5)
+
+
+# ---------------------------------------------------------------------------------------------
+# the independent oracle of PD-ORS auction witnesses
+# ---------------------------------------------------------------------------------------------
+def _space_with(name: str, mechanism: str, **overrides: Any) -> AuctionSpace:
+    """The registered PD-ORS auction space ``name`` on markets rebuilt with ``overrides`` of
+    :func:`market.pdors.claims.tiny_market_params` (e.g. ``dp``, ``per_slot_solver``)."""
+    from market.pdors.claims import CAPS, tiny_market_params
+    from market.pdors.market import make_market
+
+    def build(seed: int) -> Any:
+        return make_market({**tiny_market_params(CAPS[seed % 3]), **overrides}, np.random.default_rng(seed))
+
+    return AuctionSpace(name, build, _rebid, mechanism, paper="pdors")
+
+
+def _gain(space: AuctionSpace, w: dict[str, Any]) -> float:
+    from market.audit.hunt_spaces import AuctionPoint
+    from market.audit.online import OnlineAuctionTarget
+    from market.audit.search import evaluate_misreport
+
+    point = AuctionPoint.from_dict(w["point"])
+    t = OnlineAuctionTarget(space.market(point), str(w["mechanism"]), bidders=[point.deviator],
+                            seed=int(w.get("run_seed", 0)))  # fmt: skip
+    return float(evaluate_misreport(t, point.deviator, w["lie"])[0])
+
+
+def _oracle(w: dict[str, Any]) -> Any:
+    """PD-ORS auction witnesses (``auction_hunt`` of a ``pdors:`` space): the lie re-run on markets
+    priced by the exact-workload DP (``dp="exact"``, whatever the witness's market used): confirmed
+    when the gain persists there. ``detail`` also says whether it persists with the exact per-slot
+    MILP instead of the LP + randomized rounding (``rounding_independent``): the spec counts a gain
+    on one rounding stream as an ex-post violation, so that is reported, not required."""
+    from market.audit.oracles import OracleResult
+
+    if not str(w.get("space", "")).startswith("pdors:"):
+        return None
+    tol = float(w.get("tol", 0.0))
+    exact = _gain(_space_with(str(w["space"]), str(w["mechanism"]), dp="exact"), w)
+    milp = _gain(_space_with(str(w["space"]), str(w["mechanism"]), dp="exact", per_slot_solver="milp_exact"), w)
+    return OracleResult("exact-dp", bool(exact > tol), True,
+                        {"gain": exact, "tol": tol, "gain_exact_slot_milp": milp,
+                         "rounding_independent": bool(milp > tol)})  # fmt: skip
+
+
+def _register_oracle() -> None:
+    from market.audit.oracles import register_oracle
+
+    register_oracle("auction_hunt", "exact-dp")(_oracle)
+
+
+_register_oracle()
