@@ -105,6 +105,17 @@ def _row(r: Any, started: float, t0: float, c0: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _recheck_oracles(rows: list[dict[str, Any]]) -> None:
+    """Re-run :func:`~market.audit.oracles.confirm_witness` on every stored witness the ledger's
+    checker confirmed (``oracle`` / ``random_oracle`` of each row, in place): parts computed before
+    an oracle changed (the exact best response merged, Gavel's one-job bound scaled) are judged by
+    the current one without re-running their hunts."""
+    for r in rows:
+        for w, ck, key in (("witness", "rechecked", "oracle"), ("random_witness", "random_rechecked", "random_oracle")):
+            if r.get(w) and r.get(ck):
+                r[key] = confirm_witness(r[w]).to_dict()
+
+
 def _auction(paper: str, mechanism: str, evals: int, seed: int, optimiser: str, max_shrink: int) -> dict[str, Any]:
     mod = __import__(f"market.{paper}.hunt", fromlist=["space", "DIMS"])
     sp = mod.space(mechanism=mechanism, seeds=(0,), deviators=(0, 1), lie_dims=mod.DIMS)
@@ -215,6 +226,8 @@ def main() -> None:
     ap.add_argument("--parts", default=str(OUT / "manipulability_parts"),
                     help="per-policy result files; one that exists (same budget) is loaded, not re-run")  # fmt: skip
     ap.add_argument("--no-render", action="store_true", help="only compute the parts (to run shards in parallel)")
+    ap.add_argument("--recheck-oracles", action="store_true",
+                    help="re-run the independent oracle on the stored witnesses at render")  # fmt: skip
     ap.add_argument("--partial-ok", action="store_true",
                     help="render unfinished policies from their .partial.json (cells not run are marked)")  # fmt: skip
     args = ap.parse_args()
@@ -274,6 +287,8 @@ def main() -> None:
                       f"{row['cpu']:.1f} cpu-s", flush=True)  # fmt: skip
     if args.no_render:
         return
+    if args.recheck_oracles:
+        _recheck_oracles(fair + auctions)
     _render(args, policies, fair, auctions, missing, load0, time.perf_counter() - t_start)
 
 
@@ -291,6 +306,26 @@ TIE = 0.01
 
 def _cap(x: float) -> float:
     return 1e12 if not x <= 1e12 else float(x)
+
+
+def _artefact(r: dict[str, Any], arm: str) -> bool:
+    """Whether the independent oracle rejected the witness of ``arm`` (``hunt`` / ``random``) of row
+    ``r``: such a figure is an artefact of the evaluation path, never ranked or listed as a finding."""
+    o = r.get("oracle" if arm == "hunt" else "random_oracle")
+    return bool(o) and o.get("confirmed") is False
+
+
+def _worst(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str, float] | None:
+    """The row and arm with the largest figure the oracle did not reject (``None``: every non-zero
+    figure of ``rows`` is an artefact and no arm is left)."""
+    best = None
+    for r in rows:
+        for arm in ("hunt", "random"):
+            if r.get(arm) is None or _artefact(r, arm):
+                continue
+            if best is None or _cap(float(r[arm])) > _cap(best[2]):
+                best = (r, arm, float(r[arm]))
+    return best
 
 
 def _versus(h: float, r: float) -> str:
@@ -346,6 +381,7 @@ def _render(
     (OUT / "manipulability.json").write_text(json.dumps(
         {"fair_share": fair, "auctions": auctions, "args": vars(args), "load": [load0, load1], "uptime": uptime,
          "commit": commit, "box": REALISTIC, "edge_limits": EDGE_LIMITS, "gavel_max_ratio": gavel_max_ratio(),
+         "oracles_rechecked_at_render": bool(args.recheck_oracles),
          "render_seconds": total, "wall_seconds": wall, "cpu_seconds": cpu, "load_samples": loads},
         default=lambda o: str(o), indent=1))  # fmt: skip
     budgets = {}
@@ -386,7 +422,9 @@ def _render(
          "truthful utility is 0. In brackets, the relative gain (incentive ratio − 1: TRUE utility of the lie / "
          "truthful utility − 1); `from 0` = the deviator gets nothing when truthful, so the gain is not a ratio "
          "(never ranked as infinite). Every witness is re-checked by the ledger's checker (`rechecked`) and by "
-         "the independent oracle (`oracle`: resolution 2x/4x, or the exact best response where available). "
+         "the independent oracle (`oracle`: the exact best response where available, else resolution 2x/4x)"
+         + (", both re-run on the stored witnesses at this render (`--recheck-oracles`)" if args.recheck_oracles
+            else "") + ". "
          "**Bound**: the theoretical largest gain where theory gives one (0 for a truthful claim or a rule that "
          "does not read the reports); `-` = no bound claimed (figures are then measurements, not findings).", ""]
     # hunt vs random
@@ -424,15 +462,21 @@ def _render(
         for scope in ("all", "up"):
             rows = [r for r in fair if r["mechanism"] == pol and r["scope"] == scope]
             if rows:
-                worst = max(rows, key=lambda r: max(_cap(r["hunt"]), _cap(r["random"])))
-                arm = "hunt" if _cap(worst["hunt"]) >= _cap(worst["random"]) else "random"
-                rank.append((float(worst[arm]), pol, scope, worst, arm))
+                top = _worst(rows)
+                n_art = sum(_artefact(r, a) for r in rows for a in ("hunt", "random"))
+                if top is not None:
+                    rank.append((top[2], pol, scope, top[0], top[1], n_art))
     rank.sort(key=lambda t: -_cap(t[0]))
     L += ["## Ranking (largest gain found, as a fraction of the equal-split utility)", "",
-          "| policy | scope | gain / equal share | relative gain | cell | arm |", "|---|---|---|---|---|---|"]
-    for v, pol, scope, r, arm in rank:
+          "Figures the independent oracle rejected (artefacts, § in the tables below) are not ranked; the last "
+          "column counts them (of the policy's 30 arm figures).", "",
+          "| policy | scope | gain / equal share | relative gain | cell | arm | oracle | artefacts excluded |",
+          "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for v, pol, scope, r, arm, n_art in rank:
+        orc = r.get("oracle" if arm == "hunt" else "random_oracle")
+        olab = orc["label"] if orc else "no oracle run"
         L.append(f"| {pol} | {scope} | {_f(v)} | {_ratio(r.get(arm + '_relative'), r.get(arm + '_truthful'))} | "
-                 f"n={r['n']}, k={r['k']} | {arm} |")  # fmt: skip
+                 f"n={r['n']}, k={r['k']} | {arm} | {olab} | {n_art} |")  # fmt: skip
     L.append("")
     findings: list[tuple[str, dict[str, Any], str]] = []
     L += ["## Fair-share policies", ""]
@@ -457,27 +501,37 @@ def _render(
                         continue
                     out = "" if _inside(r) else " †"
                     edge = "" if not r.get("edge") or r["edge"].get("interior") else " ‡"
-                    cells.append(f"{_f(r['hunt'])} ({_ratio(r.get('hunt_relative'), r.get('hunt_truthful'))}) / "
-                                 f"{_f(r['random'])} ({_ratio(r.get('random_relative'), r.get('random_truthful'))})"
+                    art = {a: " §" if _artefact(r, a) else "" for a in ("hunt", "random")}
+                    cells.append(f"{_f(r['hunt'])} ({_ratio(r.get('hunt_relative'), r.get('hunt_truthful'))})"
+                                 f"{art['hunt']} / {_f(r['random'])} "
+                                 f"({_ratio(r.get('random_relative'), r.get('random_truthful'))}){art['random']}"
                                  f"{out}{edge}")  # fmt: skip
                 L.append(f"| n={n} | " + " | ".join(cells) + f" | {bound.split(' ')[0]} |")
-            worst = max(rows, key=lambda r: max(_cap(r["hunt"]), _cap(r["random"])))
-            arm = "hunt" if _cap(worst["hunt"]) >= _cap(worst["random"]) else "random"
-            wit = worst["witness"] if arm == "hunt" else worst.get("random_witness")
-            chk = worst["rechecked"] if arm == "hunt" else worst.get("random_rechecked")
-            orc = worst.get("oracle" if arm == "hunt" else "random_oracle")
-            olab = orc["label"] if orc else "no oracle run"
-            L += ["", f"Largest: {_f(worst[arm])} of the equal share ({arm}) at n={worst['n']}, k={worst['k']} "
-                  f"(rechecked: {chk}; {olab}); witness: {_wit(wit)}", ""]  # fmt: skip
+            top = _worst(rows)
+            if top is None:
+                L += ["", "Largest: none (every figure is an artefact the oracle rejected).", ""]
+            else:
+                worst, arm = top[0], top[1]
+                wit = worst["witness"] if arm == "hunt" else worst.get("random_witness")
+                chk = worst["rechecked"] if arm == "hunt" else worst.get("random_rechecked")
+                orc = worst.get("oracle" if arm == "hunt" else "random_oracle")
+                olab = orc["label"] if orc else "no oracle run"
+                L += ["", f"Largest (oracle-rejected figures excluded): {_f(worst[arm])} of the equal share ({arm}) "
+                      f"at n={worst['n']}, k={worst['k']} (rechecked: {chk}; {olab}); witness: {_wit(wit)}",
+                      ""]  # fmt: skip
             if bound.startswith("0"):
                 for r in rows:
                     for a, w, ck in ARMS:
-                        if r[a] is not None and _cap(float(r[a])) > 0:
+                        if r[a] is not None and _cap(float(r[a])) > 0 and not _artefact(r, a):
                             findings.append((f"{pol} ({scope}) n={r['n']}, k={r['k']}, {a}", r | {"_w": r.get(w),
                                              "_c": r.get(ck), "_v": r[a]}, bound))  # fmt: skip
     if any(not _inside(r) for r in fair):
         L += ["† = the witness lies outside the realistic box (found after the box grew; still a valid, re-checked "
               "counterexample).", ""]  # fmt: skip
+    if any(_artefact(r, a) for r in fair for a in ("hunt", "random")):
+        L += ["§ = the independent oracle did not confirm this figure (the gain vanishes when the same instance is "
+              "counted in half / quarter GPUs: it lives in the LP solver's choice among equal optima or its "
+              "tolerance; `oracle.detail` in the JSON): an artefact, not ranked and never a finding.", ""]  # fmt: skip
     if any(r.get("edge") and not r["edge"].get("interior") for r in fair):
         L += ["‡ = the witness still sits on the (grown) box's edge: the growth rounds ran out or hit the stated "
               "limit (`edge.status` in the JSON); the supremum may lie beyond.", ""]  # fmt: skip
@@ -505,7 +559,7 @@ def _render(
                      f"{bound.split(' ')[0]} | {ck} | {'' if w is None else arm + ': '}{_wit(w)} |")  # fmt: skip
             if bound != "-":
                 for a, w, ck in ARMS:
-                    if r[a] is not None and _cap(float(r[a])) > 0:
+                    if r[a] is not None and _cap(float(r[a])) > 0 and not _artefact(r, a):
                         findings.append((f"{r['paper']}: {r['mechanism']}, {a}", r | {"_w": r.get(w), "_c": r.get(ck),
                                          "_v": r[a]}, bound))  # fmt: skip
         L += ["", "![oasis](manipulability_oasis.png)", "", "![pdors](manipulability_pdors.png)", ""]

@@ -113,3 +113,20 @@ def test_a_hunt_witness_the_oracle_rejects_flips_nothing(monkeypatch: pytest.Mon
     register_oracle("toy_w", "toy-oracle")(lambda w: oracles.OracleResult("toy-oracle", True))
     c = hunt_claims([claim()], evals=20, seed=0)[0]
     assert c.verdict == "violated" and c.oracle["label"] == "confirmed by toy-oracle"
+
+
+def test_the_resolution_oracle_scales_gavels_one_job_bound() -> None:
+    """Gavel's max-sum-throughput, W = [[1,2],[1,5]], m = [1,1], one job per row (time <= 1): truthful,
+    row 0 runs on the slow type (utility 1); reporting [1, 6] wins it the fast one (true utility 2,
+    +100%). Counted in half / quarter GPUs the jobs' bound must scale too (caps = 2, 4 devices):
+    then the gain is +100% at every resolution. Doubling m alone gives each job a second fast GPU to
+    share and the real gain would vanish (an oracle calling it an artefact)."""
+    from market.audit.oracles import _resolution_misreport
+
+    w = {"kind": "misreport", "mechanism": "gavel-max-sum-throughput", "W": [[1.0, 2.0], [1.0, 5.0]],
+         "m": [1.0, 1.0], "deviator": 0, "report": [1.0, 6.0], "weight": None, "gain": 1.0, "tol": 1e-7}  # fmt: skip
+    res = _resolution_misreport(w)
+    assert res.confirmed, res.detail
+    for s, f in (("x2", 2.0), ("x4", 4.0)):
+        assert res.detail[s]["truthful_utility"] == pytest.approx(1.0 * f, rel=1e-6)
+        assert res.detail[s]["lie_utility"] == pytest.approx(2.0 * f, rel=1e-6)

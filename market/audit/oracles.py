@@ -15,7 +15,8 @@ Oracles, by witness kind (registered with :func:`register_oracle`; the first tha
   tolerance. Used as soon as :func:`exact_hook` finds the module; until then the next oracle.
 * ``resolution-2x-4x`` — fair-share ``misreport`` and ``property`` witnesses: the same
   evaluation on the same instance expressed at 2x and 4x resolution (capacities counted in half
-  and quarter GPUs, i.e. ``m`` and per-row caps times 2 and 4; an LP allocation scales with them,
+  and quarter GPUs, i.e. ``m`` and per-row caps times 2 and 4, Gavel's one-job bound included:
+  :data:`ONE_JOB_BOUND`; an LP allocation scales with them,
   so a real violation persists at every resolution while one that lives in the solver's
   tolerance or in a rounding step does not). Confirmed when the violation persists at both.
 * ``exact-dp+milp-zero-gap`` — PD-ORS ledger witnesses (kind ``pdors``): re-measured with the
@@ -164,10 +165,20 @@ def _exact_misreport(w: dict[str, Any]) -> OracleResult | None:
                          "witness_relative_gain": rel_w})  # fmt: skip
 
 
+ONE_JOB_BOUND = ("gavel-max-sum-throughput", "gavel-max-min-perf", "gavel-isolated", "gavel-fifo")
+"""Gavel's own policies: without caps each row is one job, bounded by ``sum_j x[l, j] <= 1`` (its
+scale factor's devices, :mod:`market.oef.gavel`), a bound that does not grow with ``m``. At
+resolution ``s`` that bound is passed as ``caps = s`` devices per row, so the scaled instance is
+the same market counted in 1/s GPUs (without it, doubling ``m`` would double the GPUs but not the
+jobs' demand: another market, where a real gain can vanish)."""
+
+
 def _scaled_target(w: dict[str, Any], s: int) -> Any:
     from market.audit.fairshare import FairShareTarget
 
     caps = w.get("caps")
+    if caps is None and w.get("mechanism") in ONE_JOB_BOUND and not w.get("options"):
+        caps = np.ones(len(w["W"]))  # the one-job bound (scale factor 1 per row), scaled below
     return FairShareTarget(w["mechanism"], W=w["W"], m=np.asarray(w["m"], dtype=float) * s, weights=w.get("weights"),
                            caps=None if caps is None else np.asarray(caps, dtype=float) * s)  # fmt: skip
 
