@@ -1,4 +1,4 @@
-"""Figures in README.md and docs/*.md, read from committed results files (no number typed by hand).
+r"""Figures in README.md and docs/*.md, read from committed results files (no number typed by hand).
 
 A figure is written in place between two HTML comments; the text between them is the value the
 results file gives today, so a reader of the raw markdown (GitHub renders README.md and docs/*.md
@@ -20,17 +20,28 @@ SOURCE is a path relative to ``benchmarks/results/``, or to the repository root 
 * ``.csv``: ``rows``, the table (numbers parsed, empty cells None), with ``where(...)`` / ``row(...)``;
 * ``.jsonl``: ``rows``, one object a line;
 * ``.md`` / ``.txt``: ``text``, ``tables`` (every markdown table, as rows keyed by header) and
-  ``table(k)``: the k-th table (0-based) or the first table after a heading containing k; ``grep(pattern)``.
+  ``table(k)``: the k-th table (0-based), or the first table after the heading k (else after the first
+  heading containing k); ``grep(pattern)``.
 
 EXPRESSION is a small, safe subset of Python (parsed, never ``eval``-ed): names, ``a.b`` (a key of a
 dict; on a list of dicts, the list of that key: ``gavel.pairs.cpu_ratio``), ``a[0]`` / ``a["key"]``,
 numbers and strings, ``+ - * / // % **``, and these calls:
 
 * on a table (a list of dicts): ``t.where(col=value, ...)`` (rows with those values; a dict as
-  positional argument for column names that are not identifiers), ``t.row(...)`` (exactly one such
-  row, else an error), ``t.col`` (a column);
-* ``len min max sum mean median abs round num count``: ``num("13.5x")`` is the first number in a
-  string; ``count(values, v)`` the number of elements equal to ``v``.
+  positional argument for column names that are not identifiers), ``t.without(...)`` (the other
+  rows), ``t.row(...)`` (exactly one such row, else an error), ``t.col`` (a column);
+* ``select(rows, "col", {"shown": "col"})`` and ``format_cols(rows, {"col": ".1%"})`` for tables;
+* per-seed lists: ``means(lists)`` (the mean of each), ``ci95(values)`` (``[low, high]``, 95%
+  t-interval), ``mean_ci(values, ".4f")`` (``"mean [low, high]"`` as text) and
+  ``mean_ci_cols(rows, {"col": ".2%"})`` (the same for columns);
+* ``len min max sum mean median abs round num count unique match each``: ``num("13.5x")`` is the first
+  number in a string; ``count(values, v)`` the number of elements equal to ``v``; ``unique(values)``
+  the distinct values, sorted; ``match(r"in (\d+) of", text)`` the first group of a regex match;
+  ``each(values, k)`` the element or key ``k`` of every element (``each(runs.load, 0)``).
+
+A whole table is ``<!--figtable SOURCE EXPRESSION[:FORMAT]-->``, the table, ``<!--/figtable-->``, each
+comment on a line of its own; the expression gives a list of rows (``select`` picks and renames
+columns, ``format_cols`` formats some), FORMAT applies to the other numbers that are not whole.
 
 Write figures for the page they sit on: a marker must not open a line (GitHub would show the line
 as raw HTML); in code (fenced or inline) a marker is literal text, an example of the syntax.
@@ -42,6 +53,7 @@ Usage::
 
     python benchmarks/figures.py --check [FILE ...]   # exit 1, listing every figure that is wrong or unreadable
     python benchmarks/figures.py --write [FILE ...]   # refresh every shown value from its results file
+                                                      # (and join lines so that no marker opens a line)
     python benchmarks/figures.py --scan [FILE ...]    # numbers outside figure markers (hand-typed figures)
     python benchmarks/figures.py --list [FILE ...]    # every figure, its source and its value
     python benchmarks/figures.py --eval 'SOURCE EXPRESSION[:FORMAT]'   # try an expression: its value and marker
@@ -78,9 +90,6 @@ PENDING: frozenset[str] = frozenset(
     {
         # being rewritten by other changes, which adopt the markers when they land
         "docs/findings.md",
-        "docs/studies.md",
-        "docs/papers/astraea.md",
-        "docs/papers/eris.md",
         "docs/papers/oasis.md",
         "docs/papers/oef.md",
         "docs/papers/pdors.md",
@@ -93,18 +102,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
         # being converted by h-figures
-        "README.md",
-        "docs/bayesian.md",
-        "docs/benchmarks.md",
-        "docs/c6_independent.md",
-        "docs/cli.md",
-        "docs/getting-started.md",
-        "docs/learning.md",
-        "docs/learning_certificates.md",
-        "docs/mechanisms.md",
-        "docs/notebooks.md",
-        "docs/plugins.md",
-        "docs/viz.md",
     }
 )
 
@@ -243,10 +240,105 @@ def _median(values: Any) -> Any:
     return statistics.median(_numbers(values, "median"))
 
 
+def _match(pattern: str, string: Any, group: int = 1) -> Any:
+    """The ``group`` of the first match of ``pattern`` in ``string``, a number when it reads as one."""
+    m = re.search(pattern, str(string))
+    if not m:
+        raise FigureError(f"match({pattern!r}): no match in {str(string)[:80]!r}")
+    return _md_cell(m.group(group if m.groups() else 0))
+
+
 def _count(values: Any, value: Any) -> int:
     if not isinstance(values, list):
         raise FigureError(f"count() needs a list, got {values!r}")
     return sum(1 for v in values if _equal(v, value))
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _t_cdf(t: float, df: float) -> float:
+    """Student's t distribution function (stdlib only: the docs build must not import scipy)."""
+    if t == 0:
+        return 0.5
+    x = df / (df + t * t)
+    a, b = df / 2.0, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    ib = front * _betacf(a, b, x) / a if x < (a + 1) / (a + b + 2) else 1.0 - front * _betacf(b, a, 1 - x) / b
+    return 1.0 - 0.5 * ib if t > 0 else 0.5 * ib
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p``-quantile of Student's t with ``df`` degrees of freedom (bisection to 1e-12)."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
+def _ci95(values: Any) -> list[float]:
+    """The 95% t-interval of the mean of ``values`` (n - 1 degrees of freedom), as ``[low, high]``."""
+    xs = _numbers(values, "ci95")
+    if len(xs) < 2:
+        raise FigureError("ci95() needs at least 2 values")
+    m, sd = statistics.fmean(xs), statistics.stdev(xs)
+    half = t_quantile(0.975, len(xs) - 1) * sd / math.sqrt(len(xs))
+    return [m - half, m + half]
+
+
+def _mean_ci(values: Any, spec: str = ".4g") -> str:
+    """``"mean [low, high]"`` of ``values`` (95% t-interval), each number formatted with ``spec``."""
+    lo, hi = _ci95(values)
+    return f"{fmt(statistics.fmean(values), spec)} [{fmt(lo, spec)}, {fmt(hi, spec)}]"
+
+
+def _mean_ci_cols(rows: Any, specs: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with each named column (a list of per-seed values) replaced by ``"mean [low, high]"``."""
+    if not isinstance(rows, list) or not isinstance(specs, dict):
+        raise FigureError("mean_ci_cols(rows, {column: format}) needs a table and a dict")
+    return [{k: (_mean_ci(v, specs[k]) if k in specs else v) for k, v in r.items()} for r in rows]
+
+
+def _select(rows: Any, *columns: str | dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with only the named columns, in that order; a dict argument renames
+    (``{"shown name": "column"}``)."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise FigureError("select() applies to a table (a list of rows)")
+    pairs: list[tuple[str, str]] = []
+    for c in columns:
+        pairs += list(c.items()) if isinstance(c, dict) else [(c, c)]
+    have = {k for r in rows for k in r}
+    missing = [src for _, src in pairs if src not in have]
+    if missing:
+        raise FigureError(f"select(): no column {missing[0]!r} (columns: {', '.join(map(str, sorted(have)))})")
+    return [{shown: r.get(src) for shown, src in pairs} for r in rows]
+
+
+def _format_cols(rows: Any, specs: dict[str, str]) -> list[dict[str, Any]]:
+    """``rows`` with the named columns formatted as text (``{"column": ".3f"}``); empty cells stay empty."""
+    if not isinstance(rows, list) or not isinstance(specs, dict):
+        raise FigureError("format_cols(rows, {column: format}) needs a table and a dict")
+    return [{k: (fmt(v, specs[k]) if k in specs and v is not None else v) for k, v in r.items()} for r in rows]
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -260,6 +352,15 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "round": round,
     "num": _num,
     "count": _count,
+    "match": _match,
+    "select": _select,
+    "ci95": _ci95,
+    "mean_ci": _mean_ci,
+    "mean_ci_cols": _mean_ci_cols,
+    "format_cols": _format_cols,
+    "means": lambda lists: [_mean(v) for v in lists] if isinstance(lists, list) else _mean(lists),
+    "each": lambda values, key: [_key(v, key) for v in values] if isinstance(values, list) else _key(values, key),
+    "unique": lambda v: sorted(set(v), key=str) if isinstance(v, list) else _numbers(v, "unique"),
 }
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -299,6 +400,11 @@ def _where(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> list[dict[str,
     return _filter(rows, args, kwargs)
 
 
+def _without(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    hits = {id(r) for r in _filter(rows, args, kwargs)}
+    return [r for r in rows if id(r) not in hits]
+
+
 def _row(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     hits = _filter(rows, args, kwargs)
     if len(hits) != 1:
@@ -309,7 +415,11 @@ def _row(rows: Any, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     return hits[0]
 
 
-METHODS: dict[str, Callable[[Any, list[Any], dict[str, Any]], Any]] = {"where": _where, "row": _row}
+METHODS: dict[str, Callable[[Any, list[Any], dict[str, Any]], Any]] = {
+    "where": _where,
+    "without": _without,
+    "row": _row,
+}
 
 
 def _key(obj: Any, key: Any) -> Any:
@@ -393,6 +503,9 @@ def _text_names(names: dict[str, Any]) -> dict[str, Any]:
             if not 0 <= k < len(headed):
                 raise FigureError(f"table({k}): the source has {len(headed)} tables")
             return headed[k][1]
+        for heading, rows in headed:  # an exact heading first, then one containing k
+            if heading == k:
+                return rows
         for heading, rows in headed:
             if k in heading:
                 return rows
@@ -425,7 +538,7 @@ def fmt(value: Any, spec: str) -> str:
     """``value`` formatted with the Python format ``spec``; a list or an empty value is an error."""
     if isinstance(value, list | dict):
         raise FigureError(f"the expression gives a {type(value).__name__} ({str(value)[:80]}); reduce it to one value")
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         raise FigureError("the expression gives an empty value")
     try:
         return format(value, spec)
@@ -433,9 +546,33 @@ def fmt(value: Any, spec: str) -> str:
         raise FigureError(f"format {value!r} with {spec!r}: {e}") from None
 
 
+def md_table(value: Any, spec: str) -> str:
+    """A markdown pipe table of a list of rows: the first row's keys as the header, numbers that are
+    not whole formatted with ``spec`` (default ``.4g``), empty cells empty, ``|`` escaped."""
+    if not isinstance(value, list) or not value or not all(isinstance(r, dict) for r in value):
+        raise FigureError("a figtable expression must give a non-empty list of rows (dicts)")
+    cols = list(value[0])
+
+    def cell(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        if isinstance(v, float):
+            return format(v, spec or ".4g")
+        return str(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in cols) + " |" for r in value]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------ markers
 
 FIG = re.compile(r"<!--fig\s+(?P<spec>[^\n]*?)\s*-->(?P<shown>[^\n]*?)<!--/fig-->")
+FIGTABLE = re.compile(
+    r"^<!--figtable\s+(?P<spec>[^\n]*?)\s*-->[ \t]*\n(?P<shown>.*?)^<!--/figtable-->[ \t]*$", re.M | re.S
+)
+_TABLE_OPEN = re.compile(r"<!--figtable\b")
+_TABLE_CLOSE = re.compile(r"<!--/figtable-->")
 _OPEN = re.compile(r"<!--fig\b")
 _CLOSE = re.compile(r"<!--/fig-->")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -454,6 +591,7 @@ class Figure:
     shown: str
     start: int
     end: int
+    table: bool = False
 
     @property
     def where(self) -> str:
@@ -461,10 +599,13 @@ class Figure:
 
     def value(self, root: Path = ROOT) -> str:
         """The text the source gives for this figure (raises :class:`FigureError`)."""
-        return fmt(evaluate(self.source, self.expr, root), self.spec)
+        value = evaluate(self.source, self.expr, root)
+        return md_table(value, self.spec) if self.table else fmt(value, self.spec)
 
     def marker(self, shown: str) -> str:
         spec = f":{self.spec}" if self.spec else ""
+        if self.table:
+            return f"<!--figtable {self.source} {self.expr}{spec}-->\n\n{shown}\n\n<!--/figtable-->"
         return f"<!--fig {self.source} {self.expr}{spec}-->{shown}<!--/fig-->"
 
 
@@ -522,8 +663,26 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
         return any(a <= i < b for a, b in code)
 
     spans = []
-    for m in FIG.finditer(text):
+    for m in FIGTABLE.finditer(text):
         if in_code(m.start()):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        spans.append((m.start(), m.end()))
+        try:
+            source, expr, spec = split_spec(m.group("spec"))
+        except FigureError as e:
+            problems.append(f"{page}:{line}: {e}")
+            continue
+        shown = m.group("shown").strip("\n")
+        figures.append(Figure(page, line, source, expr, spec, shown, m.start(), m.end(), table=True))
+    for pattern, what in ((_TABLE_OPEN, "opening <!--figtable"), (_TABLE_CLOSE, "closing <!--/figtable-->")):
+        for m in pattern.finditer(text):
+            if not in_code(m.start()) and not any(a <= m.start() < b for a, b in spans):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{page}:{line}: {what} without its pair (each on a line of its own)")
+    tables = list(spans)
+    for m in FIG.finditer(text):
+        if in_code(m.start()) or any(a <= m.start() < b for a, b in tables):
             continue
         line = text.count("\n", 0, m.start()) + 1
         spans.append((m.start(), m.end()))
@@ -543,16 +702,44 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
             if not in_code(m.start()) and not any(a <= m.start() < b for a, b in spans):
                 line = text.count("\n", 0, m.start()) + 1
                 problems.append(f"{page}:{line}: {what} without its pair on the same line")
+    figures.sort(key=lambda f: f.start)
     return figures, problems
+
+
+_NOFIG_TAG = re.compile(r"<!--/?nofig\b[^>]*-->")
+_NOFIG_LINE = re.compile(r"^[ \t]*<!--/?nofig\b[^>]*-->[ \t]*\n", re.M)
+
+
+def join_opening_markers(text: str) -> str:
+    """``text`` with every paragraph continuation line that opens with a figure marker joined to the
+    line above (which renders the same), so no marker opens a line; ``--write`` applies it. A marker
+    that opens a paragraph, a list item or a line after a heading or a table row is left (an error)."""
+    lines = text.split("\n")
+    code = _code_lines(text)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        prev = out[-1] if out else ""
+        if (
+            i not in code
+            and i - 1 not in code
+            and line.lstrip(" \t").startswith("<!--fig ")
+            and prev.strip()
+            and not prev.lstrip().startswith(("#", "|", "<!--nofig", "```", "~~~"))
+            and not prev.rstrip().endswith("  ")  # a hard line break
+        ):
+            out[-1] = prev.rstrip() + " " + line.lstrip(" \t")
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str, list[str], list[str]]:
     """The page with every figure's value read from its source: ``(text, errors, differences)``.
 
     ``strip=False`` keeps the markers and rewrites the shown values (``--write``); ``strip=True``
-    replaces each marker by its value (the docs site). ``errors``: malformed or misplaced markers and
-    figures whose source cannot be read (those keep their shown text); ``differences``: figures whose
-    shown text differs from the value their source gives."""
+    replaces each marker by its value and drops ``<!--nofig-->`` comments (the docs site).
+    ``errors``: malformed or misplaced markers and figures whose source cannot be read (those keep
+    their shown text); ``differences``: figures whose shown text differs from their source's value."""
     figures, errors = parse(text, page)
     diffs: list[str] = []
     out, pos = [], 0
@@ -565,10 +752,15 @@ def render(text: str, page: str, *, strip: bool, root: Path = ROOT) -> tuple[str
         else:
             if value != f.shown:
                 diffs.append(f"{f.where}: shows {f.shown!r}, {f.source} gives {value!r} ({f.expr})")
-        out += [text[pos : f.start], value if strip else f.marker(value)]
+        shown = (f"\n{value}\n" if f.table else value) if strip else f.marker(value)
+        out += [text[pos : f.start], shown]
         pos = f.end
     out.append(text[pos:])
-    return "".join(out), errors, diffs
+    page_text = "".join(out)
+    if strip:  # the site: drop the scan's region comments too (a line holding only one goes)
+        page_text = _NOFIG_LINE.sub("", page_text)
+        page_text = _NOFIG_TAG.sub("", page_text)
+    return page_text, errors, diffs
 
 
 # ---------------------------------------------------------------------------- the scan for typed figures
@@ -596,14 +788,23 @@ ALLOWED_BEFORE: tuple[tuple[re.Pattern[str], str], ...] = (
         "a software or licence version",
     ),
     (
-        re.compile(r"(?i)\bpaper(?:'s)?(?:\s+(?:reports|gives|says|states|claims))?\s*:?\s*[^\s()\[\];:]*\s*$"),
+        # "paper +20%", "the paper reports 1.56 s", "paper 0.81x / 0.83x": up to 4 words, no bracket or ;:
+        re.compile(
+            r"(?i)\bpaper(?:'s)?(?:\s+(?:reports|gives|says|states|claims))?\s*:?(?:\s*[^\s()\[\];:]+){0,4}\s*$"
+        ),
         "a figure quoted from a paper (a published constant: it cannot drift)",
     ),
     (re.compile(r"(?i)\bdefault(?:s| is| of)?\s*:?\s*$"), "a parameter's default (a definition)"),
+    (
+        re.compile(r"(?:Theorem|Lemma|Corollary|Proposition|Section|Appendix|Fig\.|Figure|Table|Eq\.|§)\s*$"),
+        "a paper's numbering (Theorem 5.2, §6.2.1)",
+    ),
 )
 #: text just after a number that makes it something other than a measured figure, with the reason
 ALLOWED_AFTER: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\s?(?:CI|confidence|t-intervals?|intervals?|Wilson)\b"), "a confidence level"),
+    (re.compile(r"^\s?(?:CI|confidence|t[- ]intervals?|intervals?|Wilson)\b"), "a confidence level"),
+    (re.compile(r"^\s?(?:target|threshold|budget|tolerance)\b"), "a target or threshold (a definition)"),
+    (re.compile(r"^[\s-]?(?:CCE|equilibri)"), "the tolerance of an equilibrium concept (1%-CCE)"),
 )
 
 
@@ -619,6 +820,7 @@ def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
 
 _NOFIG = re.compile(r"<!--nofig\s+(?P<reason>[^>]*?)\s*-->.*?<!--/nofig-->", re.S)
 _EXCLUDED = (
+    FIGTABLE,  # tables read from results files
     FIG,  # figures read from results files
     re.compile(r"<!--.*?-->", re.S),  # other comments
     _INLINE_CODE,  # inline code: commands, keys, literal values
@@ -647,8 +849,8 @@ def scan(text: str, page: str) -> list[str]:
     for pattern in _EXCLUDED:
         masked = _mask(masked, [m.span() for m in pattern.finditer(masked)])
     for m in CLAIM.finditer(masked):
-        before = masked[max(0, m.start() - 60) : m.start()].split("\n")[-1]
-        after = masked[m.end() : m.end() + 30].split("\n")[0]
+        before = masked[max(0, m.start() - 60) : m.start()].split("\n\n")[-1].replace("\n", " ")
+        after = masked[m.end() : m.end() + 30].split("\n\n")[0].replace("\n", " ")
         if any(p.search(before) for p, _ in ALLOWED_BEFORE) or any(p.search(after) for p, _ in ALLOWED_AFTER):
             continue
         line = masked.count("\n", 0, m.start()) + 1
@@ -727,7 +929,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
         for path in paths:
             page = path.relative_to(root).as_posix()
             text = path.read_text(encoding="utf-8")
-            new, errors, diffs = render(text, page, strip=False, root=root)
+            new, errors, diffs = render(join_opening_markers(text), page, strip=False, root=root)
             problems += errors
             if new != text:
                 path.write_text(new, encoding="utf-8")

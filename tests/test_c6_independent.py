@@ -453,13 +453,23 @@ def test_ledger_counts_equal_the_independent_counts() -> None:
     assert totals == {"unrestricted": 55, "ordered": 12}
 
 
-def _main() -> None:  # pragma: no cover - the table of docs/c6_independent.md
+def _main() -> None:  # pragma: no cover - the figures of docs/c6_independent.md
+    """Print the tables of docs/c6_independent.md and write them to benchmarks/results/c6_independent.json
+    (``PYTHONPATH=. python tests/test_c6_independent.py``; the docs read their figures from that file)."""
+    import json
+    import os
+    import subprocess
     import time
+    from pathlib import Path
 
     t0 = time.perf_counter()
+    load_start = os.getloadavg()
     deltas, epss = (1e-12, 1e-9, 1e-7, 1e-5, 1e-3), (1e-9, 1e-7, 1e-5, 1e-3)
+    # counts are constant along delta/eps (eps >= 1e-7): one cell per ratio, as "rows (instances)"
+    ratio_cells = {"<= 1e-5": (1e-12, 1e-7), "1e-4": (1e-7, 1e-3), "1e-2": (1e-5, 1e-3), ">= 1": (1e-3, 1e-3)}
     counted: dict = {}
     old: dict = {}
+    out: dict = {"modes": [], "instances": {}, "witnesses": []}
     for kind, insts in ledger_instances().items():
         for mode in ("coop", "noncoop"):
             rates, ledger, exact = [], 0, [0, 0, 0]
@@ -494,19 +504,43 @@ def _main() -> None:  # pragma: no cover - the table of docs/c6_independent.md
             n_milp = sum(counted[(kind, mode, t)] for t in range(100))
             print(f"## {kind} {mode}: ledger rows {ledger}, MILP rows (eps 1e-3, loss rate > tau) {n_milp}")
             lo, hi = (pos.min(), pos.max()) if pos.size else (np.nan, np.nan)
+            between = int(((g > 1e-9) & (g < 1e-3)).sum())
             print(f"   loss rate of counted rows: min {lo:.3g} max {hi:.3g}; uncounted rows: max |g| "
-                  f"{np.abs(zero).max():.3g}; rows in (1e-9, 1e-3): {int(((g > 1e-9) & (g < 1e-3)).sum())}")
+                  f"{np.abs(zero).max():.3g}; rows in (1e-9, 1e-3): {between}")
             print(f"   k = 3 instances decided exactly (unique optimum, or face vertices): {exact[0]}, "
                   f"non-contiguous rows there: {exact[1]}, rows all as the MILP's: {exact[2]}")
             print("   feasibility form, rows (instances) by delta (down) x eps (across):", epss)
             for d in deltas:
                 print(f"   delta={d:g}: " + "  ".join(f"{table[(d, e)][0]:4d} ({table[(d, e)][1]:3d})" for e in epss))
+            out["modes"].append({
+                "generator": kind, "mode": mode, "ledger_rows": ledger, "milp_rows": n_milp,
+                "g_counted_min": None if np.isnan(lo) else float(lo),
+                "g_counted_max": None if np.isnan(hi) else float(hi),
+                "g_other_max_abs": float(np.abs(zero).max()), "rows_between_1e-9_and_1e-3": between,
+                "exact_instances": exact[0], "exact_noncontiguous_rows": exact[1], "exact_agree": exact[2],
+                "feasibility": [{"delta": d, **{f"eps {e:g}": f"{table[(d, e)][0]} ({table[(d, e)][1]})" for e in epss}}
+                                for d in deltas],
+                **{f"delta/eps {r}": f"{table[c][0]} ({table[c][1]})" for r, c in ratio_cells.items()},
+            })  # fmt: skip
     for kind in ("unrestricted", "ordered"):
         n = sum(counted[(kind, "coop", t)] > 0 or counted[(kind, "noncoop", t)] > 0 for t in range(100))
         n_old = sum(old[(kind, "coop", t)] > 0 or old[(kind, "noncoop", t)] > 0 for t in range(100))
         print(f"{kind}: instances with a row with no contiguous optimum {n}/100 "
               f"(with a loss rate > 1% of f* per GPU: {n_old})")
-    print(f"{time.perf_counter() - t0:.0f} s")
+        out["instances"][kind] = {"noncontiguous": n, "of": 100, "loss_rate_over_1pct_of_fstar": n_old}
+    for name, mode, W, m, _expected in WITNESSES:  # the stored witnesses' loss rates (eps 1e-3)
+        _, g = contiguity_loss(mode, W, m, 1e-3)
+        out["witnesses"].append({"name": name, "mode": mode, "rows": int((g > TAU * W.max()).sum()),
+                                 "g_max": float(g.max()), "g": [float(x) for x in g]})  # fmt: skip
+    seconds = time.perf_counter() - t0
+    print(f"{seconds:.0f} s")
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    out.update({"command": "PYTHONPATH=. python tests/test_c6_independent.py", "commit": commit,
+                "seconds": seconds, "load_start": list(load_start), "load_end": list(os.getloadavg())})  # fmt: skip
+    path = root / "benchmarks" / "results" / "c6_independent.json"
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(root)}")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ def repo(tmp_path: Path) -> Path:
         "# Scale\n\n## 1. Small\n\n| jobs | CPU s |\n|---|---|\n| 1,000 | **2.9** |\n\n"
         "## 2. Large\n\n| jobs | policy | CPU s |\n|---|---|---|\n| 100,000 | maxmin | 43.2 |\n"
         "| 100,000 | gavel | 471.6 |\n\nMedian ratio: **13.5x**.\n"
+        "\n## Smallest\n\n| a |\n|---|\n| 1 |\n\n### Small\n\n| a |\n|---|\n| 2 |\n"
     )
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "trace.toml").write_text("[workload]\narrival_scale = 0.125\n")
@@ -100,14 +101,24 @@ def repo(tmp_path: Path) -> Path:
         ("speed.json", 'runs["gavel-max-min-perf"].jct', ",.0f", "165,660"),
         ("speed.json", "n", ",d", "1,301"),
         ("speed.json", "data.n", "", "1301"),
+        ("speed.json", "max(each([[1, 5], [3, 4]], 0))", "", "3"),
+        ("speed.json", "ci95([1, 2, 3])[1]", ".4f", "4.4841"),  # 2 + t(0.975, 2) * 1 / sqrt(3)
+        ("speed.json", 'mean_ci([1, 2, 3], ".2f")', "", "2.00 [-0.48, 4.48]"),
+        ("speed.json", 'mean_ci_cols([{"a": [1, 2, 3], "b": 7}], {"a": ".1f"})[0].a', "", "2.0 [-0.5, 4.5]"),
         ("study/headlines.csv", 'len(where(verdict="reproduced"))', "", "2"),
         ("study/headlines.csv", 'count(where(panel=0).verdict, "not reproduced")', "", "1"),
         ("study/headlines.csv", 'row(id="d").ours - 1', "+.1%", "-5.5%"),
         ("study/headlines.csv", 'row({"id": "b"}).paper', ".2f", "0.90"),
         ("study/headlines.csv", "mean(rows.ours)", ".3f", "0.959"),
-        ("scale.md", 'table("Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
+        ("study/headlines.csv", "len(unique(rows.panel))", "", "2"),
+        ("study/headlines.csv", 'rows.without(verdict="reproduced")[1].id', "", "d"),
+        ("speed.json", "max(means([[1, 2], [5, 7]]))", "", "6.0"),
+        ("study/headlines.csv", r'match(r"(\d+) reproduced", "of 12 reproduced") + 1', "", "13"),
+        ("scale.md", 'table("1. Small")[0]["CPU s"]', ".1f", "2.9"),  # '**' stripped, number parsed
         ("scale.md", "table(1).row(policy=\"gavel\")['CPU s']", ".0f", "472"),
         ("scale.md", "table(1)[0].jobs", ",d", "100,000"),
+        ("scale.md", 'table("Small")[0].a', "", "2"),  # the exact heading before a containing one
+        ("scale.md", 'table("Smallest")[0].a', "", "1"),
         ("scale.md", r'grep(r"Median ratio: \*\*([\d.]+)x")', ".1f", "13.5"),
         ("scale.md", 'num("about 13.5x")', "", "13.5"),
         ("/scenarios/trace.toml", "1 / workload.arrival_scale", ".0f", "8"),
@@ -133,7 +144,7 @@ def test_expressions_read_each_kind_of_source(repo: Path, source: str, expr: str
         ("study/headlines.csv", '__import__("os")', "unknown function '__import__'"),
         ("study/headlines.csv", "rows[0].__class__", "no key '__class__'"),
         ("study/headlines.csv", "[x for x in rows]", "is not allowed"),
-        ("scale.md", "table(5)", "the source has 2 tables"),
+        ("scale.md", "table(5)", "the source has 4 tables"),
         ("speed.json", "n +", "does not parse"),
         ("scale.md", r'grep("\d+")', "does not parse"),  # an invalid escape: write r"\d+"
     ],
@@ -141,6 +152,15 @@ def test_expressions_read_each_kind_of_source(repo: Path, source: str, expr: str
 def test_unreadable_figures_are_errors_naming_what_is_missing(repo: Path, source: str, expr: str, message: str) -> None:
     with pytest.raises(F.FigureError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         F.fmt(F.evaluate(source, expr, repo), "")
+
+
+@pytest.mark.parametrize(
+    ("df", "q"), [(1, 12.706204736), (2, 4.302652730), (4, 2.776445105), (19, 2.093024054), (1000, 1.962339)]
+)
+def test_t_quantile_matches_the_tables(df: int, q: float) -> None:
+    """The 97.5% t quantile behind ci95 (stdlib only, so the docs build never imports scipy)."""
+    assert F.t_quantile(0.975, df) == pytest.approx(q, rel=1e-7)
+    assert F.t_quantile(0.025, df) == pytest.approx(-q, rel=1e-7)
 
 
 def test_render_fills_checks_and_strips_markers(repo: Path) -> None:
@@ -157,6 +177,32 @@ def test_render_fills_checks_and_strips_markers(repo: Path) -> None:
     site, errors, diffs = F.render(written, "page.md", strip=True, root=repo)
     assert (errors, diffs) == ([], [])
     assert site == "Ours is 13.5x faster and\n| study | reproduced |\n|---|---|\n| a | 2 |\n"
+    region = "a <!--nofig a limit-->1e9 s<!--/nofig--> b\n<!--nofig a table-->\n\n| x |\n|---|\n| 1.5 |\n\n"
+    region += "<!--/nofig-->\nc\n"
+    assert F.render(region, "p.md", strip=True, root=repo)[0] == "a 1e9 s b\n\n| x |\n|---|\n| 1.5 |\n\nc\n"
+
+
+def test_figtable_renders_a_results_table_and_checks_it(repo: Path) -> None:
+    """A whole table from a results file: written, checked and put on the site like a figure."""
+    spec = 'study/headlines.csv select(where(panel=1), "id", {"ours (x)": "ours"}, "verdict"):.2f'
+    text = f"Rows:\n\n<!--figtable {spec}-->\n| stale |\n<!--/figtable-->\n\nafter\n"
+    written, errors, diffs = F.render(text, "p.md", strip=False, root=repo)
+    table = "| id | ours (x) | verdict |\n|---|---|---|\n| c | 0.86 | reproduced |\n| d | 0.94 | direction only |"
+    assert errors == [] and len(diffs) == 1 and diffs[0].startswith("p.md:3: shows '| stale |'")
+    assert written == f"Rows:\n\n<!--figtable {spec}-->\n\n{table}\n\n<!--/figtable-->\n\nafter\n"
+    assert F.render(written, "p.md", strip=False, root=repo)[1:] == ([], [])
+    assert F.render(written, "p.md", strip=True, root=repo)[0] == f"Rows:\n\n\n{table}\n\n\nafter\n"
+    assert F.scan(written, "p.md") == []  # a table read from a file is no hand-typed figure
+    fmt_spec = 'study/headlines.csv format_cols(select(where(id="b"), "ours", "paper"), {"ours": ".1%"})'
+    assert F.md_table(F.evaluate("study/headlines.csv", fmt_spec.split(" ", 1)[1], repo), "") == (
+        "| ours | paper |\n|---|---|\n| 98.7% | 0.9 |"
+    )
+    _, errors = F.parse("<!--figtable a b-->\n| x |\n", "q.md")
+    assert errors == ["q.md:1: opening <!--figtable without its pair (each on a line of its own)"]
+    with pytest.raises(F.FigureError, match="non-empty list of rows"):
+        F.md_table([], "")
+    with pytest.raises(F.FigureError, match="select\\(\\): no column 'x'"):
+        F.evaluate("study/headlines.csv", 'select(rows, "x")', repo)
 
 
 def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
@@ -178,6 +224,19 @@ def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
     literal = "write `<!--fig speed.json n-->7<!--/fig-->` and\n```\na <!--fig speed.json n-->7<!--/fig-->\n```\n"
     assert F.parse(literal, "q") == ([], [])
     assert F.render(literal, "q", strip=True, root=repo) == (literal, [], [])
+
+
+def test_write_joins_continuation_lines_that_open_with_a_marker() -> None:
+    text = (
+        "A paragraph of\n  <!--fig a b-->1<!--/fig-->x and\n<!--fig a b-->2<!--/fig--> more.\n\n"
+        "<!--fig a b-->3<!--/fig--> opens a paragraph\n# Head\n<!--fig a b-->4<!--/fig--> after a heading\n"
+        "```\ncode\n<!--fig a b-->5<!--/fig-->\n```\n"
+    )
+    assert F.join_opening_markers(text) == (
+        "A paragraph of <!--fig a b-->1<!--/fig-->x and <!--fig a b-->2<!--/fig--> more.\n\n"
+        "<!--fig a b-->3<!--/fig--> opens a paragraph\n# Head\n<!--fig a b-->4<!--/fig--> after a heading\n"
+        "```\ncode\n<!--fig a b-->5<!--/fig-->\n```\n"
+    )
 
 
 def test_format_split_takes_the_last_colon_that_leaves_an_expression() -> None:

@@ -39,6 +39,8 @@ __all__ = [
     "audit_case",
     "agent_summary",
     "format_relative_gain",
+    "attach_exact",
+    "exact_rows",
     "regret_frame",
     "gain_curve_frame",
     "plot_regret",
@@ -174,6 +176,42 @@ def agent_summary(r: AuditResult) -> dict[str, Any]:
         "violated": bool(r.violated),
         "notes": notes,
     }
+
+
+def attach_exact(out: dict[str, Any], mechanism: str, W: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
+                 **kwargs: Any) -> dict[str, Any]:  # fmt: skip
+    """Add to every agent of an :func:`audit_case` summary an ``exact`` object: the exact best response
+    (:func:`market.audit.exact.best_response`, default box) as JSON (``relative_gain``, ``upper_bound``,
+    ``gap``, ``certified``, ``report``, ``box``, ``at_lower``/``at_upper``/``on_edge``, ``closure_bound``,
+    ``method``, ``status``, ``seconds``, ``notes``). ``kwargs`` go to ``best_response``."""
+    from market.audit.exact import best_response
+
+    for a in out["agents"]:
+        res = best_response(mechanism, W, m, int(a["agent"]), weights=weights, **kwargs).to_dict()
+        for key in ("policy", "agent", "truthful_utility"):
+            res.pop(key)
+        a["exact"] = res
+    return out
+
+
+def exact_rows(agents: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Text table (header first) of the agents' ``exact`` objects beside the search's relative gain."""
+    head = ["agent", "search", "exact", "upper bound", "gap", "certified", "report", "edge"]
+    rows = [head]
+    for a in agents:
+        e = a["exact"]
+        edge = "lower" if any(e["at_lower"]) else "upper" if any(e["at_upper"]) else "-"
+        if e.get("closure_bound") is not None:
+            edge += f" (sup <= {_pct4(e['closure_bound'])} as it goes to 0)"
+        gap = "n/a" if e["gap"] is None else f"{e['gap']:.1e}"
+        rep = "[" + ", ".join(f"{v:.6g}" for v in e["report"]) + "]"
+        rows.append([str(a["agent"]), format_relative_gain(a["relative_gain"]), _pct4(e["relative_gain"]),
+                     _pct4(e["upper_bound"]), gap, "yes" if e["certified"] else "no", rep, edge])  # fmt: skip
+    return rows
+
+
+def _pct4(rel: float | None) -> str:
+    return "n/a (truthful 0)" if rel is None or not np.isfinite(rel) else f"{100 * rel:+.4f}%"
 
 
 def format_relative_gain(rel: float | None) -> str:

@@ -405,11 +405,45 @@ def _audits(
     return ctx.shared(f"{key}:{mechanism}:{weighted}", compute)
 
 
+def _exact_check(t: FairShareTarget, r: AuditResult, scope: bool, tally: dict[str, int], bad: set[int], worst: float,
+                 witness: dict[str, Any] | None) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
+    """The exact oracle (:func:`market.audit.exact.oracle`) on a small instance: a certified gain over
+    ``tol`` in the claim's region is a proven violation (counted even when the search missed it); a
+    certified bound within ``tol`` proves the claim on that instance. ``scope=False`` (outside the
+    paper's scope) uses the whole box: a bound within ``tol`` proves no lie gains at all, a gain
+    counts only when the optimal report deflates some entry (else it is in scope: C1's business)."""
+    from market.audit.exact import oracle
+
+    ex = oracle(t, int(r.agent), "in" if scope else "all")
+    if ex is None:
+        tally["skipped"] += 1
+        return worst, witness
+    tally["checked"] += 1
+    if not ex.certified:
+        tally["uncertified"] += 1
+        return worst, witness
+    if (ex.upper_bound * abs(r.truthful_utility) if math.isfinite(ex.upper_bound) else math.inf) <= r.tol:
+        tally["proven_holds"] += 1
+    elif ex.gain > r.tol and (scope or min(ex.factors) < 1.0 - 1e-12):
+        tally["proven_violations"] += 1
+        bad.add(id(t))
+        if ex.relative_gain > worst:
+            from market.audit.hunt_spaces import misreport_witness
+
+            fb = FamilyBest("EXACT", scope, ex.gain, None, "exact best response", (tuple(ex.report), None))
+            worst, witness = ex.relative_gain, {**misreport_witness(t, r, fb, reaudit=False), "oracle": ex.method,
+                                                "exact_gap": ex.gap}  # fmt: skip
+    return worst, witness
+
+
 def _sp_measure(pairs: list[tuple[FairShareTarget, AuditResult]], scope: bool) -> Measurement:
-    """Count instances whose deviator gains (> tol) within the paper scope (``scope``) or outside."""
+    """Count instances whose deviator gains (> tol) within the paper scope (``scope``) or outside;
+    on small instances the exact oracle proves or finds what the search cannot (:func:`_exact_check`,
+    tallied in ``details["exact"]``)."""
     viol, worst, witness = 0, 0.0, None
     fam: dict[str, dict[str, float]] = {}
     strict, up_fams = 0, 0
+    exact = {"checked": 0, "proven_holds": 0, "proven_violations": 0, "uncertified": 0, "skipped": 0}
     instances = {id(t) for t, _ in pairs}
     bad_inst: set[int] = set()
     for t, r in pairs:
@@ -427,8 +461,9 @@ def _sp_measure(pairs: list[tuple[FairShareTarget, AuditResult]], scope: bool) -
                     bad_inst.add(id(t))
                     if rel > worst:
                         worst, witness = rel, _mis_witness(t, r, fb)
+        worst, witness = _exact_check(t, r, scope, exact, bad_inst, worst, witness)
         viol = len(bad_inst)
-    details = {"per_family": fam, "deviators_audited": len(pairs)}
+    details = {"per_family": fam, "deviators_audited": len(pairs), "exact": exact}
     if scope:
         details["strict_decrease_fraction_up_families"] = strict / up_fams if up_fams else float("nan")
     return Measurement(len(instances), viol, worst, "max relative gain of a lie", witness, details)
