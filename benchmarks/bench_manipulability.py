@@ -328,6 +328,34 @@ def _worst(rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str, float] | No
     return best
 
 
+def _summary(policies: list[str], fair: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures docs quote: ``ranking`` (per policy and scope, the largest figure the oracle did not
+    reject: ``value`` of the equal share, ``relative`` gain or ``None`` from 0, cell, arm, oracle
+    label), ``artefacts`` (arm figures the oracle rejected), ``oracles`` (oracle name -> arm figures
+    it judged) and ``budget`` (evaluations per cell, smallest and largest)."""
+    ranking, oracles = [], {}
+    for pol in policies:
+        for scope in ("all", "up"):
+            rows = [r for r in fair if r["mechanism"] == pol and r["scope"] == scope]
+            top = _worst(rows) if rows else None
+            if top is None:
+                continue
+            r, arm, v = top
+            orc = r.get("oracle" if arm == "hunt" else "random_oracle")
+            rel, tru = r.get(arm + "_relative"), r.get(arm + "_truthful")
+            ranking.append({"policy": pol, "scope": scope, "value": v, "n": r["n"], "k": r["k"], "arm": arm,
+                            "relative": None if _ratio(rel, tru) in ("from 0", "-") else float(rel),
+                            "oracle": orc["label"] if orc else None})  # fmt: skip
+    for r in fair:
+        for key in ("oracle", "random_oracle"):
+            if r.get(key):
+                oracles[r[key]["oracle"]] = oracles.get(r[key]["oracle"], 0) + 1
+    ranking.sort(key=lambda d: -_cap(d["value"]))
+    budgets = [int(r.get("budget") or r["evaluations"]) for r in fair]
+    return {"ranking": ranking, "artefacts": sum(_artefact(r, a) for r in fair for a in ("hunt", "random")),
+            "oracles": oracles, "budget": [min(budgets), max(budgets)] if budgets else None}  # fmt: skip
+
+
 def _versus(h: float, r: float) -> str:
     """``win`` / ``tie`` / ``loss`` of the hunt's figure ``h`` against the random figure ``r``."""
     h, r = _cap(h), _cap(r)
@@ -378,10 +406,11 @@ def _render(
     if args.load_log and Path(args.load_log).exists():
         loads = [float(line.split()[1]) for line in Path(args.load_log).read_text().splitlines() if line.strip()]
     OUT.mkdir(exist_ok=True)
+    summary = _summary(policies, fair)
     (OUT / "manipulability.json").write_text(json.dumps(
         {"fair_share": fair, "auctions": auctions, "args": vars(args), "load": [load0, load1], "uptime": uptime,
          "commit": commit, "box": REALISTIC, "edge_limits": EDGE_LIMITS, "gavel_max_ratio": gavel_max_ratio(),
-         "oracles_rechecked_at_render": bool(args.recheck_oracles),
+         "oracles_rechecked_at_render": bool(args.recheck_oracles), "summary": summary,
          "render_seconds": total, "wall_seconds": wall, "cpu_seconds": cpu, "load_samples": loads},
         default=lambda o: str(o), indent=1))  # fmt: skip
     budgets = {}
