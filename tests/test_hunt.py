@@ -328,3 +328,12 @@ def test_auction_witness_rechecks() -> None:
          "lie": {"arrival_delay": 5.0}, "tol": 1e-7, "run_seed": 0}  # fmt: skip
     assert ledger.recheck_witness(w)
     assert not ledger.recheck_witness({**w, "lie": {"arrival_delay": 0.0}})
+
+
+def test_the_ledger_cell_flags_a_witness_on_the_box_edge_and_a_seconds_cap() -> None:
+    h = {"best_effect": 1.5, "random_best_effect": 0.5, "evaluations": 40, "optimiser": "de",
+         "edge": {"interior": False, "status": "limit hit: speed_ratio"}, "stopped_by": "seconds cap"}  # fmt: skip
+    cell = ledger.hunt_cell(h)
+    assert "witness on the box's edge (limit hit: speed_ratio)" in cell and "stopped by the seconds cap" in cell
+    plain = ledger.hunt_cell(h | {"edge": {"interior": True, "status": "interior"}, "stopped_by": "evaluations"})
+    assert "edge" not in plain and "cap" not in plain and plain.startswith("best 1.5")

@@ -130,3 +130,23 @@ def test_the_resolution_oracle_scales_gavels_one_job_bound() -> None:
     for s, f in (("x2", 2.0), ("x4", 4.0)):
         assert res.detail[s]["truthful_utility"] == pytest.approx(1.0 * f, rel=1e-6)
         assert res.detail[s]["lie_utility"] == pytest.approx(2.0 * f, rel=1e-6)
+
+
+def test_the_ledger_run_confirms_its_witness_before_reporting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_claims re-checks a violated claim's witness with the oracle of its kind: rejected, the
+    verdict is `inconclusive` (an artefact), confirmed it stays `violated`; `confirm=False` skips it."""
+    from market.audit import oracles
+
+    ledger.claims()  # load the registered papers first (the toy claim is added to them)
+    monkeypatch.setitem(ledger._CLAIMS, ("toyp", "T1"), ledger.ClaimSpec(
+        "toyp", "T1", "s", "h", "universal",
+        lambda ctx: ledger.Measurement(5, 1, 1.0, "e", {"kind": "toy_l", "x": 1.0})))  # fmt: skip
+    monkeypatch.setitem(ledger._CHECKERS, "toy_l", lambda w: True)
+    monkeypatch.setitem(oracles._ORACLES, "toy_l", [])
+    register_oracle("toy_l", "toy-oracle")(lambda w: oracles.OracleResult("toy-oracle", False))
+    (c,) = ledger.run_claims("toyp")
+    assert c.verdict == "inconclusive" and c.oracle["label"] == "artefact, not confirmed by toy-oracle"
+    assert ledger.run_claims("toyp", confirm=False)[0].verdict == "violated"
+    register_oracle("toy_l", "toy-oracle")(lambda w: oracles.OracleResult("toy-oracle", True))
+    (c,) = ledger.run_claims("toyp")
+    assert c.verdict == "violated" and c.oracle["confirmed"] is True

@@ -112,3 +112,38 @@ def test_c_p7_witness_is_a_grid_artefact():
         assert opt.bound / sum(d.utility for d in grid) == pytest.approx(2832.664586418972, rel=1e-9)
         worst = min(c - t for c, t, _ in _credited_vs_true(grid, jobs))
         assert worst == pytest.approx(-1.0)  # job 0: credited 3 samples, 4 samples of work
+
+
+def test_slots_in_the_same_state_share_one_option_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """THETA is a function of the slot's state (prices, residual capacities): on an empty cluster
+    every slot is alike, so the exact search builds one option set (one set of rounding draws) and
+    every slot uses it; a slot whose state differs (a price raised in it) gets its own."""
+    from dataclasses import replace
+
+    from market.auction.prices import PriceLedger
+    from market.pdors import pricing
+    from market.pdors.constants import PdorsConstants
+    from market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs
+    from market.pdors.mechanism import pdors_search
+    from market.pdors.model import PdorsCluster
+
+    calls = []
+    real = pricing.slot_options
+
+    def spy(*a, **kw):
+        calls.append(a[1].prices.tobytes() + a[1].resid.tobytes())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pricing, "slot_options", spy)
+    T, H = 8, 2
+    job = replace(next(j for j in pdors_paper_jobs(np.random.default_rng(0), 500, 40) if j.min_duration() <= T // 2),
+                  arrival=0)  # fmt: skip
+    consts = PdorsConstants.from_values(np.full(4, 100.0), 1e-3)
+    cl = PdorsCluster.build(T, np.tile(MACHINE_CAPACITY, (H, 1)), RESOURCES)
+    led = PriceLedger(cl.capacity, T, consts.log_L, consts.log_U)
+    res = pdors_search(job, led, PdorsConfig(), 1.0)
+    assert "options_max" in res.stats and len(calls) == 1  # T slots searched, one state, one option set
+    calls.clear()
+    led.reserve(3, 0.5 * led.capacity)  # slot 3 half full: another state (prices and residuals)
+    pdors_search(job, led, PdorsConfig(), 1.0)
+    assert len(calls) == len(set(calls)) == 2
