@@ -940,8 +940,8 @@ def best_response(
     options: Mapping[str, Any] | None = None,
     box: Any = None,
     formulation: str = "strong-duality",
-    time_limit: float = 30.0,
-    node_limit: int | None = None,
+    time_limit: float = 120.0,
+    node_limit: int | None = 20_000,
     tol: float = 1e-6,
     feastol: float = 1e-6,
     closure: bool = True,
@@ -954,9 +954,10 @@ def best_response(
     search's box with its hard limits: reported entries in ``[1/max_speedup, max_speedup]``), a
     ``(lo, hi)`` pair of factors relative to the truth for every free entry, a mapping ``{type: (lo,
     hi)}`` or a :class:`ReportBox`. ``formulation``: ``"strong-duality"`` (default) or ``"kkt"``.
-    ``time_limit`` wall seconds per SCIP solve and ``node_limit`` (``None``: none) its branch-and-bound
-    nodes: a solve stopped by either reports its proven bound, certified only if the mechanism attains
-    it within ``tol``; the node limit is the budget that gives the same answer under any machine load.
+    ``node_limit`` (default 20,000; ``None``: none) the branch-and-bound nodes per SCIP solve, the budget
+    that gives the same answer under any machine load, and ``time_limit`` (default 120) a wall-second cap
+    behind it: a solve stopped by either reports its proven bound, certified only if the mechanism
+    attains it within ``tol``.
     ``tol`` the gap (in relative-gain units) below which the result is ``certified``.
 
     Raises :class:`InputError` for a policy not in :data:`SUPPORTED` (with the reason), an unknown
