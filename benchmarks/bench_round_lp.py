@@ -83,7 +83,9 @@ def gavel_table() -> np.ndarray:
 
 GAVEL_FAMILIES = ("gavel-table", "heterogeneous", "heterogeneous-scarce",
                   "ordered-1024", "ordered-1024-weights", "ordered-1024-scale", "ordered-1024-weights-scale",
-                  "ordered-256", "ordered-256-weights", "ordered-256-scale", "ordered-256-weights-scale")  # fmt: skip
+                  "ordered-256", "ordered-256-weights", "ordered-256-scale", "ordered-256-weights-scale",
+                  "jitter-1024", "jitter-1024-weights", "jitter-256", "jitter-256-weights",
+                  "neartie-1024", "neartie-1024-weights", "neartie-256", "neartie-256-weights")  # fmt: skip
 
 
 def gavel_workload(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -104,6 +106,17 @@ def gavel_workload(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarr
         table = gavel_table()
         T = table[rng.integers(0, len(table), n)]
         return T, np.full(3, n // 4), w, sf
+    if family.startswith(("jitter", "neartie")):
+        table = gavel_table()
+        T = table[rng.integers(0, len(table), n)] * rng.uniform(0.95, 1.05, (n, 3))
+        if family.startswith("neartie"):
+            tied = np.flatnonzero(rng.random(n) < 0.9)
+            a = rng.integers(0, 3, tied.size)
+            b = (a + rng.integers(1, 3, tied.size)) % 3
+            T[tied, b] = T[tied, a] * rng.uniform(0.99, 1.01, tied.size)
+        if "weights" in family:
+            w = rng.choice([1.0, 2.0, 4.0], n)
+        return T, np.full(3, int(family.split("-")[1]) * n // 4096), w, sf
     if family.startswith("heterogeneous"):
         T = rng.uniform(0.5, 8.0, (n, 3))
         return T, np.full(3, n // (16 if family == "heterogeneous-scarce" else 4)), w, sf
@@ -126,7 +139,8 @@ def _gavel_path(info: dict[str, Any]) -> str:
     rows fixed on two types (time bound binding) and HiGHS solves."""
     dec = info.get("decomposition") or {}
     more = (f" ({dec['free_rows']} free rows, {dec.get('split_rows', 0)} fixed on two types, "
-            f"{dec['decomposition_solves']} solves)" if dec else "")  # fmt: skip
+            f"{dec['decomposition_solves']} solves, first prices {dec.get('first_prices', '?')})"
+            if dec else "")  # fmt: skip
     return f"classes={info['aggregated_classes']}, {info['lp_path']}{more}"
 
 
