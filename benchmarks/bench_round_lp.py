@@ -6,7 +6,7 @@ wall and CPU seconds per solve, building the program included on both sides):
 * ``gavel`` (the framework's Gavel max-min, caps 1, or the job's scale factor in devices) and
   ``gavel-max-min-perf`` at 4,096 jobs on 3 GPU types (K80, P100, V100), the families of
   :func:`gavel_workload`: ``gavel-table`` (jobs drawn uniformly from the 26 single-GPU job types of
-  Gavel's measured throughputs, ``../shared/data/gavel_throughputs.csv``), ``heterogeneous`` and
+  Gavel's measured throughputs, ``market/data/gavel_throughputs.csv``), ``heterogeneous`` and
   ``heterogeneous-scarce`` (every job its own row, throughputs U(0.5, 8) per type), and the
   ``ordered-<1024|256>[-weights][-scale]`` families (K80 < P100 < V100, 1,024 or 256 GPUs per type,
   priority weights from {0.5, 1, 2}, scale factors from {1, 2, 4, 8}); each is also solved, untimed,
@@ -56,9 +56,7 @@ from market.oef.validate import validate_inputs  # noqa: E402
 from market.registry import get  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-DATA = ROOT.parent / "shared" / "data" / "gavel_throughputs.csv"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/gavel_throughputs.csv")
+DATA = ROOT / "market" / "data" / "gavel_throughputs.csv"
 
 try:
     import cvxpy as cp

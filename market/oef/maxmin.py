@@ -536,12 +536,6 @@ breakpoint) beyond which the interior-point prices are computed."""
 IPM_DELTA = 1e-4
 """The margin ``delta`` of :func:`_patterns` at the interior-point prices (duality gap 1e-7 there)."""
 
-WIDEN_ROWS = 16
-"""When more fixed rows than this fail the certificate at once, the rows near a tie at the first
-prices within a 10x wider margin (at most :data:`WIDEN_MAX`) are freed instead of the failing ones."""
-
-WIDEN_MAX = 0.03
-
 FIRST_PRICES = "auto"
 """How :func:`_guess` finds first prices: ``"auto"`` (sample; interior point when the sample is poor,
 see :data:`IPM_MIN_ROWS`), ``"sample"`` (sample, recursive sub-sample; never the interior point) or
@@ -822,8 +816,7 @@ def solve_maxmin(
         lp = _Reduced(policy, C, m, s, d, equal, own=own)
         lp.units = (gam, mu)
     new = free & (lp.thr_row < 0)
-    priced = widened = 0
-    p0, t0, band = p, t_hint, delta
+    priced = 0
     while True:
         if free.sum() > max_free * n:
             return None
@@ -855,21 +848,7 @@ def solve_maxmin(
         if not bad.any():
             break
         nr = fr[bad]
-        wide = None
-        if nr.size > WIDEN_ROWS and band < WIDEN_MAX:
-            # many rows fail: the reduced program's prices are off because a few rows were fixed on the
-            # wrong side of a tie, not because all these rows are; free the rows near a tie at the first
-            # prices within a 10x wider margin instead (the free set still grows, so the loop ends)
-            band = min(WIDEN_MAX, 10.0 * band)
-            _, _, clear0, near0 = _patterns(p0, C, s, d, t0, band)
-            wide = ~clear0 & ~free
-            if wide.any():
-                nr, widened = rows[wide], widened + 1
-            else:
-                wide = None
         u2, v2, _, near2 = _patterns(p, C[nr], s[nr], d[nr], t, delta)
-        if wide is not None:
-            near2 |= near0[nr]
         near2[np.arange(nr.size), u2] = True
         near2[np.arange(nr.size), u[nr]] = True
         pv = v[nr] >= 0
@@ -895,7 +874,7 @@ def solve_maxmin(
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
             "split_rows": int(pair.sum()), "priced_columns": priced,
             "simplex_iterations": pivots + lp.iterations, "kept_program": kept, "first_prices": how,
-            "delta": delta, "widened": widened}  # fmt: skip
+            "delta": delta}  # fmt: skip
     return MaxMinSolution(x * mu, t * gam * mu, p * gam, info)
 
 
@@ -908,8 +887,7 @@ def _finish_pinned(
     if warm is not None:
         warm.put(types, np.zeros(k), t * gam * mu)
     info = {"decomposition_solves": solves, "free_rows": nfree, "split_rows": 0, "priced_columns": 0,
-            "simplex_iterations": pivots, "kept_program": False, "first_prices": how, "delta": 0.0,
-            "widened": 0}  # fmt: skip
+            "simplex_iterations": pivots, "kept_program": False, "first_prices": how, "delta": 0.0}  # fmt: skip
     return MaxMinSolution(x * mu, t * gam * mu, np.zeros(k), info)
 
 
