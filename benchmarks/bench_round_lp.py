@@ -592,6 +592,24 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
             f"{_f(r.get('cvxpy_wall_s'))} | {_f(r.get('ratio'), 1)} | {_f(r['ours_cpu_s'])} | "
             f"{_f(r.get('cvxpy_cpu_s'))} | {_f(r.get('cpu_ratio'), 1)} | {diff} | {ref} | {r['ours_path']} |"
         )
+    new = [r for r in rows if r["family"].startswith(("jitter", "neartie"))]
+    if new:
+        lines += [
+            "",
+            "## Jittered and near-tie families",
+            "",
+            "Jobs drawn from Gavel's 26 single-GPU job types with every throughput jittered by +-5% (all distinct); "
+            "`neartie`: then 90% of the jobs get two types within 1% of each other; 1,024 or 256 GPUs per type; "
+            "`weights`: priority weights from {1, 2, 4}. The same cells as above, CPU seconds.",
+            "",
+            "| case | family | ours CPU s | cvxpy CPU s | CPU ratio | wall ratio | rel. diff to reference "
+            "| first prices | free rows |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *[f"| {r['case']} | {r['family']} | {_f(r['ours_cpu_s'])} | {_f(r.get('cvxpy_cpu_s'))} | "
+              f"{_f(r.get('cpu_ratio'), 2)} | {_f(r.get('ratio'), 2)} | "
+              f"{r.get('rel_reference_diff', float('nan')):.1e} | {r.get('first_prices') or r.get('lp_path')} | "
+              f"{_f(r.get('free_rows'), 0)} |" for r in new],
+        ]
     gavel_cells = [r for r in rows if r["case"] in ("gavel", "gavel-max-min-perf") and r.get("cpu_ratio")]
     if gavel_cells:
         worst = min(gavel_cells, key=lambda r: r["cpu_ratio"])
