@@ -128,3 +128,33 @@ def test_polish_recomputes_free_rows_exactly() -> None:
     mm._polish(x, t, C, d, np.arange(2))
     assert x[0].sum() == pytest.approx(1.0, abs=1e-15) and C[0] @ x[0] == pytest.approx(t, abs=1e-15)
     assert x[1, 0] == 1.0 and x[1, 1:].sum() == 0
+
+
+@pytest.mark.slow
+def test_fuzz_ipm_sizes_against_the_full_lp() -> None:
+    """Random programs large enough for the interior-point prices (512-700 rows, 3-6 types, 70% with
+    near ties, caps none/one/mixed, scale factors, LP (9) equalities): optimum within 1e-9 of the
+    full LP and feasible, whatever path the first prices take."""
+    paths: dict[str, int] = {}
+    for seed in range(24):
+        rng = np.random.default_rng(1000 + seed)
+        n, k = int(rng.choice([512, 700])), int(rng.choice([3, 4, 6]))
+        C = rng.uniform(0.5, 8.0, (n, k))
+        if rng.random() < 0.7:
+            tied = np.flatnonzero(rng.random(n) < 0.9)
+            a = rng.integers(0, k, tied.size)
+            b = (a + rng.integers(1, k, tied.size)) % k
+            C[tied, b] = C[tied, a] * rng.uniform(0.99, 1.01, tied.size)
+        equal = bool(rng.random() < 0.25)
+        caps = "none" if equal else str(rng.choice(["none", "one", "mixed"]))
+        m = np.full(k, max(1.0, float(rng.choice([0.25, 1 / 16, 0.5])) * n * 3 / k)) * rng.uniform(0.8, 1.2, k)
+        s = rng.choice([1.0, 2.0], n) if rng.random() < 0.3 else np.ones(n)
+        d = {"none": np.full(n, np.inf), "one": np.ones(n),
+             "mixed": np.where(rng.random(n) < 0.5, np.inf, rng.uniform(0.3, 2.0, n))}[caps]  # fmt: skip
+        sol = solve_maxmin(C, m, s, d, equal=equal)
+        if sol is None:
+            continue
+        paths[sol.info["first_prices"]] = paths.get(sol.info["first_prices"], 0) + 1
+        assert sol.t == pytest.approx(full_lp(C, m, s, d, equal), rel=1e-9), seed
+        check_feasible(sol, C, m, s, d, equal)
+    assert paths.get("ipm", 0) >= 8, paths
