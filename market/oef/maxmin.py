@@ -19,7 +19,10 @@ the cap, it uses its whole cap on the two types around ``t / d_l`` on the lower 
 
 0. works in units where ``C`` and ``x`` are of order one (HiGHS's tolerances are absolute);
 1. guesses prices and ``t`` (given ones, e.g. the previous round's, or the optimum of the same program
-   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`);
+   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`; from
+   :data:`IPM_MIN_ROWS` rows, when that sample leaves many rows near a tie, the prices of a structured
+   interior-point method, :mod:`market.oef.maxmin_ipm`, and when a cap pins ``t`` an optimum read off
+   one of its iterates, :func:`_pinned`);
 2. *fixes* every row whose pattern is clear (it survives a relative change ``delta`` of the prices
    and of ``t``): a one-type row ``x_lu = t / C_lu``, a two-type row ``x_lu = (C_lv d_l - t) / D``,
    ``x_lv = (t - C_lu d_l) / D`` (``D = C_lv - C_lu``); fixed rows then enter the program only
