@@ -454,6 +454,20 @@ def ours_noncoop(W: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     return float(a.objective), {"path": f"{a.info['noncoop_path']}, {a.info['simplex_iterations']} pivots"}
 
 
+def _commit() -> str:
+    """The checked-out commit (``-dirty`` with uncommitted changes), or ``unknown``."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (smoke run)")
@@ -509,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "round_lp", "quick": args.quick, "python": platform.python_version(),
         "cpu_count": os.cpu_count(), "load_average_at_start": load_start, "load_average_at_end": list(os.getloadavg()),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cvxpy_note": CVXPY_NOTE,
+        "commit": _commit(),
     }  # fmt: skip
     try:
         import highspy
@@ -544,7 +559,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
         "",
         f"Command: `.venv/bin/python benchmarks/bench_round_lp.py{' --quick' if quick else ''}` (one run; "
         f"{meta['cpu_count']} CPUs shared with other agents' jobs, load average at start "
-        f"{ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at end {le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}: absolute seconds are "
+        f"{ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at end {le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}, commit "
+        f"{meta.get('commit', 'not recorded')}: absolute seconds are "
         "pessimistic, the ratios are measured in the same run, ours and cvxpy interleaved). Medians over "
         f"{rows[0]['reps']} repetitions; seconds include building the program (both sides) and validation (ours). "
         f"{meta.get('cvxpy_note') or ''}",
