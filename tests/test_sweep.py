@@ -177,6 +177,7 @@ def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) ->
         assert pq.read_schema(parts / name).metadata == meta
     manifest = json.loads((out / "sweep.json").read_text())
     assert [s["session"] for s in manifest["sessions"]] == [1, 2]
+    assert manifest["sessions"][0]["ended"] == "killed"  # the resume found it killed (no live process held it)
     assert manifest["sessions"][1]["skipped"] == len(before)
     assert manifest["status"] == "complete" and manifest["complete"] is True
     # and the data equal an uninterrupted sweep

@@ -98,10 +98,11 @@ def test_a_run_stopped_by_the_round_cap_is_recorded_as_incomplete(capsys, tmp_pa
     assert runs["complete"].tolist() == [False] and runs["rounds"].tolist() == [3]
     assert "safety cap" in runs["incomplete"].iloc[0] and 0 < runs["unfinished_jobs"].iloc[0] <= 6
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["complete"] is False and len(meta["incomplete_runs"]) == 1
+    assert meta["complete"] is False and len(meta["incomplete_runs"]) == 1 and meta["status"] == "capped"
     assert meta["incomplete_runs"][0]["unfinished_jobs"] == runs["unfinished_jobs"].iloc[0]
     report = (out / "report.md").read_text()
     assert "INCOMPLETE" in report and "(no results)" in report  # its numbers are not reported as a result
+    assert report.startswith("# INCOMPLETE (capped): 1 run(s) hit the round cap (max_rounds) and are not results\n")
     assert not (out / "jct_cdf.png").exists()
     # the same scenario with room to finish is complete
     out2 = tmp_path / "o2"
@@ -144,7 +145,9 @@ def test_a_sweep_records_capped_runs_as_capped_not_as_results(capsys, tmp_path: 
     assert "max_rounds = 3" in runs["error_message"].iloc[0]
     assert pd.read_parquet(out / "results.parquet").empty  # a capped run's rows are not results
     assert len(pd.read_parquet(out / "failures.parquet")) == 4
-    assert json.loads((out / "sweep.json").read_text())["complete"] is False
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["complete"] is False and manifest["status"] == "capped"
+    assert (out / "report.md").read_text().startswith("# INCOMPLETE (capped): some runs hit the round cap")
     # with room to finish the same sweep is complete and has its rows
     _gen(tmp_path, jobs="6")
     out2 = tmp_path / "o2"

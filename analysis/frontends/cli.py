@@ -413,15 +413,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
-    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import claim
 
-    mark_running(out, {"scenario": scenario.name})  # a killed run leaves a folder that says so
-    try:
-        with sigterm_as_interrupt():  # SIGTERM ends a run as Ctrl-C does: finished runs are kept
-            return _run_scenario(args, scenario, policies, executor, out)
-    except KeyboardInterrupt:
-        mark_interrupted(out)
-        raise
+    # an earlier run in `out` is moved aside; the folder says "running" until the end (a killed run's
+    # folder says so), SIGTERM ends a run as Ctrl-C does (finished runs are kept)
+    with claim(out, {"scenario": scenario.name}):
+        return _run_scenario(args, scenario, policies, executor, out)
 
 
 def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
@@ -502,15 +499,10 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
-    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import claim
 
-    mark_running(out, {"study": study.name})  # write_study replaces both files at the end
-    try:
-        with sigterm_as_interrupt():
-            return _run_study_cells(args, study, mechanisms, executor, out)
-    except KeyboardInterrupt:
-        mark_interrupted(out)
-        raise
+    with claim(out, {"study": study.name}):  # write_study replaces meta.json and report.md at the end
+        return _run_study_cells(args, study, mechanisms, executor, out)
 
 
 def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
@@ -527,16 +519,27 @@ def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | No
         progress=not args.quiet,
         mechanisms=mechanisms,
     )
-    paths = write_study(res, out)
+    try:
+        paths = write_study(res, out)
+    except Exception:
+        if not res.interrupted:
+            raise
+        res.frame.to_parquet(out / "results.parquet", index=False)  # a cut-short study's rows are kept
+        paths = {"results": out / "results.parquet"}
     from analysis.engine.run_status import mark_complete
 
-    mark_complete(out, failed=len(res.errors))  # replaces the "running" mark of _run_study
+    # replaces the "running" mark: complete, failed (cells in errors.txt) or interrupted (finished cells kept)
+    mark_complete(out, failed=len(res.errors), interrupted=res.interrupted)
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
     headline = (
         f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
         f"({res.replications} replication(s), seed {res.seed}, {executor} executor) in {res.seconds:.1f} s"
     )
-    return _report_run(headline, out, list(paths.values()), [(f"cell {rid}", msg) for rid, msg in res.errors])
+    code = _report_run(headline, out, list(paths.values()), [(f"cell {rid}", msg) for rid, msg in res.errors])
+    if res.interrupted:
+        print(f"{PROG} run: interrupted; the {n_cells} finished cell(s) were written", file=sys.stderr)
+        return 130
+    return code
 
 
 def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
@@ -894,8 +897,13 @@ def cmd_learn(args: argparse.Namespace) -> int:
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
     executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
-    traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
-    paths = write_learning(sc, traj, table, out)
+    from analysis.engine.run_status import claim, mark_complete
+
+    with claim(out, {"learning": sc.name}):  # an earlier run in `out` is moved aside; running until the end
+        traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
+        paths = write_learning(sc, traj, table, out)
+        failed = int((table["status"] == "error").sum()) if "status" in table.columns else 0
+        mark_complete(out, failed=failed)
     print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
     for p in paths:
         print(f"  {p}")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from agents.strategies import ScaleDims
+from analysis.engine.run_status import guard
 from analysis.engine.runner import run_experiment
 from analysis.engine.stats import gain_summary, paired_gains
 from analysis.frontends.plots import plot_lying_gain
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_string())
     if args.out:
         out = Path(args.out)
+        guard(out)  # an earlier lie_sweep there is moved aside, never overwritten
         out.mkdir(parents=True, exist_ok=True)
         summary.drop(columns="cell").to_csv(out / "lie_sweep.csv", index=False)
         plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.engine.cells import TRUTHFUL
 from analysis.engine.headlines import evaluate_headlines, headline_markdown
+from analysis.engine.run_status import guard
 from analysis.engine.studies import (
     Lead,
     Study,
@@ -99,6 +100,7 @@ def _summary_table(frame: pd.DataFrame, pi: int, metric: str) -> pd.DataFrame:
 def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     """Write Parquet, meta, one PNG per panel and ``report.md``; returns the paths by role."""
     out = Path(out_dir)
+    guard(out)  # an earlier run there that this process does not hold is moved aside, never overwritten
     out.mkdir(parents=True, exist_ok=True)
     study = result.study
     paths: dict[str, Path] = {}
