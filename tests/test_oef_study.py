@@ -14,6 +14,7 @@ from analysis.engine.studies import load_study, plan_cells, run_study, study_fam
 from analysis.frontends.cli import main
 from analysis.frontends.study_report import write_study
 from market.errors import InputError
+from market.testing.equality import same
 
 # Two GPU types, two tenants: H2 of the OEF spec (W = [[1, 2], [1, 5]], m = (1, 1)).
 CSV = "job_type,gpu_type,num_gpus,throughput_steps_per_s\na,slow,1,1.0\na,fast,1,2.0\nb,slow,1,1.0\nb,fast,1,5.0\n"
@@ -187,14 +188,14 @@ def test_tiny_fair_share_study_end_to_end_with_a_contradicted_headline(tmp_path:
     a, b = (t[t["x"] == v].sort_values(["replication", "mechanism"])["total_act"].to_numpy() for v in (1.3, 2.0))
     assert a.tolist() == b.tolist()
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "| paper's headline | ours (95% CI) | paper | verdict | reason |" in report
+    assert "| id | paper's headline | ours (95% CI) | per cell: min / median / max" in report
     table = pd.read_csv(out / "headlines.csv")
     assert len(table) == 3 and set(table["verdict"]) <= set(HEADLINE_VERDICTS)
     by = table.set_index("headline")["verdict"]
     assert by["CONTRADICTED: cooperative OEF halves max-min's estimated throughput"] == "not reproduced"
     assert by["cooperative OEF's estimated throughput is at least max-min's"] == "reproduced"
     assert by["the liar under max-min keeps exactly its truthful throughput"] == "reproduced"
-    rows = [line for line in report.splitlines() if line.startswith("| CONTRADICTED") and "(panel 1," in line]
+    rows = [line for line in report.splitlines() if "| CONTRADICTED" in line and "(panel 1," in line]
     assert len(rows) == 1 and "**not reproduced**" in rows[0] and "opposite direction" in rows[0]
     # the pinned headlines are re-read at every value of their panel
     sens = pd.read_csv(out / "headlines_sensitivity.csv")
@@ -251,7 +252,9 @@ def test_embedded_oef_study_is_registered_and_well_formed() -> None:
     assert study.panels[jct].values == (259200.0,)  # the "three-day-long" reading decides
     assert math.isclose(study.panels[0].values[0], 1.3)
     paper = load_study("oef_paper")  # the paper-scale twin keeps the same panels and headlines
-    assert paper.headlines == study.headlines and paper.replications == 20
+    # NaN-aware: a headline that states only a direction has paper = NaN, and two loads' NaNs are two
+    # objects (tuple equality of dataclasses would compare them by identity, then by ==)
+    assert same(paper.headlines, study.headlines) and paper.replications == 20
     assert [p.values for p in paper.panels] == [p.values for p in study.panels]
     assert all(p.replications is None for p in paper.panels)
 
@@ -348,15 +351,25 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     assert g["honest_jct_h"].tolist() == pytest.approx([0.16, 0.16])
     assert g["honest_jct_h_truthful"].tolist() == pytest.approx([0.1, 0.1])
     assert g["liar_gain"].tolist() == pytest.approx([0.05, 0.05])
+    # job 0's 720 slowest-GPU-equivalent seconds of work while it is active: 540 s truthful (records
+    # [0, 360] and [360, 540]), 360 s lying (one record [0, 360]): throughput 4/3 -> 2
+    assert g["liar_act_active"].tolist() == pytest.approx([2.0, 2.0])
+    assert g["liar_act_active_truthful"].tolist() == pytest.approx([4 / 3, 4 / 3])
     assert f.loc[("gavel-max-sum-throughput", "truthful"), "mean_jct_h"].tolist() == pytest.approx([0.125, 0.125])
     m = f.loc[("maxmin", "liar")]
     assert (m["liar_gain"] == 0).all() and (m["liar_jct_h"] == m["liar_jct_h_truthful"]).all()
+    assert (m["liar_act_active"] == m["liar_act_active_truthful"]).all()
     again = run_study(study, progress=False, executor="process", workers=2)  # same numbers with every executor
     cols = [c for c in res.frame.columns if c != "seconds"]
     pd.testing.assert_frame_equal(res.frame[cols], again.frame[cols])
     pairs = paired_differences(res.frame, ("liar_jct_h", "honest_jct_h")).set_index(["mechanism", "metric"])
     assert pairs.loc[("gavel-max-sum-throughput", "liar_jct_h"), "mean"] == pytest.approx(-0.05)
     assert pairs.loc[("gavel-max-sum-throughput", "honest_jct_h"), "mean"] == pytest.approx(0.06)
+    both = paired_differences(res.frame, ("liar_act_active", "liar_jct_h")).set_index(["mechanism", "metric"])
+    assert both.loc[("gavel-max-sum-throughput", "liar_act_active"), "mean"] == pytest.approx(2 / 3)
+    assert both.loc[("gavel-max-sum-throughput", "liar_act_active"), "paid"] == 1.0  # throughput up ...
+    assert both.loc[("gavel-max-sum-throughput", "liar_jct_h"), "paid"] == 1.0  # ... and JCT down: lying paid
+    assert both.loc[("maxmin", "liar_jct_h"), "paid"] == 0.0
     # every strategy runs on a trace (agents.trace_tenants): job 0 (true row [1, 2]) reporting the
     # speedup vector [1, 3] is the policy row [1, 3] = the same lie as "fast" x 1.5, the same JCTs
     rep = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 3.0]')
@@ -482,7 +495,23 @@ def test_realisations_per_panel_seeds_added_type_and_section6_metrics(tmp_path: 
     r = evaluate_headline(f, h)
     g = p0[(p0["mechanism"] == "gavel") & (p0["realisation"] == "oef-rounding")].set_index("replication")["total_act"]
     c = coop.set_index("replication")["total_act"]
-    assert r["n"] == 3 and r["ours"] == pytest.approx((c / g).mean())
+    assert r["n"] == 3 and r["ours"] == pytest.approx(c.mean() / g.mean())  # ratio of the means
+    # §6.2.3 on Fig. 5(b)'s measure, ACTUAL throughput: tenant 0's mean over the others' mean, before and
+    # from the added type's arrival (900 s), recomputed from the run's per-round records
+    assert "u0_over_others_before_act" not in row  # no job type added in panel 0
+    ss1 = np.random.SeedSequence(study.seed, spawn_key=(1, 0, 0)).spawn(2)[0]
+    w1, m1 = np.random.SeedSequence(ss1.entropy, spawn_key=ss1.spawn_key).spawn(2)
+    run1 = MarketModel(panel_scenario(study, 1, 0.1).instantiate("oef-noncoop", "truthful", np.random.default_rng(w1)),
+                       rng=np.random.default_rng(m1))  # fmt: skip
+    run1.run()
+    tidy = run1.tidy()
+    act = tidy[(tidy["measure"] == "act") & (tidy["tenant"] != "")]
+    first = act["round"] * run1.round_seconds < 900 - 1e-9
+    ids = [t.tenant_id for t in run1.config.tenants]
+    for part, name in ((act[first], "u0_over_others_before_act"), (act[~first], "u0_over_others_after_act")):
+        m = part.groupby("tenant")["value"].mean()
+        expect = m[ids[0]] / np.mean([m[t] for t in ids[1:]])
+        assert p1.iloc[0][name] == pytest.approx(expect, rel=1e-9), name
     assert r["realisation"] == "oef-rounding"
 
 

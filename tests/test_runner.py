@@ -114,7 +114,7 @@ def test_write_experiment_and_parquet_roundtrip(small: Scenario, tmp_path: Path)
 
 def test_paired_gain_statistics(small: Scenario, tmp_path: Path) -> None:
     exp = run_experiment(small, progress=False)
-    pairs = paired_gains(exp.frame, exp.deviators, "est")
+    pairs = paired_gains(exp.frame, exp.deviators, "est", small.cluster.round_seconds)
     assert len(pairs) == 3 * 3  # policies x replications
     # max-throughput hands every GPU type to its top reporter: inflating pays off every time
     mt = pairs[pairs.policy == "max-throughput"]
@@ -130,7 +130,7 @@ def test_paired_gain_statistics(small: Scenario, tmp_path: Path) -> None:
     text = render_report(exp.meta(), exp.frame, exp.deviators)
     assert "Gain from lying" in text and "oef-noncoop" in text
     p1 = plot_throughput(exp.frame, tmp_path / "thr.png", round_seconds=300)
-    p2 = plot_lying_gain(exp.frame, exp.deviators, tmp_path / "gain.png")
+    p2 = plot_lying_gain(exp.frame, exp.deviators, tmp_path / "gain.png", round_seconds=300)
     assert p1.stat().st_size > 10_000 and p2.stat().st_size > 10_000
 
 
@@ -208,10 +208,11 @@ def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, 
     pd.testing.assert_frame_equal(got, mem.frame, check_dtype=False)
     red = load_report_frame(paths["results"], mem.deviators)
     assert len(red) < len(got)
-    pd.testing.assert_frame_equal(policy_summary(red), policy_summary(mem.frame), check_dtype=False)
+    rs = small.cluster.round_seconds
+    pd.testing.assert_frame_equal(policy_summary(red, rs), policy_summary(mem.frame, rs), check_dtype=False)
     for measure in ("act", "est"):
         pd.testing.assert_frame_equal(
-            paired_gains(red, mem.deviators, measure), paired_gains(mem.frame, mem.deviators, measure)
+            paired_gains(red, mem.deviators, measure, rs), paired_gains(mem.frame, mem.deviators, measure, rs)
         )
 
 

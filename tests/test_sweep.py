@@ -216,17 +216,25 @@ def test_retry_failed_reruns_only_failures(local_run: SweepResult, tiny_cfg: Pat
 
 
 def test_paired_differences_by_hand() -> None:
+    """Records of unequal length (``round_s``, else the run's ``round_seconds``): the liar's figure is
+    its throughput while active (integral over its active records / that time), others and total
+    are work per second of the run, and the liar's mean JCT is paired too."""
     rows = []
 
-    def run(rid: str, variant: str, act: dict[str, list[float]]) -> None:
-        n = len(next(iter(act.values())))
-        for t in range(n):
+    def run(rid: str, variant: str, act: dict[str, list[float]], lengths: list[float | None], jct: float) -> None:
+        for t, length in enumerate(lengths):
             rows.append((rid, "s", "base", "p", variant, 0, t, "", "available_gpus", 4.0))
+            if length is not None:
+                rows.append((rid, "s", "base", "p", variant, 0, t, "", "round_s", length))
             for tenant, vals in act.items():
                 rows.append((rid, "s", "base", "p", variant, 0, t, tenant, "act", vals[t]))
+                rows.append((rid, "s", "base", "p", variant, 0, t, tenant, "runnable_jobs", float(vals[t] > 0)))
+        rows.append((rid, "s", "base", "p", variant, 0, len(lengths) - 1, "t0", "jct_s", jct))
 
-    run("T", "truthful", {"t0": [1.0, 3.0], "t1": [2.0, 2.0]})
-    run("L", "lie", {"t0": [4.0, 4.0], "t1": [1.0, 0.0]})
+    # truthful: fixed rounds of 100 s (round_seconds); t1 is active in both rounds, t0 in both
+    run("T", "truthful", {"t0": [1.0, 3.0], "t1": [2.0, 2.0]}, [None, None], 500.0)
+    # lying: a 100 s record and a 300 s record; t0 works 4/s in both, t1 only in the first
+    run("L", "lie", {"t0": [4.0, 4.0], "t1": [1.0, 0.0]}, [100.0, 300.0], 400.0)
     cols = ["run_id", "scenario", "cell", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
     results = pd.DataFrame(rows, columns=cols)
     keys = ["run_id", "variant", "strategy", "param", "param_value", "deviator"]
@@ -235,17 +243,23 @@ def test_paired_differences_by_hand() -> None:
             dict(zip(keys, ("T", "truthful", "truthful", "", np.nan, ""), strict=True)),
             dict(zip(keys, ("L", "lie", "lie", "factor", 2.0, "t0"), strict=True)),
         ]
-    ).assign(scenario="s", cell="base", policy="p", replication=0, status="ok")
+    ).assign(scenario="s", cell="base", policy="p", replication=0, status="ok", round_seconds=100.0)
     pairs = paired_differences(results, runs)
     assert len(pairs) == 1
     p = pairs.iloc[0]
     assert (p["liar_truthful"], p["liar_lying"], p["liar_diff"]) == (2.0, 4.0, 2.0)
-    assert (p["others_truthful"], p["others_lying"], p["others_diff"]) == (2.0, 0.5, -1.5)
-    assert (p["total_truthful"], p["total_lying"], p["total_diff"]) == (4.0, 4.5, 0.5)
-    summary = paired_summary(pd.concat([pairs, pairs.assign(replication=1, liar_diff=4.0)]))
+    # others: t1 did 400 work-s in 200 s truthful, 100 work-s in 400 s lying
+    assert (p["others_truthful"], p["others_lying"], p["others_diff"]) == (2.0, 0.25, -1.75)
+    # total: (400 + 400) / 200 truthful, (1600 + 100) / 400 lying (a mean over records would say 4.5)
+    assert (p["total_truthful"], p["total_lying"], p["total_diff"]) == (4.0, 4.25, 0.25)
+    assert (p["liar_jct_truthful"], p["liar_jct_lying"], p["liar_jct_diff"]) == (500.0, 400.0, -100.0)
+    summary = paired_summary(pd.concat([pairs, pairs.assign(replication=1, liar_diff=4.0, liar_jct_diff=50.0)]))
     s = summary.iloc[0]
     assert s["n"] == 2 and s["liar_diff"] == 3.0 and s["liar_rel_gain"] == 1.5 and s["p_gain"] == 1.0
     assert s["liar_low"] < 3.0 < s["liar_high"]
+    assert s["liar_jct_diff"] == -25.0 and s["p_jct_gain"] == 0.5
+    with pytest.raises(InputError, match="round_seconds"):  # a fixed-round run without its round length
+        paired_differences(results, runs.drop(columns="round_seconds"))
 
 
 @pytest.mark.parametrize(

@@ -16,25 +16,32 @@ with a strategy table as in a scenario's variant (``strategy = "fast"``, ``facto
 ``report``, ``noise``).
 
 Metrics of one run (one row per panel × x × replication × variant × mechanism), throughputs in
-slowest-GPU equivalents (OEF spec §5.4), means over the rounds of the run:
+slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over the run's records
+(each weighted by the seconds it covers: ``round_seconds`` here, a trace record's ``round_s``;
+:mod:`analysis.engine.stats`) or a per-job figure:
 
 * ``total_est`` / ``total_act``: the cluster's estimated (LP, true speedups) and actual (job-rate
-  model, placement included) normalised throughput; ``act_over_est`` their ratio;
+  model, placement included) normalised throughput, work per simulated second of the run;
+  ``act_over_est`` their ratio;
 * ``mean_jct_h`` (hours, finished jobs), ``makespan_h``, ``jobs_done``, ``jobs_unfinished``;
-* ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3);
-* ``utilisation``, ``rounds``;
-* ``est_tI`` / ``act_tI``: tenant I's mean over the rounds it was present (runs of <= 8 tenants);
+* ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3; rounds of
+  fixed length, so worker-seconds / ``round_seconds``);
+* ``utilisation`` (GPU-seconds used / GPU-seconds available), ``rounds``;
+* ``est_tI`` / ``act_tI``: tenant I's time mean over the records it was present in (its integral over
+  them divided by their seconds; runs of <= 8 tenants);
 * lying variants: ``liar_est``, ``liar_act``, ``honest_est``, ``honest_act`` (the set's summed
-  throughput per round of the run), ``liar_jct_h``, ``honest_jct_h``, each with a ``_truthful`` twin
-  measured on the SAME tenants in the truthful run of the same cell and mechanism, plus
-  ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
+  throughput, work per second of the run), ``liar_act_active`` (the liars' summed throughput while
+  any of them is active: its integral over those records divided by their seconds;
+  :data:`analysis.engine.stats.ACTIVE_DEFINITION`), ``liar_jct_h``, ``honest_jct_h``, each with a
+  ``_truthful`` twin measured on the SAME tenants in the truthful run of the same cell and mechanism,
+  plus ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
 
 Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for OEF §6.2:
 
-* ``spread_act`` / ``spread_est``: max / min over the tenants of their mean actual / estimated
-  throughput over the rounds before the first change of the tenant set (a tenant leaving, or a job
-  type added, ``split_s``); ``spread_act_after`` / ``spread_est_after`` the same over the rounds
+* ``spread_act`` / ``spread_est``: max / min over the tenants of their time-mean actual / estimated
+  throughput over the records starting before the first change of the tenant set (a tenant leaving, or a job
+  type added, ``split_s``); ``spread_act_after`` / ``spread_est_after`` the same over the records
   from ``split_s`` on (Fig. 4(a) "almost identical normalised progress");
 * ``envy_own_u3`` = ``E[3,3]``, ``envy_other_u3_u0`` = ``E[3,0]`` and ``min_envy_ratio`` =
   ``min_{l != i} E[l,l] / E[l,i]`` with ``E[l,i] = w_l · x_i`` (true speedups, the last round's
@@ -43,7 +50,9 @@ Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for
 * a tenant that adds a job type (``add_type``, spec S4): ``u0_over_others_before`` (tenant 0's
   estimated throughput over the others' mean, before ``split_s``), ``u0_type_ratio`` (its added
   class over its first class) and ``u0_class_over_others`` (its classes' mean over the other
-  tenants' mean), both from the last round's allocation (Fig. 5(b));
+  tenants' mean), both from the last round's allocation (Fig. 5(b)); ``u0_over_others_before_act`` /
+  ``u0_over_others_after_act``: tenant 0's ACTUAL throughput over the others' mean before / from
+  ``split_s`` (the rate model has no per-class actual: tenant level, both classes together);
 * ``eff_dev`` = ``|Σ est − Σ est_reported| / Σ est_reported`` over the run (spec §5.4, Fig. 10(b));
 * set across the mechanisms of a cell (truthful, own realisation) when ``maxmin`` ran:
   ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
@@ -57,12 +66,14 @@ mechanisms whose own realisation differs (``realisation_mode = "alternative"``).
 
 **Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
 ``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
-measures are means over the rounds weighted by each round's length (rounds of a trace run differ
-in length), ``makespan_h`` is the last completion minus the first arrival, ``straggler_workers``
-is 0 (a lease is on one GPU type) and there are no per-tenant rows. A lying variant's tenants are
-the trace's tenants under its tenancy (``"job"``: single jobs; ``"user"`` / ``N``: every job of
-the tenant lies), indexed in order of their first job's arrival; they play the variant's
-strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
+measures are time integrals weighted by each record's ``round_s`` (records of a trace run differ
+in length: a record may merge many rounds), ``makespan_h`` is the last completion minus the first
+arrival, ``straggler_workers`` is 0 (a lease is on one GPU type) and the only per-tenant rows are
+the liars' (every variant's liars are agents, truthful ones in the truthful run, for
+``liar_act_active``); ``liar_gain`` is the liars' mean JCT saved by lying (hours, > 0 = sooner).
+A lying variant's tenants are the trace's tenants under its tenancy (``"job"``: single jobs;
+``"user"`` / ``N``: every job of the tenant lies), indexed in order of their first job's arrival;
+they play the variant's strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
 reports, the jobs progress at the true throughputs.
 """
 
@@ -81,6 +92,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
+from analysis.engine.stats import cluster_integrals
 from market.errors import InputError
 from market.oef.realise import make_realiser
 
@@ -260,17 +272,38 @@ def _spread(values: Sequence[float]) -> float:
     return float(v.max() / v.min()) if v.size >= 2 and v.min() > 0 else math.nan
 
 
-def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
-    """The §6.2 metrics of the module docstring for a run of <= 8 tenants."""
-    out: dict[str, float] = {}
-    dt = float(model.round_seconds)
-    split = _split_s(model)
-    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    before = ten if split is None else ten[ten["round"] * dt < split - 1e-9]
-    after = ten.iloc[0:0] if split is None else ten[ten["round"] * dt >= split - 1e-9]
+def _timed_tenant_rows(f: pd.DataFrame, round_seconds: float) -> tuple[pd.DataFrame, float]:
+    """The tenants' ``est`` / ``act`` / ``est_reported`` rows with their record's ``start`` and
+    ``length`` (s: ``round_start_s`` / ``round_s`` where the record has them, else ``round x
+    round_seconds`` / ``round_seconds``; :func:`analysis.engine.stats.record_lengths`) and ``w`` =
+    value x length; and the seconds the run's records cover."""
+    from analysis.engine.stats import record_lengths
 
-    def means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
-        return frame[frame["measure"] == measure].groupby("tenant")["value"].mean().to_dict()
+    length = record_lengths(f, round_seconds, keys=())
+    starts = f[(f["tenant"] == "") & (f["measure"] == "round_start_s")].set_index("round")["value"]
+    fixed = pd.Series(length.index.to_numpy(dtype=float) * round_seconds, index=length.index)
+    start = starts.reindex(length.index).fillna(fixed)
+    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
+    ten = ten.assign(start=ten["round"].map(start).to_numpy(dtype=float),
+                     length=ten["round"].map(length).to_numpy(dtype=float))  # fmt: skip
+    return ten.assign(w=ten["value"].to_numpy(dtype=float) * ten["length"].to_numpy()), float(length.sum())
+
+
+def _time_means(frame: pd.DataFrame, measure: str) -> dict[str, float]:
+    """Per tenant: ``measure`` integrated over the records it has rows in, over their seconds."""
+    g = frame[frame["measure"] == measure].groupby("tenant")[["w", "length"]].sum()
+    return (g["w"] / g["length"]).to_dict()
+
+
+def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: Sequence[str]) -> dict[str, float]:
+    """The §6.2 metrics of the module docstring for a run of <= 8 tenants (per-tenant figures are
+    time means over the records the tenant has rows in, before / from ``split_s``)."""
+    out: dict[str, float] = {}
+    split = _split_s(model)
+    ten, _ = _timed_tenant_rows(f, float(model.round_seconds))
+    before = ten if split is None else ten[ten["start"] < split - 1e-9]
+    after = ten.iloc[0:0] if split is None else ten[ten["start"] >= split - 1e-9]
+    means = _time_means
 
     for tag, part in (("", before), ("_after", after)):
         for measure in ("act", "est"):
@@ -308,6 +341,11 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
             b = means(before, "est")
             ob = [b[t] for t in ids[1:] if t in b]
             out["u0_over_others_before"] = float(b.get(ids[0], math.nan) / np.mean(ob)) if ob else math.nan
+            for tag, part in (("before", before), ("after", after)):  # the same on ACTUAL throughput (Fig. 5(b))
+                act = means(part, "act")
+                oa = [act[t] for t in ids[1:] if t in act]
+                den = float(np.mean(oa)) if oa else math.nan
+                out[f"u0_over_others_{tag}_act"] = float(act.get(ids[0], math.nan) / den) if den > 0 else math.nan
     return out
 
 
@@ -320,21 +358,22 @@ def summarise_run(
     f = model.tidy() if frame is None else frame
     rounds = max(int(model.steps), 1)
     cl = f[f["tenant"] == ""]
-    by = cl.groupby("measure", sort=False)["value"]
-    means, sums = by.mean(), by.sum()
+    sums = cl.groupby("measure", sort=False)["value"].sum()
     ids = [t.tenant_id for t in model.config.tenants]
-    ten = f[(f["tenant"] != "") & f["measure"].isin(["est", "act", "est_reported"])]
-    agg = ten.groupby(["measure", "tenant"], sort=False)["value"].agg(["sum", "count"])
+    ten, run_s = _timed_tenant_rows(f, float(model.round_seconds))
+    agg = ten.groupby(["measure", "tenant"], sort=False)[["w", "length"]].sum()
 
     def col(measure: str, what: str) -> dict[str, float]:
         return agg.loc[measure, what].to_dict() if measure in agg.index.get_level_values(0) else {}
 
-    s_est, s_act, c_est = col("est", "sum"), col("act", "sum"), col("est", "count")
+    # integrals (value x seconds) per tenant, and the seconds of the records each tenant has rows in
+    s_est, s_act, c_est = col("est", "w"), col("act", "w"), col("est", "length")
     jct = f[f["measure"] == "jct_s"]
     jct_by = jct.groupby("tenant", sort=False)["value"].agg(["sum", "count"])
     jsum, jcount = jct_by["sum"].to_dict(), jct_by["count"].to_dict()
     n_jobs = sum(len(t.jobs) for t in model.config.tenants)
-    est, act = float(means.get("total_est", 0.0)), float(means.get("total_act", 0.0))
+    integ = cluster_integrals(f, model.round_seconds, keys=()).iloc[0]  # time integrals over the records
+    est, act = float(integ["total_est"]), float(integ["total_act"])
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
@@ -344,7 +383,7 @@ def summarise_run(
         "jobs_done": float(len(jct)),
         "jobs_unfinished": float(n_jobs - len(jct)),
         "straggler_workers": float(sums.get("cross_type_workers", 0.0)),
-        "utilisation": float(means.get("utilisation", 0.0)),
+        "utilisation": float(integ["utilisation"]),
         "rounds": float(rounds),
     }
 
@@ -356,7 +395,7 @@ def summarise_run(
         n = sum(jcount.get(t, 0) for t in who)
         return float(sum(jsum.get(t, 0.0) for t in who) / n / 3600.0) if n else math.nan
 
-    s_rep = col("est_reported", "sum") if "est_reported" in agg.index.get_level_values(0) else {}
+    s_rep = col("est_reported", "w") if "est_reported" in agg.index.get_level_values(0) else {}
     tot_est, tot_rep = sum(s_est.values()), sum(s_rep.values())
     row["eff_dev"] = abs(tot_est - tot_rep) / tot_rep if tot_rep > 0 else math.nan
     if len(ids) <= _PER_TENANT_MAX:
@@ -367,13 +406,15 @@ def summarise_run(
     if liars:
         liar_set = set(liars)
         honest = [t for t in ids if t not in liar_set]
+        per_s = 1.0 / run_s if run_s > 0 else math.nan  # work per second of the run
         row.update(
-            liar_est=sum(s_est.get(t, 0.0) for t in liars) / rounds,
-            liar_act=sum(s_act.get(t, 0.0) for t in liars) / rounds,
-            honest_est=sum(s_est.get(t, 0.0) for t in honest) / rounds,
-            honest_act=sum(s_act.get(t, 0.0) for t in honest) / rounds,
+            liar_est=sum(s_est.get(t, 0.0) for t in liars) * per_s,
+            liar_act=sum(s_act.get(t, 0.0) for t in liars) * per_s,
+            honest_est=sum(s_est.get(t, 0.0) for t in honest) * per_s,
+            honest_act=sum(s_act.get(t, 0.0) for t in honest) * per_s,
             liar_jct_h=jct_of(liars),
             honest_jct_h=jct_of(honest),
+            liar_act_active=_liar_act_active(f, liars, model.round_seconds),
         )
     trows = pd.DataFrame(
         {
@@ -400,19 +441,11 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
     """Metrics of one finished trace run (module docstring; JCTs from the completions table)."""
     tw = model.config.trace
     f = model.tidy() if frame is None else frame
-    cl = f[f["tenant"] == ""].pivot_table(index="round", columns="measure", values="value", aggfunc="first")
-    length = cl["round_s"].to_numpy(dtype=float) if "round_s" in cl else np.ones(len(cl))
-    total_len = float(length.sum())
-
-    def wmean(measure: str) -> float:
-        if measure not in cl or total_len <= 0:
-            return math.nan
-        return float(np.nansum(cl[measure].to_numpy(dtype=float) * length) / total_len)
-
+    integ = cluster_integrals(f, model.round_seconds, keys=()).iloc[0]  # records weigh their round_s
     comp = model.completions()
     jct = comp["jct_s"].to_numpy(dtype=float)
     n_jobs = len(tw.trace)
-    est, act = wmean("total_est"), wmean("total_act")
+    est, act = float(integ["total_est"]), float(integ["total_act"])
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
@@ -422,7 +455,7 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         "jobs_done": float(jct.size),
         "jobs_unfinished": float(n_jobs - jct.size),
         "straggler_workers": 0.0,
-        "utilisation": wmean("utilisation"),
+        "utilisation": float(integ["utilisation"]),
         "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),  # Gavel rounds (steps may merge rounds)
     }
     if liars:
@@ -430,22 +463,34 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         row["liar_jct_h"] = float(jct[lie].mean() / 3600.0) if lie.any() else math.nan
         row["honest_jct_h"] = float(jct[~lie].mean() / 3600.0) if (~lie).any() else math.nan
         row["liar_jobs_done"] = float(lie.sum())
+        row["liar_act_active"] = _liar_act_active(f, liars, model.round_seconds)
     return row
 
 
-_TRACE_TWINS = ("liar_jct_h", "honest_jct_h")
+def _liar_act_active(f: pd.DataFrame, liars: Sequence[str], round_seconds: float) -> float:
+    """The liars' summed TRUE ``act`` integrated over the records in which any of them is active,
+    divided by that time (slowest-GPU equivalents; :func:`analysis.engine.stats.throughput_while_active`);
+    NaN without their per-tenant rows or if none of them was ever active."""
+    from analysis.engine.stats import throughput_while_active
+
+    t = throughput_while_active(f, liars, ("act",), round_seconds, keys=(), as_one="liars")
+    return float(t["act"].iloc[0]) if len(t) else math.nan
+
+
+_TRACE_TWINS = ("liar_jct_h", "honest_jct_h", "liar_act_active")
 
 
 def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
     from agents.model import MarketModel
+    from agents.strategies import Truthful
 
     study = spec.study
 
     work_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[0]
     first = scenario.instantiate(spec.mechanisms[0], TRUTHFUL, np.random.default_rng(work_ss))
-    # the cell's metrics use the cluster rows and the completions only: no per-tenant rows
+    # the cell's metrics use the cluster rows, the completions and the liars' rows (agents) only
     first = replace(first, trace=replace(first.trace, tenant_rows="none"))
 
     def config_of(mech: str) -> Any:
@@ -461,6 +506,7 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
             raise InputError(f"study {study.name}: variant {v.name}.tenants", bad,
                              f"must be tenant indices in 0..{len(ids) - 1} (the trace's tenants)")  # fmt: skip
         variants.append((v.name, tuple(ids[i] for i in _liar_indices(v, len(ids), liar_rng)), strat))
+    every_liar = sorted({t for _, liars, _ in variants for t in liars})
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
         truthful: tuple[dict[str, float], Any, pd.DataFrame] | None = None
@@ -468,8 +514,11 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
             t0 = time.perf_counter()
             config = config_of(mech)
             if liars:  # the liars are trace tenants playing the variant's strategy (agents.trace_tenants)
-                lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars)
+                lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars, tenant_rows="agents")
                 config = replace(config, trace=lying)
+            elif every_liar:  # every variant's liar is a (truthful) agent here: its rows pair up with the lying run
+                agents = dict.fromkeys(every_liar, Truthful())
+                config = replace(config, trace=replace(config.trace, strategies=agents, tenant_rows="agents"))
             model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)[1]
             model = MarketModel(config, rng=np.random.default_rng(model_ss))
             model.progress = False
@@ -622,7 +671,7 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                     else:
                         assert truthful_run is not None
                         twin, _ = summarise_run(truthful_run[0], sorted(liars), truthful_run[1])
-                        for name in (*_TWINS, "liar_act_after"):
+                        for name in (*_TWINS, "liar_act_after", "liar_act_active"):
                             if name in twin:
                                 metrics[f"{name}_truthful"] = twin[name]
                         for name in ("total_est", "total_act", "mean_jct_h"):

@@ -164,6 +164,11 @@ def _with_run_columns(frame: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
     return frame[COLUMNS]
 
 
+#: rows of records gathered before a spilled part is written (about 10-20 MB in memory): a run's memory stays
+#: bounded, and a run of the packaged Gavel trace writes one part instead of 28
+SPILL_ROWS = 250_000
+
+
 def _spill_name(run_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
 
@@ -172,9 +177,10 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
     """Build and run one model; never raises (errors come back in :attr:`RunResult.error`).
 
     With ``spill_dir`` the model's records are written, as they are drained
-    (:attr:`agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time), to Parquet files
-    ``spill_dir/<run>/part-NNNNN.parquet`` listed in :attr:`RunResult.parts`, and the result holds
-    no frame: the run's memory then does not grow with its rounds."""
+    (:attr:`agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time) and gathered up to
+    :data:`SPILL_ROWS` rows, to Parquet files ``spill_dir/<run>/part-NNNNN.parquet`` listed in
+    :attr:`RunResult.parts`, and the result holds no frame: the run's memory then does not grow with
+    its rounds."""
     t0 = time.perf_counter()
     parts: list[str] = []
     try:
@@ -185,16 +191,29 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
             for old in folder.glob("part-*.parquet"):
                 old.unlink()
 
-            def sink(chunk: pd.DataFrame) -> None:
-                if len(chunk):
+            pending: list[pd.DataFrame] = []
+
+            def write() -> None:
+                if pending:
                     path = folder / f"part-{len(parts):05d}.parquet"
+                    chunk = pending[0] if len(pending) == 1 else pd.concat(pending, ignore_index=True)
                     _with_run_columns(chunk, spec).to_parquet(path, index=False)
                     parts.append(str(path))
+                    pending.clear()
+
+            def sink(chunk: pd.DataFrame) -> None:
+                # drained blocks (in round order) are gathered up to SPILL_ROWS rows per part: each Parquet
+                # file costs a fixed conversion and write, and the parts are read again into results.parquet
+                if len(chunk):
+                    pending.append(chunk)
+                    if sum(len(c) for c in pending) >= SPILL_ROWS:
+                        write()
 
             model.sink = sink
         model.run()
         if spill_dir is not None:
             model.flush()
+            write()
         frame = None if spill_dir is not None else _with_run_columns(model.tidy(), spec)
         comp = None
         if model.config.trace is not None:
@@ -600,13 +619,14 @@ def _stream_parts(parts: Sequence[str], path: Path) -> None:
 def load_report_frame(path: str | Path, deviators: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The rows of ``results.parquet`` that the report and plots use, read with filters so the
     per-tenant measures they never look at stay on disk: cluster rows (``tenant == ""``), every
-    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est``."""
+    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est`` and ``runnable_jobs`` (when they are
+    active: :func:`analysis.engine.stats.throughput_while_active`)."""
     import pyarrow.parquet as pq
 
     filters: list[list[tuple[str, str, Any]]] = [[("tenant", "=", "")], [("measure", "in", ["act", "jct_s"])]]
     devs = sorted(set((deviators or {}).values()))
     if devs:
-        filters.append([("measure", "=", "est"), ("tenant", "in", devs)])
+        filters.append([("measure", "in", ["est", "runnable_jobs"]), ("tenant", "in", devs)])
     return pq.read_table(path, filters=filters).to_pandas()
 
 

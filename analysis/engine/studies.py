@@ -31,13 +31,17 @@ Schema (unknown keys are errors naming the key)::
                   true: replication r uses the same seed at every x, for panels that sweep a
                   mechanism parameter the builder does not draw the workload from)
     [[reported]]  panel (index, required), metric, text (required): what the paper reports
-    [[headline]]  text, panel, metric, mechanism, paper (required), baseline, x, tolerance, note, variant:
-                  a headline number of the paper, judged reproduced / direction only / not reproduced
-                  from our cells (:mod:`analysis.engine.headlines`); the report ends with their table
+    [[headline]]  text, panel, metric, mechanism, paper (required), id, baseline, baseline_metric,
+                  baseline_realisation, x, tolerance, note, variant, realisation, statistic,
+                  by_construction, sensitivity_of, alternative_of, conflict: a headline number of
+                  the paper, judged reproduced / by construction / direction only / stronger than the
+                  paper / not reproduced from our cells (:mod:`analysis.engine.headlines`); the
+                  report ends with their table
     [[variant]]   name (required), params = {dimension = value} (required), and exactly one of
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
                   tenants = [tenant ids] (tenant-level strategy of markets with tenants, e.g.
-                  params = { hide_workers = 2 } or { withhold = 1 } for Astraea)
+                  params = { hide_workers = 2 } or { withhold = 1 } for Astraea); panels = [..]
+                  (the panels it is replayed on; default every panel)
     [[lead]]      what the report opens with, before any panel: text and either headlines = [..]
                   (indices of [[headline]] tables, same verdict rule, e.g. a mechanism-level property)
                   or panels, metric, mechanisms, baselines (per-seed paired ratios per x)
@@ -47,6 +51,8 @@ Schema (unknown keys are errors naming the key)::
 from __future__ import annotations
 
 import math
+import os
+import resource
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -61,7 +67,14 @@ from tqdm.auto import tqdm
 
 from agents.auction import AuctionModel, BidStrategy
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
-from analysis.engine.headlines import Headline, evaluate_headline, parse_headline
+from analysis.engine.headlines import (
+    Headline,
+    conclusive,
+    evaluate_headline,
+    evaluate_headlines,
+    mark_fragile,
+    parse_headline,
+)
 from analysis.engine.runner import make_executor
 from analysis.engine.stats import t_interval
 from market import plugins
@@ -91,6 +104,7 @@ __all__ = [
     "fmt_value",
     "paired_differences",
     "headline_sensitivity",
+    "study_headlines",
     "study_family",
     "FAMILIES",
     "cell_cost",
@@ -98,6 +112,7 @@ __all__ = [
     "Lead",
     "lead_table",
     "panel_replications",
+    "machine_record",
 ]
 
 
@@ -129,7 +144,7 @@ class Panel:
 
 #: fair-share panel engines and the alternative realisations each accepts (besides "own")
 ENGINES = ("synthetic", "trace")
-TRACE_REALISATIONS = ("oef-placement",)
+TRACE_REALISATIONS = ("oef-placement", "naive-placement")
 
 
 @dataclass(frozen=True)
@@ -168,6 +183,7 @@ class Variant:
     bidders: tuple[int, ...] = ()
     fraction: float = 0.0
     tenants: tuple[int, ...] = ()
+    panels: tuple[int, ...] = ()  # auction studies: the panels it is replayed on (empty: every panel)
 
 
 @dataclass(frozen=True)
@@ -349,7 +365,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
 
             _unknown(name, key, t, {"name", "tenants", "fraction", *VARIANT_KEYS})
         else:
-            _unknown(name, key, t, {"name", "params", "bidders", "fraction", "tenants"})
+            _unknown(name, key, t, {"name", "params", "bidders", "fraction", "tenants", "panels"})
         vname = t.get("name")
         if not isinstance(vname, str) or not vname or vname == TRUTHFUL:
             raise InputError(_where(name, f"{key}.name"), vname, f"must be a non-empty name other than '{TRUTHFUL}'")
@@ -389,7 +405,11 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
                 _where(name, key), vname, "must give exactly one of bidders = [..], fraction > 0 or tenants = [..]"
             )
         params = {k: float(v) for k, v in params.items()}
-        variants.append(Variant(vname, params, tuple(bidders), float(frac), tuple(tenants)))
+        vpanels = t.get("panels", [])
+        if not isinstance(vpanels, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and 0 <= v < len(panels) for v in vpanels):  # fmt: skip
+            raise InputError(_where(name, f"{key}.panels"), vpanels, f"must list panel indices < {len(panels)}")
+        variants.append(Variant(vname, params, tuple(bidders), float(frac), tuple(tenants), tuple(vpanels)))
     if len({v.name for v in variants}) != len(variants):
         raise InputError(_where(name, "variant"), [v.name for v in variants], "names must be unique")
     leads = []
@@ -432,9 +452,11 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
             panels=panels,
             mechanisms=mechs,
             variants=[TRUTHFUL, *(v.name for v in variants)],
+            index=i,
         )
         for i, t in enumerate(_tables(name, "headline", data.get("headline", [])))
     )
+    _check_headline_refs(name, headlines)
     desc = " ".join(str(data.get("description", "")).split())
     study = Study(
         name,
@@ -462,6 +484,22 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
 
         validate_fair_study(study)
     return study
+
+
+def _check_headline_refs(name: str, headlines: Sequence[Headline]) -> None:
+    """Ids unique; ``sensitivity_of`` / ``alternative_of`` name a counted headline (a row at another
+    realisation without ``sensitivity_of`` is a sensitivity row that marks nothing fragile)."""
+    ids = [h.id for h in headlines]
+    for i, h in enumerate(headlines):
+        if ids.index(h.id) != i:
+            raise InputError(_where(name, f"headline[{i}].id"), h.id, "must be unique in the study")
+    counted = {h.id for h in headlines if h.role == "counted"}
+    for i, h in enumerate(headlines):
+        for key in ("sensitivity_of", "alternative_of"):
+            ref = getattr(h, key)
+            if ref and ref not in counted:
+                raise InputError(_where(name, f"headline[{i}].{key}"), ref,
+                                 f"must be the id of a counted headline {sorted(counted)}")  # fmt: skip
 
 
 def _embedded(name: str) -> Any:
@@ -624,7 +662,8 @@ def cell_cost(spec: CellSpec) -> float:
     rounds."""
     study = spec.study
     if study.family != "fair-share":
-        return float(len(spec.mechanisms) * (1 + len(study.variants)))
+        return float(len(spec.mechanisms) * (1 + sum(1 for v in study.variants if not v.panels
+                                                     or spec.panel in v.panels)))
     from analysis.engine.fairshare_study import _realisations, panel_scenario, panel_variants
 
     scen = panel_scenario(study, spec.panel, spec.x)
@@ -678,6 +717,8 @@ def execute_cell(spec: CellSpec) -> CellResult:
         liar_rng = np.random.default_rng(liar_ss)
         variants: list[tuple[str, dict[int, BidStrategy], dict[int, BidStrategy]]] = [(TRUTHFUL, {}, {})]
         for v in study.variants:
+            if v.panels and spec.panel not in v.panels:
+                continue
             strat = BidStrategy(v.params, v.name)
             if v.tenants:
                 variants.append((v.name, {}, {u: strat for u in v.tenants}))
@@ -733,6 +774,8 @@ class StudyResult:
     seed: int
     executor: str
     seconds: float
+    #: the machine during the run (:func:`machine_record`): load average at start and end, CPU seconds, commit
+    machine: Mapping[str, Any] = field(default_factory=dict)
     interrupted: bool = False  # Ctrl-C / SIGTERM: the cells finished by then are kept, the rest never ran
 
     def meta(self) -> dict[str, Any]:
@@ -771,6 +814,7 @@ class StudyResult:
                     "bidders": list(v.bidders),
                     "fraction": v.fraction,
                     "tenants": list(v.tenants),
+                    **({"panels": list(v.panels)} if v.panels else {}),
                 }
                 for v in self.study.variants
             ],
@@ -780,10 +824,52 @@ class StudyResult:
             "seconds": round(self.seconds, 3),
             "cells_failed": len(self.errors),
             "interrupted": self.interrupted,
+            **({"machine": dict(self.machine)} if self.machine else {}),
         }
 
 
 _SORT = ["panel", "x", "replication", "variant", "mechanism"]
+
+
+def _cpu_seconds() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The machine's state for a results file. Without ``start``: the load averages (1, 5, 15 min),
+    the CPU seconds so far and the commit (``git rev-parse HEAD``, "" outside a checkout). With
+    ``start`` (this function's earlier result): the load averages at start and end, the CPU seconds
+    of this process and its finished workers in between, a ``loaded`` flag (1-min load above the
+    core count at start or end: wall times are then not idle-machine figures), the commit at the
+    start, the core count and the Python / numpy / pandas versions."""
+    import platform
+
+    now = {"load_avg": [round(v, 2) for v in os.getloadavg()], "cpu_s": _cpu_seconds()}
+    if start is None:
+        return {**now, "commit": _commit()}
+    cores = os.cpu_count() or 1
+    return {
+        "load_avg_start": start["load_avg"],
+        "load_avg_end": now["load_avg"],
+        "loaded": bool(max(start["load_avg"][0], now["load_avg"][0]) > cores),
+        "cpu_s": round(now["cpu_s"] - start["cpu_s"], 1),
+        "cores": cores,
+        "commit": start.get("commit", ""),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+    }
 
 
 def run_study(
@@ -806,6 +892,7 @@ def run_study(
     cells = sorted(cells, key=lambda c: -cost[c.run_id])
     ex = make_executor(executor, workers)
     t0 = time.perf_counter()
+    start = machine_record()
     rows: list[dict[str, Any]] = []
     trows: list[dict[str, Any]] = []
     errors: list[tuple[str, str]] = []
@@ -838,17 +925,27 @@ def run_study(
         tenants = tenants.sort_values([*_SORT, "tenant"], kind="stable").reset_index(drop=True)
     errors.sort()
     reps = study.replications if replications is None else int(replications)
-    return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, time.perf_counter() - t0,
+    seconds = time.perf_counter() - t0
+    return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, seconds, machine_record(start),
                        interrupted)  # fmt: skip
+
+
+#: the sign of a paired difference (variant − truthful) in which lying paid the liars, per metric
+#: (``paid`` column of :func:`paired_differences`): more surplus or throughput, a shorter JCT
+LIAR_PAYS = {"liar_gain": 1, "liar_act": 1, "liar_est": 1, "liar_act_active": 1, "liar_surplus": 1,
+             "liar_jct_h": -1}  # fmt: skip
 
 
 def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain", "welfare")) -> pd.DataFrame:
     """Variant − truthful per (panel, x, replication, mechanism), summarised with 95% t intervals:
-    columns ``panel, x, mechanism, variant, metric, mean, low, high, n``. ``liar_gain`` is already
-    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus);
-    a metric with a ``<metric>_truthful`` twin column (fair-share: ``liar_jct_h``, ``honest_jct_h``,
-    measured on the same tenants in the truthful run) is differenced against that twin."""
-    cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n"]
+    columns ``panel, x, mechanism, variant, metric, mean, low, high, n, paid``. ``liar_gain`` is already
+    paired in each variant row (the liars' true surplus minus the same bidders' truthful surplus;
+    fair-share: their throughput gain, or on a trace their JCT saved); a metric with a
+    ``<metric>_truthful`` twin column (fair-share: ``liar_act_active``, ``liar_jct_h``, ``honest_jct_h``,
+    measured on the same tenants in the truthful run) is differenced against that twin. ``paid``: for
+    the liars' own metrics (:data:`LIAR_PAYS`), the share of seeds in which lying paid them (a higher
+    surplus or throughput, a shorter JCT); NaN for the others."""
+    cols = ["panel", "x", "mechanism", "variant", "metric", "mean", "low", "high", "n", "paid"]
     if frame.empty or "variant" not in frame or set(frame["variant"]) <= {TRUTHFUL}:
         return pd.DataFrame(columns=cols)
     keys = ["panel", "x", "replication", "mechanism"]
@@ -864,15 +961,20 @@ def paired_differences(frame: pd.DataFrame, metrics: Sequence[str] = ("liar_gain
             else:
                 d = s[metric] - base[metric].reindex(s.index)
             dd = d.rename("d").reset_index()
+            sign = LIAR_PAYS.get(metric)
             for (p, x, mech), g in dd.groupby(["panel", "x", "mechanism"], sort=True):
-                mean, lo, hi = t_interval(g["d"].to_numpy())
-                out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, len(g)), strict=True)))
+                v = g["d"].to_numpy(dtype=float)
+                v = v[np.isfinite(v)]
+                mean, lo, hi = t_interval(v)
+                paid = float((sign * v > 1e-9).mean()) if sign is not None and v.size else math.nan
+                out.append(dict(zip(cols, (p, x, mech, vname, metric, mean, lo, hi, v.size, paid), strict=True)))
     return pd.DataFrame(out, columns=cols)
 
 
 def lead_table(frame: pd.DataFrame, study: Study, lead: Lead) -> pd.DataFrame:
     """One row per (panel, x, mechanism, baseline) of ``lead``: the mean per-seed paired ratio of
-    ``lead.metric`` with its 95% t-interval and n (truthful, own realisation)."""
+    ``lead.metric`` with its 95% t-interval and n (truthful, own realisation). The lead's ratios are
+    tight (estimated throughput); the headlines use a ratio of means, robust to heavy tails."""
     cols = ["panel", "label", "x", "mechanism", "baseline", "ratio", "low", "high", "n"]
     out = []
     if frame.empty or lead.metric not in frame.columns:
@@ -909,21 +1011,42 @@ def fmt_value(v: Any) -> str:
 
 
 def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) -> pd.DataFrame:
-    """Every headline re-evaluated at each value of its panel (if it pins ``x`` on a panel of several
-    values) and of every panel marked ``sensitivity_of`` its panel (one row per value): ``headline,
-    realisation, panel, x_name, x, ours, low, high, CI, n, verdict``. Sensitivity rows decide nothing."""
+    """Every counted or alternative headline re-evaluated at each value of its panel (if it pins
+    ``x`` on a panel of several values) and of every panel marked ``sensitivity_of`` its panel (one
+    row per value): ``id, headline, realisation, panel, x_name, x, ours, low, high, CI, n, verdict,
+    conclusive, sensitivity``. These rows decide nothing; ``sensitivity`` is True on a sensitivity
+    panel (a setting the paper leaves open), False at the other values of the headline's own panel
+    (other points of the swept figure, e.g. another profiling error than the one the paper quotes).
+    A verdict that a conclusive sensitivity row changes is fragile
+    (:func:`analysis.engine.headlines.mark_fragile`)."""
     from dataclasses import replace
 
-    cols = ["headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict"]
+    cols = ["id", "headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict",
+            "conclusive", "sensitivity"]  # fmt: skip
     out = []
     for h in study.headlines:
+        if h.role == "sensitivity":
+            continue
         targets = [(h.panel, study.panels[h.panel])] if h.x and len(study.panels[h.panel].values) >= 2 else []
         targets += [(i, p) for i, p in enumerate(study.panels) if p.sensitivity_of == h.panel
-                    and (h.realisation == "own" or h.realisation in p.realisations)]  # fmt: skip
+                    and (h.realisation == "own" or h.realisation in p.realisations)
+                    and (not h.baseline_realisation or h.baseline_realisation in p.realisations)]  # fmt: skip
         for pi, panel in targets:
             for v in panel.values:
                 r = evaluate_headline(frame, replace(h, panel=pi, x=(v,)), seed=seed)
                 ci = f"[{fmt_value(r['low'])}, {fmt_value(r['high'])}]"
-                out.append(dict(zip(cols, (h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"], r["high"], ci,
-                                           r["n"], r["verdict"]), strict=True)))  # fmt: skip
+                ok = conclusive(r["n"], r["low"], r["high"], ratio=h.stat == "ratio of means")
+                sens = panel.sensitivity_of is not None  # the headline's own panel: other points, not a sensitivity
+                out.append(dict(zip(cols, (h.id, h.text, h.realisation, pi, panel.x, v, r["ours"], r["low"],
+                                           r["high"], ci, r["n"], r["verdict"], ok, sens), strict=True)))  # fmt: skip
     return pd.DataFrame(out, columns=cols)
+
+
+def study_headlines(frame: pd.DataFrame, study: Study, *, seed: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The study's headline table (every headline, :func:`analysis.engine.headlines.evaluate_headlines`)
+    with its ``fragile`` column filled, and the sensitivity table (:func:`headline_sensitivity`).
+    ``seed`` (default: the study's) seeds the bootstrap intervals."""
+    seed = study.seed if seed is None else seed
+    table = evaluate_headlines(frame, study.headlines, seed=seed)
+    sens = headline_sensitivity(frame, study, seed=seed)
+    return mark_fragile(table, sens), sens

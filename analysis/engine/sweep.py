@@ -155,6 +155,7 @@ RUN_COLUMNS = [
     "replication",
     "seed_entropy",
     "spawn_key",
+    "round_seconds",
     "status",
     "error_type",
     "error_message",
@@ -405,6 +406,8 @@ class SweepRun:
             "replication": self.replication,
             "seed_entropy": str(self.entropy),
             "spawn_key": ",".join(str(x) for x in self.spawn_key),
+            # the length of records without round_s rows (fixed rounds): the pairing's time weights
+            "round_seconds": float(self.scenario.cluster.round_seconds),
         }
 
 
@@ -946,7 +949,8 @@ def consolidate(out: str | Path, measure: str = "act") -> SweepResult:
                 latest[r["run_id"]] = r
     runs = pd.DataFrame(list(latest.values()), columns=RUN_COLUMNS + EXECUTION_COLUMNS)
     runs = runs.sort_values([*RUN_SORT, "run_id"], kind="mergesort").reset_index(drop=True)
-    runs = runs.astype({"replication": "int64", "rounds": "int64", "resolves": "int64", "param_value": "float64"})
+    runs = runs.astype({"replication": "int64", "rounds": "int64", "resolves": "int64", "param_value": "float64",
+                        "round_seconds": "float64"})  # fmt: skip
     failures = runs.loc[runs["status"] != "ok", RUN_COLUMNS].reset_index(drop=True)
     paths = {
         "results": out / "results.parquet",
@@ -1001,6 +1005,7 @@ def _stream_results(
 
     rounds: list[pd.Series] = []
     sums: list[pd.DataFrame] = []
+    round_s = runs.set_index("run_id")["round_seconds"] if "round_seconds" in runs else pd.Series(dtype=float)
     buf: list[pd.DataFrame] = []
     n_buf = 0
     tmp = dest.with_name(f".{dest.name}.tmp")
@@ -1019,7 +1024,8 @@ def _stream_results(
             if f.empty:
                 continue
             f = f.sort_values(RESULT_SORT, kind="mergesort")
-            r, sm = pair_aggregates(f, measure)
+            rs = round_s.get(rid, float("nan"))
+            r, sm = pair_aggregates(f, measure, None if pd.isna(rs) else float(rs))
             rounds.append(r)
             sums.append(sm)
             buf.append(f)
@@ -1036,8 +1042,8 @@ def _stream_results(
         os.fsync(fh.fileno())
     os.replace(tmp, dest)
     cache.clear()
-    r = pd.concat(rounds) if rounds else pd.Series(dtype="int64")
-    sm = pd.concat(sums, ignore_index=True) if sums else pd.DataFrame(columns=["run_id", "tenant", "value"])
+    r = pd.concat(rounds) if rounds else pd.Series(dtype=float)
+    sm = pd.concat(sums, ignore_index=True) if sums else pd.DataFrame(columns=_AGG_COLUMNS)
     return r, sm
 
 
@@ -1052,61 +1058,97 @@ _PAIR_COLUMNS = [
     "param_value",
     "deviator",
     "replication",
-    *(f"{g}_{s}" for g in ("liar", "others", "total") for s in ("truthful", "lying", "diff")),
+    *(f"{g}_{s}" for g in ("liar", "others", "total", "liar_jct") for s in ("truthful", "lying", "diff")),
 ]
+#: per (run, tenant) aggregates of :func:`pair_aggregates`
+_AGG_COLUMNS = ["run_id", "tenant", "work", "active_s", "jct_sum_s", "jobs"]
 
 
 def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str = "act") -> pd.DataFrame:
     """Truthful vs lying on the same seed, per lying run.
 
     For every successful lying run and the successful truthful run of the same (scenario, cell,
-    policy, replication): the per-round mean of the TRUE ``measure`` (default ``act``: actual
-    throughput, the fair-share tenants' utility) of the deviator (``liar_*``), of all other tenants
-    (``others_*``) and of everyone (``total_*``, welfare), truthful, lying and ``diff`` (lying −
-    truthful). Rounds are counted per run (cluster rows); a tenant absent in a round counts 0.
-    """
+    policy, replication), truthful, lying and ``diff`` (lying − truthful) of:
+
+    * ``liar_*``: the deviator's TRUE ``measure`` (default ``act``: actual throughput, the fair-share
+      tenants' utility) while active: its integral over the records in which the deviator is active
+      (:data:`analysis.engine.stats.ACTIVE_DEFINITION`) divided by that time (slowest-GPU equivalents);
+    * ``others_*`` / ``total_*``: the other tenants' / everyone's ``measure`` integrated over the run
+      and divided by the run's simulated seconds (work per second; ``total`` is welfare, and
+      ``liar + others`` is not ``total``: the liar's figure is per second of ITS active time);
+    * ``liar_jct_*``: the mean JCT (s) of the deviator's finished jobs (< 0 diff: sooner).
+
+    Records weigh the seconds they cover (:func:`analysis.engine.stats.record_lengths`: ``round_s``,
+    else the run's ``round_seconds`` from ``runs``)."""
     if results.empty or runs.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
-    return paired_from_aggregates(*pair_aggregates(results, measure), runs)
+    rs = runs.set_index("run_id")["round_seconds"] if "round_seconds" in runs else pd.Series(dtype=float)
+    seconds, per = [], []
+    for rid, f in results.groupby("run_id", sort=True):
+        r = rs.get(rid, float("nan"))
+        a, b = pair_aggregates(f, measure, None if pd.isna(r) else float(r))
+        seconds.append(a)
+        per.append(b)
+    return paired_from_aggregates(pd.concat(seconds), pd.concat(per, ignore_index=True), runs)
 
 
-def pair_aggregates(results: pd.DataFrame, measure: str = "act") -> tuple[pd.Series, pd.DataFrame]:
-    """What pairing needs from measurements, computable part by part: rounds per run (unique
-    rounds of its cluster rows) and the per-(run, tenant) SUM of ``measure`` (not yet averaged)."""
-    n_rounds = results[(results["tenant"] == "") & (results["measure"] == "available_gpus")].groupby("run_id")["round"]
-    n_rounds = n_rounds.nunique()
-    per = results[(results["tenant"] != "") & (results["measure"] == measure)].groupby(["run_id", "tenant"])["value"]
-    return n_rounds, per.sum().reset_index()
+def pair_aggregates(
+    results: pd.DataFrame, measure: str = "act", round_seconds: float | None = None
+) -> tuple[pd.Series, pd.DataFrame]:
+    """What pairing needs from measurements, computable run by run: the simulated seconds of each run
+    (its records' summed lengths) and per (run, tenant): ``work`` (the tenant's ``measure`` integrated
+    over its active records, slowest-GPU-equivalent seconds), ``active_s`` (s), and the sum and count
+    of its finished jobs' JCTs (``jct_sum_s``, ``jobs``). ``round_seconds``: the length of records
+    without ``round_s`` rows."""
+    from analysis.engine.stats import record_lengths, throughput_while_active
+
+    seconds = record_lengths(results, round_seconds, ["run_id"]).groupby(level="run_id").sum()
+    thr = throughput_while_active(results, None, (measure,), round_seconds, ["run_id"])
+    per = thr.rename(columns={f"work_{measure}": "work"})[["run_id", "tenant", "work", "active_s"]]
+    jct = results[results["measure"] == "jct_s"]
+    if len(jct):
+        j = jct.astype({"tenant": str}).groupby(["run_id", "tenant"])["value"].agg(["sum", "count"]).reset_index()
+        j = j.rename(columns={"sum": "jct_sum_s", "count": "jobs"}).astype({"run_id": str})
+        per = per.astype({"run_id": str}).merge(j, on=["run_id", "tenant"], how="outer")
+    else:
+        per = per.assign(jct_sum_s=0.0, jobs=0)
+    per = per.fillna({"work": 0.0, "active_s": 0.0, "jct_sum_s": 0.0, "jobs": 0})
+    return seconds, per[_AGG_COLUMNS]
 
 
-def paired_from_aggregates(n_rounds: pd.Series, per: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """:func:`paired_differences` from :func:`pair_aggregates` (of all parts, concatenated)."""
+def paired_from_aggregates(seconds: pd.Series, per: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`paired_differences` from :func:`pair_aggregates` (of all runs, concatenated)."""
     if runs.empty or per.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
     per = per.copy()
-    per["value"] = per["value"] / per["run_id"].map(n_rounds)
-    total = per.groupby("run_id")["value"].sum()
+    per["run_s"] = per["run_id"].map(seconds)
+    total = per.groupby("run_id")["work"].sum() / seconds.reindex(per["run_id"].unique())
     ok = runs[runs["status"] == "ok"]
     truthful = ok[ok["variant"] == TRUTHFUL][[*PAIR_KEYS, "run_id"]].rename(columns={"run_id": "truth_id"})
     lying = ok[ok["variant"] != TRUTHFUL]
     pairs = lying.merge(truthful, on=PAIR_KEYS, how="inner")
     if pairs.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
-    liar = per.set_index(["run_id", "tenant"])["value"]
+    tab = per.set_index(["run_id", "tenant"])
 
-    def lookup(ids: pd.Series, tenants: pd.Series) -> np.ndarray:
-        idx = pd.MultiIndex.from_arrays([ids, tenants])
-        return liar.reindex(idx).fillna(0.0).to_numpy()
+    def lookup(ids: pd.Series, tenants: pd.Series, col: str) -> np.ndarray:
+        idx = pd.MultiIndex.from_arrays([ids.astype(str), tenants.astype(str)])
+        return tab[col].reindex(idx).to_numpy(dtype=float)
 
     out = pairs[["scenario", "cell", "policy", "variant", "strategy", "param", "param_value", "deviator"]].copy()
     out["replication"] = pairs["replication"].astype("int64")
-    out["liar_truthful"] = lookup(pairs["truth_id"], pairs["deviator"])
-    out["liar_lying"] = lookup(pairs["run_id"], pairs["deviator"])
-    out["total_truthful"] = pairs["truth_id"].map(total).fillna(0.0).to_numpy()
-    out["total_lying"] = pairs["run_id"].map(total).fillna(0.0).to_numpy()
-    out["others_truthful"] = out["total_truthful"] - out["liar_truthful"]
-    out["others_lying"] = out["total_lying"] - out["liar_lying"]
-    for g in ("liar", "others", "total"):
+    for side, ids in (("truthful", pairs["truth_id"]), ("lying", pairs["run_id"])):
+        work = np.nan_to_num(lookup(ids, pairs["deviator"], "work"))
+        act_s = np.nan_to_num(lookup(ids, pairs["deviator"], "active_s"))
+        run_s = ids.map(seconds).to_numpy(dtype=float)
+        tot = ids.map(total).fillna(0.0).to_numpy(dtype=float)
+        out[f"liar_{side}"] = np.divide(work, act_s, out=np.full(work.size, np.nan), where=act_s > 0)
+        out[f"total_{side}"] = tot
+        out[f"others_{side}"] = tot - np.divide(work, run_s, out=np.zeros(work.size), where=run_s > 0)
+        jobs = np.nan_to_num(lookup(ids, pairs["deviator"], "jobs"))
+        jsum = np.nan_to_num(lookup(ids, pairs["deviator"], "jct_sum_s"))
+        out[f"liar_jct_{side}"] = np.divide(jsum, jobs, out=np.full(jobs.size, np.nan), where=jobs > 0)
+    for g in ("liar", "others", "total", "liar_jct"):
         out[f"{g}_diff"] = out[f"{g}_lying"] - out[f"{g}_truthful"]
     out = out[_PAIR_COLUMNS]
     return out.sort_values(["scenario", "cell", "policy", "variant", "replication"], kind="mergesort").reset_index(
@@ -1115,25 +1157,32 @@ def paired_from_aggregates(n_rounds: pd.Series, per: pd.DataFrame, runs: pd.Data
 
 
 def paired_summary(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """Per (scenario, cell, policy, variant): n pairs, the liar's mean truthful throughput and
-    relative gain, and for liar / others / total the mean paired difference with its Student-t
-    ``level`` interval (:func:`analysis.engine.stats.t_interval`); ``p_gain``: share of replications in
-    which lying paid the liar (diff > 1e-9)."""
+    """Per (scenario, cell, policy, variant): n pairs, the liar's mean truthful throughput while active
+    and its relative gain (ratio estimator: mean diff / mean truthful), and for liar / others / total /
+    liar_jct (the liar's mean JCT, s) the mean paired difference with its Student-t ``level`` interval
+    (:func:`analysis.engine.stats.t_interval`); ``p_gain``: share of replications in which lying raised
+    the liar's throughput while active (diff > 1e-9); ``p_jct_gain``: share in which it shortened the
+    liar's mean JCT (replications where the liar finished jobs in both runs)."""
     keys = ["scenario", "cell", "policy", "variant"]
     cols = [*keys, "strategy", "param", "param_value", "deviator", "n", "liar_truthful", "liar_rel_gain"]
-    cols += [f"{g}_{s}" for g in ("liar", "others", "total") for s in ("diff", "low", "high")] + ["p_gain"]
+    cols += [f"{g}_{s}" for g in ("liar", "others", "total", "liar_jct") for s in ("diff", "low", "high")]
+    cols += ["p_gain", "p_jct_gain"]
     rows = []
     for key, g in pairs.groupby(keys, sort=True):
         row: dict[str, Any] = dict(zip(keys, key, strict=True))
         first = g.iloc[0]
         row.update({c: first[c] for c in ("strategy", "param", "param_value", "deviator")})
         row["n"] = len(g)
-        base = float(g["liar_truthful"].mean())
+        lt = g["liar_truthful"].to_numpy(dtype=float)
+        base = float(np.nanmean(lt)) if np.isfinite(lt).any() else float("nan")
         row["liar_truthful"] = base
-        for grp in ("liar", "others", "total"):
-            m, lo, hi = t_interval(g[f"{grp}_diff"].to_numpy(), level)
+        for grp in ("liar", "others", "total", "liar_jct"):
+            m, lo, hi = t_interval(g[f"{grp}_diff"].to_numpy(dtype=float), level)
             row.update({f"{grp}_diff": m, f"{grp}_low": lo, f"{grp}_high": hi})
         row["liar_rel_gain"] = row["liar_diff"] / base if base > 0 else float("nan")
-        row["p_gain"] = float((g["liar_diff"] > 1e-9).mean())
+        d = g["liar_diff"].to_numpy(dtype=float)
+        row["p_gain"] = float((d[np.isfinite(d)] > 1e-9).mean()) if np.isfinite(d).any() else float("nan")
+        jd = g["liar_jct_diff"].to_numpy(dtype=float)
+        row["p_jct_gain"] = float((jd[np.isfinite(jd)] < -1e-6).mean()) if np.isfinite(jd).any() else float("nan")
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)

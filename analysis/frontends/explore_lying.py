@@ -59,15 +59,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for rid, msg in exp.errors:
         print(f"run {rid} failed: {msg}", file=sys.stderr)
-    summary = gain_summary(paired_gains(exp.frame, exp.deviators, args.measure))
+    round_s = scen.cluster.round_seconds  # the length of records without round_s rows
+    summary = gain_summary(paired_gains(exp.frame, exp.deviators, args.measure, round_s))
     summary["cell"] = [
         f"{100 * r:+6.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]"
         for r, lo, hi in zip(summary["rel_gain"], summary["rel_low"], summary["rel_high"], strict=True)
     ]
     table = summary.pivot(index="policy", columns="variant", values="cell")[[v.name for v in variants]]
     print(
-        f"\n{scen.name}: deviator {scen.deviator(variants[0].name)}'s {args.measure} throughput gain from lying "
-        f"(mean over {exp.replications} paired replications, 95% CI)"
+        f"\n{scen.name}: deviator {scen.deviator(variants[0].name)}'s {args.measure} throughput while active: "
+        f"gain from lying (mean over {exp.replications} paired replications, 95% CI)"
     )
     print(table.to_string())
     if args.out:
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         guard(out)  # an earlier lie_sweep there is moved aside, never overwritten
         out.mkdir(parents=True, exist_ok=True)
         summary.drop(columns="cell").to_csv(out / "lie_sweep.csv", index=False)
-        plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure)
+        plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure, round_seconds=round_s)
         print(f"wrote {out / 'lie_sweep.csv'} and {out / 'lie_sweep.png'}")
     return 1 if exp.errors else 0
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.engine.stats import gain_summary, paired_gains, policy_summary
+from analysis.engine.stats import ACTIVE_DEFINITION, gain_summary, paired_gains, policy_summary
 
-__all__ = ["render_report", "write_report", "runs_time_text"]
+__all__ = ["render_report", "write_report", "runs_time_text", "gain_tables"]
 
 
 def runs_time_text(seconds: float) -> str:
@@ -53,6 +53,63 @@ def _horizon(meta: Mapping[str, Any]) -> str:
     return f"{src}, {meta.get('rounds')} rounds of up to {meta.get('round_seconds')} s"
 
 
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{x * 100:+.1f}"
+
+
+def _ci_pct(lo: float, hi: float) -> str:
+    return "—" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo * 100:+.1f}, {hi * 100:+.1f}]"
+
+
+def gain_tables(frame: pd.DataFrame, deviators: Mapping[str, str], round_seconds: float | None) -> list[str]:
+    """The "Gain from lying" section (markdown lines): per policy and lying variant, the deviator's
+    TRUE throughput while active and its mean JCT, truthful against lying, paired by seed
+    (:func:`analysis.engine.stats.paired_gains` / :func:`~analysis.engine.stats.gain_summary`)."""
+    out = [
+        "## Gain from lying (the deviator's TRUE experience, truthful vs lying, paired by seed, 95% t CI)",
+        "",
+        "Throughput while active = the integral of the deviator's throughput over the records in which it is "
+        f"active, divided by its active time (slowest-GPU equivalents); {ACTIVE_DEFINITION}. Mean JCT over the "
+        "deviator's jobs that finished (h). change % = mean paired difference / mean truthful value, with the 95% t "
+        "interval of the paired differences over the same denominator; paid = share of seeds in which lying raised "
+        "the throughput (thr) or shortened the mean JCT (JCT). A lie pays when the throughput rises and the JCT "
+        "falls.",
+        "",
+    ]
+    for measure in ("act", "est"):
+        g = gain_summary(paired_gains(frame, deviators, measure, round_seconds))
+        if g.empty:
+            continue
+        t = pd.DataFrame(
+            {
+                "policy": g["policy"],
+                "variant": g["variant"],
+                "deviator": g["variant"].map(dict(deviators)),
+                "n": g["n"],
+                f"{measure} truthful": g["truthful"],
+                f"{measure} lying": g["lying"],
+                "thr change %": [_pct(x) for x in g["rel_gain"]],
+                "thr CI %": [_ci_pct(a, b) for a, b in zip(g["rel_low"], g["rel_high"], strict=True)],
+                "thr paid": g["p_gain"],
+            }
+        )
+        if measure == "act":
+            t = t.assign(
+                **{
+                    "JCT truthful h": g["jct_truthful_s"] / 3600.0,
+                    "JCT lying h": g["jct_lying_s"] / 3600.0,
+                    "JCT change %": [_pct(x) for x in g["jct_rel"]],
+                    "JCT CI %": [_ci_pct(a, b) for a, b in zip(g["jct_rel_low"], g["jct_rel_high"], strict=True)],
+                    "JCT paid": g["p_jct_gain"],
+                }
+            )
+        what = "actual throughput (measured progress)" if measure == "act" else \
+            "estimated throughput (fractional allocation valued with true speedups)"  # fmt: skip
+        out += [f"### {measure}: {what} while active" + (", and mean JCT" if measure == "act" else ""), "",
+                _table(t), ""]  # fmt: skip
+    return out
+
+
 def render_report(
     meta: Mapping[str, Any],
     frame: pd.DataFrame,
@@ -84,9 +141,13 @@ def render_report(
         "",
         "## Per-policy summary (means over replications)",
         "",
-        "total_* per round; jobs_completed, straggler_worker_rounds (workers of cross-type jobs, summed over "
-        "rounds) and resolves per run; mean_jct_s over the jobs that finished within the horizon; trace runs "
-        "with hosts: migrations (leases that changed hosts) and migration_lost_s (seconds they lost) per run.",
+        "Per run, then the mean over replications. Time integrals over the run's records (each record weighted by "
+        "the simulated seconds it covers, its `round_s` or the round length; idle gaps with no active job have no "
+        "record): total_est / total_act = work per simulated second (slowest-GPU equivalents); utilisation = "
+        "GPU-seconds used / GPU-seconds available; straggler_gpu_s = GPU-seconds of workers of cross-GPU-type jobs. "
+        "Counts per run: jobs_completed, resolves (policy re-solves); trace runs with hosts: migrations (leases that "
+        "changed hosts) and migration_lost_s (lease seconds they lost). Per job, over the jobs that finished within "
+        "the horizon: mean / median / p95 JCT (s).",
         "",
     ]
     incomplete = list(meta.get("incomplete_runs") or [])
@@ -101,23 +162,11 @@ def render_report(
             *[f"- `{r['run_id']}`: {r['reason']}" for r in incomplete],
             "",
         ]
-    summ = policy_summary(frame)
+    round_s = meta.get("round_seconds")
+    summ = policy_summary(frame, round_s)
     out += [_table(summ) if not summ.empty else "(no results)", ""]
     if deviators and not frame.empty:
-        out += ["## Gain from lying (deviator's TRUE throughput, paired by seed, 95% t CI)", ""]
-        for measure in ("act", "est"):
-            g = gain_summary(paired_gains(frame, deviators, measure))
-            if g.empty:
-                continue
-            g = g.assign(
-                deviator=g["variant"].map(dict(deviators)),
-                rel_gain_pct=g["rel_gain"] * 100,
-                ci_pct=[
-                    f"[{_fmt(a * 100, 1)}, {_fmt(b * 100, 1)}]"
-                    for a, b in zip(g["rel_low"], g["rel_high"], strict=True)
-                ],
-            )[["policy", "variant", "deviator", "n", "truthful", "lying", "diff", "rel_gain_pct", "ci_pct", "p_gain"]]
-            out += [f"### {measure}", "", _table(g), ""]
+        out += gain_tables(frame, deviators, round_s)
     if plots:
         out += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     if errors:
