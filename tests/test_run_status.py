@@ -110,6 +110,41 @@ def test_writers_called_directly_keep_an_earlier_report(tmp_path: Path, capsys) 
     assert run_status.guard(tmp_path / "nothing-here") is None  # a missing or empty folder is used as it is
 
 
+def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: Path, monkeypatch, capsys) -> None:
+    import market.audit.claims
+
+    out = tmp_path / "claims"
+    args = ["claims", "--paper", "oasis", "--claim", "C-O2", "--report", str(out)]
+    assert main(args) == 0
+    assert _meta(out)["status"] == "complete" and _meta(out)["claims"] == "oasis"
+    assert _first_line(out) == "# Incentive audit report"
+    first = (out / "report.md").read_text()
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while the ledger runs
+
+    monkeypatch.setattr(market.audit.claims, "run_claims", stop)
+    capsys.readouterr()
+    assert main(args) == 130
+    [old] = _siblings(out)  # the first report, whole and unchanged
+    assert (old / "report.md").read_text() == first and f"moved it to {old}/" in capsys.readouterr().err
+    assert _meta(out)["status"] == "interrupted" and _first_line(out).startswith("# INCOMPLETE (interrupted)")
+
+
+def test_explore_lying_keeps_an_earlier_lie_sweep(tmp_path: Path, capsys) -> None:
+    """A folder from before status files (a lie_sweep.csv, no meta.json) is moved aside too."""
+    from analysis.frontends import explore_lying
+
+    out = tmp_path / "lie"
+    out.mkdir()
+    (out / "lie_sweep.csv").write_text("an earlier sweep\n")
+    assert explore_lying.main(["--reps", "1", "--factors", "1.3", "--out", str(out)]) == 0
+    [old] = _siblings(out)
+    assert (old / "lie_sweep.csv").read_text() == "an earlier sweep\n"
+    assert f"moved it to {old}/" in capsys.readouterr().err
+    assert _meta(out)["status"] == "complete" and "lambda=1.3" in (out / "lie_sweep.csv").read_text()
+
+
 def test_a_folder_another_live_process_writes_is_refused(tmp_path: Path, capsys) -> None:
     out = tmp_path / "busy"
     out.mkdir()

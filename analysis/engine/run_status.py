@@ -20,7 +20,7 @@ Every status but ``complete`` makes the first line of ``report.md`` read ``# INC
 :mod:`analysis.engine.sweep`), with the same statuses and the same ``report.md`` first line.
 
 **Nothing a user computed is overwritten.** A folder holds a run when it has a ``meta.json``,
-``sweep.json`` or ``report.md``. :func:`claim` moves such a folder aside, whole and as it was, to
+``sweep.json``, ``report.md`` or a results file a writer would replace (:data:`MARKERS`). :func:`claim` moves such a folder aside, whole and as it was, to
 the sibling named after the start of the run it holds, ``NAME.YYYY-MM-DDTHH-MM-SS`` (UTC, from
 ``started_at``, else the files' modification time; ``-2``, ``-3``, ... when taken), prints one line
 saying where it went, and starts the new run in an empty ``NAME``. It refuses (status 2, nothing
@@ -77,8 +77,10 @@ STATUSES = (RUNNING, KILLED, INTERRUPTED, FAILED, CAPPED, COMPLETE)
 
 #: The lock file a running command holds (``flock``) in its folder; removed when it ends.
 LOCK_NAME = ".marketsim.lock"
-#: Files that make a folder "hold a run" (moved aside, never overwritten).
-MARKERS = ("meta.json", "sweep.json", "report.md")
+#: Files that make a folder "hold a run" (moved aside, never overwritten): the status files, and the
+#: results files of writers that wrote no status file before (an older lie_sweep, trajectories, ...).
+MARKERS = ("meta.json", "sweep.json", "report.md", "results.parquet", "runs.csv", "lie_sweep.csv",
+           "trajectories.parquet", "price_of_lying.csv", "regret.png")  # fmt: skip
 
 IN_PROGRESS_REPORT = (
     "# INCOMPLETE (running): run in progress or killed\n\n"
@@ -243,7 +245,8 @@ def finalize(out: str | Path, running: dict[str, Any] | None = None) -> str:
 
 
 def holds_run(out: str | Path) -> bool:
-    """Whether ``out`` holds (the files of) a run: a ``meta.json``, ``sweep.json`` or ``report.md``."""
+    """Whether ``out`` holds (the files of) a run: one of :data:`MARKERS` (``meta.json``,
+    ``sweep.json``, ``report.md``, or a results file a writer would replace)."""
     out = Path(out)
     return out.is_dir() and any((out / m).exists() for m in MARKERS)
 

@@ -23,6 +23,7 @@ status 2; a run in which some simulations failed writes the others and exits wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -645,9 +646,10 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.report:
         from analysis.frontends.audit_report import auction_regret_frame, target_gain_curves, write_audit_report
 
-        curves = target_gain_curves(target)
-        regret = auction_regret_frame(study, args.mechanism, args.instances, args.seed, _parse_set(args.set))
-        report = write_audit_report(args.report, regret=regret, curves=curves, absolute=True)
+        with _report_folder(args.report, {"audit": args.mechanism, "study": study.name}):
+            curves = target_gain_curves(target)
+            regret = auction_regret_frame(study, args.mechanism, args.instances, args.seed, _parse_set(args.set))
+            report = write_audit_report(args.report, regret=regret, curves=curves, absolute=True)
         print(f"{PROG} audit: wrote {report} with regret.png and gain_curves.png", file=sys.stderr)
     if args.json:
         print(json.dumps(jsonable(out)))
@@ -741,6 +743,15 @@ def _print_audit_notes(agents: Sequence[dict]) -> None:
         print(f"note: {note}")
 
 
+def _report_folder(path: str | Path, meta: dict[str, object]):
+    """Hold ``--report`` folder ``path`` while the report is computed and written
+    (:func:`analysis.engine.run_status.claim`: an earlier report there is moved aside, the folder
+    reads ``running`` until the end, a folder another live command writes exits 2)."""
+    from analysis.engine.run_status import claim
+
+    return claim(Path(path), meta, field="--report")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
     from analysis.frontends.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
@@ -796,9 +807,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.report:
         from analysis.frontends.audit_report import gain_curve_frame, regret_frame, write_audit_report
 
-        curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
-        regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
-        report = write_audit_report(args.report, regret=regret, curves=curves)
+        with _report_folder(args.report, {"audit": args.mechanism}):
+            curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
+            regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
+            report = write_audit_report(args.report, regret=regret, curves=curves)
         print(f"{PROG} audit: wrote {report} with regret.png and gain_curves.png", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
@@ -853,14 +865,19 @@ def cmd_claims(args: argparse.Namespace) -> int:
     if args.report:
         ensure_writable(Path(args.report), "--report")
     ids = None if args.claim is None else [args.claim]
-    results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
     hunting = args.hunt is not None or args.hunt_evals is not None
-    if hunting:
-        from market.audit.hunt import hunt_claims
+    meta = {"claims": args.paper or "all", "size": args.size, "seed": args.seed}
+    # --report: the folder reads "running" from here on (a killed ledger's folder says so) and an
+    # earlier report there is moved aside
+    with _report_folder(args.report, meta) if args.report else contextlib.nullcontext():
+        results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
+        if hunting:
+            from market.audit.hunt import hunt_claims
 
-        hunt_claims(results, seconds=args.hunt, evals=args.hunt_evals, seed=args.seed, optimiser=args.hunt_optimiser)
-    if args.report:
-        write_audit_report(args.report, results)
+            hunt_claims(results, seconds=args.hunt, evals=args.hunt_evals, seed=args.seed,
+                        optimiser=args.hunt_optimiser)  # fmt: skip
+        if args.report:
+            write_audit_report(args.report, results)
     if args.json:
         print(json.dumps(to_records(results)))
         return 0
