@@ -20,8 +20,9 @@ Every status but ``complete`` makes the first line of ``report.md`` read ``# INC
 :mod:`analysis.engine.sweep`), with the same statuses and the same ``report.md`` first line.
 
 **Nothing a user computed is overwritten.** A folder holds a run when it has a ``meta.json``,
-``sweep.json``, ``report.md`` or a results file a writer would replace (:data:`MARKERS`). :func:`claim` moves such a folder aside, whole and as it was, to
-the sibling named after the start of the run it holds, ``NAME.YYYY-MM-DDTHH-MM-SS`` (UTC, from
+``sweep.json``, ``report.md`` or a results file a writer would replace (:data:`MARKERS`).
+:func:`claim` moves such a folder aside, whole and as it was, to the sibling named after the start
+of the run it holds, ``NAME.YYYY-MM-DDTHH-MM-SS`` (UTC, from
 ``started_at``, else the files' modification time; ``-2``, ``-3``, ... when taken), prints one line
 saying where it went, and starts the new run in an empty ``NAME``. It refuses (status 2, nothing
 moved) when a live process still writes the folder (an exclusive ``flock`` on ``NAME/.marketsim.lock``
