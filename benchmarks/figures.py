@@ -96,9 +96,8 @@ PENDING: frozenset[str] = frozenset(
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
         "docs/eris_baselines.md",
-        "docs/hunt.md",
+
         "docs/trace_simulation.md",
-        "docs/traces.md",
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
         # being converted by h-figures

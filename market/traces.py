@@ -56,6 +56,8 @@ Units: seconds, steps, steps per second, GPUs.
 from __future__ import annotations
 
 import csv
+import gzip
+import io
 import math
 import zlib
 from collections.abc import Sequence
@@ -83,14 +85,18 @@ __all__ = [
     "data_path",
     "read_gavel_trace",
     "read_philly_csv",
+    "read_generic_csv",
+    "GENERIC_COLUMNS",
     "assign_philly_job_types",
+    "TraceProfile",
+    "trace_profile",
     "load_trace",
     "tenant_of_jobs",
     "scale_row",
     "type_columns",
 ]
 
-TRACE_FORMATS = ("gavel", "philly")
+TRACE_FORMATS = ("gavel", "philly", "csv")
 #: file names of the data shipped in ``market/data`` (see :func:`data_path`)
 GAVEL_THROUGHPUTS = "gavel_throughputs.csv"
 #: Gavel's throughputs of multi-GPU jobs whose GPUs are not on one host (same README and licence)
@@ -343,65 +349,249 @@ def read_gavel_trace(path: str | Path) -> Trace:
     )
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_text(p: Path) -> io.TextIOBase:
+    """``p`` opened as UTF-8 text for the csv module; a gzip file (recognised by its magic bytes,
+    whatever its name) is decompressed on the fly. The caller closes it."""
+    with p.open("rb") as fh:
+        magic = fh.read(2)
+    if magic == GZIP_MAGIC:
+        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", newline="")
+    return p.open(newline="", encoding="utf-8")
+
+
+_PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+
+
+def _philly_fast(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The Philly columns of ``p`` parsed vectorised: (timestamps s, durations s, GPUs, clusters),
+    or None when anything is unusual (a missing column, a short or blank row, a value that is not
+    plainly valid): :func:`read_philly_csv` then reads row by row and names the first problem.
+    Accepts exactly what the row-by-row reader accepts, with the same numbers."""
+    with open_text(p) as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or any(c not in header for c in _PHILLY_COLUMNS):
+            return None
+        rows = [r for r in reader if r]  # blank lines are skipped, as csv.DictReader does
+    if not rows or len(rows) > MAX_TRACE_JOBS or any(len(r) != len(header) for r in rows):
+        return None
+    cols = list(zip(*rows, strict=True))
+    ts_s, d_s, g_s, u_s = (cols[header.index(c)] for c in _PHILLY_COLUMNS)
+    if not all("".join(c).isascii() for c in (ts_s, d_s, g_s)):
+        return None
+    ts_a = np.array(ts_s)
+    if (np.char.str_len(ts_a) != 19).any():
+        return None
+    try:
+        stamp = np.char.replace(ts_a, " ", "T", count=1).astype("datetime64[s]")
+        d = np.array(d_s, dtype=float)
+        g = np.array(g_s, dtype=float)
+    except ValueError:
+        return None
+    if (np.isnat(stamp).any() or not (np.isfinite(d) & (d > 0) & (d <= MAX_TRACE_SECONDS)).all()
+            or not (np.isfinite(g) & (g >= 1) & (g == np.floor(g))).all()):  # fmt: skip
+        return None
+    # strptime and datetime64 agree on a well-formed YYYY-MM-DD HH:MM:SS; check the round trip
+    if not (np.datetime_as_string(stamp, unit="s") == np.char.replace(ts_a, " ", "T", count=1)).all():
+        return None
+    u = np.char.strip(np.array(u_s))
+    if (np.char.str_len(u) == 0).any():
+        return None
+    return stamp.astype(np.int64).astype(float), d, g.astype(np.int64), u
+
+
 def read_philly_csv(path: str | Path) -> Trace:
     """Parse the Philly per-job CSV (columns timestamp, duration, num_gpus, cluster; gpu_time is
-    ignored). Job types are left empty and ``total_steps`` NaN: see :func:`assign_philly_job_types`."""
+    ignored), plain or gzip-compressed. Job types are left empty and ``total_steps`` NaN: see
+    :func:`assign_philly_job_types`. A well-formed file is parsed vectorised; otherwise the rows are
+    read one by one and the first bad value is named (file, line, column)."""
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
-    rows: list[tuple[float, float, int, str]] = []
     try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            need = ("timestamp", "duration", "num_gpus", "cluster")
-            missing = [c for c in need if c not in header]
-            if missing:
-                raise InputError(f"{p}: header", header, f"is missing column(s) {missing}")
-            for n, r in enumerate(reader, start=2):
-                where = f"{p}:{n}"
-                try:
-                    stamp = datetime.strptime((r["timestamp"] or "").strip(), "%Y-%m-%d %H:%M:%S")
-                except ValueError:
-                    reason = "must be YYYY-MM-DD HH:MM:SS"
-                    raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
-                ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
-                d = check_finite(f"{where} column 'duration'", r["duration"] or "")
-                g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
-                if d <= 0:
-                    raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
-                if d > MAX_TRACE_SECONDS:
-                    why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
-                    raise InputError(f"{where} column 'duration'", r["duration"], why)
-                if len(rows) >= MAX_TRACE_JOBS:
-                    raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
-                if g < 1:
-                    raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
-                u = (r["cluster"] or "").strip()
-                if not u:
-                    raise InputError(f"{where} column 'cluster'", r["cluster"], "must not be empty")
-                rows.append((ts, d, int(g), u))
+        fast = _philly_fast(p)
+        if fast is None:
+            fast = _philly_rows(p)
     except UnicodeDecodeError as exc:
         raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
-    if not rows:
-        raise InputError("trace", str(p), "has no jobs")
-    order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep file order
-    t0 = rows[order[0]][0]
-    if rows[order[-1]][0] - t0 > MAX_TRACE_SECONDS:
-        why = f"spans {rows[order[-1]][0] - t0:.3g} s; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
-        raise InputError(f"{p} column 'timestamp'", datetime.fromtimestamp(rows[order[-1]][0], UTC), why)
-    n = len(rows)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise InputError("trace", str(p), f"is not a readable gzip file ({exc})") from None
+    ts, dur, gpus, users = fast
+    order = np.argsort(ts, kind="stable")  # ties keep file order
+    t0 = float(ts[order[0]])
+    if float(ts[order[-1]]) - t0 > MAX_TRACE_SECONDS:
+        why = f"spans {float(ts[order[-1]]) - t0:.3g} s; at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+        raise InputError(f"{p} column 'timestamp'", datetime.fromtimestamp(float(ts[order[-1]]), UTC), why)
+    n = int(ts.size)
     return Trace(
         job_id=np.array([str(i) for i in range(n)]),
         job_type=np.full(n, "", dtype=object).astype(str),
-        scale=np.array([rows[i][2] for i in order], dtype=np.int64),
+        scale=gpus[order].astype(np.int64),
         total_steps=np.full(n, np.nan),
-        arrival_s=np.array([rows[i][0] - t0 for i in order], dtype=float),
+        arrival_s=ts[order] - t0,
         priority=np.ones(n),
-        user=np.array([rows[i][3] for i in order]),
-        duration_s=np.array([rows[i][1] for i in order], dtype=float),
+        user=np.asarray(users)[order].astype(str),
+        duration_s=dur[order].astype(float),
         source=str(p),
         format="philly",
+    )
+
+
+def _philly_rows(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The Philly columns of ``p`` read row by row, raising :class:`InputError` at the first bad value."""
+    rows: list[tuple[float, float, int, str]] = []
+    with open_text(p) as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [c for c in _PHILLY_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"{p}: header", header, f"is missing column(s) {missing}")
+        for n, r in enumerate(reader, start=2):
+            where = f"{p}:{n}"
+            try:
+                stamp = datetime.strptime((r["timestamp"] or "").strip(), "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                reason = "must be YYYY-MM-DD HH:MM:SS"
+                raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
+            ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
+            d = check_finite(f"{where} column 'duration'", r["duration"] or "")
+            g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
+            if d <= 0:
+                raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
+            if d > MAX_TRACE_SECONDS:
+                why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+                raise InputError(f"{where} column 'duration'", r["duration"], why)
+            if len(rows) >= MAX_TRACE_JOBS:
+                raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
+            if g < 1:
+                raise InputError(f"{where} column 'num_gpus'", r["num_gpus"], "must be >= 1")
+            u = (r["cluster"] or "").strip()
+            if not u:
+                raise InputError(f"{where} column 'cluster'", r["cluster"], "must not be empty")
+            rows.append((ts, d, int(g), u))
+    if not rows:
+        raise InputError("trace", str(p), "has no jobs")
+    return (
+        np.array([r[0] for r in rows], dtype=float),
+        np.array([r[1] for r in rows], dtype=float),
+        np.array([r[2] for r in rows], dtype=np.int64),
+        np.array([r[3] for r in rows]),
+    )
+
+
+#: columns of the generic CSV format (:func:`read_generic_csv`): required, then optional
+GENERIC_COLUMNS = {
+    "arrival_s": "submission time, s from the trace start (>= 0; rows in any order)",
+    "num_gpus": "GPUs the job needs (integer >= 1)",
+    "duration_s": "run time on the reference GPU type, s (> 0); or give job_type and total_steps",
+    "total_steps": "training steps (> 0); needs job_type; instead of duration_s",
+    "job_type": "a job type of the throughput table (optional with duration_s: then drawn as for Philly)",
+    "tenant": "tenant (user, virtual cluster) of the job, for tenancy = 'user' (optional)",
+    "job_id": "unique job id (optional; default: the row's 0-based position in arrival order)",
+    "priority": "Gavel priority weight (> 0, optional; default 1)",
+}
+
+
+def read_generic_csv(path: str | Path) -> Trace:
+    """Parse a generic per-job CSV (plain or gzip) whose header names its columns
+    (:data:`GENERIC_COLUMNS`, any order, extra columns ignored): ``arrival_s`` and ``num_gpus``,
+    plus ``duration_s`` or (``job_type`` and ``total_steps``). Rows are sorted by arrival (stable).
+    Jobs with a ``duration_s`` and no ``job_type`` get one by :func:`assign_philly_job_types` in
+    :func:`load_trace`; with a ``job_type``, ``total_steps`` = duration x its reference throughput.
+    Errors name the file, line, column and value; a missing column is named with what it is for."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("trace", str(p), "does not exist or is not a file")
+    try:
+        with open_text(p) as fh:
+            reader = csv.DictReader(fh)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            if not header:
+                raise InputError("trace", str(p), "is empty (no header line with column names)")
+            reader.fieldnames = header
+            missing = [c for c in ("arrival_s", "num_gpus") if c not in header]
+            has_d, has_s, has_t = "duration_s" in header, "total_steps" in header, "job_type" in header
+            if not has_d and not has_s:
+                missing.append("duration_s")
+            if has_s and not has_t:
+                missing.append("job_type")
+            if missing:
+                need = "; ".join(f"{c}: {GENERIC_COLUMNS[c]}" for c in missing)
+                raise InputError(f"{p}: header", header, f"is missing column(s) {missing} ({need})")
+            if has_d and has_s:
+                raise InputError(f"{p}: header", header, "has both duration_s and total_steps; give one of them")
+            has_u, has_id, has_w = "tenant" in header, "job_id" in header, "priority" in header
+            arr, gpus, work, types, users, ids, prio = [], [], [], [], [], [], []
+            seen: set[str] = set()
+            for n, r in enumerate(reader, start=2):
+                where = f"{p}:{n}"
+                if None in r:
+                    raise InputError(where, ",".join(r[None]), f"has more fields than the header's {len(header)}")
+                vals = {k: (v or "").strip() for k, v in r.items()}
+                a = check_finite(f"{where} column 'arrival_s'", vals["arrival_s"])
+                if a < 0:
+                    raise InputError(f"{where} column 'arrival_s'", vals["arrival_s"], "must be >= 0")
+                if a > MAX_TRACE_SECONDS:
+                    why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
+                    raise InputError(f"{where} column 'arrival_s'", vals["arrival_s"], why)
+                g = _int(f"{where} column 'num_gpus'", vals["num_gpus"])
+                if g < 1:
+                    raise InputError(f"{where} column 'num_gpus'", vals["num_gpus"], "must be >= 1")
+                col = "duration_s" if has_d else "total_steps"
+                x = check_finite(f"{where} column '{col}'", vals[col])
+                if x <= 0:
+                    raise InputError(f"{where} column '{col}'", vals[col], "must be > 0")
+                limit = MAX_TRACE_SECONDS if has_d else MAX_TOTAL_STEPS
+                if x > limit:
+                    raise InputError(f"{where} column '{col}'", vals[col], f"must be at most {limit:.0e} (size limit)")
+                if has_t and not vals["job_type"]:
+                    raise InputError(f"{where} column 'job_type'", r["job_type"], "must not be empty")
+                w = 1.0
+                if has_w and vals["priority"]:
+                    w = check_finite(f"{where} column 'priority'", vals["priority"])
+                    if w <= 0:
+                        raise InputError(f"{where} column 'priority'", vals["priority"], "must be > 0")
+                jid = vals["job_id"] if has_id else ""
+                if has_id:
+                    if not jid:
+                        raise InputError(f"{where} column 'job_id'", r["job_id"], "must not be empty")
+                    if jid in seen:
+                        raise InputError(f"{where} column 'job_id'", jid, "repeats an earlier job's id")
+                    seen.add(jid)
+                if len(arr) >= MAX_TRACE_JOBS:
+                    raise InputError("trace", str(p), f"has more than {MAX_TRACE_JOBS:,} jobs (size limit)")
+                arr.append(a)
+                gpus.append(g)
+                work.append(x)
+                types.append(vals["job_type"] if has_t else "")
+                users.append(vals["tenant"] if has_u else "")
+                ids.append(jid)
+                prio.append(w)
+    except UnicodeDecodeError as exc:
+        raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise InputError("trace", str(p), f"is not a readable gzip file ({exc})") from None
+    except csv.Error as exc:
+        raise InputError("trace", str(p), f"is not a readable CSV file ({exc})") from None
+    if not arr:
+        raise InputError("trace", str(p), "has no jobs (a header but no rows)")
+    order = np.argsort(np.asarray(arr), kind="stable")
+    n = len(arr)
+    work_a = np.asarray(work, dtype=float)[order]
+    return Trace(
+        job_id=np.array([ids[i] if has_id else str(k) for k, i in enumerate(order.tolist())]),
+        job_type=np.array([types[i] for i in order.tolist()], dtype=object).astype(str),
+        scale=np.asarray(gpus, dtype=np.int64)[order],
+        total_steps=work_a if not has_d else np.full(n, np.nan),
+        arrival_s=np.asarray(arr, dtype=float)[order],
+        priority=np.asarray(prio, dtype=float)[order],
+        user=np.array([users[i] for i in order.tolist()], dtype=object).astype(str),
+        duration_s=work_a if has_d else np.full(n, np.nan),
+        source=str(p),
+        format="csv",
     )
 
 
@@ -442,6 +632,25 @@ def assign_philly_job_types(
     return replace(trace, job_type=np.array(types), total_steps=steps, table_scale=tscale)
 
 
+def _steps_from_durations(trace: Trace, table: ThroughputTable, reference: str) -> Trace:
+    """``total_steps = duration x`` the ``reference`` throughput of each job's own job type at its
+    GPU count (:func:`scale_row`); a job that cannot run on the reference is an error naming it."""
+    if reference not in table.gpu_types:
+        raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
+    ref = table.gpu_types.index(reference)
+    steps = np.empty(len(trace))
+    tscale = np.empty(len(trace), dtype=np.int64)
+    for i, (jt, g) in enumerate(zip(trace.job_type.tolist(), trace.scale.tolist(), strict=True)):
+        where = f"{trace.source}: job {trace.job_id[i]}"
+        row = scale_row(table, jt, int(g), where=where)
+        if not row[ref] > 0:
+            why = f"cannot run on the reference {reference!r} (throughput 0), so duration_s gives no steps"
+            raise InputError(f"{where} job_type", jt, why)
+        steps[i] = float(trace.duration_s[i]) * float(row[ref])
+        tscale[i] = g if (jt, int(g)) in table.values else max(x for x in table.scale_factors(jt) if x < g)
+    return replace(trace, total_steps=steps, table_scale=tscale)
+
+
 def load_trace(
     path: str | Path,
     fmt: str,
@@ -450,20 +659,128 @@ def load_trace(
     seed: int = 0,
     reference: str = "v100",
 ) -> Trace:
-    """Read a trace of format ``fmt`` ("gavel" | "philly"); a Philly trace gets its job types and
-    steps from ``table`` (default: the packaged Gavel table) by :func:`assign_philly_job_types`."""
+    """Read a trace of format ``fmt`` ("gavel" | "philly" | "csv"); a Philly trace, and a generic
+    CSV without job types, gets its job types and steps from ``table`` (default: the packaged Gavel
+    table) by :func:`assign_philly_job_types`; a generic CSV with job types and durations gets
+    ``total_steps = duration x`` the reference throughput of its job type at its GPU count."""
     if fmt not in TRACE_FORMATS:
         raise InputError("workload.trace_format", fmt, f"must be one of {list(TRACE_FORMATS)}")
     if fmt == "gavel":
         return read_gavel_trace(path)
     table = table if table is not None else load_throughput_table(data_path(GAVEL_THROUGHPUTS))
-    tr = assign_philly_job_types(read_philly_csv(path), table, gpu_types, seed, reference)
+    raw = read_philly_csv(path) if fmt == "philly" else read_generic_csv(path)
+    if fmt == "csv" and not np.isnan(raw.total_steps).all():  # job_type and total_steps given
+        tr = raw
+        for i, jt in enumerate(tr.job_type.tolist()):  # every job type must be in the table
+            scale_row(table, jt, int(tr.scale[i]), where=f"{tr.source}: job {tr.job_id[i]}")
+        return tr
+    if fmt == "csv" and (raw.job_type != "").all():  # job_type and duration_s given
+        tr = _steps_from_durations(raw, table, reference)
+    else:
+        tr = assign_philly_job_types(raw, table, gpu_types, seed, reference)
     big = np.flatnonzero(tr.total_steps > MAX_TOTAL_STEPS)
     if big.size:
         i = int(big[0])
         why = f"gives total_steps {tr.total_steps[i]:.3g} > {MAX_TOTAL_STEPS:.0e} (size limit)"
         raise InputError(f"{tr.source}: job {tr.job_id[i]} duration", float(tr.duration_s[i]), why)
     return tr
+
+
+@dataclass(frozen=True)
+class TraceProfile:
+    """What a trace asks of a cluster (:func:`trace_profile`; printed by ``marketsim run --check``).
+
+    ``jobs``; ``span_s`` from the first to the last arrival (s); ``tenants`` name -> jobs (under the
+    scenario's tenancy), largest first; ``sizes`` GPUs per job -> jobs, ascending; ``demand_gpu_s``
+    the GPU-seconds the jobs need when each runs on its fastest GPU type of the cluster
+    (``scale x total_steps / max_t T[j, t]``); ``gpus`` per type of the cluster; ``speed`` per type:
+    the demand-weighted mean of ``T[j, t] / max_t T[j, t]`` (1 = every job's fastest type);
+    ``offered_load`` = demand / (all GPUs x span); ``effective_load`` = demand / (span x sum_t
+    gpus_t x speed_t): the load on the cluster's capacity counted in fastest-type GPUs (above 1: the
+    jobs arrive faster than the cluster can run them, on average over the span); duration
+    quantiles (s, on the fastest type); ``largest_job`` GPUs against ``largest_type`` GPUs."""
+
+    jobs: int
+    span_s: float
+    tenants: dict[str, int]
+    sizes: dict[int, int]
+    demand_gpu_s: float
+    gpu_types: tuple[str, ...]
+    gpus: tuple[int, ...]
+    speed: tuple[float, ...]
+    offered_load: float
+    effective_load: float
+    duration_median_s: float
+    duration_p99_s: float
+    duration_max_s: float
+    largest_job: int
+    largest_type: int
+
+    def lines(self, per_job: bool = False) -> list[str]:
+        """Human-readable summary, one fact a line (hours and days); ``per_job``: every job is its
+        own tenant (tenancy "job"), so the tenants are not listed."""
+        d = 86400.0
+        ten = ", ".join(f"{k} {v:,}" for k, v in list(self.tenants.items())[:20])
+        more = f", ... ({len(self.tenants) - 20:,} more)" if len(self.tenants) > 20 else ""
+        if per_job:
+            ten, more = "one per job", ""
+        sizes = ", ".join(f"{g} GPU{'s' if g > 1 else ''}: {n:,}" for g, n in self.sizes.items())
+        cl = " + ".join(f"{m} {t}" for t, m in zip(self.gpu_types, self.gpus, strict=True))
+        spd = ", ".join(f"{t} {v:.2f}" for t, v in zip(self.gpu_types, self.speed, strict=True))
+        return [
+            f"jobs: {self.jobs:,}",
+            f"arrival span: {self.span_s / d:.2f} days ({self.span_s:,.0f} s)",
+            f"tenants: {len(self.tenants):,} ({ten}{more})",
+            f"job sizes: {sizes}",
+            f"duration on the job's fastest type: median {self.duration_median_s / 3600:.2f} h, "
+            f"p99 {self.duration_p99_s / 3600:.1f} h, max {self.duration_max_s / d:.1f} days",
+            f"demand: {self.demand_gpu_s / 3600:,.0f} GPU-hours on each job's fastest type",
+            f"cluster: {cl} = {sum(self.gpus)} GPUs; relative speed (demand-weighted): {spd}",
+            f"offered load: {self.offered_load:.1%} of the cluster's GPU-time over the arrival span; "
+            f"{self.effective_load:.1%} of its capacity in fastest-type GPUs",
+            f"largest job: {self.largest_job} GPU{'s' if self.largest_job > 1 else ''} "
+            f"(largest GPU type: {self.largest_type} GPUs)",
+        ]
+
+
+def trace_profile(
+    trace: Trace, throughputs: np.ndarray, gpus: Sequence[int], gpu_types: Sequence[str], tenants: np.ndarray
+) -> TraceProfile:
+    """The :class:`TraceProfile` of ``trace`` on a cluster of ``gpus`` per type (``gpu_types``
+    order, the columns of ``throughputs``: steps/s of each whole job, 0 = cannot run there) with
+    ``tenants`` the tenant of each job (:func:`tenant_of_jobs`)."""
+    T = np.asarray(throughputs, dtype=float)
+    m = np.asarray(gpus, dtype=float)
+    best = T.max(axis=1)
+    if not (best > 0).all():
+        i = int(np.argmin(best > 0))
+        raise InputError(f"{trace.source}: job {trace.job_id[i]}", str(trace.job_type[i]), "runs on no GPU type")
+    dur = trace.total_steps / best  # s on the job's fastest type
+    gpu_s = trace.scale * dur
+    demand = float(gpu_s.sum())
+    speed = (gpu_s[:, None] * (T / best[:, None])).sum(axis=0) / demand
+    span = float(trace.arrival_s[-1] - trace.arrival_s[0]) if len(trace) else 0.0
+    names, counts = np.unique(np.asarray(tenants).astype(str), return_counts=True)
+    order = sorted(range(names.size), key=lambda i: (-int(counts[i]), str(names[i])))
+    sz, sc = np.unique(trace.scale, return_counts=True)
+    span_safe = span if span > 0 else float("nan")
+    return TraceProfile(
+        jobs=len(trace),
+        span_s=span,
+        tenants={str(names[i]): int(counts[i]) for i in order},
+        sizes={int(a): int(b) for a, b in zip(sz, sc, strict=True)},
+        demand_gpu_s=demand,
+        gpu_types=tuple(gpu_types),
+        gpus=tuple(int(x) for x in m),
+        speed=tuple(float(x) for x in speed),
+        offered_load=demand / (float(m.sum()) * span_safe),
+        effective_load=demand / (span_safe * float((m * speed).sum())),
+        duration_median_s=float(np.median(dur)),
+        duration_p99_s=float(np.quantile(dur, 0.99)),
+        duration_max_s=float(dur.max()),
+        largest_job=int(trace.scale.max()),
+        largest_type=int(m.max()),
+    )
 
 
 #: spawn key of the generator's random stream (``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``)

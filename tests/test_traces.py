@@ -222,7 +222,7 @@ def test_embedded_trace_scenarios_load() -> None:
 @pytest.mark.parametrize(
     ("workload", "match"),
     [
-        ('trace = "t.trace"\ntrace_format = "csv"', "trace_format"),
+        ('trace = "t.trace"\ntrace_format = "xlsx"', "trace_format"),
         ('trace = "t.trace"\ntenancy = "user"', "tenancy"),
         ('trace = "t.trace"\ntenancy = 0', "tenancy"),
         ('trace = "t.trace"\ntenants = 3', "workload.tenants is not used with a trace"),

@@ -116,9 +116,11 @@ def render_report(
     deviators: Mapping[str, str],
     plots: Sequence[Path] = (),
     errors: Sequence[tuple[str, str]] = (),
+    sections: Sequence[str] = (),
 ) -> str:
     """The markdown text: experiment header, per-policy summary table, lying-gain table (if the
-    scenario has lying variants), plot links and failed runs."""
+    scenario has lying variants), extra ``sections`` (markdown, e.g. the trace section of
+    :mod:`analysis.frontends.trace_report`), plot links and failed runs."""
     pairs = zip(meta.get("gpu_types", []), meta.get("gpus", []), strict=False)
     cluster = ", ".join(f"{c}x {t}" for t, c in pairs)
     out = [f"# {meta.get('scenario', 'experiment')}", ""]
@@ -167,6 +169,7 @@ def render_report(
     out += [_table(summ) if not summ.empty else "(no results)", ""]
     if deviators and not frame.empty:
         out += gain_tables(frame, deviators, round_s)
+    out += [x for sec in sections if sec for x in (sec, "")]
     if plots:
         out += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     if errors:
@@ -181,8 +184,9 @@ def write_report(
     deviators: Mapping[str, str],
     plots: Sequence[Path] = (),
     errors: Sequence[tuple[str, str]] = (),
+    sections: Sequence[str] = (),
 ) -> Path:
     """Write :func:`render_report` to ``path`` (UTF-8) and return it."""
     p = Path(path)
-    p.write_text(render_report(meta, frame, deviators, plots, errors), encoding="utf-8")
+    p.write_text(render_report(meta, frame, deviators, plots, errors, sections), encoding="utf-8")
     return p
