@@ -1,5 +1,5 @@
 """Shared pytest fixtures: the path to the read-only shared data (tests skip if it is absent), and the
-derandomised hypothesis profile used in CI."""
+derandomised, untimed hypothesis profile every run uses (``HYPOTHESIS_PROFILE=explore`` draws fresh examples)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-# CI runs hypothesis derandomised (examples derived from each test, no example database), so a run
-# cannot fail by the luck of a fresh draw; locally the default profile keeps exploring new examples.
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-if os.environ.get("CI") or os.environ.get("HYPOTHESIS_PROFILE") == "ci":
-    settings.load_profile("ci")
+# Every run (CI, the README's test command) is derandomised and untimed: examples are derived from each
+# test (no example database), there is no per-example deadline and no too_slow health check, so a run
+# can fail neither by the luck of a fresh draw nor by the load of the machine. To look for new
+# counterexamples, draw fresh examples with HYPOTHESIS_PROFILE=explore (a finding is then made a test).
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow], "print_blob": True}
+settings.register_profile("ci", derandomize=True, database=None, **_UNTIMED)
+settings.register_profile("explore", **_UNTIMED)
+settings.load_profile("explore" if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else "ci")
 
 pytest_plugins = ["pytester"]
 
@@ -26,3 +29,33 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not available")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def oef_small_ledger() -> list:
+    """The OEF claims ledger at the default size and seed (``run_claims("oef", size="small", seed=0)``),
+    measured once per test process: it is deterministic, so the tests that read it share one run
+    (about 13 CPU s) instead of each measuring it again."""
+    from market.audit.claims import run_claims
+
+    return run_claims("oef", size="small", seed=0)
+
+
+@pytest.fixture
+def cli_reads_oef_small_ledger(monkeypatch: pytest.MonkeyPatch, oef_small_ledger: list) -> list:
+    """``marketsim claims --paper oef`` (default size and seed) prints a copy of :func:`oef_small_ledger`
+    instead of measuring it again; every other ledger is measured as usual. For CLI tests of the
+    printing and report paths, whose ledger numbers test_claims.py checks."""
+    import copy
+
+    import market.audit.claims as claims
+
+    real = claims.run_claims
+
+    def run_claims(paper=None, *, size="small", seed=0, ids=None):
+        if paper == "oef" and size == "small" and seed == 0 and ids is None:
+            return copy.deepcopy(oef_small_ledger)
+        return real(paper, size=size, seed=seed, ids=ids)
+
+    monkeypatch.setattr(claims, "run_claims", run_claims)
+    return oef_small_ledger

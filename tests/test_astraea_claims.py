@@ -67,10 +67,20 @@ def test_per_claim_seed_is_independent_of_selection(ledger: dict) -> None:
     assert alone.violations == ledger["PE"].violations and alone.effect_size == ledger["PE"].effect_size
 
 
-@pytest.mark.slow
-def test_cli_claims_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_claims_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, ledger: dict) -> None:
+    """The CLI prints the ledger as JSON; it prints the module's ledger (the same run_claims call,
+    measured once) instead of measuring it again (it was a slow test for that alone)."""
+    import market.audit.claims as claims_mod
     from analysis.frontends.cli import main
 
+    calls = []
+
+    def run_claims(paper=None, **kw):
+        calls.append((paper, kw))
+        return list(ledger.values())
+
+    monkeypatch.setattr(claims_mod, "run_claims", run_claims)
     assert main(["claims", "--paper", "astraea", "--json"]) == 0
+    assert calls == [("astraea", {"size": "small", "seed": 0, "ids": None})]  # the call the fixture made
     recs = json.loads(capsys.readouterr().out)
     assert [r["claim_id"] for r in recs] == IDS and all(r["verdict"] in VERDICTS for r in recs)

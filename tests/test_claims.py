@@ -27,8 +27,8 @@ OEF_IDS = {f"C{i}" for i in range(1, 17)} | {"C1-ext", "C1b", "C2-noncoop", "C3-
 
 
 @pytest.fixture(scope="module")
-def oef_ledger() -> list:
-    return run_claims("oef", size="small", seed=0)
+def oef_ledger(oef_small_ledger: list) -> list:
+    return oef_small_ledger  # run_claims("oef", size="small", seed=0), shared with the CLI tests (conftest.py)
 
 
 def test_every_oef_claim_has_a_verdict(oef_ledger: list) -> None:

@@ -99,7 +99,8 @@ def test_bad_inputs_exit_2_with_one_line(capsys: pytest.CaptureFixture[str], arg
     assert len(lines) == 1 and needle in lines[0], lines
 
 
-def test_claims_json_lists_every_oef_claim(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_claims_json_lists_every_oef_claim(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                          cli_reads_oef_small_ledger: list) -> None:  # fmt: skip
     code, out, _ = _run(capsys, ["claims", "--paper", "oef", "--json", "--report", str(tmp_path)])
     assert code == 0
     recs = json.loads(out)

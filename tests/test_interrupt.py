@@ -35,21 +35,45 @@ def test_cooperative_rounds_are_reported() -> None:
     assert seen[0].startswith("oef-coop: round 1,") and "envy rows" in seen[-1]
 
 
+_LOG_ROUNDS = """
+import sys
+from pathlib import Path
+from market.oef import lp
+from analysis.frontends.cli import main
+
+log = Path(sys.argv[1])
+
+def progress(msg):  # one line per finished round of the cooperative solve
+    with log.open("a") as f:
+        f.write(msg + "\\n")
+
+lp.PROGRESS = progress
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_ctrl_c_stops_a_long_cooperative_solve_promptly(tmp_path: Path) -> None:
-    """1,000 unordered tenants on 10 GPU types take ~15 s (2 idle cores); SIGINT must end the process
-    with status 130 in seconds."""
-    f = tmp_path / "w.csv"
+    """1,000 unordered tenants on 10 GPU types take ~15 s (2 idle cores) over several rounds; SIGINT
+    once a round is done must end the process with status 130 before another round ends (a count of
+    rounds, not a time: the test holds under any load)."""
+    f, log = tmp_path / "w.csv", tmp_path / "rounds.log"
     np.savetxt(f, _unordered(1000, k=10), delimiter=",")
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "allocate", "--policy", "oef-coop", "--speedups", f"@{f}",
+    cmd = [sys.executable, "-c", _LOG_ROUNDS, str(log), "allocate", "--policy", "oef-coop", "--speedups", f"@{f}",
            "--capacity", ",".join(["500"] * 10), "--json"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)
-    assert p.poll() is None, "the solve ended before the interrupt: the instance is too small for this test"
-    t0 = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
-    assert p.returncode == 130 and "interrupted" in err and out == ""
-    assert time.monotonic() - t0 < 10.0
+    try:
+        _wait_for(lambda: log.exists() and log.read_text() or p.poll() is not None, timeout=600)
+        assert p.poll() is None, "the solve ended before the interrupt: the instance is too small for this test"
+        rounds = log.read_text().count("\n")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=600)  # a bound against a hung child, not a timing assumption
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130 and "interrupted" in err and out == "", err[-2000:]
+    # the round in flight may end (its LP returns first), but no round starts after the interrupt
+    assert log.read_text().count("\n") <= rounds + 1
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -88,19 +112,20 @@ def test_ctrl_c_with_the_process_executor_keeps_finished_runs(tmp_path: Path) ->
         counts = re.findall(r"(\d+)/\d+ \[", "".join(seen))
         return int(counts[-1]) if counts else 0
 
-    _wait_for(lambda: finished_runs() >= 4)  # some runs are done: the interrupt must keep them
+    _wait_for(lambda: finished_runs() >= 4, timeout=600)  # some runs are done: the interrupt must keep them
     assert p.poll() is None, "the run ended before the interrupt"
-    t0 = time.monotonic()
+    planned = int(re.findall(r"\d+/(\d+) \[", "".join(seen))[-1])
     p.send_signal(signal.SIGINT)
-    p.wait(timeout=60)
-    reader.join(timeout=5)
+    p.wait(timeout=600)  # a bound against a hung process, not a timing assumption
+    reader.join(timeout=60)
     err = "".join(seen)
     assert p.returncode == 130 and "interrupted" in err
-    assert time.monotonic() - t0 < 15.0
     import pandas as pd
 
     runs = pd.read_csv(out / "runs.csv")
     assert 0 < len(runs) and runs["error"].isna().all()
+    # the queued runs were cancelled, not run to the end (a count, not a time)
+    assert len(runs) < planned, (len(runs), planned)
     assert len(pd.read_parquet(out / "results.parquet")) > 0
 
 
@@ -266,7 +291,7 @@ def test_pool_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
         p.kill()
         p.wait(timeout=10)
         t0 = time.monotonic()
-        while any(_alive(w) for w in workers) and time.monotonic() - t0 < 60.0:  # a busy machine imports slowly
+        while any(_alive(w) for w in workers) and time.monotonic() - t0 < 300.0:  # a hang guard (slow imports)
             time.sleep(0.1)
         left = [w for w in workers if _alive(w)]
         assert not left, f"workers {left} outlived their parent"
@@ -334,7 +359,7 @@ def test_the_getppid_watchdog_ends_an_orphaned_worker(tmp_path: Path) -> None:
         p.kill()
         p.wait(timeout=10)
         t0 = time.monotonic()
-        while _alive(child) and time.monotonic() - t0 < 10.0:
+        while _alive(child) and time.monotonic() - t0 < 300.0:  # a hang guard, not a timing assumption
             time.sleep(0.05)
         assert not _alive(child), "the orphaned worker did not exit"
     finally:

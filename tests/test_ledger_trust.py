@@ -107,7 +107,7 @@ def test_small_samples_read_weak_and_every_label_carries_n() -> None:
     assert isinstance(results[0], Claim) and results[0].to_dict()["label"] == results[0].label
 
 
-def test_cli_claims_table_and_tally_show_weak(capsys) -> None:
+def test_cli_claims_table_and_tally_show_weak(capsys, cli_reads_oef_small_ledger: list) -> None:
     from analysis.frontends.cli import main
 
     assert main(["claims", "--paper", "oef", "--width", "20"]) == 0
@@ -139,9 +139,9 @@ def test_noncoop_envy_and_si_findings_match_the_hand_numbers() -> None:
 
 
 @pytest.mark.slow
-def test_oef_small_and_large_ledgers_do_not_contradict() -> None:
+def test_oef_small_and_large_ledgers_do_not_contradict(oef_small_ledger: list) -> None:
     """No claim may read a strong `holds` at one size and `violated` at the other."""
-    small = {c.claim_id: c for c in run_claims("oef", size="small")}
+    small = {c.claim_id: c for c in oef_small_ledger}  # run_claims("oef", size="small"), shared (conftest.py)
     large = {c.claim_id: c for c in run_claims("oef", size="large")}
     for cid, s in small.items():
         pair = {s.verdict, large[cid].verdict}

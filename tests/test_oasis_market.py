@@ -217,7 +217,10 @@ def test_every_oasis_claim_has_a_measured_verdict(oasis_ledger):
         assert c["n_instances"] > 0, c["claim_id"]
         if c["verdict"] == "violated":
             assert c["witness"] is not None and c["violations"] > 0
-    assert sum(c["seconds"] for c in oasis_ledger) < 60
+    # the small ledger's size, as a deterministic count (its CPU and wall time are measured, with the
+    # machine's load, by `python benchmarks/claims_ledger.py --paper oasis` into
+    # benchmarks/results/claims/oasis.json, never asserted here: a timed test flakes under load)
+    assert sum(c["n_instances"] for c in oasis_ledger) <= 250
 
 
 def test_oasis_witnesses_reproduce(oasis_ledger):

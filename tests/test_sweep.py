@@ -137,24 +137,52 @@ def test_process_and_dask_executors_give_identical_parquet(
     assert res.executor == executor and len(list((tmp_path / executor / "parts").glob("part-*.parquet"))) == 6
 
 
+_STOP_BEFORE_FOURTH_CHUNK = """
+import sys, time
+from pathlib import Path
+import analysis.engine.sweep as sweep
+from analysis.frontends.cli import main
+
+marker, real, calls = Path(sys.argv[1]), sweep.execute_chunk, []
+
+def execute_chunk(chunk):
+    calls.append(chunk)
+    if len(calls) == 4:  # three chunks are done (and written before this one is asked for)
+        marker.write_text("3 chunks done")
+        while True:
+            time.sleep(3600)
+    return real(chunk)
+
+sweep.execute_chunk = execute_chunk
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None:
     cfg_path = _write(tmp_path, "resumable", RESUMABLE)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "sweep", str(cfg_path), "--out", str(out),
-           "--chunk-size", "1"]
-    proc = subprocess.Popen([*cmd, "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    marker = tmp_path / "three-chunks-done"
+    # the child stops before its fourth chunk and says so: SIGKILL then finds exactly three parts on disk,
+    # whatever the machine's load (no fixed wait, no race with the end of the sweep)
+    cmd = [sys.executable, "-c", _STOP_BEFORE_FOURTH_CHUNK, str(marker), "sweep", str(cfg_path), "--out", str(out),
+           "--chunk-size", "1", "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     parts = out / "parts"
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline and len(list(parts.glob("part-*.parquet"))) < 3:
+        deadline = time.monotonic() + 600  # a bound against a hung child, not a timing assumption
+        while not marker.exists():
+            assert proc.poll() is None, f"the sweep ended before the kill: {proc.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, "the child never reached its fourth chunk"
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     plan = plan_sweep(load_sweep(cfg_path))
     before = completed_run_ids(out)
-    assert 3 <= len(before) < len(plan), "the sweep should be killed part-way"
+    assert len(list(parts.glob("part-*.parquet"))) == 3 and 3 <= len(before) < len(plan)
     first_parts = {p.name: pq.read_schema(p).metadata for p in parts.glob("part-*.parquet")}
     killed = json.loads((out / "sweep.json").read_text())
     assert killed["status"] == "running" and killed["complete"] is False  # a SIGKILLed sweep reads incomplete
@@ -177,6 +205,7 @@ def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) ->
         assert pq.read_schema(parts / name).metadata == meta
     manifest = json.loads((out / "sweep.json").read_text())
     assert [s["session"] for s in manifest["sessions"]] == [1, 2]
+    assert manifest["sessions"][0]["ended"] == "killed"  # the resume found it killed (no live process held it)
     assert manifest["sessions"][1]["skipped"] == len(before)
     assert manifest["status"] == "complete" and manifest["complete"] is True
     # and the data equal an uninterrupted sweep

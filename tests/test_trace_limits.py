@@ -3,7 +3,6 @@ field, before any computing; a run stopped by the round cap is recorded as incom
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -56,13 +55,31 @@ def _trace(tmp_path: Path, steps: str, arrival: str) -> Path:
         ({"rate": "1e-300"}, "workload.jobs_per_hour"),
     ],
 )
-def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, kw: dict, needle: str) -> None:
-    t0 = time.process_time()
+def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, monkeypatch, kw: dict, needle: str) -> None:
+    import analysis.engine.runner
+    import market.traces
+
+    def never(*args, **kwargs):
+        raise AssertionError("the scenario was refused after the runs started")
+
+    real, drawn = market.traces.generate_gavel_trace, []
+
+    def draw(table, types, jobs, *args, **kwargs):
+        drawn.append(int(jobs))
+        if sum(drawn) > 5:  # fail here, before a huge draw could take the machine's memory
+            raise AssertionError(f"{jobs} jobs drawn before the size limit")
+        return real(table, types, jobs, *args, **kwargs)
+
+    # nothing is simulated, and at most the 5 jobs of a sane scenario are drawn (the rate's limit reads
+    # their arrival times; a 1e9-job trace cannot even be drawn): counts, not a time
+    monkeypatch.setattr(market.traces, "generate_gavel_trace", draw)
+    monkeypatch.setattr(analysis.engine.runner, "run_experiment", never)
+    monkeypatch.setattr(analysis.engine.runner, "execute_run", never)
     assert main(["run", str(_gen(tmp_path, **kw)), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert sum(drawn) <= 5, drawn
     err = capsys.readouterr().err
     assert needle in err and "size limit" in err and err.count("\n") == 1, err
     assert "Traceback" not in err
-    assert time.process_time() - t0 < 5.0  # nothing was simulated (a 1e9-job trace cannot even be drawn)
     assert not (tmp_path / "o").exists()
 
 
@@ -98,10 +115,11 @@ def test_a_run_stopped_by_the_round_cap_is_recorded_as_incomplete(capsys, tmp_pa
     assert runs["complete"].tolist() == [False] and runs["rounds"].tolist() == [3]
     assert "safety cap" in runs["incomplete"].iloc[0] and 0 < runs["unfinished_jobs"].iloc[0] <= 6
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["complete"] is False and len(meta["incomplete_runs"]) == 1
+    assert meta["complete"] is False and len(meta["incomplete_runs"]) == 1 and meta["status"] == "capped"
     assert meta["incomplete_runs"][0]["unfinished_jobs"] == runs["unfinished_jobs"].iloc[0]
     report = (out / "report.md").read_text()
     assert "INCOMPLETE" in report and "(no results)" in report  # its numbers are not reported as a result
+    assert report.startswith("# INCOMPLETE (capped): 1 run(s) hit the round cap (max_rounds) and are not results\n")
     assert not (out / "jct_cdf.png").exists()
     # the same scenario with room to finish is complete
     out2 = tmp_path / "o2"
@@ -144,7 +162,9 @@ def test_a_sweep_records_capped_runs_as_capped_not_as_results(capsys, tmp_path: 
     assert "max_rounds = 3" in runs["error_message"].iloc[0]
     assert pd.read_parquet(out / "results.parquet").empty  # a capped run's rows are not results
     assert len(pd.read_parquet(out / "failures.parquet")) == 4
-    assert json.loads((out / "sweep.json").read_text())["complete"] is False
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["complete"] is False and manifest["status"] == "capped"
+    assert (out / "report.md").read_text().startswith("# INCOMPLETE (capped): some runs hit the round cap")
     # with room to finish the same sweep is complete and has its rows
     _gen(tmp_path, jobs="6")
     out2 = tmp_path / "o2"

@@ -1,13 +1,36 @@
-"""Output folders that say whether the run that wrote them finished.
+"""Output folders that say whether the run that wrote them finished, and that a re-run never overwrites.
 
-A run (``marketsim run``, a study) writes ``meta.json`` with ``"status": "running"`` and
-``"complete": false`` and an in-progress ``report.md`` whose first line reads ``INCOMPLETE`` before it
-computes anything; both are replaced by the real ones only at the end (``"status": "complete"``,
-``"capped"`` when a trace run stopped at its round cap, or ``"interrupted"`` after SIGINT / SIGTERM,
-which end a run alike through :func:`sigterm_as_interrupt`). A run killed with
-SIGKILL (or a power cut) therefore leaves a folder that still reads incomplete; a re-run of the same
-command overwrites it. ``complete`` is the same key runs.csv / meta.json use for a finished, error-free
-run; ``status`` says why it is not.
+**Status.** A command that writes results (``marketsim run`` scenarios and studies, ``learn``,
+``claims --report``, ``audit --report``) claims its folder with :func:`claim`: before it computes
+anything it writes ``meta.json`` with ``"status": "running"`` and ``"complete": false`` and an
+in-progress ``report.md`` whose first line reads ``# INCOMPLETE``; the real ones replace them at the
+end. ``status`` is then one of :data:`STATUSES`:
+
+* ``complete``: every run finished without error (``"complete": true``);
+* ``capped``: a trace run stopped at its round cap (``max_rounds``); it is not a result;
+* ``failed``: some runs or cells raised (``errors.txt``; the others are results), or the command
+  itself failed after it claimed the folder (``error``);
+* ``interrupted``: SIGINT or SIGTERM (:func:`sigterm_as_interrupt` makes them alike); the finished
+  runs are written;
+* ``running``: still running, or killed before it could write anything (SIGKILL, a crash, a power
+  cut); ``killed`` once a later command found it so (no live process holds it: see below).
+
+Every status but ``complete`` makes the first line of ``report.md`` read ``# INCOMPLETE (status):
+...`` (:func:`finalize`). Sweeps keep theirs in ``sweep.json`` (see
+:mod:`analysis.engine.sweep`), with the same statuses and the same ``report.md`` first line.
+
+**Nothing a user computed is overwritten.** A folder holds a run when it has a ``meta.json``,
+``sweep.json``, ``report.md`` or a results file a writer would replace (:data:`MARKERS`).
+:func:`claim` moves such a folder aside, whole and as it was, to the sibling named after the start
+of the run it holds, ``NAME.YYYY-MM-DDTHH-MM-SS`` (UTC, from
+``started_at``, else the files' modification time; ``-2``, ``-3``, ... when taken), prints one line
+saying where it went, and starts the new run in an empty ``NAME``. It refuses (status 2, nothing
+moved) when a live process still writes the folder (an exclusive ``flock`` on ``NAME/.marketsim.lock``
+that the kernel drops when that process ends, even by SIGKILL) and when the folder is the current
+directory, one of its parents or the home directory. ``marketsim sweep --resume`` continues a sweep
+in place instead (:func:`claim` with ``keep_previous=False``). Writers that library users call
+directly (:func:`analysis.engine.runner.write_experiment`, ``write_study``, ``write_learning``,
+``write_audit_report``) call :func:`guard`, which does the same unless this process holds the folder.
 """
 
 from __future__ import annotations
@@ -19,30 +42,68 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from market.errors import InputError
 
 __all__ = [
     "RUNNING",
     "INTERRUPTED",
     "COMPLETE",
     "CAPPED",
+    "FAILED",
+    "KILLED",
+    "STATUSES",
     "IN_PROGRESS_REPORT",
+    "LOCK_NAME",
+    "claim",
+    "guard",
+    "holds_run",
+    "move_aside",
     "mark_running",
     "mark_interrupted",
+    "mark_failed",
     "mark_complete",
+    "finalize",
+    "status_line",
+    "stamp_report",
     "sigterm_as_interrupt",
 ]
 
 RUNNING, INTERRUPTED, COMPLETE, CAPPED = "running", "interrupted", "complete", "capped"
+FAILED, KILLED = "failed", "killed"
+STATUSES = (RUNNING, KILLED, INTERRUPTED, FAILED, CAPPED, COMPLETE)
+
+#: The lock file a running command holds (``flock``) in its folder; removed when it ends.
+LOCK_NAME = ".marketsim.lock"
+#: Files that make a folder "hold a run" (moved aside, never overwritten): the status files, and the
+#: results files of writers that wrote no status file before (an older lie_sweep, trajectories, ...).
+MARKERS = ("meta.json", "sweep.json", "report.md", "results.parquet", "runs.csv", "lie_sweep.csv",
+           "trajectories.parquet", "price_of_lying.csv", "regret.png")  # fmt: skip
 
 IN_PROGRESS_REPORT = (
-    "# INCOMPLETE: run in progress or killed\n\n"
+    "# INCOMPLETE (running): run in progress or killed\n\n"
     "The run that writes this folder started at {started} (process {pid}: `{command}`) and has not finished: it "
     "is still running, or it was killed before it could write its results (SIGKILL, a crash, a power cut). "
-    "Nothing here is a result. Run the same command again to complete it.\n"
+    "Nothing here is a result. Run the same command again to complete it (this folder is then moved aside).\n"
 )
+
+_WHY = {
+    RUNNING: "run in progress or killed",
+    KILLED: "killed (the process ended without finishing: SIGKILL, a crash or a power cut); nothing here is a result",
+    INTERRUPTED: "interrupted (SIGINT or SIGTERM); only what finished before is here",
+    FAILED: "some runs failed (errors.txt); the others are reported below",
+    CAPPED: "some runs hit the round cap (max_rounds) and are not results",
+}
+
+#: Folders this process holds (resolved path -> open lock file descriptor); :func:`claim` is re-entrant.
+_HELD: dict[Path, int] = {}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -51,17 +112,331 @@ def _atomic_text(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def mark_running(out: str | Path, meta: dict[str, Any] | None = None) -> None:
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _write_json(path: Path, info: dict[str, Any]) -> None:
+    _atomic_text(path, json.dumps(info, indent=2, default=str) + "\n")
+
+
+def status_line(status: str, detail: str = "") -> str:
+    """The first line of ``report.md`` for a run that is not ``complete``: ``# INCOMPLETE (status): why``."""
+    return f"# INCOMPLETE ({status}): {detail or _WHY.get(status, status)}"
+
+
+def stamp_report(out: str | Path, status: str, detail: str = "") -> None:
+    """Make :func:`status_line` the first line of ``out/report.md`` (replacing an earlier
+    ``# INCOMPLETE`` first line; a missing report gets just that line). ``complete`` removes such a line."""
+    path = Path(out) / "report.md"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    first, _, rest = text.partition("\n")
+    if first.startswith("# INCOMPLETE"):
+        text = rest.lstrip("\n")
+    if status != COMPLETE:
+        text = status_line(status, detail) + "\n\n" + text
+    _atomic_text(path, text)
+
+
+# ---------------------------------------------------------------------------------------------------
+# marks
+
+
+def mark_running(out: str | Path, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``out/meta.json`` (``status`` running, ``complete`` false, start time, command, pid and
     ``meta``) and an in-progress ``out/report.md`` (:data:`IN_PROGRESS_REPORT`) saying the folder is
-    incomplete until the run writes its real report (each atomically)."""
+    incomplete until the run writes its real report (each atomically). Returns what it wrote."""
     out = Path(out)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    started = _now()
     command = " ".join(["marketsim", *sys.argv[1:]])
     info = {"status": RUNNING, "complete": False, "started_at": started, "pid": os.getpid(), "command": command,
             **(meta or {})}  # fmt: skip
-    _atomic_text(out / "meta.json", json.dumps(info, indent=2) + "\n")
+    _write_json(out / "meta.json", info)
     _atomic_text(out / "report.md", IN_PROGRESS_REPORT.format(started=started, pid=os.getpid(), command=command))
+    return info
+
+
+def _still_running(out: Path) -> dict[str, Any] | None:
+    info = _read_json(out / "meta.json")
+    return info if info is not None and info.get("status") == RUNNING else None
+
+
+def mark_interrupted(out: str | Path) -> None:
+    """A run stopped before writing its results: ``meta.json`` says ``"status": "interrupted"``
+    (still ``complete`` false) and report.md's first line says so (a run that wrote its results
+    first has its own meta.json, which stands)."""
+    out = Path(out)
+    info = _still_running(out)
+    if info is None:
+        return
+    info.update(status=INTERRUPTED, complete=False, ended_at=_now())
+    _write_json(out / "meta.json", info)
+    line = status_line(INTERRUPTED, "interrupted (SIGINT or SIGTERM) before any result was written")
+    _atomic_text(out / "report.md", line + "\n\nNothing here is a result. Run the same command again to complete it.\n")
+
+
+def mark_failed(out: str | Path, exc: BaseException) -> None:
+    """The command raised after it claimed ``out`` and before it wrote its results: ``"status":
+    "failed"`` with the ``error``, and report.md's first line says so (a written meta.json stands)."""
+    out = Path(out)
+    info = _still_running(out)
+    if info is None:
+        return
+    msg = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    info.update(status=FAILED, complete=False, error=msg, ended_at=_now())
+    _write_json(out / "meta.json", info)
+    _atomic_text(out / "report.md", status_line(FAILED, f"the command failed before writing its results ({msg})")
+                 + "\n\nNothing here is a result.\n")  # fmt: skip
+
+
+def mark_complete(out: str | Path, failed: int = 0, interrupted: bool = False) -> None:
+    """Set ``status`` in a finished run's own ``out/meta.json`` (for writers that do not set it):
+    ``interrupted``, else ``failed`` when ``failed`` runs or cells raised, else ``complete``;
+    ``"complete"`` is true only for the last."""
+    path = Path(out) / "meta.json"
+    info = _read_json(path) or {}
+    status = INTERRUPTED if interrupted else FAILED if failed else COMPLETE
+    info.update(status=status, complete=status == COMPLETE)
+    if failed:
+        info["failed"] = int(failed)
+    _write_json(path, info)
+
+
+def finalize(out: str | Path, running: dict[str, Any] | None = None) -> str:
+    """At the end of a claimed run: a ``meta.json`` still ``running`` becomes ``complete``; the keys
+    of the ``running`` mark the writer's own meta.json dropped (``started_at``, ``command``, ``pid``)
+    are put back, with ``ended_at``; report.md's first line says the status unless it is
+    ``complete`` (:func:`stamp_report`). Returns the status."""
+    out = Path(out)
+    info = _read_json(out / "meta.json") or {}
+    if info.get("status", RUNNING) == RUNNING:
+        info.update(status=COMPLETE, complete=True)
+    for key, value in (running or {}).items():
+        if key in ("started_at", "pid", "command"):
+            info.setdefault(key, value)
+    info["ended_at"] = _now()
+    _write_json(out / "meta.json", info)
+    status = str(info["status"])
+    report = out / "report.md"
+    if report.exists() and report.read_text(encoding="utf-8").startswith(IN_PROGRESS_REPORT[:30]):
+        # the writer wrote no report of its own: the in-progress text would now be false
+        _atomic_text(report, f"# {info.get('command', 'marketsim')}\n\nSee meta.json and the files beside it.\n")
+    detail = ""
+    if status != COMPLETE:
+        n_failed = info.get("failed_runs") or info.get("cells_failed") or info.get("failed")
+        if status == FAILED and n_failed:
+            detail = f"{n_failed} run(s) or cell(s) failed (errors.txt); the others are reported below"
+        elif status == CAPPED and info.get("incomplete_runs"):
+            detail = f"{len(info['incomplete_runs'])} run(s) hit the round cap (max_rounds) and are not results"
+        elif status == INTERRUPTED and info.get("runs") is not None:
+            detail = f"interrupted (SIGINT or SIGTERM); only the {info['runs']} run(s) finished by then are here"
+        stamp_report(out, status, detail)
+    return status
+
+
+# ---------------------------------------------------------------------------------------------------
+# keeping earlier runs
+
+
+def holds_run(out: str | Path) -> bool:
+    """Whether ``out`` holds (the files of) a run: one of :data:`MARKERS` (``meta.json``,
+    ``sweep.json``, ``report.md``, or a results file a writer would replace)."""
+    out = Path(out)
+    return out.is_dir() and any((out / m).exists() for m in MARKERS)
+
+
+def _started(out: Path) -> tuple[dt.datetime, str]:
+    """When the run in ``out`` started (UTC) and its status, from its meta.json / sweep.json, else
+    the markers' modification time."""
+    info = _read_json(out / "meta.json") or _read_json(out / "sweep.json") or {}
+    status = str(info.get("status", "unknown"))
+    text = info.get("started_at")
+    if text is None and info.get("sessions"):
+        text = info["sessions"][0].get("started_at")
+    try:
+        when = dt.datetime.fromisoformat(str(text))
+        when = when.astimezone(dt.UTC) if when.tzinfo else when.replace(tzinfo=dt.UTC)
+    except ValueError:
+        mtimes = [(out / m).stat().st_mtime for m in MARKERS if (out / m).exists()]
+        when = dt.datetime.fromtimestamp(min(mtimes) if mtimes else out.stat().st_mtime, dt.UTC)
+    return when, status
+
+
+def move_aside(out: str | Path) -> Path:
+    """Rename ``out`` (a folder that :func:`holds_run`) to its sibling ``NAME.YYYY-MM-DDTHH-MM-SS``
+    (the run's start, UTC; ``-2``, ``-3``, ... when taken); returns the new path. The caller checks
+    that no live process writes ``out`` (:func:`claim`)."""
+    out = Path(out)
+    when, _ = _started(out)
+    base = out.with_name(f"{out.name}.{when.strftime('%Y-%m-%dT%H-%M-%S')}")
+    dest, n = base, 1
+    while dest.exists():
+        n += 1
+        dest = base.with_name(f"{base.name}-{n}")
+    out.rename(dest)
+    return dest
+
+
+def _label_killed(out: Path) -> bool:
+    """``out`` reads ``running`` but no live process holds it: it was killed. Say so in its
+    meta.json / sweep.json (``"status": "killed"``; a sweep's last session gets ``"ended": "killed"``)
+    and report.md's first line. Returns whether it was."""
+    for name in ("meta.json", "sweep.json"):
+        info = _read_json(out / name)
+        if info is None or info.get("status") != RUNNING:
+            continue
+        info.update(status=KILLED, complete=False, found_killed_at=_now())
+        if name == "sweep.json" and info.get("sessions"):
+            info["sessions"][-1]["ended"] = KILLED
+        _write_json(out / name, info)
+        stamp_report(out, KILLED)
+        return True
+    return False
+
+
+def _try_lock(out: Path) -> int | None:
+    """An exclusive, non-blocking ``flock`` on ``out/.marketsim.lock`` (the fd), or None when another
+    live process holds it. Without ``fcntl`` (Windows) every lock succeeds."""
+    fd = os.open(out / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _release(out: Path, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        (out / LOCK_NAME).unlink()
+    os.close(fd)
+
+
+def _in_use(out: Path, field: str) -> InputError:
+    info = _read_json(out / "meta.json") or _read_json(out / "sweep.json") or {}
+    who = f"pid {info.get('pid')}, " if info.get("pid") else ""
+    started = info.get("started_at") or (info.get("sessions") or [{}])[-1].get("started_at", "?")
+    return InputError(field, str(out), f"is in use by a running marketsim ({who}started {started}); wait for it to "
+                      f"end or choose another {field}")  # fmt: skip
+
+
+def _protected(out: Path) -> bool:
+    """The current directory, one of its parents, the home directory or a file system root."""
+    here = out.resolve()
+    cwd = Path.cwd().resolve()
+    return here == cwd or here in cwd.parents or here == Path.home().resolve() or here == Path(here.anchor)
+
+
+def _say(line: str) -> None:
+    print(f"marketsim: {line}", file=sys.stderr)
+
+
+def _take(out: Path, field: str, keep_previous: bool, say: Callable[[str], None]) -> tuple[int, Path | None]:
+    """Lock ``out`` for this process, moving an earlier run aside (``keep_previous``; one line through
+    ``say``) or labelling a killed one in place; returns the lock's fd and where an earlier run went.
+    Raises :class:`InputError` naming ``field``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = _try_lock(out)
+    except OSError as exc:
+        raise InputError(field, str(out), f"is not a writable directory ({exc.strerror or exc})") from None
+    if fd is None:
+        raise _in_use(out, field)
+    try:
+        killed = _label_killed(out)
+        if not keep_previous or not holds_run(out):
+            return fd, None
+        if _protected(out):
+            raise InputError(field, str(out), "holds an earlier run (meta.json / report.md) and is the current "
+                             "directory, one of its parents or the home directory, so it is not moved aside; choose "
+                             f"another {field} (a new folder) or move its files yourself")  # fmt: skip
+        _, status = _started(out)
+        dest = move_aside(out)  # our lock file moves with it
+    except BaseException:
+        _release(out, fd)
+        raise
+    _release(dest, fd)
+    say(f"{out}/ held an earlier run ({KILLED if killed else status}); moved it to {dest}/ so nothing in it is "
+        "overwritten")
+    out.mkdir(parents=True, exist_ok=True)
+    fd = _try_lock(out)
+    if fd is None:  # another command claimed the new folder in between
+        raise _in_use(out, field)
+    return fd, dest
+
+
+@contextlib.contextmanager
+def claim(
+    out: str | Path,
+    meta: dict[str, Any] | None = None,
+    *,
+    field: str = "--out",
+    keep_previous: bool = True,
+    mark: bool = True,
+    sigterm: bool = True,
+    say: Callable[[str], None] = _say,
+) -> Iterator[Path]:
+    """Hold folder ``out`` for one command (see the module docstring).
+
+    On entry: refuse if another live process holds it (:class:`InputError` naming ``field``);
+    with ``keep_previous``, move an earlier run aside (:func:`move_aside`, one line through ``say``);
+    with ``mark``, :func:`mark_running` (``meta`` added). Inside, SIGTERM acts as Ctrl-C (with
+    ``sigterm``: :func:`sigterm_as_interrupt`). On exit:
+    :func:`mark_interrupted` after KeyboardInterrupt, :func:`mark_failed` after another exception,
+    else :func:`finalize`; the lock is released. Re-entrant: a folder this process already holds
+    is yielded untouched."""
+    out = Path(out)
+    key = out.resolve()
+    if key in _HELD:
+        yield out
+        return
+    fd, _ = _take(out, field, keep_previous, say)
+    _HELD[key] = fd
+    try:
+        running = mark_running(out, meta) if mark else None
+        try:
+            with sigterm_as_interrupt() if sigterm else contextlib.nullcontext():
+                yield out
+        except KeyboardInterrupt:
+            if mark:
+                mark_interrupted(out)
+            raise
+        except Exception as exc:
+            if mark:
+                mark_failed(out, exc)
+            raise
+        if mark:
+            finalize(out, running)
+    finally:
+        del _HELD[key]
+        _release(out, fd)
+
+
+def guard(out: str | Path, field: str = "--out") -> Path | None:
+    """For writers called directly (not under :func:`claim`): if ``out`` holds an earlier run and
+    this process does not hold ``out``, move it aside as :func:`claim` does and return where it went
+    (else None). Refuses (:class:`InputError`) a folder a live process holds."""
+    out = Path(out)
+    if not out.is_dir() or out.resolve() in _HELD or not holds_run(out):
+        return None
+    fd, dest = _take(out, field, True, _say)
+    _release(out, fd)
+    return dest
+
+
+# ---------------------------------------------------------------------------------------------------
+# signals
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -81,29 +456,3 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-
-
-def mark_interrupted(out: str | Path) -> None:
-    """A run stopped before writing its results: ``meta.json`` says ``"status": "interrupted"``
-    (still ``complete`` false) and report.md's first line says so (for a run that wrote its results
-    first, the report and meta already say it: see :func:`analysis.frontends.report.render_report`)."""
-    out = Path(out)
-    try:
-        info = json.loads((out / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        info = {}
-    if info.get("status") != RUNNING:  # the run's own meta.json (written after the interrupt) stands
-        return
-    info.update(status=INTERRUPTED, complete=False)
-    _atomic_text(out / "meta.json", json.dumps(info, indent=2) + "\n")
-    _atomic_text(out / "report.md", "# INCOMPLETE: interrupted (SIGINT or SIGTERM) before any result was written\n\n"
-                 "Nothing here is a result. Run the same command again to complete it.\n")  # fmt: skip
-
-
-def mark_complete(out: str | Path, failed: int = 0) -> None:
-    """Add ``"status": "complete"`` and ``"complete"`` (no failed runs or cells) to a finished run's
-    own ``out/meta.json`` (for writers that do not set them themselves)."""
-    path = Path(out) / "meta.json"
-    info = json.loads(path.read_text(encoding="utf-8"))
-    info.update(status=COMPLETE, complete=failed == 0)
-    _atomic_text(path, json.dumps(info, indent=2, default=str) + "\n")

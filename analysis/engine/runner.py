@@ -489,10 +489,12 @@ class Experiment:
             "incomplete_runs": self.incomplete,
             "complete": not self.errors and not self.interrupted and not self.incomplete,
             "interrupted": self.interrupted,
-            # finished, capped (a run stopped at the round cap: incomplete_runs) or interrupted
+            # interrupted, failed (errors.txt), capped (a run stopped at the round cap: incomplete_runs) or complete
             "status": (
                 run_status.INTERRUPTED
                 if self.interrupted
+                else run_status.FAILED
+                if self.errors
                 else (run_status.CAPPED if self.incomplete else run_status.COMPLETE)
             ),
             "trace": None if s.workload.trace is None else asdict(s.workload.trace),
@@ -632,8 +634,10 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
     """Write ``results.parquet`` (tidy data), ``runs.csv``, ``meta.json``, for trace runs
     ``completions.parquet`` (one row per finished job: run columns, round, tenant, job_id, job_type,
     workers, arrival_s, completion_s, jct_s) and, if any run failed, ``errors.txt`` into
-    ``out_dir`` (created). Returns the paths by kind."""
+    ``out_dir`` (created; an earlier run there that this process does not hold is moved aside first:
+    :func:`analysis.engine.run_status.guard`). Returns the paths by kind."""
     out = Path(out_dir)
+    run_status.guard(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -776,6 +776,7 @@ class StudyResult:
     seconds: float
     #: the machine during the run (:func:`machine_record`): load average at start and end, CPU seconds, commit
     machine: Mapping[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # Ctrl-C / SIGTERM: the cells finished by then are kept, the rest never ran
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -822,6 +823,7 @@ class StudyResult:
             "executor": self.executor,
             "seconds": round(self.seconds, 3),
             "cells_failed": len(self.errors),
+            "interrupted": self.interrupted,
             **({"machine": dict(self.machine)} if self.machine else {}),
         }
 
@@ -900,12 +902,20 @@ def run_study(
     bar = tqdm(total=sum(cost.values()), desc=f"{study.name} ({len(cells)} cells)", unit="cpu-s",
                bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} planned cpu-s [{elapsed}<{remaining}]",
                smoothing=0.0, disable=not progress)  # fmt: skip
-    for res in ex.map(execute_cell, cells):
-        rows.extend(res.rows)
-        trows.extend(res.tenant_rows)
-        if res.error:
-            errors.append((res.run_id, res.error))
-        bar.update(cost[res.run_id])
+    stream = ex.map(execute_cell, cells)
+    interrupted = False
+    try:
+        for res in stream:
+            rows.extend(res.rows)
+            trows.extend(res.tenant_rows)
+            if res.error:
+                errors.append((res.run_id, res.error))
+            bar.update(cost[res.run_id])
+    except KeyboardInterrupt:  # keep the finished cells; the executor cancels the rest
+        interrupted = True
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
     bar.close()
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -916,7 +926,8 @@ def run_study(
     errors.sort()
     reps = study.replications if replications is None else int(replications)
     seconds = time.perf_counter() - t0
-    return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, seconds, machine_record(start))
+    return StudyResult(study, frame, tenants, errors, reps, study.seed, executor, seconds, machine_record(start),
+                       interrupted)  # fmt: skip
 
 
 #: the sign of a paired difference (variant − truthful) in which lying paid the liars, per metric

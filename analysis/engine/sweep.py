@@ -768,6 +768,32 @@ def _write_json(path: Path, obj: Any) -> None:
     _atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8"))
 
 
+def _write_status(out: Path, manifest: dict[str, Any], runs: pd.DataFrame | None = None) -> None:
+    """Write ``sweep.json`` and a ``report.md`` whose first line says the sweep's status
+    (:func:`analysis.engine.run_status.status_line` unless complete), with its sessions and, at the
+    end, its runs by status (``runs``)."""
+    from analysis.engine.run_status import COMPLETE, RUNNING, status_line
+
+    _write_json(out / "sweep.json", manifest)
+    status = manifest.get("status", RUNNING)
+    lines = [] if status == COMPLETE else [status_line(status), ""]
+    lines += [f"# sweep {manifest.get('name')}", "", f"- status `{status}`; plan of {manifest.get('runs')} runs "
+              f"(plan hash {manifest.get('plan_hash')}), config `{manifest.get('config')}`"]  # fmt: skip
+    for sess in manifest.get("sessions", []):
+        lines.append(f"- session {sess['session']} started {sess['started_at']}: {sess['to_run']} run(s) to run, "
+                     f"{sess['skipped']} skipped ({sess['executor']} executor)"
+                     + (f", {sess['ended']}" if sess.get("ended") else ""))  # fmt: skip
+    if runs is not None:
+        counts = runs["status"].value_counts()
+        lines.append("- runs: " + ", ".join(f"{int(n)} {k}" for k, n in counts.items()))
+        lines += ["", "Files: results.parquet, runs.parquet, failures.parquet, paired.parquet, summary.csv (the "
+                  "deviator's paired gains), sweep.json; parts/ (the finished chunks)."]  # fmt: skip
+    if status != COMPLETE:
+        lines += ["", "parts/ holds every finished chunk; `marketsim sweep CONFIG --out THIS_FOLDER --resume` "
+                  "continues the sweep without recomputing them."]  # fmt: skip
+    _atomic_write(out / "report.md", lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"))
+
+
 def _default_chunk(n: int, workers: int) -> int:
     return max(1, min(16, n // (8 * max(1, workers))))
 
@@ -788,7 +814,30 @@ def run_sweep(
 
     Without ``resume`` ``out`` must not hold parts yet; with it, run ids already in the parts are
     skipped (failed ones too, unless ``retry_failed``), and the plan must be the one that wrote them.
+    No other live process may be writing ``out`` (:func:`analysis.engine.run_status.claim`: an
+    :class:`InputError` names ``--out``); a sweep there that was killed is labelled so first
+    (``"status": "killed"``, its last session ``"ended": "killed"``).
     """
+    from analysis.engine.run_status import claim
+
+    with claim(out, keep_previous=False, mark=False, sigterm=False):
+        return _run_sweep(config, Path(out), executor=executor, workers=workers, address=address, resume=resume,
+                          retry_failed=retry_failed, chunk_size=chunk_size, progress=progress)  # fmt: skip
+
+
+def _run_sweep(
+    config: SweepConfig,
+    out: Path,
+    *,
+    executor: str | Executor,
+    workers: int | None,
+    address: str | None,
+    resume: bool,
+    retry_failed: bool,
+    chunk_size: int | None,
+    progress: bool,
+) -> SweepResult:
+    """:func:`run_sweep` once ``out`` is held by this process."""
     plan = plan_sweep(config)
     ex = make_sweep_executor(executor, workers, address) if isinstance(executor, str) else executor
     if chunk_size is not None:
@@ -844,7 +893,7 @@ def run_sweep(
     # marked running before any run (a SIGKILLed sweep reads incomplete); if the executor never comes
     # up (an unreachable Dask scheduler) or the sweep stops before its first chunk, the previous manifest
     # (or none) is put back, so no sweep.json describes a session that never ran
-    _write_json(out / "sweep.json", manifest_out)
+    _write_status(out, manifest_out)
     wrote_part = False
     t0 = time.perf_counter()
     try:
@@ -860,11 +909,13 @@ def run_sweep(
                         bar.write(f"run {rec['run_id']} ({rec['variant']}) {what}: {why}", file=sys.stderr)
     except BaseException:
         if wrote_part:  # SIGINT / SIGTERM or a crash after some chunks: --resume continues it
-            _write_json(out / "sweep.json", {**manifest_out, "status": "interrupted"})
+            sessions[-1]["ended"] = "interrupted"
+            _write_status(out, {**manifest_out, "status": "interrupted"})
         elif manifest is not None:
-            _write_json(out / "sweep.json", manifest)
+            _write_status(out, manifest)
         else:
             (out / "sweep.json").unlink(missing_ok=True)
+            (out / "report.md").unlink(missing_ok=True)
             if not parts_existed:  # nothing ran: leave no empty parts/ folder either
                 with contextlib.suppress(OSError):
                     (out / "parts").rmdir()
@@ -873,7 +924,10 @@ def run_sweep(
     result = consolidate(out)
     result.ran, result.skipped, result.seconds, result.executor = len(todo), len(plan) - len(todo), seconds, ex_name
     complete = len(result.runs) == len(plan) and result.failures.empty
-    _write_json(out / "sweep.json", {**manifest_out, "status": "complete", "complete": bool(complete)})
+    # complete, else failed (a run raised) or capped (a trace run hit its round cap): failures.parquet
+    capped_only = not result.failures.empty and bool((result.failures["status"] == CAPPED).all())
+    status = "complete" if complete else CAPPED if capped_only else "failed"
+    _write_status(out, {**manifest_out, "status": status, "complete": bool(complete)}, result.runs)
     return result
 
 

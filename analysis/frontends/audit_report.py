@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.engine.run_status import guard
 from market.audit import AuditConfig, AuditResult, FairShareTarget, audit_all, evaluate_misreport, fair_share_report
 from market.audit.claims import Claim, hunt_cell, to_markdown
 from market.audit.instances import random_instance
@@ -466,6 +467,7 @@ def write_audit_report(
     with the claims ledger table into ``out_dir``; returns the report path. ``absolute`` plots gains
     in utility units instead of % of the truthful utility (auctions)."""
     out = Path(out_dir)
+    guard(out, "--report")  # an earlier report there is moved aside, never overwritten
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# Incentive audit report", ""]
     if regret is not None and not regret.empty:

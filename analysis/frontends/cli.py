@@ -24,6 +24,7 @@ status 2; a run in which some simulations failed writes the others and exits wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -428,15 +429,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
-    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import claim
 
-    mark_running(out, {"scenario": scenario.name})  # a killed run leaves a folder that says so
-    try:
-        with sigterm_as_interrupt():  # SIGTERM ends a run as Ctrl-C does: finished runs are kept
-            return _run_scenario(args, scenario, policies, executor, out)
-    except KeyboardInterrupt:
-        mark_interrupted(out)
-        raise
+    # an earlier run in `out` is moved aside; the folder says "running" until the end (a killed run's
+    # folder says so), SIGTERM ends a run as Ctrl-C does (finished runs are kept)
+    with claim(out, {"scenario": scenario.name}):
+        return _run_scenario(args, scenario, policies, executor, out)
 
 
 def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
@@ -525,15 +523,10 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
-    from analysis.engine.run_status import mark_interrupted, mark_running, sigterm_as_interrupt
+    from analysis.engine.run_status import claim
 
-    mark_running(out, {"study": study.name})  # write_study replaces both files at the end
-    try:
-        with sigterm_as_interrupt():
-            return _run_study_cells(args, study, mechanisms, executor, out)
-    except KeyboardInterrupt:
-        mark_interrupted(out)
-        raise
+    with claim(out, {"study": study.name}):  # write_study replaces meta.json and report.md at the end
+        return _run_study_cells(args, study, mechanisms, executor, out)
 
 
 def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
@@ -550,16 +543,27 @@ def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | No
         progress=not args.quiet,
         mechanisms=mechanisms,
     )
-    paths = write_study(res, out)
+    try:
+        paths = write_study(res, out)
+    except Exception:
+        if not res.interrupted:
+            raise
+        res.frame.to_parquet(out / "results.parquet", index=False)  # a cut-short study's rows are kept
+        paths = {"results": out / "results.parquet"}
     from analysis.engine.run_status import mark_complete
 
-    mark_complete(out, failed=len(res.errors))  # replaces the "running" mark of _run_study
+    # replaces the "running" mark: complete, failed (cells in errors.txt) or interrupted (finished cells kept)
+    mark_complete(out, failed=len(res.errors), interrupted=res.interrupted)
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
     headline = (
         f"{study.name}: {n_cells} cell(s) x {len(mechanisms or study.mechanisms)} mechanism(s) "
         f"({res.replications} replication(s), seed {res.seed}, {executor} executor) in {res.seconds:.1f} s"
     )
-    return _report_run(headline, out, list(paths.values()), [(f"cell {rid}", msg) for rid, msg in res.errors])
+    code = _report_run(headline, out, list(paths.values()), [(f"cell {rid}", msg) for rid, msg in res.errors])
+    if res.interrupted:
+        print(f"{PROG} run: interrupted; the {n_cells} finished cell(s) were written", file=sys.stderr)
+        return 130
+    return code
 
 
 def _parse_set(items: Sequence[str] | None) -> dict[str, object]:
@@ -657,9 +661,10 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.report:
         from analysis.frontends.audit_report import auction_regret_frame, target_gain_curves, write_audit_report
 
-        curves = target_gain_curves(target)
-        regret = auction_regret_frame(study, args.mechanism, args.instances, args.seed, _parse_set(args.set))
-        report = write_audit_report(args.report, regret=regret, curves=curves, absolute=True)
+        with _report_folder(args.report, {"audit": args.mechanism, "study": study.name}):
+            curves = target_gain_curves(target)
+            regret = auction_regret_frame(study, args.mechanism, args.instances, args.seed, _parse_set(args.set))
+            report = write_audit_report(args.report, regret=regret, curves=curves, absolute=True)
         print(f"{PROG} audit: wrote {report} with regret.png and gain_curves.png", file=sys.stderr)
     if args.json:
         print(json.dumps(jsonable(out)))
@@ -753,6 +758,15 @@ def _print_audit_notes(agents: Sequence[dict]) -> None:
         print(f"note: {note}")
 
 
+def _report_folder(path: str | Path, meta: dict[str, object]):
+    """Hold ``--report`` folder ``path`` while the report is computed and written
+    (:func:`analysis.engine.run_status.claim`: an earlier report there is moved aside, the folder
+    reads ``running`` until the end, a folder another live command writes exits 2)."""
+    from analysis.engine.run_status import claim
+
+    return claim(Path(path), meta, field="--report")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
     from analysis.frontends.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
@@ -815,9 +829,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.report:
         from analysis.frontends.audit_report import gain_curve_frame, regret_frame, write_audit_report
 
-        curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
-        regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
-        report = write_audit_report(args.report, regret=regret, curves=curves)
+        with _report_folder(args.report, {"audit": args.mechanism}):
+            curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
+            regret = regret_frame([args.mechanism], n_instances=args.instances, seed=args.seed)
+            report = write_audit_report(args.report, regret=regret, curves=curves)
         print(f"{PROG} audit: wrote {report} with regret.png and gain_curves.png", file=sys.stderr)
     if args.json:
         print(json.dumps(out))
@@ -878,15 +893,19 @@ def cmd_claims(args: argparse.Namespace) -> int:
     if args.report:
         ensure_writable(Path(args.report), "--report")
     ids = None if args.claim is None else [args.claim]
-    results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
     hunting = args.hunt_evals is not None
-    if hunting:
-        from market.audit.hunt import hunt_claims
+    meta = {"claims": args.paper or "all", "size": args.size, "seed": args.seed}
+    # --report: the folder reads "running" from here on (a killed ledger's folder says so) and an
+    # earlier report there is moved aside
+    with _report_folder(args.report, meta) if args.report else contextlib.nullcontext():
+        results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
+        if hunting:
+            from market.audit.hunt import hunt_claims
 
-        hunt_claims(results, evals=args.hunt_evals, seconds=args.hunt_max_seconds, seed=args.seed,
-                    optimiser=args.hunt_optimiser)  # fmt: skip
-    if args.report:
-        write_audit_report(args.report, results)
+            hunt_claims(results, evals=args.hunt_evals, seconds=args.hunt_max_seconds, seed=args.seed,
+                        optimiser=args.hunt_optimiser)  # fmt: skip
+        if args.report:
+            write_audit_report(args.report, results)
     if args.json:
         print(json.dumps(to_records(results)))
         return 0
@@ -931,8 +950,13 @@ def cmd_learn(args: argparse.Namespace) -> int:
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
     executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
-    traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
-    paths = write_learning(sc, traj, table, out)
+    from analysis.engine.run_status import claim, mark_complete
+
+    with claim(out, {"learning": sc.name}):  # an earlier run in `out` is moved aside; running until the end
+        traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
+        paths = write_learning(sc, traj, table, out)
+        failed = int((table["status"] == "error").sum()) if "status" in table.columns else 0
+        mark_complete(out, failed=failed)
     print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
     for p in paths:
         print(f"  {p}")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from agents.strategies import ScaleDims
+from analysis.engine.run_status import claim, mark_complete
 from analysis.engine.runner import run_experiment
 from analysis.engine.stats import gain_summary, paired_gains
 from analysis.frontends.plots import plot_lying_gain
@@ -72,9 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     print(table.to_string())
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        summary.drop(columns="cell").to_csv(out / "lie_sweep.csv", index=False)
-        plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure, round_seconds=round_s)
+        meta = {"explore_lying": scen.name, "measure": args.measure}
+        try:  # an earlier lie_sweep there is moved aside, never overwritten; meta.json says how this one ended
+            with claim(out, meta):
+                summary.drop(columns="cell").to_csv(out / "lie_sweep.csv", index=False)
+                plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure,
+                                round_seconds=round_s)  # fmt: skip
+                if exp.errors:
+                    mark_complete(out, failed=len(exp.errors))
+        except InputError as exc:  # --out is in use by another live command, or not writable
+            print(f"explore_lying: error: {exc}", file=sys.stderr)
+            return 2
         print(f"wrote {out / 'lie_sweep.csv'} and {out / 'lie_sweep.png'}")
     return 1 if exp.errors else 0
 

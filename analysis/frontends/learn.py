@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.engine.run_status import guard
 from market.errors import InputError, check_int, check_name, slug
 from market.learning.dynamics import (
     AuctionGame,
@@ -512,7 +513,9 @@ def _md(frame: pd.DataFrame) -> str:
 
 def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     """Write trajectories.parquet, price_of_lying.csv, convergence.png and report.md into ``out``
-    (Bayesian auctions: also bids.png, learned bids against the BNE)."""
+    (Bayesian auctions: also bids.png, learned bids against the BNE); an earlier run in ``out`` that this
+    process does not hold is moved aside first (:func:`analysis.engine.run_status.guard`)."""
+    guard(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "trajectories.parquet", out / "price_of_lying.csv", out / "convergence.png", out / "report.md"]
     traj.to_parquet(paths[0], index=False)

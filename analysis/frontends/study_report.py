@@ -21,6 +21,7 @@ from analysis.engine.headlines import (
     headline_counts,
     headline_markdown,
 )
+from analysis.engine.run_status import guard
 from analysis.engine.studies import (
     Lead,
     Study,
@@ -191,6 +192,7 @@ def _per_cell_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
 def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     """Write Parquet, meta, one PNG per panel and ``report.md``; returns the paths by role."""
     out = Path(out_dir)
+    guard(out)  # an earlier run there that this process does not hold is moved aside, never overwritten
     out.mkdir(parents=True, exist_ok=True)
     study = result.study
     paths: dict[str, Path] = {}
