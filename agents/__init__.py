@@ -2,8 +2,9 @@
 
 Build a model from a :class:`ModelConfig` (or from a scenario with
 :meth:`scenarios.loader.Scenario.build_model`), run it, and read :meth:`MarketModel.tidy`.
-Trace workloads: :class:`TraceWorkload` in ``ModelConfig(trace=...)``, rounds by
-:class:`TraceRounds` (see ``docs/trace_simulation.md``).
+Every run goes through one round engine, :class:`TraceRounds` (see ``docs/trace_simulation.md``): a
+trace workload (:class:`TraceWorkload` in ``ModelConfig(trace=...)``) or synthetic tenants, which are
+a generated trace.
 """
 
 from agents.auctioneer import Auctioneer, RoundStats
@@ -11,7 +12,7 @@ from agents.config import JobConfig, ModelConfig, TenantConfig, TraceWorkload
 from agents.model import CLUSTER_MEASURES, TENANT_MEASURES, MarketModel
 from agents.server import GPUServerAgent
 from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
-from agents.tenant import JobState, TenantAgent
+from agents.tenant import TenantAgent
 from agents.trace_rounds import TraceRounds
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "CLUSTER_MEASURES",
     "GPUServerAgent",
     "TenantAgent",
-    "JobState",
     "Strategy",
     "Truthful",
     "ScaleDims",

@@ -17,13 +17,33 @@ from market.errors import InputError, check_choice, check_int, check_nonneg, che
 from market.traces import Trace
 from market.types import Cluster
 
-__all__ = ["JobConfig", "TenantConfig", "ModelConfig", "TraceWorkload", "PLACEMENTS", "GAVEL_REALLOCATION_S"]
+__all__ = [
+    "JobConfig",
+    "TenantConfig",
+    "ModelConfig",
+    "TraceWorkload",
+    "ServerFailure",
+    "PLACEMENTS",
+    "REALISATION_CHOICES",
+    "GAVEL_REALLOCATION_S",
+    "DEFAULT_KAPPA",
+    "DEFAULT_KAPPA_RACK",
+]
 
 #: Gavel's ``minimum_time_between_allocation_resets`` (s): the default of trace runs
 GAVEL_REALLOCATION_S = 1920.0
 
-#: placement rules; "ideal" (trace runs only, their default): no hosts, consolidated throughput
+#: placement rules; "ideal" (the default with a trace): no hosts, consolidated throughput
 PLACEMENTS = ("auto", "oef", "naive", "ideal")
+
+#: ``ModelConfig.realisation``: how whole GPUs realise the policy's fractions each round
+#: (:mod:`market.oef.realise`); "own" = each policy's own (:func:`market.oef.realise.own_realisation`)
+REALISATION_CHOICES = ("own", "gavel-lease", "oef-rounding", "gandiva-lottery")
+
+#: the spread penalty per extra host when no unconsolidated throughputs are given (OEF spec §2.3)
+DEFAULT_KAPPA = 0.1
+#: the extra penalty per extra rack a lease spans (``ModelConfig.kappa_rack``)
+DEFAULT_KAPPA_RACK = 0.1
 
 #: ``TraceWorkload.tenant_rows`` (``[workload] tenant_measures``): whose per-tenant rows a trace run records
 TENANT_ROWS = ("agents", "all", "none")
@@ -131,6 +151,8 @@ class TraceWorkload:
     strategies: Mapping[str, Strategy] = field(default_factory=dict)
     tenant_rows: str = "agents"
     unconsolidated: np.ndarray | None = None
+    tenant_weights: Mapping[str, float] = field(default_factory=dict)
+    leave_at: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from agents.trace_rounds import LEASE_ORDERS
@@ -179,40 +201,101 @@ class TraceWorkload:
                 why = f"must be finite, >= 0 and 0 exactly where the consolidated throughput is ({T[i, j]!r})"
                 raise InputError(f"trace unconsolidated throughputs[{i}, {j}]", float(U[i, j]), why)
             object.__setattr__(self, "unconsolidated", U)
+        if self.tenant_weights or self.leave_at:
+            known = set(np.asarray(self.tenants).astype(str).tolist())
+            for what, table, check in (("tenant_weights", self.tenant_weights, check_positive),
+                                       ("leave_at", self.leave_at, check_nonneg)):  # fmt: skip
+                clean = {}
+                for name, v in dict(table).items():
+                    if name not in known:
+                        raise InputError(f"trace {what}", name, "is not a tenant of the trace")
+                    clean[str(name)] = float(check(f"trace {what}[{name}]", v))
+                object.__setattr__(self, what, clean)
+
+
+@dataclass(frozen=True)
+class ServerFailure:
+    """Host ``host_id`` fails at ``at_s`` (its GPUs leave the capacity from the first round starting
+    at or after it) and heals at ``heal_s`` (None: never). Times in seconds since the start."""
+
+    host_id: str
+    at_s: float
+    heal_s: float | None = None
+
+    def __post_init__(self) -> None:
+        check_nonneg(f"failure {self.host_id}.at_s", self.at_s)
+        if self.heal_s is not None and check_nonneg(f"failure {self.host_id}.heal_s", self.heal_s) <= self.at_s:
+            raise InputError(f"failure {self.host_id}.heal_s", self.heal_s, f"must be after at_s = {self.at_s}")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A whole simulation: the cluster, the tenants, the fair-share ``policy`` (registry name),
-    the horizon in ``rounds`` (of ``cluster.round_seconds``), the ``placement`` rule ("auto":
-    "oef" for ``oef-*`` policies, "naive" for baselines; "ideal", trace runs only: no hosts;
-    None = "ideal" with a trace, else "auto"), the rate model's ``kappa`` (synthetic runs) and
-    ``migration_cost_s`` (s; both kinds of run), the placer's ``backfill``, and ``stop_when_idle`` (end early once every
-    tenant has left and none is still to arrive)."""
+    """A whole simulation on the round engine (:mod:`agents.trace_rounds`; a synthetic workload is a
+    generated trace, :func:`agents.trace_from_tenants.tenants_workload`): the cluster, the workload
+    (``tenants`` with their jobs, or a ``trace``), the fair-share ``policy`` (registry name), the
+    horizon in ``rounds`` (of ``cluster.round_seconds``; the safety cap of a trace with
+    ``until_done``), the ``placement`` rule ("auto": "oef" for ``oef-*`` policies, "naive" for
+    baselines; "ideal": no hosts; None = "ideal" with a trace, else "auto"), the ``realisation``
+    (:data:`REALISATION_CHOICES`; None = "oef-rounding" for ``tenants``, "gavel-lease" for a
+    trace), ``kappa`` (the spread penalty per extra host of a lease over several hosts when the
+    workload gives no unconsolidated throughputs; None = :data:`DEFAULT_KAPPA` for ``tenants``, 0
+    with a trace; given explicitly, it must be used: an error with placement "ideal" or with
+    unconsolidated throughputs),
+    ``kappa_rack`` (the extra penalty per extra rack a lease spans), ``migration_cost_s`` (s of dead
+    time at the start of every lease that restarts a job from its checkpoint: it ran before and
+    does not continue the previous round's lease on the same GPU types and hosts),
+    ``reallocation_interval_s`` (``tenants`` workloads: least time between two policy re-solves,
+    None = 0, every change; a trace sets it in :class:`TraceWorkload`), ``failures`` (host
+    failures and heals, :class:`ServerFailure`), the rounder's ``backfill``, and
+    ``stop_when_idle`` (end early once every tenant has left and none is still to arrive)."""
 
     cluster: Cluster
     tenants: tuple[TenantConfig, ...]
     policy: str = "oef-noncoop"
     rounds: int = 16
     placement: str | None = None
-    kappa: float = 0.1
+    kappa: float | None = None
     migration_cost_s: float = 0.0
     backfill: bool = True
     stop_when_idle: bool = True
     trace: TraceWorkload | None = None
+    realisation: str | None = None
+    kappa_rack: float = DEFAULT_KAPPA_RACK
+    reallocation_interval_s: float | None = None
+    failures: tuple[ServerFailure, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tenants", tuple(self.tenants))
+        if self.realisation is not None:
+            check_choice("realisation", self.realisation, REALISATION_CHOICES)
         if self.trace is not None:
             self._check_trace()
         check_int("rounds", self.rounds, minimum=1)
         if self.placement is None:
             object.__setattr__(self, "placement", "ideal" if self.trace is not None else "auto")
         check_choice("placement", self.placement, PLACEMENTS)
-        if self.placement == "ideal" and self.trace is None:
-            raise InputError("placement", "ideal", "is for trace workloads only; use 'auto', 'oef' or 'naive'")
-        check_nonneg("kappa", self.kappa)
+        if self.kappa is not None:
+            check_nonneg("kappa", self.kappa)
+            if self.placement == "ideal":
+                raise InputError("kappa", self.kappa, "does nothing with placement 'ideal' (no hosts, no spread "
+                                 "leases); leave it unset or choose placement 'auto', 'oef' or 'naive'")  # fmt: skip
+            if self.trace is not None and self.trace.unconsolidated is not None:
+                raise InputError("kappa", self.kappa, "does nothing with unconsolidated throughputs (a lease over "
+                                 "several hosts runs at the table's rate); leave it unset")  # fmt: skip
+        check_nonneg("kappa_rack", self.kappa_rack)
         check_nonneg("migration_cost_s", self.migration_cost_s)
+        if self.reallocation_interval_s is not None:
+            check_nonneg("reallocation_interval_s", self.reallocation_interval_s)
+            if self.trace is not None:
+                raise InputError("reallocation_interval_s", self.reallocation_interval_s,
+                                 "is set in the TraceWorkload of a trace run")  # fmt: skip
+        object.__setattr__(self, "failures", tuple(self.failures))
+        hosts = {s.host_id for s in self.cluster.servers}
+        for f in self.failures:
+            if not isinstance(f, ServerFailure):
+                raise InputError("failures", f, "must be ServerFailure entries")
+            if f.host_id not in hosts:
+                raise InputError("failure host", f.host_id, f"is not a host of the cluster ({sorted(hosts)[:8]}...)")
         if not isinstance(self.policy, str) or not self.policy:
             raise InputError("policy", self.policy, "must be a mechanism name")
         k = self.cluster.k
@@ -243,9 +326,13 @@ class ModelConfig:
         m = self.cluster.capacity
         if T.shape[1] != self.cluster.k:
             raise InputError("trace throughputs", T.shape, f"must have one column per GPU type ({self.cluster.k})")
-        # a job runs on the types where its throughput is > 0 (the others are skipped for it)
-        fits = ((T > 0) & (tw.trace.scale[:, None] <= m[None, :])).any(axis=1)
-        if not fits.all():
+        # a job runs on the types where its throughput is > 0 (the others are skipped for it); a
+        # lease is on one type, except under a class realisation (OEF's rounding, the lottery)
+        if self.resolved_realisation == "gavel-lease":
+            fits = ((T > 0) & (tw.trace.scale[:, None] <= m[None, :])).any(axis=1)
+        else:
+            fits = tw.trace.scale <= ((T > 0) * m[None, :]).sum(axis=1)
+        if not fits.all() and tw.until_done:  # with a horizon such a job just never runs (and stays unfinished)
             names = [t.name for t in self.cluster.types]
             bad = np.flatnonzero(~fits)
             groups: dict[tuple[str, int, str], list[str]] = {}  # every affected job, by kind
@@ -265,6 +352,24 @@ class ModelConfig:
                 f"can run on no GPU type of the cluster ({cluster}; a job runs on one type at a time, on as "
                 f"many GPUs of it as its scale factor): {'; '.join(jobs)}",
             )
+
+    @property
+    def resolved_kappa(self) -> float:
+        """The spread penalty per extra host: ``kappa``, else :data:`DEFAULT_KAPPA` for synthetic
+        tenants (OEF spec §2.3) and 0 with a trace (no penalty without an unconsolidated table)."""
+        if self.kappa is not None:
+            return float(self.kappa)
+        return 0.0 if self.trace is not None else DEFAULT_KAPPA
+
+    @property
+    def resolved_realisation(self) -> str:
+        """The realisation actually used: "gavel-lease", "oef-rounding" or "gandiva-lottery"."""
+        from market.oef.realise import own_realisation
+
+        r = self.realisation
+        if r is None:
+            return "gavel-lease" if self.trace is not None else "oef-rounding"
+        return own_realisation(self.policy) if r == "own" else r
 
     @property
     def resolved_placement(self) -> str:

@@ -1,26 +1,28 @@
 """The Mesa model of a shared GPU cluster run by a fair-share allocator (OEF and baselines).
 
-One Mesa step = one scheduling round of ``round_seconds``. The model wires GPU server agents on
-the cluster's networkx topology (a Mesa ``Network`` space without layout), creates tenant agents
-when they arrive and removes them when they leave, and lets the :class:`Auctioneer` run the round
-loop (spec A9). A :class:`mesa.DataCollector` records per-round cluster measures, per-tenant
-measures (``agenttype_reporters``) and a ``completions`` table (JCT).
+One Mesa step = one scheduling round of the ONE round engine, :class:`agents.trace_rounds.TraceRounds`
+(job state in numpy arrays), whatever the workload: a trace (``ModelConfig.trace``) or synthetic
+tenants with jobs (``ModelConfig.tenants``), which are a generated trace
+(:func:`agents.trace_from_tenants.tenants_workload`). The model wires GPU server agents on the
+cluster's networkx topology (a Mesa ``Network`` space without layout) and lets the
+:class:`Auctioneer` run the engine; the engine calls the agents at its decision points: the tenant
+agents (:mod:`agents.trace_tenants`) are created when their first job arrives, report through their
+strategies at every policy solve, learn, and are removed when they leave; the server agents fail
+and heal by their outage schedule (``ModelConfig.failures``) at the start of every round and hold
+the round's leases.
 
-With a trace workload (``ModelConfig.trace``) job state lives in the numpy arrays of
-:class:`agents.trace_rounds.TraceRounds` and the tenants in :class:`agents.trace_tenants.TraceTenants`
-(Mesa :class:`~agents.trace_tenants.TraceTenantAgent` objects for the strategic tenants, and for every
-tenant unless the tenancy is ``"job"``); the DataCollector records the cluster measures plus
-:data:`TRACE_MEASURES`, the tenants' per-round :data:`TENANT_MEASURES` come from the tenants'
-numpy blocks (same rows as synthetic runs), every finished job adds a ``completions`` row (its
-tenant under the scenario's tenancy), rounds start at the end of the previous one (not at
-``round * round_seconds``) and, with ``trace.until_done``, the run ends when every job has
+A :class:`mesa.DataCollector` records the cluster measures of every round (:data:`CLUSTER_MEASURES`,
+:data:`TRACE_MEASURES`, :data:`HOST_MEASURES`, ``busy_gpus:<type>``; every record carries its
+length ``round_s``), the tenants' per-round :data:`TENANT_MEASURES` come from the tenants' numpy
+blocks, and every finished job adds a ``completions`` row. Rounds start at the end of the previous
+one (the clock jumps over idle time) and, with ``trace.until_done``, the run ends when every job has
 completed or at the safety cap ``config.rounds`` (reported: :attr:`MarketModel.cap_reached`, a
-``RuntimeWarning`` and a ``safety_cap`` event). A tqdm bar (jobs completed, simulated days) shows
-on a terminal (:attr:`MarketModel.progress`).
+``RuntimeWarning`` and a ``safety_cap`` event); otherwise ``config.rounds`` is the horizon. A tqdm bar
+(jobs completed, simulated days) shows on a terminal (:attr:`MarketModel.progress`).
 
 Randomness: the model's RNG (``rng=...``, a seed, ``SeedSequence`` or ``Generator``) feeds the
-strategies (e.g. profiling noise) through :attr:`MarketModel.strategy_rng`; the round loop itself
-is deterministic.
+strategies (e.g. profiling noise) through :attr:`MarketModel.strategy_rng` and, through child
+streams, Gavel's lease shuffle, the order of tied policy rows and Gandiva_fair's lottery.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ import pandas as pd
 from mesa.discrete_space import Network
 
 from agents.auctioneer import Auctioneer
-from agents.config import ModelConfig
+from agents.config import ModelConfig, TraceWorkload
 from agents.server import GPUServerAgent
-from agents.tenant import JobState, TenantAgent
+from agents.tenant import TenantAgent
 
 __all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES", "HOST_MEASURES"]
 
@@ -60,17 +62,17 @@ CLUSTER_MEASURES = (
     "max_abs_dev",
     "jobs_completed",
 )
-#: Extra cluster measures of trace runs: active jobs, round start and length (s), Gavel rounds merged
+#: Cluster measures of every record: active jobs, record start and length (s), Gavel rounds merged
 #: into the record (:meth:`agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round), and the
 #: GPU-seconds of the record leased to jobs on a type where the policy gave them no allocation
 #: (work-conserving backfill; ``TraceRoundResult.backfill_gpu_seconds``).
 TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds", "backfill_gpu_s")
-#: Extra cluster measures of trace runs with hosts (placement other than "ideal"): leases that
-#: changed hosts and the lease seconds they lost to ``migration_cost_s``
+#: Cluster measures of every record: leases that restarted their job from its checkpoint
+#: (migrations and resumes after a pause) and the lease seconds they lost to ``migration_cost_s``
 HOST_MEASURES = ("migrations", "migration_lost_s")
-#: trace runs: the DataCollector's one model reporter, every cluster measure of the round in one
-#: float array (:meth:`MarketModel._trace_row`; Mesa deep-copies each reporter's value every step,
-#: one array instead of ~20 scalars); :meth:`MarketModel.tidy` gives the same rows as one reporter each
+#: the DataCollector's one model reporter, every cluster measure of the round in one float array
+#: (:meth:`MarketModel._trace_row`; Mesa deep-copies each reporter's value every step, one array
+#: instead of ~20 scalars); :meth:`MarketModel.tidy` gives the same rows as one reporter each
 TRACE_RECORD = "trace_round"
 COMPLETION_COLUMNS = ["round", "tenant", "job_id", "job_type", "workers", "arrival_s", "completion_s", "jct_s"]
 
@@ -90,7 +92,8 @@ class MarketModel(mesa.Model):
     ``config``: :class:`agents.config.ModelConfig`; ``rng``: anything Mesa accepts as ``rng``
     (int seed, ``numpy.random.SeedSequence``, ``Generator``). Run with :meth:`run`; read results
     with :meth:`tidy` (long format) or :attr:`datacollector` (which holds only the rounds since
-    the last move into compact storage, see :attr:`DRAIN_ROUNDS`).
+    the last move into compact storage, see :attr:`DRAIN_ROUNDS`). :attr:`workload` is the
+    :class:`agents.config.TraceWorkload` the engine runs (the config's trace, or its tenants as one).
 
     The keyword form ``mesa.batch_run`` drives (a scenario name, policy, variant, seed) is the subclass
     :class:`scenarios.model.ScenarioModel`.
@@ -109,60 +112,68 @@ class MarketModel(mesa.Model):
         self.strategy_rng = np.random.default_rng(self.rng.integers(0, 2**63 - 1))
         self.round = 0  # index of the round being / last simulated (0-based)
         self.now = 0.0  # start time of the current round, s
+        if config.trace is not None:
+            self.workload: TraceWorkload = config.trace
+        else:
+            from agents.trace_from_tenants import tenants_workload
+
+            self.workload = tenants_workload(config)
 
         graph = config.cluster.graph
         self.space = Network(graph, random=self.random, layout=None) if graph.number_of_nodes() else None
+        outages: dict[str, list[tuple[float, float | None]]] = {}
+        for f in config.failures:
+            outages.setdefault(f.host_id, []).append((float(f.at_s), f.heal_s))
         self.servers: list[GPUServerAgent] = []
         for s in config.cluster.servers:
             cell = self.space[s.node] if (self.space is not None and s.node is not None) else None
-            self.servers.append(GPUServerAgent(self, s, cell))
-        self.auctioneer = Auctioneer(self, config.policy, config.resolved_placement, backfill=config.backfill)
-
-        self._true = config.true_speedups()
-        self._pending = sorted(range(len(config.tenants)), key=lambda i: (config.tenants[i].arrival, i))
-        self._tenants: dict[str, TenantAgent] = {}
+            self.servers.append(GPUServerAgent(self, s, cell, outages.get(s.host_id, ())))
+        #: the server agents with an outage schedule (called at the start of every round)
+        self._failing = [a for a in self.servers if a.outages]
+        self._m: np.ndarray | None = None  # healthy GPUs per type (recomputed when a host's health changes)
         self.events: list[dict[str, Any]] = []
+        self.auctioneer = Auctioneer(self, config.policy, config.resolved_placement, backfill=config.backfill)
+        times = sorted({t for f in config.failures for t in (f.at_s, f.heal_s) if t is not None})
+        self.auctioneer.trace.event_times = np.asarray(times, dtype=float)
+
         self._drained: list[pd.DataFrame] = []  # compact records moved out of the DataCollector
         self._drained_rounds = 0  # rounds moved out of earlier DataCollectors
         self._held_rounds = 0  # rounds the current DataCollector holds
         self._done_completions: list[pd.DataFrame] = []  # completions rows of earlier DataCollectors
         self._done_rows = 0  # their number
         self._sent_completions = 0  # completions rows already passed to the sink
-        #: trace runs: the safety cap ``config.rounds`` ended the run before every job completed
+        #: the safety cap ``config.rounds`` ended a run with ``until_done`` before every job completed
         self.cap_reached = False
-        #: trace runs: show the tqdm bar (None: only when stderr is a terminal)
+        #: show the tqdm bar (None: only when stderr is a terminal)
         self.progress: bool | None = None
 
         self.datacollector = self._new_collector()
 
+    #: also give the DataCollector one model reporter per cluster measure and the tenant agents'
+    #: measures as agent-type reporters (what ``mesa.batch_run`` reads; :class:`scenarios.model.ScenarioModel`
+    #: sets it); :meth:`tidy` reads only the round arrays and the tenants' blocks
+    MESA_REPORTERS = False
+
     def _new_collector(self) -> mesa.DataCollector:
-        """A fresh DataCollector for the cluster measures, the tenants' measures (synthetic runs)
-        and the ``completions`` table. Trace runs record the cluster measures as one array per
-        round (:data:`TRACE_RECORD`, :meth:`_trace_row`)."""
-        config = self.config
-        if config.trace is not None:
-            return mesa.DataCollector(model_reporters={TRACE_RECORD: self._trace_row},
-                                      tables={"completions": COMPLETION_COLUMNS})  # fmt: skip
-        measures = (*CLUSTER_MEASURES, "busy_by_type")
-        tenant_reporters = {
-            TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
-        }
-        return mesa.DataCollector(
-            model_reporters={name: partial(_stat, name=name) for name in measures},
-            agenttype_reporters=tenant_reporters,
-            tables={"completions": COMPLETION_COLUMNS},
-        )
+        """A fresh DataCollector: the cluster measures as one array per round (:data:`TRACE_RECORD`,
+        :meth:`_trace_row`) and the ``completions`` table (and with :attr:`MESA_REPORTERS` the
+        reporters ``mesa.batch_run`` reads)."""
+        reporters: dict[str, Any] = {TRACE_RECORD: self._trace_row}
+        kw: dict[str, Any] = {}
+        if self.MESA_REPORTERS:
+            reporters.update({name: partial(_stat, name=name) for name in (*self._trace_measures(), "busy_by_type")})
+            kw["agenttype_reporters"] = {
+                TenantAgent: {"tenant": "tenant_id", **{m: partial(_tenant_attr, name=m) for m in TENANT_MEASURES}}
+            }
+        return mesa.DataCollector(model_reporters=reporters, tables={"completions": COMPLETION_COLUMNS}, **kw)
 
     def _trace_measures(self) -> tuple[str, ...]:
-        """Trace runs: the cluster measures of :meth:`_trace_row`, in its order (``busy_gpus:<type>`` last)."""
-        names = (*CLUSTER_MEASURES, *TRACE_MEASURES)
-        if self.config.resolved_placement != "ideal":
-            names += HOST_MEASURES
-        return names
+        """The cluster measures of :meth:`_trace_row`, in its order (``busy_gpus:<type>`` last)."""
+        return (*CLUSTER_MEASURES, *TRACE_MEASURES, *HOST_MEASURES)
 
     def _trace_row(self) -> np.ndarray:
-        """Trace runs: this round's cluster measures (:meth:`_trace_measures`, then GPUs busy per
-        type) as one float array."""
+        """This round's cluster measures (:meth:`_trace_measures`, then GPUs busy per type) as one
+        float array."""
         get = self.__dict__.get("_trace_get")
         if get is None:
             get = self._trace_get = operator.attrgetter(*self._trace_measures())
@@ -171,8 +182,13 @@ class MarketModel(mesa.Model):
 
     # -- helpers used by the agents -----------------------------------------------------------------
     def tenant_list(self) -> list[TenantAgent]:
-        """Present tenants in arrival order."""
-        return list(self._tenants.values())
+        """Present tenant agents in order of arrival."""
+        return self.auctioneer.tenants.agent_list()
+
+    @property
+    def _tenants(self) -> dict[str, TenantAgent]:
+        """Present tenant agents by id."""
+        return {a.tenant_id: a for a in self.tenant_list()}
 
     def server_agents(self) -> list[GPUServerAgent]:
         """All GPU server agents."""
@@ -184,33 +200,21 @@ class MarketModel(mesa.Model):
 
     def m_avail(self) -> np.ndarray:
         """Healthy GPUs per type, shape (k,), int."""
-        m = [0] * self.k  # Python ints, one array at the end (called every round)
-        for s in self.servers:
-            if s.healthy:
-                m[s.server.gpu_type] += s.server.count
-        return np.array(m, dtype=int)
+        if self._m is None:
+            m = [0] * self.k
+            for s in self.servers:
+                if s.healthy:
+                    m[s.server.gpu_type] += s.server.count
+            self._m = np.array(m, dtype=int)
+        return self._m
 
-    def record_completion(self, job: JobState, tenant: TenantAgent) -> None:
-        """Add a finished job to the ``completions`` table (times in s)."""
-        assert job.completed_at is not None
-        self.datacollector.add_table_row(
-            "completions",
-            {
-                "round": self.round,
-                "tenant": tenant.tenant_id,
-                "job_id": job.job_id,
-                "job_type": job.spec.job_type,
-                "workers": job.spec.workers,
-                "arrival_s": job.spec.arrival,
-                "completion_s": job.completed_at,
-                "jct_s": job.completed_at - job.spec.arrival,
-            },
-        )
+    def host_caps(self, agents: list[GPUServerAgent]) -> np.ndarray:
+        """Usable GPUs of the hosts ``agents`` this round (0 for a host that is down)."""
+        return np.array([a.server.count if a.healthy else 0 for a in agents], dtype=np.int64)
 
     def record_trace_completions(self, jobs: np.ndarray, times: np.ndarray) -> None:
-        """Add the trace jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``."""
-        tw = self.config.trace
-        assert tw is not None
+        """Add the jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``."""
+        tw = self.workload
         tr = tw.trace
         for j, t in zip(jobs.tolist(), times.tolist(), strict=True):
             arrival = float(tr.arrival_s[j])
@@ -228,25 +232,6 @@ class MarketModel(mesa.Model):
                 },
             )
 
-    # -- A9 step 1: arrivals and exits ----------------------------------------------------------------
-    def _arrivals_and_exits(self) -> None:
-        now = self.now
-        for tid, ten in list(self._tenants.items()):
-            leave_at = ten.config.leave_at
-            if leave_at is not None and leave_at <= now:
-                self.events.append({"round": self.round, "tenant": tid, "event": "leave", "time_s": now})
-                del self._tenants[tid]
-                ten.remove()
-            elif ten.finished() and all(j.spec.arrival <= now for j in ten.jobs.values()):
-                self.events.append({"round": self.round, "tenant": tid, "event": "exit", "time_s": now})
-                del self._tenants[tid]
-                ten.remove()
-        while self._pending and self.config.tenants[self._pending[0]].arrival <= now:
-            cfg = self.config.tenants[self._pending.pop(0)]
-            true = {jt: self._true[(cfg.tenant_id, jt)] for jt in cfg.speedups}
-            self._tenants[cfg.tenant_id] = TenantAgent(self, cfg, true)
-            self.events.append({"round": self.round, "tenant": cfg.tenant_id, "event": "arrive", "time_s": now})
-
     def _round(self) -> None:
         """The auctioneer's round, then the round's data collection (drained every ``DRAIN_ROUNDS``)."""
         self.auctioneer.step()
@@ -255,52 +240,43 @@ class MarketModel(mesa.Model):
         if self._held_rounds >= self.DRAIN_ROUNDS:
             self._drain()
 
-    def _trace_step(self) -> None:
-        """One lease round of a trace run (arrivals and completions live in the trace engine); ends
-        the run when every job finished or at the safety cap."""
+    def step(self) -> None:
+        """One round: the engine settles its start (arrivals, leaves, idle time), the server agents
+        fail or heal at that time, the tenants arrive or leave, the auctioneer runs the round and
+        the round is recorded. Ends the run when every job finished (``stop_when_idle`` or
+        ``until_done``), at the horizon, or at the safety cap."""
         self.round = self.steps - 1
-        self._round()
         eng = self.auctioneer.trace
-        assert eng is not None and self.config.trace is not None
-        if eng.finished and (self.config.stop_when_idle or self.config.trace.until_done):
+        self.now = eng.begin_round()
+        if self._failing:
+            changed = False
+            for a in self._failing:
+                changed |= a.update(self.now)
+            if changed:
+                self._m = None
+        self.auctioneer.tenants.round_start()
+        self._round()
+        tw = self.workload
+        if eng.finished and (self.config.stop_when_idle or tw.until_done):
             self.running = False
         elif eng.rounds >= self.config.rounds:  # Gavel rounds, merged ones included (TraceRounds.rounds)
             self.running = False
-            if self.config.trace.until_done:
+            if tw.until_done:
                 self.cap_reached = True
-                left = len(self.config.trace.trace) - eng.completed
+                left = len(tw.trace) - eng.completed - eng.n_gone
                 msg = (
                     f"trace run stopped at the safety cap of {self.config.rounds} rounds "
                     f"(t = {eng.now:.0f} s) with {left} job(s) unfinished; raise max_rounds"
                 )
                 self.events.append({"round": self.round, "tenant": "", "event": "safety_cap", "time_s": eng.now})
-                warnings.warn(msg, RuntimeWarning, stacklevel=3)
-
-    def step(self) -> None:
-        """One scheduling round: arrivals/exits, the auctioneer's round, data collection."""
-        if self.config.trace is not None:
-            self._trace_step()
-            return
-        self.round = self.steps - 1
-        self.now = self.round * self.round_seconds
-        self._arrivals_and_exits()
-        tenants = self.agents_by_type.get(TenantAgent)
-        if tenants is not None:
-            tenants.do("begin_round")  # reset per-round measures (insertion = arrival order)
-        servers = self.agents_by_type.get(GPUServerAgent)
-        if servers is not None:
-            servers.do("clear")
-        self._round()
-        idle = not self._pending and all(t.finished() for t in self._tenants.values())
-        if self.steps >= self.config.rounds or (self.config.stop_when_idle and idle):
-            self.running = False
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
 
     def run(self, rounds: int | None = None) -> MarketModel:
         """Step until the horizon (``config.rounds``, or ``rounds`` more steps) or until idle."""
         limit = self.config.rounds if rounds is None else self.steps + rounds
         eng = self.auctioneer.trace
         show = sys.stderr.isatty() if self.progress is None else self.progress
-        if eng is None or not show:
+        if not show:
             while self.running and self.steps < limit:
                 self.step()
             return self
@@ -379,38 +355,19 @@ class MarketModel(mesa.Model):
         frames: list[pd.DataFrame] = []
         if not self._held_rounds:  # all drained (Mesa's empty frames are ill-typed)
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
-        if self.config.trace is not None:
-            rows = self.datacollector.model_vars[TRACE_RECORD]
-            if rows:  # the same long format as the melt below (measure-major), without the melt
-                V = np.vstack(rows)
-                names = [*self._trace_measures(), *(f"busy_gpus:{n}" for n in self.gpu_names)]
-                nr = V.shape[0]
-                frames.append(pd.DataFrame({
-                    "round": np.tile(self._drained_rounds + np.arange(nr), len(names)),
-                    "measure": pd.Categorical.from_codes(np.repeat(np.arange(len(names)), nr), categories=names),
-                    "value": V.T.ravel(), "tenant": "",
-                }))  # fmt: skip
-        elif len(mv := self.datacollector.get_model_vars_dataframe()):
-            mv = mv.copy()
-            mv["round"] = self._drained_rounds + np.arange(len(mv))
-            by_type = pd.DataFrame(
-                mv.pop("busy_by_type").tolist(), columns=[f"busy_gpus:{n}" for n in self.gpu_names], index=mv.index
-            )
-            mv = pd.concat([mv, by_type], axis=1)
-            long = mv.melt(id_vars="round", var_name="measure", value_name="value")
-            long["tenant"] = ""
-            frames.append(long)
+        rows = self.datacollector.model_vars[TRACE_RECORD]
+        if rows:  # the long format (measure-major)
+            V = np.vstack(rows)
+            names = [*self._trace_measures(), *(f"busy_gpus:{n}" for n in self.gpu_names)]
+            nr = V.shape[0]
+            frames.append(pd.DataFrame({
+                "round": np.tile(self._drained_rounds + np.arange(nr), len(names)),
+                "measure": pd.Categorical.from_codes(np.repeat(np.arange(len(names)), nr), categories=names),
+                "value": V.T.ravel(), "tenant": "",
+            }))  # fmt: skip
         tenants = getattr(self.auctioneer, "tenants", None)
         if tenants is not None and tenants.blocks:
             frames.append(self._tenant_blocks(tenants.names, tenants.blocks))
-        if TenantAgent in self.datacollector.agenttype_reporters:
-            tv = self.datacollector.get_agenttype_vars_dataframe(TenantAgent).reset_index()
-            if len(tv):
-                tv["round"] = tv["Step"].astype(int) - 1
-                long = tv.drop(columns=["Step", "AgentID"]).melt(
-                    id_vars=["round", "tenant"], var_name="measure", value_name="value"
-                )
-                frames.append(long)
         if not frames:
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
         return pd.concat(frames, ignore_index=True)
@@ -435,8 +392,8 @@ class MarketModel(mesa.Model):
         """All measures in long format: columns ``round, tenant, measure, value`` (float).
 
         Cluster measures have ``tenant = ""``; ``busy_gpus:<type>`` gives GPUs busy per type;
-        per-tenant measures are :data:`TENANT_MEASURES` (trace runs: the tenants
-        ``TraceWorkload.tenant_rows`` selects); every finished job adds a ``jct_s`` row
+        per-tenant measures are :data:`TENANT_MEASURES` of the tenants ``TraceWorkload.tenant_rows``
+        selects (every tenant of a synthetic workload); every finished job adds a ``jct_s`` row
         (the round it finished in). Sorted by round, tenant, measure. Includes the rounds already
         moved out of the DataCollector (:attr:`DRAIN_ROUNDS`).
         """

@@ -1,88 +1,92 @@
-"""Tenant agents and their jobs.
+"""Tenant agents: a tenant of the cluster with its reporting strategy, called by the round engine.
 
-A :class:`TenantAgent` holds its TRUE speedup vector per job type, its jobs and a reporting
-strategy. It reports (possibly lying) vectors to the auctioneer; everything it experiences
-(job progress, measured throughput) uses the true vectors.
+A :class:`TenantAgent` owns some jobs of the workload (indices into the round engine's arrays,
+:mod:`agents.trace_rounds`) and a reporting strategy. It is created when its first job arrives and
+removed (``agent.remove()``) when it leaves: a forced leave, or all its jobs are done. The engine
+calls it at its decision points (:mod:`agents.trace_tenants`): at every policy solve a lying tenant
+REPORTS (:meth:`TenantAgent.report_rows`: its strategy maps each job's true speedup vector to the
+reported one); a learning tenant SAMPLES its report for the round from its Hedge weights
+(:meth:`TenantAgent.sample`) and LEARNS from the TRUE throughput every report of its grid would have
+earned (:meth:`TenantAgent.learn`). Everything it experiences (progress, measured throughput) uses
+the true throughputs; its per-round measures are the engine's vectorised bookkeeping, written onto
+it after every round.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mesa
 import numpy as np
 
-from agents.config import JobConfig, TenantConfig
+from agents.strategies import MultiplicativeNoise, ScaleDims, Strategy
 
 if TYPE_CHECKING:
+    from agents.config import TenantConfig
     from agents.model import MarketModel
 
-__all__ = ["JobState", "TenantAgent"]
+__all__ = ["TenantAgent", "report_factors", "ALL_JOBS"]
+
+#: a learning tenant's Hedge key: one weight vector for all its jobs
+ALL_JOBS = "*"
 
 
-@dataclass
-class JobState:
-    """Mutable run state of one job. ``remaining`` is work left in slowest-GPU-seconds;
-    ``last_ran_end`` the time (s) the job last stopped running (its arrival before it first runs);
-    ``hosts`` the host ids of its last placement; ``completed_at`` seconds, or None."""
-
-    spec: JobConfig
-    tenant_id: str
-    remaining: float
-    last_ran_end: float
-    hosts: tuple[str, ...] = ()
-    completed_at: float | None = None
-    rounds_run: int = 0
-
-    @property
-    def job_id(self) -> str:
-        """The job's id."""
-        return self.spec.job_id
-
-    @property
-    def done(self) -> bool:
-        """True once all work is done."""
-        return self.completed_at is not None
-
-    def runnable(self, now: float) -> bool:
-        """Arrived by ``now`` (s) and not finished."""
-        return self.spec.arrival <= now and not self.done
+def report_factors(strategy: Strategy, job_type: str, row: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per-type factors (k,) turning a job's TRUE throughput row (k,) into its reported row: the
+    report of the job's true speedup vector (the row over its first entry > 0) divided by that
+    vector; 1 where the job cannot run (throughput 0, which the report keeps). Per-dimension
+    strategies (:class:`ScaleDims`, :class:`MultiplicativeNoise`) give exactly ``report(ones)``."""
+    T = np.asarray(row, dtype=float)
+    k = T.size
+    if isinstance(strategy, (ScaleDims, MultiplicativeNoise)):
+        return np.asarray(strategy.report(job_type, np.ones(k), rng), dtype=float)
+    pos = T > 0
+    w = np.ones(k)
+    w[pos] = T[pos] / T[int(np.flatnonzero(pos)[0])]
+    q = np.asarray(strategy.report(job_type, w, rng), dtype=float) / w
+    q[~pos] = 1.0
+    return q
 
 
 class TenantAgent(mesa.Agent):
-    """A tenant of the shared cluster (created when it arrives, removed when it leaves).
+    """A tenant (module docstring). ``code``: its index among the workload's tenants; ``jobs``:
+    its job indices (arrival order); ``strategy``: its reporting strategy; ``weight``: its priority
+    ``π``; ``config``: its :class:`agents.config.TenantConfig` for a synthetic workload (None on a
+    trace). Per-round measures (slowest-GPU equivalents, set after every round it has an active
+    job, else 0): ``est`` = true value of its jobs' time fractions, ``est_reported`` = the same at
+    its reports, ``act`` = work done per second of the round, ``alloc_gpus`` = fractional GPUs,
+    ``gpus`` = whole GPUs leased, ``runnable_jobs`` = its active jobs. ``report_calls`` counts the
+    solves at which its strategy was consulted."""
 
-    Per-round measures (set by the auctioneer, read by the DataCollector), in slowest-GPU
-    equivalents: ``est`` = true value of its fractional allocation ``Σ_c W_true_c · X_c``,
-    ``est_reported`` = the same under its reports (what the mechanism believes), ``act`` =
-    measured work done per second this round, ``alloc_gpus`` = fractional GPUs allocated,
-    ``gpus`` = whole GPUs its running jobs hold.
-    """
-
-    def __init__(self, model: MarketModel, config: TenantConfig, true_speedups: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self,
+        model: MarketModel,
+        tenant_id: str,
+        code: int,
+        jobs: np.ndarray,
+        strategy: Strategy,
+        weight: float = 1.0,
+        config: TenantConfig | None = None,
+    ) -> None:
         super().__init__(model)
+        self.tenant_id = tenant_id
+        self.code = int(code)
+        self.job_index = np.asarray(jobs, dtype=np.int64)
+        self.strategy = strategy
+        self.weight = float(weight)
         self.config = config
-        self.tenant_id = config.tenant_id
-        self.weight = float(config.weight)
-        self.strategy = config.strategy
-        self.true_speedups = {jt: np.array(w, dtype=float) for jt, w in true_speedups.items()}
-        self.jobs: dict[str, JobState] = {
-            j.job_id: JobState(j, config.tenant_id, float(j.work), float(j.arrival)) for j in config.jobs
-        }
-        self._reports: dict[str, np.ndarray] = {}
-        #: learning tenants (strategy tagged ``learning``): per job type the Hedge weights, the
-        #: strategy played this round and a log of (round, job type, played factors, TRUE utility)
-        self.learning = bool(self.strategy.tags.get("learning", False))
+        #: TRUE speedup vector per job type (normalised to ``w[0] = 1``; synthetic workloads only)
+        self.true_speedups: dict[str, np.ndarray] = {}
+        if config is not None:
+            self.true_speedups = {jt: np.asarray(w, dtype=float) / w[0] for jt, w in config.speedups.items()}
+        self.learning = bool(strategy.tags.get("learning", False))
         self._weights: dict[str, np.ndarray] = {}
         self._played: dict[str, int] = {}
+        self._noise: dict[str, np.ndarray] = {}  # a random misreport is drawn once per job type
         self.learning_log: list[dict[str, Any]] = []
-        self.est = 0.0
-        self.est_reported = 0.0
-        self.act = 0.0
-        self.alloc_gpus = 0.0
-        self.gpus = 0
-        self.runnable_jobs = 0
+        self.report_calls = 0
+        self.est = self.est_reported = self.act = self.alloc_gpus = 0.0
+        self.gpus = self.runnable_jobs = 0
 
     @property
     def truthful(self) -> bool:
@@ -93,38 +97,61 @@ class TenantAgent(mesa.Agent):
         """A learning tenant's factor vectors (S, k − 1)."""
         return self.strategy.grid(self.model.k)  # type: ignore[attr-defined]
 
-    def report(self, job_type: str) -> np.ndarray:
-        """The reported speedup vector of ``job_type`` (drawn once, then cached); a learning tenant
-        reports the factor vector it sampled for this round (truth before its first round)."""
+    # -- decisions --------------------------------------------------------------------------------
+    def report_rows(self, T: np.ndarray, job_types: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """The rows (n, k) the policy sees for the tenant's active jobs with TRUE throughput rows
+        ``T`` (n, k), job type names and GPU counts: the strategy consulted at this solve
+        (module docstring). Per-dimension strategies act per job type, others per (job type, GPU
+        count); a learner plays the factors it sampled for the round (truth before its first
+        feedback)."""
+        self.report_calls += 1
+        R = np.array(T, dtype=float)
         if self.learning:
-            w = np.array(self.true_speedups[job_type], dtype=float)
-            s = self._played.get(job_type)
-            if s is not None:
-                w[1:] *= self.learning_grid()[s]
-            return w
-        rep = self._reports.get(job_type)
-        if rep is None:
-            rep = np.asarray(self.strategy.report(job_type, self.true_speedups[job_type], self.model.strategy_rng))
-            rep = rep.astype(float)
-            self._reports[job_type] = rep
-        return rep
+            R[:, 1:] *= self.played_factors()[None, :]
+            return R
+        rng = self.model.strategy_rng  # type: ignore[attr-defined]
+        jt = np.asarray(job_types).astype(str)
+        per_dim = isinstance(self.strategy, (ScaleDims, MultiplicativeNoise))
+        keys = jt if per_dim else np.char.add(jt, np.char.mod("|%d", np.asarray(scale)))
+        _, firsts, inv = np.unique(keys, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        for c in np.argsort(firsts, kind="stable").tolist():  # job types / classes in order of first job
+            rows = inv == c
+            i0 = int(firsts[c])
+            name = str(jt[i0])
+            if isinstance(self.strategy, MultiplicativeNoise):  # profiling error: one draw per job type
+                q = self._noise.get(name)
+                if q is None:
+                    q = self._noise[name] = report_factors(self.strategy, name, T[i0], rng)
+            else:
+                q = report_factors(self.strategy, name, T[i0], rng)
+            R[rows] = T[rows] * q[None, :]
+        return R
 
-    def runnable(self, now: float) -> list[JobState]:
-        """Jobs arrived by ``now`` and unfinished, in job-id order of the config."""
-        return [j for j in self.jobs.values() if j.runnable(now)]
+    def report(self, job_type: str) -> np.ndarray:
+        """The speedup vector it reports for ``job_type`` (synthetic tenants: of its TRUE vector)."""
+        w = self.true_speedups[job_type]
+        return self.report_rows(w[None, :], np.array([job_type]), np.array([1]))[0]
 
-    def active_job_types(self, now: float) -> list[str]:
-        """Job types with at least one runnable job, in the config's job-type order."""
-        have = {j.spec.job_type for j in self.runnable(now)}
-        return [jt for jt in self.config.speedups if jt in have]
+    def played_factors(self) -> np.ndarray:
+        """A learning tenant's factors (k − 1,) for the current round (ones = the truth)."""
+        s = self._played.get(ALL_JOBS)
+        return np.ones(self.model.k - 1) if s is None else self.learning_grid()[s]  # type: ignore[attr-defined]
 
-    def finished(self) -> bool:
-        """All its jobs are done (a tenant with no jobs is finished at once)."""
-        return all(j.done for j in self.jobs.values())
+    def sample(self) -> bool:
+        """A learning tenant samples the report it plays from its weights (none before its first
+        feedback: the truth); returns True if it changed."""
+        w = self._weights.get(ALL_JOBS)
+        if w is None:
+            return False
+        before = self._played.get(ALL_JOBS)
+        self._played[ALL_JOBS] = int(self.model.strategy_rng.choice(w.size, p=w))  # type: ignore[attr-defined]
+        return self._played[ALL_JOBS] != before
 
     def learn(self, job_type: str, utilities: np.ndarray) -> None:
-        """Hedge update of ``job_type``'s weights with every strategy's TRUE counterfactual
-        throughput ``utilities`` (S,) of the round just solved (see :class:`HedgeLearner`)."""
+        """Hedge update of ``job_type``'s weights (:data:`ALL_JOBS` on the round engine) with every
+        strategy's TRUE counterfactual throughput ``utilities`` (S,) of the round just solved:
+        ``w_s <- w_s · exp(eta · (u_s − max u) / max |u|)``."""
         u = np.asarray(utilities, dtype=float)
         w = self._weights.setdefault(job_type, np.full(u.size, 1.0 / u.size))
         scale = float(np.abs(u).max()) or 1.0
@@ -138,19 +165,16 @@ class TenantAgent(mesa.Agent):
              "best": int(np.argmax(u)), "factors": self.learning_grid()[s].tolist()}
         )  # fmt: skip
 
-    def learning_weights(self, job_type: str) -> np.ndarray | None:
-        """The current Hedge weights of ``job_type`` (None before its first round)."""
+    def learning_weights(self, job_type: str = ALL_JOBS) -> np.ndarray | None:
+        """The current Hedge weights (None before its first feedback)."""
         w = self._weights.get(job_type)
         return None if w is None else w.copy()
 
-    def begin_round(self) -> None:
-        """Reset the per-round measures; a learning tenant samples this round's reports."""
-        if self.learning:
-            for jt, w in self._weights.items():
-                self._played[jt] = int(self.model.strategy_rng.choice(w.size, p=w))
-        self.est = 0.0
-        self.est_reported = 0.0
-        self.act = 0.0
-        self.alloc_gpus = 0.0
-        self.gpus = 0
-        self.runnable_jobs = len(self.runnable(self.model.now))
+    def finished(self) -> bool:
+        """All its jobs have completed."""
+        eng = self.model.auctioneer.trace  # type: ignore[attr-defined]
+        return bool(np.isfinite(eng.done_at[self.job_index]).all())
+
+
+#: the name trace runs used for the same agent
+TraceTenantAgent = TenantAgent

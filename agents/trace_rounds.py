@@ -1,73 +1,87 @@
-"""Gavel-style scheduling rounds over a job trace, on numpy arrays of job state (no Mesa here).
+"""The round engine: scheduling rounds over a workload of jobs, on numpy arrays of job state (no Mesa here).
 
-:class:`TraceRounds` is the round engine of trace-driven runs (``ModelConfig.trace``); the
-:class:`agents.auctioneer.Auctioneer` calls :meth:`TraceRounds.step` once per Mesa step. It follows
-the simulator of Gavel (``scheduler/scheduler.py``: ``simulate``, ``_update_priorities``,
-``_schedule_jobs_on_workers``; semantics read from the public code, nothing copied). Every
-difference is listed in ``docs/trace_simulation.md``. One round starting at ``now``:
+:class:`TraceRounds` is the ONE round engine of every run (``ModelConfig.trace``, or a synthetic
+workload turned into a trace by :func:`agents.trace_from_tenants.tenants_workload`); the
+:class:`agents.auctioneer.Auctioneer` calls :meth:`TraceRounds.step` once per Mesa step and the
+Mesa agents act at its decision points (:mod:`agents.trace_tenants`: tenants report through their
+strategies at every re-solve, learners sample and learn; server agents fail and heal; tenants
+arrive, leave and exit). With Gavel's lease realisation it follows the simulator of Gavel
+(``scheduler/scheduler.py``: ``simulate``, ``_update_priorities``, ``_schedule_jobs_on_workers``;
+semantics read from the public code, nothing copied). Every modelling choice and every difference
+from Gavel's simulator is listed in ``docs/trace_simulation.md``. One round starting at ``now``:
 
-1. **Arrivals.** Jobs with ``arrival_s <= now`` join (a job arriving inside a round waits for the
-   next one). With nothing to run the clock jumps to the next arrival (no empty rounds).
-2. **Allocation reset** (Gavel's ``_reset_time_run_so_far``), only when the job set changed and
-   ``reallocation_interval_s`` has passed since the last reset (Gavel: 1920 s; the first reset
-   whenever jobs are active), or at once when no active job can be leased (none has an
-   allocation): each job's deficit grows by ``alloc * elapsed - received``, every job's
-   received time restarts at ``round_seconds / 2`` per type, and the policy is re-solved. A job that
-   arrived after the last reset has no allocation and is not leased until the next reset.
-3. **Priorities:** ``priority[j, t] = alloc[j, t] / fraction[j, t]`` with ``fraction`` = job ``j``'s
-   share of the time type ``t`` ran jobs since the reset; ``alloc * 1e9`` when ``fraction = 0``;
-   0 when ``alloc = 0`` or the job cannot run on ``t``. ``alloc`` is the policy's time fraction
-   (devices / scale factor).
-4. **Leases:** GPU types in the lease order: ``"fastest"`` (default) fastest first (the cluster
-   lists them slowest first), or ``"shuffle"`` (Gavel's order for its heterogeneity-agnostic
-   policies): a uniformly random permutation of the types with GPUs, drawn anew every round from
-   ``lease_rng``. Per type the jobs in descending ``(priority, deficit, alloc)`` (ties: arrival
-   order); a job is leased ``scale`` GPUs of that type if it is not leased yet, can run there
-   (throughput > 0) and fits. Priority-0 entries stay in the queue, so idle GPUs go to any job that
-   fits (work conservation as in Gavel), except under the policies of :data:`ALLOCATED_ONLY`
-   (``gavel-fifo``: a job runs only on a type it has an allocation on, as Gavel's FIFO).
-5. **Progress** at the consolidated throughput of the job's scale factor on its type (steps/s of the
-   whole job). A job that finishes inside the round completes at its exact time
-   ``now + remaining / rate``; its GPUs idle until the round ends. The round ends when the last
-   lease ends (``now + max ran``, = ``round_seconds`` unless every leased job finished early, as in
-   Gavel, whose round ends at the latest micro-task finish).
-6. **Hosts** (only with a ``placer``, i.e. ``placement`` "auto" | "oef" | "naive"; "ideal" skips
-   this step and is Gavel's semantics): the leases decided per type in step 4 are put on hosts by
-   :class:`market.hosts.HostPlacer`. A lease spanning more than one host progresses at the
-   unconsolidated throughput ``U`` instead of ``T``; a job that ran in the previous round on
-   other hosts (a migration) makes no progress for the first ``migration_cost_s`` seconds of its
-   lease (at most the round), so it finishes at ``now + migration_cost_s + remaining / rate``.
+1. **Arrivals and leaves.** Jobs with ``arrival_s <= now`` join (a job arriving inside a round
+   waits for the next one); the unfinished jobs of a tenant whose forced leave time is ``<= now``
+   are withdrawn (never completed). With nothing to run the clock jumps to the next arrival (no
+   empty rounds).
+2. **Allocation reset** (Gavel's ``_reset_time_run_so_far``), only when the job set changed (or
+   the GPUs, or a learning tenant's report) and ``reallocation_interval_s`` has passed since the
+   last reset (Gavel: 1920 s; 0 = at every change; the first reset whenever jobs are active), or at
+   once when no active job can be leased (none has an allocation): each job's deficit grows by
+   ``alloc * elapsed - received``, every job's received time restarts at ``round_seconds / 2`` per
+   type, and the policy is re-solved on the tenants' reports. A job that arrived after the last
+   reset has no allocation and is not leased until the next reset. Rows with identical policy
+   inputs get the policy's tied rows in a seeded order (:meth:`TraceRounds._break_ties`).
+3. **Realisation** (``realisation``) of the time fractions as whole GPUs:
 
-Rows given to the policy: ``tenancy = "job"``: one row per job (its throughputs, cap = scale
-factor, weight = the trace's priority weight). Otherwise one row per class (tenant, job type, scale
-factor) with cap = total GPUs of its active jobs and weight ``1 / (classes of the tenant)``; each
-job of a class gets the class's devices per GPU (``X[c] / cap[c]``) as its time fraction. Gavel's
-own policies (:data:`GAVEL_NATIVE`: ``gavel-max-min-perf``, ``gavel-max-sum-throughput``,
-``gavel-isolated``, ``gavel-fifo``) always get one row per job
-with raw throughputs and ``scale_factors`` (weights ``priority / active jobs of the tenant`` unless
+   * ``"gavel-lease"``: priorities ``priority[j, t] = alloc[j, t] / fraction[j, t]`` with
+     ``fraction`` = job ``j``'s share of the time type ``t`` ran jobs since the reset; ``alloc * 1e9``
+     when ``fraction = 0``; 0 when ``alloc = 0`` or the job cannot run on ``t``. GPU types in the
+     lease order: ``"fastest"`` (default) fastest first (the cluster lists them slowest first), or
+     ``"shuffle"`` (Gavel's order for its heterogeneity-agnostic policies): a uniformly random
+     permutation of the types with GPUs, drawn anew every round from ``lease_rng``. Per type the
+     jobs in descending ``(priority, deficit, alloc)`` (ties: arrival order); a job is leased
+     ``scale`` GPUs of that type if it is not leased yet, can run there (throughput > 0) and fits.
+     Priority-0 entries stay in the queue, so idle GPUs go to any job that fits (work conservation
+     as in Gavel), except under the policies of :data:`ALLOCATED_ONLY` (``gavel-fifo``).
+   * ``"oef-rounding"`` / ``"gandiva-lottery"``: a class realiser (``realiser``: OEF spec A6's
+     :class:`market.oef.placer.DeviationRounder`, or :class:`market.oef.realise.GandivaLottery`)
+     turns each class's fractional devices into whole GPUs per type; spec A7
+     (:func:`market.oef.placer.assign_class`, rule ``assign_rule``) starts the class's jobs on them,
+     longest-starved first; a job may get GPUs of several types (a straggler).
+4. **Hosts** (only with a ``placer``: placement "auto" | "oef" | "naive"; "ideal" skips it): the
+   leases go on hosts (:class:`market.hosts.HostPlacer`).
+5. **Progress.** A lease on one GPU type runs at the consolidated throughput of the job's scale
+   factor on that type (steps/s of the whole job); over several types at the slowest of them
+   (straggler, OEF spec §2.3); over several hosts at the ``unconsolidated`` throughput if given,
+   else the consolidated one times ``1 / (1 + kappa (hosts - 1) + kappa_rack (racks - 1))`` (with
+   a table: times ``1 / (1 + kappa_rack (racks - 1))``). A lease that restarts the job from its
+   checkpoint (it ran before and does not continue the previous round's lease on the same GPU
+   types and hosts: a migration, or a resume after a pause) makes no progress for the first
+   ``migration_cost_s`` seconds (at most the round). A job that finishes inside the round
+   completes at its exact time ``now + lost + remaining / rate``; its GPUs idle until the round
+   ends. The round ends when the last lease ends (``now + max ran``, = ``round_seconds`` unless
+   every leased job finished early, as in Gavel, whose round ends at the latest micro-task finish).
+
+Rows given to the policy: ``per_job`` (tenancy "job"): one row per job (its throughputs, cap =
+scale factor, weight = priority × its tenant's weight). Otherwise one row per class (tenant, job
+type, speedup vector: jobs of a tenant and job type whose throughput rows are proportional) with
+cap = total GPUs of its active jobs and weight ``π_u / (classes of the tenant)``; each job of a
+class gets the class's devices per GPU (``X[c] / cap[c]``) as its time fraction. Gavel's own
+policies (:data:`GAVEL_NATIVE`: ``gavel-max-min-perf``, ``gavel-max-sum-throughput``,
+``gavel-isolated``, ``gavel-fifo``) always get one row per job with raw throughputs and
+``scale_factors`` (weights ``priority · π_u / active jobs of the tenant`` unless
 ``tenancy = "job"``). ``gavel-max-min-perf`` solves identical jobs (same throughputs, scale factor,
 weight and time bound) once, with equal time fractions (its ``aggregate = True``,
 :mod:`market.oef.roundlp`): the same optimum as the per-job program, and the point of its optimal
 face that Gavel's interior-point solver (cvxpy + ECOS) converges to by symmetry, where a simplex
 vertex would split identical jobs unevenly (:data:`NATIVE_OPTIONS`). A time-fraction row summing
-above 1 (policies without caps, e.g. OEF) is scaled down to 1.
+above 1 (policies without caps, e.g. OEF) is scaled down to 1 for Gavel's lease (a job cannot run
+more than all of the time); the estimated throughput (``est``, OEF spec §5.4) values the policy's
+own allocation, and the class realisers round it (spec A6's water-fill redistributes what a class
+cannot use).
 
 **Jobs that cannot run on a GPU type** (throughput 0): Gavel's own policies take the zeros as
 they are. The speedup-based policies need every entry > 0, so they see such an entry as
 ``ZERO_FILL`` times the row's largest throughput (below every feasible entry of the row; the
 speedup bound of the policies holds); whatever time they give the job on that type is dropped
-(time fraction 0), and the type is skipped for the job in the leases. So the type is simply not
-used by that job, as in Gavel (whose agnostic max-min also allocates such time and skips it).
+(time fraction 0), and the type is skipped for the job in the leases.
 
-**Lying tenants** (``reported``): the policy sees the REPORTED throughputs of every job (rows,
-normalisers, time fractions), while jobs progress, lease feasibility (throughput > 0) and the
-estimated throughput use the TRUE ones: outcomes from reports, experience from truth.
-The reports come from the trace's tenants (:attr:`TraceRounds.reporter`, an
-:class:`agents.trace_tenants.TraceTenants`, asked at every solve) or, fixed, from ``reported``;
-:func:`lying_throughputs` builds fixed reports of a set of tenants scaling per GPU type. Who is a tenant follows
-the tenancy: with ``tenancy = "job"`` a lying tenant is one job, with ``"user"`` or ``N`` every
-job of the tenant reports inflated throughputs (Gavel's own policies still get one row per job,
-each normalised by its own reported proportional-share throughput).
+**Lying tenants**: the policy sees the REPORTED throughputs of every job (rows, normalisers, time
+fractions), while jobs progress, lease feasibility (throughput > 0) and the estimated throughput
+use the TRUE ones: outcomes from reports, experience from truth. The reports come from the
+tenants (:attr:`TraceRounds.reporter`, an :class:`agents.trace_tenants.TraceTenants`, asked at
+every solve) or, fixed, from ``reported``.
 
 Units: seconds, steps, steps/s, GPUs.
 """
@@ -75,6 +89,8 @@ Units: seconds, steps, steps/s, GPUs.
 from __future__ import annotations
 
 import time
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +98,9 @@ import numpy as np
 
 from market.errors import InputError
 from market.hosts import HostPlacement, HostPlacer
+from market.oef.placer import assign_class
 from market.oef.roundlp import row_classes
+from market.oef.throughput import spread_efficiency
 
 __all__ = [
     "TraceRounds",
@@ -90,7 +108,9 @@ __all__ = [
     "GAVEL_NATIVE",
     "NATIVE_OPTIONS",
     "ALLOCATED_ONLY",
+    "ORDERED_ROWS",
     "LEASE_ORDERS",
+    "ENGINE_REALISATIONS",
     "ZERO_FILL",
     "lying_throughputs",
 ]
@@ -102,10 +122,29 @@ GAVEL_NATIVE = frozenset({"gavel-max-min-perf", "gavel-max-sum-throughput", "gav
 NATIVE_OPTIONS: dict[str, dict[str, Any]] = {"gavel-max-min-perf": {"aggregate": True}}
 #: policies whose jobs run only where they have an allocation (Gavel never leases a FIFO job with priority 0)
 ALLOCATED_ONLY = frozenset({"gavel-fifo"})
-#: the order in which a round leases GPU types (module docstring, step 4)
+#: policies for which the order of the rows is part of the policy (FIFO serves rows in arrival
+#: order): their tied rows are not reordered by the seeded draw (:meth:`TraceRounds._break_ties`)
+ORDERED_ROWS = frozenset({"gavel-fifo"})
+#: tied rows of identical policy inputs get the policy's rows in a seeded order (module docstring);
+#: False restores row order (the aligned comparison with Gavel's simulator switches it off)
+TIE_BREAK = True
+#: the order in which a round leases GPU types (module docstring, step 3)
 LEASE_ORDERS = ("fastest", "shuffle")
+#: the realisations of the engine (module docstring, step 3)
+ENGINE_REALISATIONS = ("gavel-lease", "oef-rounding", "gandiva-lottery")
 #: what a speedup-based policy sees for a throughput of 0, relative to the row's largest entry
 ZERO_FILL = 1e-3
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 (a bijection that spreads every input bit)."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def _empty(dtype: Any) -> np.ndarray:
@@ -121,9 +160,12 @@ _NO_FLOAT = _empty(float)
 @dataclass
 class TraceRoundResult:
     """What one round did: start ``now`` and length ``length_s`` (s); ``leased`` job indices and
-    their GPU type; ``finished`` job indices with their completion times (s); ``resolved``: the
-    policy was re-solved; GPU and throughput aggregates (throughputs in slowest-GPU equivalents);
-    with hosts: the ``placement``, leases spanning hosts, migrations and the seconds they cost."""
+    their GPU type (the first of its types for a lease over several, ``parts``: lease position ->
+    ``((type, GPUs), ...)``); ``finished`` job indices with their completion times (s);
+    ``resolved``: the policy was re-solved; GPU and throughput aggregates (throughputs in
+    slowest-GPU equivalents); with hosts: the ``placement`` and leases spanning hosts; restarts
+    (``migrations``) and the seconds they cost; workers of leases over several GPU types
+    (``cross_type_workers``) and the class realiser's ``max_abs_dev``."""
 
     now: float = 0.0
     length_s: float = 0.0
@@ -150,6 +192,9 @@ class TraceRoundResult:
     cross_host_jobs: int = 0
     migrations: int = 0
     migration_lost_s: float = 0.0
+    cross_type_workers: int = 0
+    max_abs_dev: float = 0.0
+    parts: Mapping[int, tuple[tuple[int, int], ...]] | None = None
     #: Gavel rounds this result covers (> 1 when :meth:`TraceRounds._fast_forward` merged rounds)
     merged: int = 1
 
@@ -187,11 +232,16 @@ class TraceRounds:
     ``priority`` (N,) > 0, ``tenant_code`` (N,) ints, ``job_type_code`` (N,) ints; ``policy`` a
     registered fair-share mechanism (``mechanism`` its registry entry); ``per_job``: one policy row
     per job (tenancy "job"); ``reported`` (N, k): the throughputs the policy sees (None = the
-    truth; lying tenants, module docstring); ``lease_order`` one of :data:`LEASE_ORDERS`, with
-    ``lease_rng`` (a ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations; ``placer``: host
-    placement (None = "ideal"), ``unconsolidated`` (N, k) steps/s of a job spanning hosts (None =
-    ``throughputs``),
-    ``migration_cost_s`` (s) lost by a lease whose hosts changed (module docstring, step 6)."""
+    truth); ``lease_order`` one of :data:`LEASE_ORDERS`, with ``lease_rng`` (a
+    ``numpy.random.Generator``) drawing the ``"shuffle"`` permutations; ``placer``: host placement
+    (None = "ideal"), ``unconsolidated`` (N, k) steps/s of a job spanning hosts (None: the
+    consolidated rate times the ``kappa`` / ``kappa_rack`` penalty), ``migration_cost_s`` (s) lost
+    by a lease that restarts its job; ``tenant_weight`` (tenants,) the tenants' priority weights
+    ``π`` (None = 1), ``tenant_leave_s`` (tenants,) forced leave times (inf = none);
+    ``realisation`` one of :data:`ENGINE_REALISATIONS` with its class ``realiser`` (None for
+    ``"gavel-lease"``) and spec A7's ``assign_rule`` ("oef" | "naive"); ``tie_rng`` draws the salt
+    of each solve's tie order (None: the solve count); ``job_names`` (N,), ``tenant_names``,
+    ``job_type_names``: the identities that order tied rows (default: their codes)."""
 
     def __init__(
         self,
@@ -214,6 +264,17 @@ class TraceRounds:
         placer: HostPlacer | None = None,
         unconsolidated: np.ndarray | None = None,
         migration_cost_s: float = 0.0,
+        tenant_weight: np.ndarray | None = None,
+        tenant_leave_s: np.ndarray | None = None,
+        realisation: str = "gavel-lease",
+        realiser: Any = None,
+        assign_rule: str = "naive",
+        kappa: float = 0.0,
+        kappa_rack: float = 0.0,
+        tie_rng: np.random.Generator | None = None,
+        job_names: np.ndarray | None = None,
+        tenant_names: np.ndarray | None = None,
+        job_type_names: np.ndarray | None = None,
     ) -> None:
         self.T = np.asarray(throughputs, dtype=float)
         n, k = self.T.shape
@@ -226,17 +287,20 @@ class TraceRounds:
         self.placer = placer
         #: (N, k) throughputs of a job whose GPUs span hosts (default: the consolidated ones)
         self.U = self.T if unconsolidated is None else np.asarray(unconsolidated, dtype=float)
+        self._u_given = unconsolidated is not None
         if self.U.shape != self.T.shape:
             raise InputError("unconsolidated", self.U.shape, f"must have the shape of the throughputs {self.T.shape}")
         if ((self.U > 0) != (self.T > 0)).any():
             raise InputError("unconsolidated", "zeros", "must be 0 exactly where the consolidated throughput is 0")
+        self.kappa = float(kappa)
+        self.kappa_rack = float(kappa_rack)
         self.migration_cost_s = float(migration_cost_s)
         if not self.migration_cost_s >= 0.0:
             raise InputError("migration_cost_s", migration_cost_s, "must be a number >= 0")
         #: usable GPUs per host this round (None = every host full); the model sets it each round
         self.host_cap: np.ndarray | None = None
-        self.migrations = 0  # leases that changed hosts, whole run
-        self.migration_lost_s = 0.0  # lease seconds lost to migrations, whole run
+        self.migrations = 0  # leases that restarted their job, whole run
+        self.migration_lost_s = 0.0  # lease seconds lost to restarts, whole run
         self.s = np.asarray(scale, dtype=np.int64)
         self.remaining = np.asarray(total_steps, dtype=float).copy()
         self.arrival = np.asarray(arrival_s, dtype=float)
@@ -244,6 +308,14 @@ class TraceRounds:
             raise InputError("arrival_s", self.arrival.tolist()[:10], "must be in ascending order")
         self.priority = np.asarray(priority, dtype=float)
         self.tenant = np.asarray(tenant_code, dtype=np.int64)
+        n_ten = int(self.tenant.max()) + 1 if n else 0
+        #: priority weight π per tenant code (None: every tenant 1)
+        self.tw = None if tenant_weight is None else np.asarray(tenant_weight, dtype=float)
+        if self.tw is not None and (self.tw.shape != (n_ten,) or not (self.tw > 0).all()):
+            raise InputError("tenant_weight", self.tw.tolist()[:10], f"must give a weight > 0 per tenant ({n_ten})")
+        leave = None if tenant_leave_s is None else np.asarray(tenant_leave_s, dtype=float)
+        #: forced leave time of each job's tenant (inf: none)
+        self.leave_job = None if leave is None or not np.isfinite(leave).any() else leave[self.tenant]
         self.policy = policy
         self.mechanism = mechanism
         self.native = policy in GAVEL_NATIVE
@@ -257,19 +329,46 @@ class TraceRounds:
             raise InputError("lease_rng", lease_rng, "must be a numpy Generator with lease_order 'shuffle'")
         self.lease_order = lease_order
         self.lease_rng = lease_rng
+        if realisation not in ENGINE_REALISATIONS:
+            raise InputError("realisation", realisation, f"must be one of {list(ENGINE_REALISATIONS)}")
+        if (realisation == "gavel-lease") != (realiser is None):
+            raise InputError(
+                "realiser", realiser, f"must be given exactly for a class realisation, not {realisation!r}"
+            )
+        self.realisation = realisation
+        self.realiser = realiser
+        self.assign_rule = assign_rule
         self._order = np.arange(k - 1, -1, -1)  # this round's GPU-type order (fastest first by default)
-        # class of each job: (tenant, job type, scale factor), numbered by first appearance
-        self.klass = row_classes(self.tenant, np.asarray(job_type_code, dtype=np.int64), self.s)[1]
+        # class of each job: (tenant, job type, speedup vector = its row over its first feasible entry)
         pos = np.where(self.T > 0, self.T, np.inf).min(axis=1)
+        ref = (self.T > 0).argmax(axis=1) if n else np.zeros(0, dtype=np.int64)
+        norm = np.round(self.T / self.T[np.arange(n), ref][:, None], 12) if n else np.zeros((0, k))
+        first, self.klass, _ = row_classes(self.tenant, np.asarray(job_type_code, dtype=np.int64), norm)
+        self._klass_first = first
+        self.job_type = np.asarray(job_type_code, dtype=np.int64)
         #: steps per GPU-second on the job's slowest feasible type (the slowest-GPU-equivalent unit)
         self.unit = pos / self.s
+        # tie order of identical rows (_break_ties)
+        self._ties = TIE_BREAK and policy not in ORDERED_ROWS and not (
+            self.native and self.native_options.get("aggregate") is True)  # fmt: skip
+        self.tie_rng = tie_rng
+        self._salt = np.uint64(0)
+        self._names = (job_names, tenant_names, job_type_names)
+        self._jhash: np.ndarray | None = None
+        self._chash: dict[int, int] = {}
         # state
         self.now = 0.0
         self.next_arrival = 0  # index of the first job not yet arrived
         self.active = np.zeros(0, dtype=np.int64)  # arrived, unfinished jobs in arrival order
         self.done_at = np.full(n, np.nan)
         self.n_done = 0  # jobs completed so far (= count of finite done_at)
-        self.alloc = np.zeros((n, k))  # time fractions of the last solve
+        self.gone = np.zeros(n, dtype=bool)  # withdrawn by a forced leave
+        self.n_gone = 0
+        #: time fractions of the last solve as the leases use them (a row above 1 scaled to 1)
+        self.alloc = np.zeros((n, k))
+        #: the policy's own time fractions of the last solve (unscaled; 0 where a job cannot run): the
+        #: allocation that ``est`` values (OEF spec §5.4) and the class realisers round
+        self.alloc_est = np.zeros((n, k))
         self.has_alloc = np.zeros(n, dtype=bool)
         self.job_time = np.zeros((n, k))  # Gavel's _job_time_so_far (s since the reset, per type)
         self.worker_time = np.zeros(k)  # Gavel's _worker_time_so_far
@@ -278,26 +377,40 @@ class TraceRounds:
         self.need_realloc = False
         self.solves = 0
         self.solve_seconds = 0.0
+        # restarts: the round of each job's last lease, its types (-2: several, see _last_parts) and end
+        self.last_lease_round = np.full(n, -2, dtype=np.int64)
+        self.last_sig = np.full(n, -1, dtype=np.int64)
+        self._last_parts: dict[int, tuple[tuple[int, int], ...]] = {}
+        self.ever_ran = np.zeros(n, dtype=bool)
+        #: when each job last stopped running (its arrival before it first runs): spec A7's starvation
+        self.last_end = self.arrival.copy()
         self._m_key: bytes | None = None
         self._counts: tuple[int, int, float] | None = None  # (tenants, rows, est) of the active set
         self._lease_st: tuple | None = None  # the lease's per-active-set arrays (_lease_state)
         self._order_free = False  # the last lease did not depend on priorities (_lease)
+        self._begun = False  # begin_round ran for the coming round
+        #: jobs admitted / withdrawn when the coming round began (index arrays; the tenants read them)
+        self.arrived_now: list[np.ndarray] = []
+        self.gone_now: list[np.ndarray] = []
+        #: the active jobs and their policy row at the last solve (:meth:`solved_rows`)
+        self._solved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
-        #: the tenants' reports (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`):
-        #: ``reports(A)`` gives the rows the policy sees for the active jobs ``A`` at a solve and
-        #: ``solved(A, m, x)`` hears the allocation (learning tenants re-score it by :meth:`_solve`)
+        #: the tenants' reports and decisions (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`)
         self.reporter: Any = None
         #: merge rounds in which nothing can change into one step (:meth:`_fast_forward`; exact)
         self.skip_rounds = True
         #: Gavel rounds simulated so far (> steps when rounds were merged); at most :attr:`max_rounds`
         self.rounds = 0
         self.max_rounds: int | None = None
+        #: times (s, ascending) at which something outside the engine changes (host failures and
+        #: heals): merged rounds stop before them
+        self.event_times = np.zeros(0)
 
     # -- queries ---------------------------------------------------------------------------------
     @property
     def finished(self) -> bool:
-        """Every job of the trace has completed."""
+        """Every job of the trace has completed or been withdrawn."""
         return self.next_arrival >= self.n and self.active.size == 0
 
     @property
@@ -305,7 +418,38 @@ class TraceRounds:
         """Number of jobs completed so far."""
         return self.n_done
 
-    # -- the round --------------------------------------------------------------------------------
+    def solved_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The policy's rows at the last solve: ``(jobs, row of each job, devices per row (rows, k))``
+        (devices = time fractions × GPUs, after the engine's clipping); empty before the first."""
+        if self._solved is None:
+            return _NO_INT, _NO_INT, np.zeros((0, self.k))
+        A, row, nrows = self._solved
+        dev = self.alloc_est[A] * self.s[A][:, None]
+        X = np.zeros((int(nrows[0]), self.k))
+        for t in range(self.k):
+            X[:, t] = np.bincount(row, dev[:, t], minlength=int(nrows[0]))
+        return A, row, X
+
+    # -- the round's start ------------------------------------------------------------------------
+    def begin_round(self) -> float:
+        """Settle the start of the coming round (step 1): admit arrivals, withdraw the jobs of
+        tenants that left, jump over idle time; returns the round's start time (s). Called by
+        :meth:`step` if the caller did not (the model calls it first to update the hosts at that time)."""
+        if self._begun:
+            return self.now
+        self.arrived_now, self.gone_now = [], []
+        changed = False
+        while True:
+            changed |= self._admit()
+            if self.leave_job is not None and self._withdraw():
+                changed = True
+            if self.active.size or self.next_arrival >= self.n:
+                break
+        if changed:
+            self.need_realloc = True
+        self._begun = True
+        return self.now
+
     def _admit(self) -> bool:
         if self.active.size == 0 and self.next_arrival < self.n:
             self.now = max(self.now, float(self.arrival[self.next_arrival]))  # idle: jump to the next arrival
@@ -316,6 +460,14 @@ class TraceRounds:
             return False
         new = np.arange(self.next_arrival, end)
         self.next_arrival = end
+        if self.leave_job is not None:
+            out = self.leave_job[new] <= self.now
+            if out.any():  # their tenant left before they arrived
+                self._withdrawn(new[out])
+                new = new[~out]
+                if new.size == 0:
+                    return False
+        self.arrived_now.append(new)
         self.active = np.concatenate([self.active, new])
         self._counts = self._lease_st = None
         self.job_time[new] = self.dt / 2.0  # Gavel's add_job: every type starts at half a round
@@ -323,6 +475,38 @@ class TraceRounds:
         self.has_alloc[new] = False
         return True
 
+    def _withdraw(self) -> bool:
+        """Withdraw the active jobs of the tenants whose forced leave time has come."""
+        assert self.leave_job is not None
+        out = self.leave_job[self.active] <= self.now
+        if not out.any():
+            return False
+        self._withdrawn(self.active[out])
+        self.active = self.active[~out]
+        self._counts = self._lease_st = None
+        return True
+
+    def _withdrawn(self, jobs: np.ndarray) -> None:
+        self.gone[jobs] = True
+        self.n_gone += int(jobs.size)
+        self.gone_now.append(jobs)
+
+    def _next_event(self) -> float:
+        """The next time (s) after now at which something outside the leases changes: an arrival,
+        a forced leave, a host failure or heal (inf: none)."""
+        t = float(self.arrival[self.next_arrival]) if self.next_arrival < self.n else np.inf
+        if self.leave_job is not None:
+            lv = self.leave_job[self.active]
+            lv = lv[lv > self.now]
+            if lv.size:
+                t = min(t, float(lv.min()))
+        if self.event_times.size:
+            i = int(np.searchsorted(self.event_times, self.now, side="right"))
+            if i < self.event_times.size:
+                t = min(t, float(self.event_times[i]))
+        return t
+
+    # -- the policy ---------------------------------------------------------------------------------
     def _reset_and_solve(self, m: np.ndarray) -> None:
         A = self.active
         elapsed = 0.0 if self.last_reset is None else self.now - self.last_reset
@@ -333,21 +517,32 @@ class TraceRounds:
         self.worker_time[:] = A.size * self.dt / 2.0
         self.last_reset = self.now
         self.need_realloc = False
+        self._salt = np.uint64(self.tie_rng.integers(0, 2**63)) if self.tie_rng is not None else np.uint64(self.solves)
         t0 = time.perf_counter()
-        x = self._solve(A, m)
+        x = self._solve(A, m, record=True)
         dt = time.perf_counter() - t0
         self.solve_seconds += dt
         self.solves += 1
         self.solve_log.append((int(A.size), dt))
+        self.alloc_est[A] = x
+        tot = x.sum(axis=1)
+        over = tot > 1.0
+        if over.any():  # a job cannot run more than all of the time: the leases use the row scaled to 1
+            x = x.copy()
+            x[over] /= tot[over, None]
         self.alloc[A] = x
         self.has_alloc[A] = True
         self._counts = self._lease_st = None
         if self.reporter is not None:
             self.reporter.solved(A, m, x)
 
-    def _solve(self, A: np.ndarray, m: np.ndarray, reported: np.ndarray | None = None) -> np.ndarray:
-        """Time fractions (|A|, k) of the active jobs under the policy, given the reported rows
-        (|A|, k) of ``A`` (default: the tenants' reports, :attr:`reporter`, else :attr:`R`)."""
+    def _solve(
+        self, A: np.ndarray, m: np.ndarray, reported: np.ndarray | None = None, record: bool = False
+    ) -> np.ndarray:
+        """The policy's time fractions (|A|, k) of the active jobs (0 where a job cannot run; a row
+        may sum above 1 under policies without caps), given the reported rows (|A|, k) of ``A``
+        (default: the tenants' reports, :attr:`reporter`, else :attr:`R`); ``record``: this is the
+        run's solve (its rows are kept for :meth:`solved_rows`)."""
         if A.size == 0:
             return np.zeros((0, self.k))
         if reported is None:
@@ -357,30 +552,111 @@ class TraceRounds:
             T = np.where(T > 0, T, ZERO_FILL * T.max(axis=1, keepdims=True))
         s = self.s[A]
         ten = self.tenant[A]
+        pw = self.priority[A] if self.tw is None else self.priority[A] * self.tw[ten]
         if self.native:
-            w = self.priority[A].copy()
+            w = pw
             if not self.per_job:
                 _, tinv, tcnt = np.unique(ten, return_inverse=True, return_counts=True)
-                w = w / tcnt[tinv]
+                w = w / tcnt[tinv.ravel()]
             alloc = self.mechanism.fn(T, m, weights=w, scale_factors=s.astype(float), **self.native_options)
             x = np.asarray(alloc.info["time_fractions"], dtype=float).reshape(A.size, self.k)
+            if self._ties:  # Gavel's own policies: the symmetric point of the tied rows (module docstring)
+                x = self._mean_ties(np.column_stack([T, s, w]), x)
+            row, nrows = np.arange(A.size), A.size
         elif self.per_job:
-            alloc = self.mechanism.fn(T, m, weights=self.priority[A], caps=s.astype(float))
-            x = np.asarray(alloc.X, dtype=float) / s[:, None]
+            alloc = self.mechanism.fn(T, m, weights=pw, caps=s.astype(float))
+            X = np.asarray(alloc.X, dtype=float)
+            if self._ties:
+                X = self._break_ties(np.column_stack([T / T[:, :1], s, pw]), X, lambda r: self._job_ident(A[r]))
+            x = X / s[:, None]
+            row, nrows = np.arange(A.size), A.size
         else:
             cls, first, inv = np.unique(self.klass[A], return_index=True, return_inverse=True)
             inv = inv.ravel()
             caps = np.bincount(inv, weights=s.astype(float), minlength=cls.size)
             ct = ten[first]
             _, cinv, ccnt = np.unique(ct, return_inverse=True, return_counts=True)
-            alloc = self.mechanism.fn(T[first], m, weights=1.0 / ccnt[cinv], caps=caps)
+            cw = 1.0 / ccnt[cinv.ravel()] if self.tw is None else self.tw[ct] / ccnt[cinv.ravel()]
+            Tc = T[first]
+            alloc = self.mechanism.fn(Tc, m, weights=cw, caps=caps)
             X = np.asarray(alloc.X, dtype=float)
+            if self._ties:
+                X = self._break_ties(
+                    np.column_stack([Tc / Tc[:, :1], caps, cw]), X, lambda r: self._class_ident(cls[r])
+                )
             x = X[inv] / caps[inv, None]
+            row, nrows = inv, cls.size
         x = np.where(self.T[A] > 0, np.clip(x, 0.0, None), 0.0)
-        tot = x.sum(axis=1)
-        over = tot > 1.0
-        x[over] /= tot[over, None]
+        if record:
+            self._solved = (A.copy(), np.asarray(row, dtype=np.int64), np.array([nrows]))
         return x
+
+    def _break_ties(self, key: np.ndarray, out: np.ndarray, ident: Any) -> np.ndarray:
+        """Rows with identical policy inputs (``key``: one row per policy row) are interchangeable to
+        the policy, which still returns them in some order (a simplex vertex gives the first row the
+        slow GPU, say). Which of them gets which of the tied output rows is a seeded draw, not their
+        position: within each group the output rows, in position order, go to the rows in the
+        order of ``mix64(identity ^ salt)`` (``ident(rows)``: uint64 identities of the rows from
+        their names, so the draw does not depend on the workload's row order; ``salt``: drawn per
+        solve from the run's RNG). A symmetric policy (equal output rows) is unchanged."""
+        _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+        inv = inv.ravel()
+        dup = cnt[inv] > 1
+        if not dup.any():
+            return out
+        rows = np.flatnonzero(dup)
+        g = inv[rows]
+        h = _mix64(np.asarray(ident(rows), dtype=np.uint64) ^ self._salt)
+        by_pos = rows[np.lexsort((rows, g))]
+        by_draw = rows[np.lexsort((h, g))]
+        new = out.copy()
+        new[by_draw] = out[by_pos]
+        return new
+
+    @staticmethod
+    def _mean_ties(key: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Rows with identical policy inputs (``key``) get the mean of their output rows: the
+        symmetric point of the policy's optimal face (permuting tied rows keeps a solution feasible
+        and optimal, so their mean is too), which Gavel's interior-point solver reaches by symmetry
+        and :data:`NATIVE_OPTIONS`' aggregation gives ``gavel-max-min-perf`` directly."""
+        _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+        inv = inv.ravel()
+        if (cnt == 1).all():
+            return out
+        sums = np.zeros((cnt.size, out.shape[1]))
+        np.add.at(sums, inv, out)
+        return sums[inv] / cnt[inv, None]
+
+    def _job_ident(self, jobs: np.ndarray) -> np.ndarray:
+        """uint64 identity of each job (crc32 of its name; cached)."""
+        if self._jhash is None:
+            self._jhash = np.zeros(self.n, dtype=np.uint64)
+            self._jhash_ok = np.zeros(self.n, dtype=bool)
+        need = jobs[~self._jhash_ok[jobs]]
+        if need.size:
+            names = self._names[0]
+            for j in np.unique(need).tolist():
+                name = str(names[j]) if names is not None else str(j)
+                self._jhash[j] = zlib.crc32(name.encode()) | (zlib.crc32(b"job:" + name.encode()) << 32)
+            self._jhash_ok[need] = True
+        return self._jhash[jobs]
+
+    def _class_ident(self, classes: np.ndarray) -> np.ndarray:
+        """uint64 identity of each class (its tenant, job type and speedup vector; cached)."""
+        _, tnames, jnames = self._names
+        out = np.empty(len(classes), dtype=np.uint64)
+        for i, c in enumerate(np.asarray(classes).tolist()):
+            h = self._chash.get(c)
+            if h is None:
+                j = int(self._klass_first[c])
+                t, jt = int(self.tenant[j]), int(self.job_type[j])
+                row = self.T[j] / self.T[j][self.T[j] > 0][0]
+                text = "\x1f".join([str(tnames[t]) if tnames is not None else str(t),
+                                    str(jnames[jt]) if jnames is not None else str(jt),
+                                    ",".join(f"{v:.12g}" for v in row.tolist())]).encode()  # fmt: skip
+                h = self._chash[c] = zlib.crc32(text) | (zlib.crc32(b"class:" + text) << 32)
+            out[i] = h
+        return out
 
     def _lease_state(self) -> tuple:
         """What the lease needs of the active jobs that changes only when the active set or the
@@ -469,62 +745,162 @@ class TraceRounds:
             return pos_out[0], np.full(pos_out[0].size, typ_out[0], dtype=np.int64)
         return np.concatenate(pos_out), np.repeat(np.asarray(typ_out, dtype=np.int64), [p.size for p in pos_out])
 
-    def _place(
-        self, jobs: np.ndarray, typ: np.ndarray, rate: np.ndarray, res: TraceRoundResult
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Step 6 (module docstring): put the round's leases on hosts; returns each lease's rate
-        (unconsolidated when it spans hosts) and the seconds it loses to a migration."""
-        assert self.placer is not None
-        pl = self.placer.place(jobs, typ, self.s[jobs], self.host_cap)
-        spread = pl.n_hosts > 1
-        if spread.any():
-            rate = np.where(spread, self.U[jobs, typ], rate)
-        lost = np.where(pl.moved, min(self.migration_cost_s, self.dt), 0.0)
+    # -- class realisations (step 3: OEF's rounding, Gandiva_fair's lottery) --------------------------
+    def _realise_counts(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[tuple[int, int], ...]]]:
+        """Whole GPUs per class and type from the class realiser, then spec A7 within each class:
+        ``(jobs, first type of each lease, parts of the leases over several types)``."""
+        A = self.active
+        B = A[self.has_alloc[A]]
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {})
+        if B.size == 0:
+            return none
+        uc, inv = np.unique(self.klass[B], return_inverse=True)  # class ids ascend in order of first appearance
+        inv = inv.ravel()
+        nc = uc.size
+        sB = self.s[B]
+        dev = self.alloc_est[B] * sB[:, None]
+        ideal = np.empty((nc, self.k))
+        for t in range(self.k):
+            ideal[:, t] = np.bincount(inv, dev[:, t], minlength=nc)
+        cap = np.bincount(inv, sB, minlength=nc).astype(np.int64)
+        md = np.full(nc, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(md, inv, sB)
+        keys = uc.tolist()
+        counts = self.realiser.round(dict(zip(keys, ideal, strict=True)), dict(zip(keys, md.tolist(), strict=True)),
+                                     dict(zip(keys, cap.tolist(), strict=True)), m)  # fmt: skip
+        # A7 queue within each class: longest starved first, then arrival, then trace order
+        starved = self.now - self.last_end[B]
+        order = np.lexsort((B, self.arrival[B], -starved, inv))
+        bounds = np.searchsorted(inv[order], np.arange(nc + 1))
+        feas = self.T > 0
+        jobs: list[int] = []
+        typ: list[int] = []
+        parts: dict[int, tuple[tuple[int, int], ...]] = {}
+        for c, key in enumerate(keys):
+            a = counts[key]
+            if not a.any():
+                continue
+            members = B[order[bounds[c] : bounds[c + 1]]]
+            f = None if feas[members].all() else feas[members].tolist()
+            takes = assign_class(a.tolist(), self.s[members].tolist(), self.assign_rule, f)
+            for j, take in zip(members.tolist(), takes, strict=True):
+                if take is None:
+                    continue
+                nz = [t for t, g in enumerate(take) if g]
+                if len(nz) > 1:
+                    parts[len(jobs)] = tuple((t, take[t]) for t in nz)
+                jobs.append(j)
+                typ.append(nz[0])
+        return np.asarray(jobs, dtype=np.int64), np.asarray(typ, dtype=np.int64), parts
+
+    # -- step 4 and the rates of step 5 ----------------------------------------------------------------
+    def _rates(self, jobs: np.ndarray, typ: np.ndarray, parts: Mapping[int, Any], res: TraceRoundResult) -> np.ndarray:
+        """Each lease's rate (steps/s): its type's consolidated throughput, the slowest of its types
+        for a lease over several (straggler); with hosts (step 4) the spread penalty."""
+        rate = self.T[jobs, typ]
+        for i, p in parts.items():
+            rate[i] = min(self.T[jobs[i], t] for t, _ in p)
+        if self.placer is None:
+            return rate
+        pl = self.placer.place(jobs, typ, self.s[jobs], self.host_cap, parts)
         res.placement = pl
+        spread = pl.n_hosts > 1
         res.cross_host_jobs = int(spread.sum())
-        res.migrations = int(pl.moved.sum())
-        res.migration_lost_s = float(lost.sum())
-        self.migrations += res.migrations
-        self.migration_lost_s += res.migration_lost_s
-        return rate, lost
+        if spread.any():
+            base = rate
+            if self._u_given:
+                base = self.U[jobs, typ]
+                for i, p in parts.items():
+                    base[i] = min(self.U[jobs[i], t] for t, _ in p)
+            eff = spread_efficiency(pl.n_hosts, 0.0 if self._u_given else self.kappa, pl.n_racks, self.kappa_rack)
+            rate = np.where(spread, base * eff, rate)
+        return rate
+
+    def _restarts(
+        self, jobs: np.ndarray, typ: np.ndarray, parts: Mapping[int, Any], res: TraceRoundResult
+    ) -> np.ndarray:
+        """Leases that restart their job from its checkpoint (module docstring, step 5): it ran
+        before and does not continue the previous round's lease on the same GPU types and hosts."""
+        sig = typ if not parts else typ.copy()
+        for i in parts:
+            sig[i] = -2
+        same = (self.last_lease_round[jobs] == self.rounds - 1) & (self.last_sig[jobs] == sig)
+        for i, p in parts.items():
+            if same[i] and self._last_parts.get(int(jobs[i])) != p:
+                same[i] = False
+        if res.placement is not None:
+            same &= ~res.placement.moved
+        self.last_sig[jobs] = sig
+        for i, p in parts.items():
+            self._last_parts[int(jobs[i])] = p
+        return self.ever_ran[jobs] & ~same
 
     def step(self, m: np.ndarray) -> TraceRoundResult:
         """Simulate one round with ``m`` (k,) GPUs per type; advances :attr:`now` to its end."""
+        self.begin_round()
+        self._begun = False
         m = np.asarray(m, dtype=np.int64)
         res = TraceRoundResult(busy_by_type=np.zeros(self.k, dtype=np.int64))
-        if self._admit():
-            self.need_realloc = True
         mk = m.tobytes()
         if mk != self._m_key:
             self._m_key = mk
             self.need_realloc = True
         res.now = self.now
-        if self.active.size == 0:  # nothing left to arrive (_admit jumps the clock to the next arrival)
+        if self.active.size == 0:  # nothing left to arrive (begin_round jumps the clock to the next arrival)
             return res
         if self.lease_order == "shuffle":  # Gavel: the types present, reshuffled every round
             self._order = self.lease_rng.permutation(np.flatnonzero(m > 0))  # type: ignore[union-attr]
-        if self.need_realloc and (self.last_reset is None or self.now - self.last_reset >= self.interval):
+        may_reset = self.last_reset is None or self.now - self.last_reset >= self.interval
+        rep = self.reporter
+        learners = may_reset and rep is not None and bool(rep.learners)
+        if learners and rep.decide(self.active):  # learning tenants pick this round's reports
+            self.need_realloc = True
+        if self.need_realloc and may_reset:
             self._reset_and_solve(m)
             res.resolved = True
-        pos, typ = self._lease(m)
-        if pos.size == 0 and self.need_realloc:  # only unallocated jobs left: reset now
-            self._reset_and_solve(m)
-            res.resolved = True
+        elif learners:
+            rep.replay()  # the same inputs as at the last solve: the same feedback
+        parts: dict[int, tuple[tuple[int, int], ...]] = {}
+        if self.realisation == "gavel-lease":
             pos, typ = self._lease(m)
-        if pos.size == 0:  # cannot happen: every job fits on some type (checked by ModelConfig)
-            raise RuntimeError(f"trace round at {self.now} s leased no GPU to {self.active.size} active jobs")
+            if pos.size == 0 and self.need_realloc:  # only unallocated jobs left: reset now
+                self._reset_and_solve(m)
+                res.resolved = True
+                pos, typ = self._lease(m)
+            # nothing leasable: a trace's jobs fit some type (ModelConfig checks it), a synthetic job
+            # larger than every type's GPUs never runs under a one-type lease (an idle round)
+            jobs = self.active[pos]
+        else:
+            self._order_free = False
+            if self.need_realloc and not self.has_alloc[self.active].any():  # nobody has an allocation: reset now
+                self._reset_and_solve(m)
+                res.resolved = True
+            jobs, typ, parts = self._realise_counts(m)
+            res.max_abs_dev = float(self.realiser.max_abs_dev)
+            res.parts = parts
         A = self.active
         res.active_jobs = int(A.size)
         if self._counts is None:  # recomputed only when the active set or the allocation changed
             rows = A.size if (self.per_job or self.native) else np.unique(self.klass[A]).size
-            est = float((self.alloc[A] * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
+            est = float((self.alloc_est[A] * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
             self._counts = (int(np.unique(self.tenant[A]).size), int(rows), est)
         res.active_tenants, res.active_rows, res.total_est = self._counts
-        jobs = A[pos]
-        rate = self.T[jobs, typ]
+        if jobs.size == 0:  # a class realisation left every GPU idle this round
+            res.length_s = self.dt
+            res.active = A
+            self.now += self.dt
+            self.rounds += 1
+            return res
+        rate = self._rates(jobs, typ, parts, res)
+        restart = self._restarts(jobs, typ, parts, res)
         lost = None
-        if self.placer is not None:  # 6. hosts (placement != "ideal")
-            rate, lost = self._place(jobs, typ, rate, res)
+        if restart.any():
+            res.migrations = int(restart.sum())
+            if self.migration_cost_s > 0:
+                lost = np.where(restart, min(self.migration_cost_s, self.dt), 0.0)
+                res.migration_lost_s = float(lost.sum())
+            self.migrations += res.migrations
+            self.migration_lost_s += res.migration_lost_s
         rem = self.remaining[jobs]
         need = rem / rate
         if lost is not None:
@@ -539,17 +915,34 @@ class TraceRounds:
             ran = np.full(jobs.size, self.dt)
             done = rate * (ran if lost is None else ran - lost)
             self.remaining[jobs] = rem - done
-        self.job_time[jobs, typ] += ran  # a job holds one lease: the same single addition as np.add.at
-        np.add.at(self.worker_time, typ, ran)  # in lease order, one addition at a time
+        gpus = self.s[jobs]
+        if not parts:
+            self.job_time[jobs, typ] += ran  # a job holds one lease: the same single addition as np.add.at
+            np.add.at(self.worker_time, typ, ran)  # in lease order, one addition at a time
+            res.busy_by_type = np.bincount(typ, weights=gpus, minlength=self.k).astype(np.int64)
+        else:
+            one = np.ones(jobs.size, dtype=bool)
+            one[list(parts)] = False
+            self.job_time[jobs[one], typ[one]] += ran[one]
+            np.add.at(self.worker_time, typ[one], ran[one])
+            busy = np.bincount(typ[one], weights=gpus[one], minlength=self.k)
+            for i, p in parts.items():
+                for t, g in p:
+                    self.job_time[jobs[i], t] += ran[i]
+                    self.worker_time[t] += ran[i]
+                    busy[t] += g
+                res.cross_type_workers += int(gpus[i])
+            res.busy_by_type = busy.astype(np.int64)
         length = float(ran.max())
         res.length_s = length
         res.leased, res.leased_type = jobs, typ
         res.active, res.done_steps = A, done
-        gpus = self.s[jobs]
-        res.busy_by_type = np.bincount(typ, weights=gpus, minlength=self.k).astype(np.int64)
         res.used_gpu_seconds = float((gpus * ran).sum())
         res.backfill_gpu_seconds = float((gpus * ran)[self.alloc[jobs, typ] <= 0.0].sum())
         res.total_act = float((done / self.unit[jobs]).sum() / length) if length > 0 else 0.0
+        self.last_lease_round[jobs] = self.rounds
+        self.ever_ran[jobs] = True
+        self.last_end[jobs] = self.now + length
         if any_fin:
             f = jobs[fin]
             res.finished = f
@@ -571,20 +964,25 @@ class TraceRounds:
 
     def _can_skip(self) -> bool:
         """Merging rounds is exact only when nothing happens between rounds: not with Gavel's
-        per-round type shuffle (a new permutation, and an RNG draw, every round) nor with hosts (the
-        server agents' health is read every round and a lease may move)."""
-        return self.lease_order == "fastest" and self.placer is None
+        per-round type shuffle (a new permutation, and an RNG draw, every round), with hosts (the
+        server agents' health is read every round and a lease may move), with a class realiser
+        (its deviations change every round) or with learning tenants (they may change their
+        reports every round). Arrivals, forced leaves and host events bound the merge."""
+        return (self.lease_order == "fastest" and self.placer is None and self.realiser is None
+                and not (self.reporter is not None and self.reporter.learners))  # fmt: skip
 
     def _fast_forward(self, res: TraceRoundResult, jobs: np.ndarray, typ: np.ndarray, rate: np.ndarray) -> None:
         """After a round in which no job finished and no reset is pending: simulate at once the
         following rounds that would lease the same jobs on the same types (the lease did not depend
         on priorities, :attr:`_order_free`: it repeats while the active jobs, their allocations and
-        ``m`` stay the same, whatever the priorities), up to the next arrival, the round before a
+        ``m`` stay the same, whatever the priorities), up to the next arrival (or forced leave, or
+        host event: :meth:`_next_event`), the round before a
         job finishes, or :attr:`max_rounds`. Exact: the clock, remaining steps and Gavel's time
         counters get the same float operations in the same order as round by round
         (``ufunc.accumulate``), so JCTs are bit-identical. ``res`` then covers all merged rounds
         (``merged`` of them, ``length_s`` their total; per-round rates unchanged)."""
         dt = self.dt
+        nxt = self._next_event()
         merged_before = res.merged
         start_remaining = self.remaining[jobs].copy()
         while True:
@@ -593,8 +991,8 @@ class TraceRounds:
                 break
             starts = np.add.accumulate(np.concatenate([[self.now], np.full(budget, dt)]))  # starts[q]: round q's start
             c = budget
-            if self.next_arrival < self.n:  # a round starting at or after the next arrival admits it
-                c = min(c, int(np.searchsorted(starts[:budget], self.arrival[self.next_arrival], side="left")))
+            if nxt < np.inf:  # a round starting at or after the next event sees it (an arrival is admitted)
+                c = min(c, int(np.searchsorted(starts[:budget], nxt, side="left")))
             d = rate * dt
             steps = np.vstack([self.remaining[jobs][None, :], np.broadcast_to(d, (budget, d.size))])
             rem = np.subtract.accumulate(steps)  # rem[q]: remaining steps at the start of round q
@@ -617,6 +1015,8 @@ class TraceRounds:
                 break
         extra = res.merged - merged_before
         if extra:
+            self.last_lease_round[jobs] = self.rounds - 1  # leased in every merged round
+            self.last_end[jobs] = self.now
             res.used_gpu_seconds *= res.merged / merged_before
             res.backfill_gpu_seconds *= res.merged / merged_before
             res.length_s = self.now - res.now

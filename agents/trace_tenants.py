@@ -1,47 +1,52 @@
-"""The tenants of a trace run: who owns which job, what each tenant reports, what it experiences.
+"""The tenants of a run: who owns which job, when tenants arrive and leave, what they report, what
+they experience.
 
-A trace run keeps its job state in the numpy arrays of :class:`agents.trace_rounds.TraceRounds`;
-:class:`TraceTenants` adds the tenants on top, in the same vectorised style:
+Every run keeps its job state in the numpy arrays of :class:`agents.trace_rounds.TraceRounds`;
+:class:`TraceTenants` puts the tenants on top, in the same vectorised style, and calls the tenant
+agents (:class:`agents.tenant.TenantAgent`) at the engine's decision points:
 
-* **Ownership.** Tenant ``u`` owns the jobs whose tenant name (``TraceWorkload.tenants``, from
-  the scenario's tenancy: ``"job"``, ``"user"`` or ``N``; :func:`market.traces.tenant_of_jobs`)
-  is ``u``. Per-tenant measures are sums over a tenant's active jobs (``np.bincount``, no loop
-  over jobs or tenants).
-* **Agents.** Every tenant whose strategy is not truthful is a Mesa :class:`TraceTenantAgent`
-  (its jobs: an index array into the trace), and so is every tenant when the tenancy is ``"user"``
-  or ``N`` (few tenants). With tenancy ``"job"`` a truthful job-tenant has nothing to decide and
-  no agent: a 100,000-job trace would otherwise mean 100,000 Mesa agents (about 1 KB each and a
-  Python call each per round); its measures come from the same arrays.
-* **Reports.** A strategy (``agents.strategies``) maps a true speedup vector of a job type to a
-  reported one. On a trace, the true vector of a job is its throughput row divided by the entry
-  of its first GPU type it can run on (``w[0] = 1`` when it runs on the slowest type; entries it
-  cannot run on, throughput 0, are given to the strategy as 1 and stay 0 in the report). The
-  report then becomes per-type factors ``q = report / w``, and the policy sees the raw row
-  ``T[j] * q``. Per-dimension strategies (``scale``/``fast``: :class:`ScaleDims`; ``noise``:
-  :class:`MultiplicativeNoise`) give the same ``q`` for every job of a job type: their factors
-  are ``report(job_type, ones)``, drawn once per (tenant, job type) like the synthetic tenants'
-  cached reports; other strategies (``report``: a fixed vector) are evaluated per (job type,
-  scale factor) class of the tenant.
-* **Learning tenants** (``hedge``): at every policy solve the tenant plays a factor vector
-  sampled from its Hedge weights (truth before the first solve) for ALL its jobs (one weight
-  vector per tenant, not per job type: a trace tenant has many job types, and every factor
-  vector costs one policy re-solve), and after the solve it is told, for every factor vector of
-  its grid, the TRUE estimated throughput (slowest-GPU equivalents, ``est``) its active jobs would
-  have got against the others' reports of that solve (full-information feedback, as the
-  synthetic auctioneer gives). Reports matter only at solves (the allocation is reused between
-  them), so a solve, not a round, is the learner's step.
+* **Ownership.** Tenant ``u`` owns the jobs whose tenant name (``TraceWorkload.tenants``: the
+  scenario's tenancy ``"job"``, ``"user"`` or ``N`` on a trace, :func:`market.traces.tenant_of_jobs`;
+  the tenant of each job of a synthetic workload) is ``u``. Per-tenant measures are sums over a
+  tenant's active jobs (``np.bincount``, no loop over jobs or tenants).
+* **Agents.** Every tenant with a strategy in ``TraceWorkload.strategies`` (a scenario's
+  ``[[variant]]`` tenants, truthful ones included, and every tenant of a synthetic workload) is a
+  Mesa agent, and so is every tenant when the tenancy is ``"user"`` or ``N``. An agent is created
+  when its tenant's first job arrives (event ``arrive``) and removed (``agent.remove()``) when the
+  tenant leaves: at its forced leave time (``TraceWorkload.leave_at``, event ``leave``; its
+  unfinished jobs are withdrawn) or once all its jobs have completed (event ``exit``). With
+  tenancy ``"job"`` a job-tenant without a strategy has nothing to decide and no agent (the fast
+  path): a 100,000-job trace would otherwise mean 100,000 Mesa agents and a Python call each per
+  round; its measures come from the same arrays.
+* **Reports.** At every policy solve each agent whose strategy is not truthful is consulted for
+  its active jobs' rows (:meth:`agents.tenant.TenantAgent.report_rows`): a strategy maps a true
+  speedup vector of a job type to a reported one; the true vector of a job is its throughput row
+  divided by the entry of its first GPU type it can run on (entries it cannot run on, throughput 0,
+  are given to the strategy as 1 and stay 0 in the report); the report becomes per-type factors
+  ``q = report / w`` and the policy sees ``T[j] * q``. Per-dimension strategies (``scale``/``fast``,
+  ``noise``) give the same ``q`` for every job of a job type (``report(job_type, ones)``; a noise
+  draw is made once per (tenant, job type)); other strategies (``report``: a fixed vector) are
+  evaluated per (job type, GPU count). Truthful agents report the truth without being asked.
+* **Learning tenants** (``hedge``): at every round at which the policy may be re-solved (the
+  reallocation interval has passed) the tenant samples the factor vector it plays for ALL its jobs
+  from its Hedge weights (truth before its first feedback; one weight vector per tenant, not per
+  job type); if any learner's report changed, the policy is re-solved. After every solve it is
+  told, for every factor vector of its grid, the TRUE estimated throughput (``est``) its active
+  jobs would have got against the others' reports of that solve (full-information feedback; the
+  same seeded tie order as the solve); at a decision round without a re-solve (nothing changed)
+  it learns again from the last feedback.
 * **Truth vs report.** The policy sees the reports; leases' feasibility, progress, ``est`` and
   ``act`` use the TRUE throughputs.
 
-Per-round measures (:data:`agents.model.TENANT_MEASURES`, slowest-GPU equivalents as in
-:class:`agents.tenant.TenantAgent`), for every tenant with an active job: ``est`` = ``Σ_j
-alloc_j · T_j / unit_j`` over its jobs (``unit_j``: steps per GPU-second on the job's slowest
-feasible type, :attr:`TraceRounds.unit`), ``est_reported`` the same with the reported rows
-(normalised by the reported entry of the same type), ``act`` = steps done this round ``/ unit /
-round length``, ``alloc_gpus`` = ``Σ_j Σ_t alloc_jt · scale_j`` (fractional GPUs), ``gpus`` =
-GPUs leased this round, ``runnable_jobs`` = active jobs. They are summed into numpy blocks (one
-row per active tenant and round) that :class:`agents.model.MarketModel` drains with its other
-records; the agents get their own values every round (:attr:`TraceTenantAgent.est` etc.).
+Per-round measures (:data:`agents.model.TENANT_MEASURES`, slowest-GPU equivalents), for every
+tenant with an active job: ``est`` = ``Σ_j alloc_j · T_j / unit_j`` over its jobs (``unit_j``:
+steps per GPU-second on the job's slowest feasible type, :attr:`TraceRounds.unit`), ``est_reported``
+the same with the reported rows (normalised by the reported entry of the same type), ``act`` =
+steps done in the record ``/ unit / record length`` (a rate over the record's ``round_s``, so
+``act × round_s`` is the work done), ``alloc_gpus`` = ``Σ_j Σ_t alloc_jt · scale_j`` (fractional
+GPUs), ``gpus`` = GPUs leased, ``runnable_jobs`` = active jobs. They are summed into numpy blocks
+(one row per active tenant and record) that :class:`agents.model.MarketModel` drains with its other
+records; the present agents get their own values every round.
 """
 
 from __future__ import annotations
@@ -49,24 +54,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import mesa
 import numpy as np
 
-from agents.strategies import MultiplicativeNoise, ScaleDims, Strategy, Truthful
-from agents.tenant import TenantAgent
+from agents.strategies import Strategy, Truthful
+from agents.tenant import ALL_JOBS, TenantAgent, TraceTenantAgent, report_factors
 
 if TYPE_CHECKING:
-    from agents.config import TraceWorkload
+    from agents.config import TenantConfig, TraceWorkload
     from agents.model import MarketModel
     from agents.trace_rounds import TraceRoundResult, TraceRounds
 
 __all__ = ["TraceTenantAgent", "TraceTenants", "report_factors", "tenant_order", "TRACE_TENANT_MEASURES"]
 
-#: the per-tenant measures of a trace round, in the column order of :attr:`TraceTenants.blocks`
+#: the per-tenant measures of a round, in the column order of :attr:`TraceTenants.blocks`
 TRACE_TENANT_MEASURES = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
-
-#: the learning tenant's Hedge key on a trace (one weight vector for all its jobs)
-ALL_JOBS = "*"
 
 
 def tenant_order(tenants: np.ndarray) -> list[str]:
@@ -76,68 +77,22 @@ def tenant_order(tenants: np.ndarray) -> list[str]:
     return [str(n) for n in names[np.argsort(first, kind="stable")]]
 
 
-def report_factors(strategy: Strategy, job_type: str, row: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Per-type factors (k,) turning a job's TRUE throughput row (k,) into its reported row
-    (module docstring): the report of the job's true speedup vector divided by that vector;
-    1 where the job cannot run (throughput 0, which the report keeps)."""
-    T = np.asarray(row, dtype=float)
-    k = T.size
-    if isinstance(strategy, (ScaleDims, MultiplicativeNoise)):  # per-dimension: q = report(ones), exactly
-        return np.asarray(strategy.report(job_type, np.ones(k), rng), dtype=float)
-    pos = T > 0
-    w = np.ones(k)
-    w[pos] = T[pos] / T[int(np.flatnonzero(pos)[0])]
-    q = np.asarray(strategy.report(job_type, w, rng), dtype=float) / w
-    q[~pos] = 1.0
-    return q
-
-
-class TraceTenantAgent(TenantAgent):
-    """A tenant of a trace run (module docstring): ``jobs`` are its indices into the trace, in
-    arrival order; ``strategy`` its reporting strategy; the per-round measures (``est``,
-    ``est_reported``, ``act``, ``alloc_gpus``, ``gpus``, ``runnable_jobs``) are set by
-    :class:`TraceTenants` after every round it has an active job (0 otherwise). A learning
-    tenant's Hedge state and ``learning_log`` are :class:`agents.tenant.TenantAgent`'s, under the
-    single key :data:`ALL_JOBS`."""
-
-    def __init__(self, model: MarketModel, tenant_id: str, jobs: np.ndarray, strategy: Strategy) -> None:
-        mesa.Agent.__init__(self, model)
-        self.tenant_id = tenant_id
-        self.weight = 1.0
-        self.strategy = strategy
-        self.job_index = np.asarray(jobs, dtype=np.int64)
-        self.learning = bool(strategy.tags.get("learning", False))
-        self._weights: dict[str, np.ndarray] = {}
-        self._played: dict[str, int] = {}
-        self._reports: dict[str, np.ndarray] = {}
-        self.learning_log: list[dict[str, Any]] = []
-        self.est = self.est_reported = self.act = self.alloc_gpus = 0.0
-        self.gpus = self.runnable_jobs = 0
-
-    def finished(self) -> bool:  # type: ignore[override]
-        """All its jobs have completed."""
-        eng = self.model.auctioneer.trace  # type: ignore[attr-defined]
-        return bool(np.isfinite(eng.done_at[self.job_index]).all())
-
-    def played_factors(self) -> np.ndarray:
-        """A learning tenant's factors (k − 1,) for the current solve (ones = the truth)."""
-        s = self._played.get(ALL_JOBS)
-        return np.ones(self.model.k - 1) if s is None else self.learning_grid()[s]  # type: ignore[attr-defined]
-
-    def sample(self) -> None:
-        """A learning tenant samples the factor vector it reports at this solve from its weights."""
-        w = self._weights.get(ALL_JOBS)
-        if w is not None:
-            self._played[ALL_JOBS] = int(self.model.strategy_rng.choice(w.size, p=w))  # type: ignore[attr-defined]
-
-
 class TraceTenants:
-    """The tenants of a trace run (module docstring): reports for the engine (``reports`` /
-    ``solved``, :attr:`agents.trace_rounds.TraceRounds.reporter`) and per-round measures
-    (:meth:`record`). ``strategies``: tenant name -> strategy (absent = truthful); ``rows``: whose
-    per-tenant rows to record (``TraceWorkload.tenant_rows``: "agents", "all" or "none")."""
+    """The tenants of a run (module docstring): arrivals, leaves and exits of the agents
+    (:meth:`round_start`, :meth:`round_end`), reports and learning for the engine (``reports``,
+    ``decide``, ``solved``, ``replay``: :attr:`agents.trace_rounds.TraceRounds.reporter`) and
+    per-round measures (:meth:`record`). ``rows``: whose per-tenant rows to record
+    (``TraceWorkload.tenant_rows``: "agents", "all" or "none"); ``configs``: tenant name ->
+    :class:`agents.config.TenantConfig` of a synthetic workload."""
 
-    def __init__(self, model: MarketModel, engine: TraceRounds, tw: TraceWorkload, rows: str = "agents") -> None:
+    def __init__(
+        self,
+        model: MarketModel,
+        engine: TraceRounds,
+        tw: TraceWorkload,
+        rows: str = "agents",
+        configs: Mapping[str, TenantConfig] | None = None,
+    ) -> None:
         self.model = model
         self.engine = engine
         names, first, code = np.unique(np.asarray(tw.tenants).astype(str), return_index=True, return_inverse=True)
@@ -145,29 +100,36 @@ class TraceTenants:
         self.code = code.ravel().astype(np.int64)  #: tenant code per job (N,)
         self.rows = str(rows)
         self.job_types = np.asarray(tw.trace.job_type).astype(str)  #: job type name per job (N,)
-        strategies: Mapping[str, Strategy] = tw.strategies
-        self.strategic = any(not s.tags.get("truthful", False) for s in strategies.values())
-        if tw.tenancy != "job":  # every tenant is an agent
-            codes = np.arange(names.size)
-        else:  # only the tenants with a strategy
-            codes = np.searchsorted(names, np.array(sorted(strategies), dtype=str)).astype(np.int64)
-        codes = codes[np.argsort(first[codes], kind="stable")]  # in order of their first job
-        order = np.argsort(self.code, kind="stable")  # jobs grouped by tenant, each group in arrival order
-        bounds = np.r_[0, np.cumsum(np.bincount(self.code, minlength=names.size))]
-        self.agents: dict[int, TraceTenantAgent] = {}
-        for c in codes.tolist():
-            name = str(names[c])
-            jobs = order[bounds[c] : bounds[c + 1]]
-            self.agents[c] = TraceTenantAgent(model, name, jobs, strategies.get(name) or Truthful())
-        self._agent_codes = np.array(sorted(self.agents), dtype=np.int64)
-        self.learners = [a for a in self.agents.values() if a.learning]
+        self.strategies: Mapping[str, Strategy] = tw.strategies
+        self.configs = dict(configs or {})
+        self.weights = dict(tw.tenant_weights)
+        self.strategic = any(not s.tags.get("truthful", False) for s in self.strategies.values())
+        nt = names.size
+        self.is_agent = np.zeros(nt, dtype=bool)
+        if tw.tenancy != "job":
+            self.is_agent[:] = True
+        elif self.strategies:
+            self.is_agent[np.searchsorted(names, np.array(sorted(self.strategies), dtype=str))] = True
+        self._any_agent = bool(self.is_agent.any())
+        self._order = np.argsort(self.code, kind="stable")  # jobs grouped by tenant, each group in arrival order
+        self._bounds = np.r_[0, np.cumsum(np.bincount(self.code, minlength=nt))]
+        #: jobs of each tenant not yet completed or withdrawn (a tenant exits at 0)
+        self.left = np.bincount(self.code, minlength=nt).astype(np.int64)
+        self.created = np.zeros(nt, dtype=bool)
+        #: the present agents by tenant code, in order of arrival
+        self.agents: dict[int, TenantAgent] = {}
+        #: the agents that left the model (removed from Mesa; kept here for their logs), by tenant id
+        self.departed: dict[str, TenantAgent] = {}
+        self._agent_codes = np.zeros(0, dtype=np.int64)
+        self.liars: list[TenantAgent] = []  # present agents whose strategy is consulted at every solve
+        self.learners: list[TenantAgent] = []  # present learning agents
+        self._feedback: dict[int, np.ndarray] = {}  # each learner's last counterfactual utilities
+        leave = tw.leave_at
+        self._leaves = sorted((float(t), int(np.searchsorted(names, n))) for n, t in leave.items())
         T = engine.T
         self.ref = np.where(T > 0, T, np.inf).argmin(axis=1) if T.size else np.zeros(0, dtype=np.int64)
         #: reported rows of every job (N, k): what the policy saw at the last solve
-        self.R = engine.R
-        if self.strategic:
-            self.R = np.array(engine.R, dtype=float, copy=True)
-            self._static_reports()
+        self.R = np.array(engine.R, dtype=float, copy=True) if self.strategic else engine.R
         # per-round caches and the record blocks
         self._key: tuple[int, int, int] | None = None
         self._slot = np.full(engine.n, -1, dtype=np.int64)
@@ -176,51 +138,86 @@ class TraceTenants:
         #: recorded blocks: (round, tenant codes (n,), measures (n, 6)) per round
         self.blocks: list[tuple[int, np.ndarray, np.ndarray]] = []
 
-    # -- reports ---------------------------------------------------------------------------------
-    def _static_reports(self) -> None:
-        """The reports of every non-learning strategic tenant, once (module docstring)."""
-        eng = self.engine
-        rng = self.model.strategy_rng
-        jt = self.job_types
-        for a in self.agents.values():
-            if a.learning or a.strategy.tags.get("truthful", False):
-                continue
-            J = a.job_index
-            if isinstance(a.strategy, (ScaleDims, MultiplicativeNoise)):
-                for name in dict.fromkeys(jt[J].tolist()):  # job types in order of first job
-                    rows = J[jt[J] == name]
-                    q = report_factors(a.strategy, name, eng.T[rows[0]], rng)
-                    self.R[rows] = eng.T[rows] * q[None, :]
-                continue
-            # (job type, scale factor) classes of the tenant, in order of their first job
-            _, firsts, inv = np.unique(np.char.add(jt[J], np.char.mod("|%d", eng.s[J])), return_index=True,
-                                       return_inverse=True)  # fmt: skip
-            inv = inv.ravel()
-            for cls in np.argsort(firsts, kind="stable").tolist():
-                rows = J[inv == cls]
-                q = report_factors(a.strategy, str(jt[rows[0]]), eng.T[rows[0]], rng)
-                self.R[rows] = eng.T[rows] * q[None, :]
-        a_bad = ~np.isfinite(self.R) | ((self.R > 0) != (eng.T > 0))
-        if a_bad.any():  # cannot happen with the shipped strategies (reports stay > 0 and finite)
-            i = int(np.argwhere(a_bad)[0][0])
-            raise RuntimeError(f"report of trace job {i} is not finite or changes where it can run")
+    # -- arrivals, leaves, exits -------------------------------------------------------------------
+    def _event(self, code: int, what: str) -> None:
+        self.model.events.append({"round": self.model.round, "tenant": str(self.names[code]), "event": what,
+                                  "time_s": float(self.engine.now)})  # fmt: skip
 
+    def _agents_changed(self) -> None:
+        self._agent_codes = np.array(sorted(self.agents), dtype=np.int64)
+        self.liars = [a for a in self.agents.values() if not a.truthful and not a.learning]
+        self.learners = [a for a in self.agents.values() if a.learning]
+        self.liars += self.learners  # a learner reports its played factors too
+
+    def _remove(self, code: int, what: str) -> None:
+        a = self.agents.pop(code, None)
+        if a is not None:
+            self._event(code, what)
+            a.remove()
+            self.departed[a.tenant_id] = a
+            self._feedback.pop(code, None)
+            self._agents_changed()
+
+    def round_start(self) -> None:
+        """After :meth:`TraceRounds.begin_round`: agents of tenants whose first job arrived are
+        created, tenants whose forced leave time has come leave."""
+        eng = self.engine
+        for jobs in eng.gone_now:  # withdrawn jobs no longer count towards an exit
+            np.subtract.at(self.left, self.code[jobs], 1)
+        while self._leaves and self._leaves[0][0] <= eng.now:
+            _, c = self._leaves.pop(0)
+            self._remove(c, "leave")
+            self.created[c] = True  # a tenant that left never arrives again
+        if not eng.arrived_now or not self._any_agent:
+            return
+        new = np.concatenate(eng.arrived_now)
+        codes, first = np.unique(self.code[new], return_index=True)
+        fresh = self.is_agent[codes] & ~self.created[codes]
+        if not fresh.any():
+            return
+        for c in codes[fresh][np.argsort(first[fresh], kind="stable")].tolist():
+            self.created[c] = True
+            name = str(self.names[c])
+            cfg = self.configs.get(name)
+            jobs = self._order[self._bounds[c] : self._bounds[c + 1]]
+            strat = self.strategies.get(name) or Truthful()
+            self.agents[c] = TenantAgent(self.model, name, c, jobs, strat, self.weights.get(name, 1.0), cfg)
+            self._event(c, "arrive")
+        self._agents_changed()
+
+    def round_end(self, res: TraceRoundResult) -> None:
+        """After a round: tenants whose jobs are all done exit."""
+        if not res.finished.size:
+            return
+        codes = self.code[res.finished]
+        np.subtract.at(self.left, codes, 1)
+        for c in np.unique(codes).tolist():
+            if self.left[c] == 0 and c in self.agents:
+                self._remove(c, "exit")
+
+    # -- reports and learning (the engine's decision points) ------------------------------------------
     def reports(self, A: np.ndarray) -> np.ndarray:
-        """The rows (|A|, k) the policy sees at a solve over the active jobs ``A``: learning
-        tenants first sample this solve's factors."""
-        if not self.learners:
+        """The rows (|A|, k) the policy sees at a solve over the active jobs ``A``: every lying or
+        learning agent is consulted for its active jobs."""
+        if not self.liars:
             return self.R[A]
-        T = self.engine.T
-        for a in self.learners:
-            a.sample()
-            mine = self.code[A] == self._code_of(a)
-            if mine.any():
-                rows = A[mine]
-                self.R[rows, 1:] = T[rows, 1:] * a.played_factors()[None, :]
+        eng = self.engine
+        codes = self.code[A]
+        for a in self.liars:
+            rows = A[codes == a.code]
+            if rows.size:
+                self.R[rows] = a.report_rows(eng.T[rows], self.job_types[rows], eng.s[rows])
         return self.R[A]
 
-    def _code_of(self, agent: TraceTenantAgent) -> int:
-        return int(np.searchsorted(self.names, agent.tenant_id))
+    def decide(self, A: np.ndarray) -> bool:
+        """A decision round (the policy may be re-solved): every learner with an active job samples
+        the report it plays; True if any report changed."""
+        present = set(np.unique(self.code[A]).tolist())
+        changed = False
+        for a in self.learners:
+            if a.code in present and a.sample():
+                changed = True
+        return changed
 
     def solved(self, A: np.ndarray, m: np.ndarray, x: np.ndarray) -> None:
         """Full-information Hedge feedback for learning tenants (module docstring)."""
@@ -230,8 +227,9 @@ class TraceTenants:
         TA = eng.T[A]
         val = TA / eng.unit[A][:, None]  # TRUE slowest-GPU equivalents per unit of time fraction
         base = self.R[A]
+        codes = self.code[A]
         for a in self.learners:
-            mine = self.code[A] == self._code_of(a)
+            mine = codes == a.code
             if not mine.any():
                 continue
             utils = []
@@ -240,12 +238,22 @@ class TraceTenants:
                 R2[mine, 1:] = TA[mine, 1:] * f[None, :]
                 x2 = eng._solve(A, m, R2)
                 utils.append(float((x2[mine] * val[mine]).sum()))
-            a.learn(ALL_JOBS, np.array(utils))
+            u = np.array(utils)
+            self._feedback[a.code] = u
+            a.learn(ALL_JOBS, u)
+
+    def replay(self) -> None:
+        """A decision round without a re-solve: the inputs are those of the last solve, so every
+        learner that got feedback there learns again from it."""
+        for a in self.learners:
+            u = self._feedback.get(a.code)
+            if u is not None:
+                a.learn(ALL_JOBS, u)
 
     # -- per-round measures ------------------------------------------------------------------------
     def record(self, res: TraceRoundResult) -> None:
         """Per-tenant measures of the round ``res`` just simulated (module docstring)."""
-        if not self.agents and self.rows != "all":
+        if not self.agents and (self.rows == "none" or (self.rows == "agents" and not self._any_agent)):
             return
         eng = self.engine
         A = res.active
@@ -254,14 +262,14 @@ class TraceTenants:
                 a.est = a.est_reported = a.act = a.alloc_gpus = 0.0
                 a.gpus = a.runnable_jobs = 0
             return
-        key = (eng.solves, eng.next_arrival, eng.n_done - int(res.finished.size))
+        key = (eng.solves, eng.next_arrival, eng.n_done + eng.n_gone - int(res.finished.size))
         if key != self._key:  # the active set or the allocation changed
             self._key = key
             ut, inv = np.unique(self.code[A], return_inverse=True)
             inv = inv.ravel()
             self._ut = ut
             self._slot[A] = inv
-            x = eng.alloc[A]
+            x = eng.alloc_est[A]
             unit = eng.unit[A]
             est = (x * eng.T[A]).sum(axis=1) / unit
             R = self.R[A]
@@ -287,7 +295,7 @@ class TraceTenants:
         if self.rows == "all":
             self.blocks.append((self.model.round, self._ut, M))
         elif self.rows == "agents":
-            keep = np.isin(self._ut, self._agent_codes)
+            keep = self.is_agent[self._ut]
             if keep.any():
                 self.blocks.append((self.model.round, self._ut[keep], M[keep]))
         if self.agents:
@@ -307,3 +315,10 @@ class TraceTenants:
         out, self.blocks = self.blocks, []
         return out
 
+    def agent_list(self) -> list[Any]:
+        """The present tenant agents in order of arrival."""
+        return list(self.agents.values())
+
+    def every_agent(self) -> list[Any]:
+        """Every tenant agent of the run so far: those that left, then the present ones."""
+        return [*self.departed.values(), *self.agents.values()]

@@ -6,7 +6,7 @@ wall and CPU seconds per solve, building the program included on both sides):
 * ``gavel`` (the framework's Gavel max-min, caps 1, or the job's scale factor in devices) and
   ``gavel-max-min-perf`` at 4,096 jobs on 3 GPU types (K80, P100, V100), the families of
   :func:`gavel_workload`: ``gavel-table`` (jobs drawn uniformly from the 26 single-GPU job types of
-  Gavel's measured throughputs, ``../shared/data/gavel_throughputs.csv``), ``heterogeneous`` and
+  Gavel's measured throughputs, ``market/data/gavel_throughputs.csv``), ``heterogeneous`` and
   ``heterogeneous-scarce`` (every job its own row, throughputs U(0.5, 8) per type), and the
   ``ordered-<1024|256>[-weights][-scale]`` families (K80 < P100 < V100, 1,024 or 256 GPUs per type,
   priority weights from {0.5, 1, 2}, scale factors from {1, 2, 4, 8}); each is also solved, untimed,
@@ -56,9 +56,7 @@ from market.oef.validate import validate_inputs  # noqa: E402
 from market.registry import get  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-DATA = ROOT.parent / "shared" / "data" / "gavel_throughputs.csv"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/gavel_throughputs.csv")
+DATA = ROOT / "market" / "data" / "gavel_throughputs.csv"
 
 try:
     import cvxpy as cp
@@ -83,7 +81,9 @@ def gavel_table() -> np.ndarray:
 
 GAVEL_FAMILIES = ("gavel-table", "heterogeneous", "heterogeneous-scarce",
                   "ordered-1024", "ordered-1024-weights", "ordered-1024-scale", "ordered-1024-weights-scale",
-                  "ordered-256", "ordered-256-weights", "ordered-256-scale", "ordered-256-weights-scale")  # fmt: skip
+                  "ordered-256", "ordered-256-weights", "ordered-256-scale", "ordered-256-weights-scale",
+                  "jitter-1024", "jitter-1024-weights", "jitter-256", "jitter-256-weights",
+                  "neartie-1024", "neartie-1024-weights", "neartie-256", "neartie-256-weights")  # fmt: skip
 
 
 def gavel_workload(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -104,6 +104,17 @@ def gavel_workload(family: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarr
         table = gavel_table()
         T = table[rng.integers(0, len(table), n)]
         return T, np.full(3, n // 4), w, sf
+    if family.startswith(("jitter", "neartie")):
+        table = gavel_table()
+        T = table[rng.integers(0, len(table), n)] * rng.uniform(0.95, 1.05, (n, 3))
+        if family.startswith("neartie"):
+            tied = np.flatnonzero(rng.random(n) < 0.9)
+            a = rng.integers(0, 3, tied.size)
+            b = (a + rng.integers(1, 3, tied.size)) % 3
+            T[tied, b] = T[tied, a] * rng.uniform(0.99, 1.01, tied.size)
+        if "weights" in family:
+            w = rng.choice([1.0, 2.0, 4.0], n)
+        return T, np.full(3, int(family.split("-")[1]) * n // 4096), w, sf
     if family.startswith("heterogeneous"):
         T = rng.uniform(0.5, 8.0, (n, 3))
         return T, np.full(3, n // (16 if family == "heterogeneous-scarce" else 4)), w, sf
@@ -126,14 +137,15 @@ def _gavel_path(info: dict[str, Any]) -> str:
     rows fixed on two types (time bound binding) and HiGHS solves."""
     dec = info.get("decomposition") or {}
     more = (f" ({dec['free_rows']} free rows, {dec.get('split_rows', 0)} fixed on two types, "
-            f"{dec['decomposition_solves']} solves)" if dec else "")  # fmt: skip
+            f"{dec['decomposition_solves']} solves, first prices {dec.get('first_prices', '?')})"
+            if dec else "")  # fmt: skip
     return f"classes={info['aggregated_classes']}, {info['lp_path']}{more}"
 
 
 def _dec(info: dict[str, Any]) -> dict[str, Any]:
     dec = info.get("decomposition") or {}
     return {"path": _gavel_path(info), "lp_path": info["lp_path"], "free_rows": dec.get("free_rows"),
-            "split_rows": dec.get("split_rows")}  # fmt: skip
+            "split_rows": dec.get("split_rows"), "first_prices": dec.get("first_prices")}  # fmt: skip
 
 
 def ours_gavel(T: np.ndarray, m: np.ndarray, w: np.ndarray, sf: np.ndarray) -> tuple[float, dict[str, Any]]:
@@ -224,6 +236,9 @@ def timed(fn: Any, *args: Any) -> tuple[float, float, Any]:
     return time.perf_counter() - t0, time.process_time() - c0, out
 
 
+_KEYS = ("lp_path", "free_rows", "split_rows", "first_prices")
+
+
 def side_by_side(ours: Any, theirs: Any, args: tuple, reps: int) -> dict[str, Any]:
     """Interleaved repetitions of ours and cvxpy on ``args``; medians and objectives."""
     ours(*args)  # warm-up (imports, first-call costs)
@@ -241,7 +256,7 @@ def side_by_side(ours: Any, theirs: Any, args: tuple, reps: int) -> dict[str, An
             cc.append(c)
     row: dict[str, Any] = {"ours_wall_s": statistics.median(ow), "ours_cpu_s": statistics.median(oc),
                            "ours_objective": o_obj, "ours_path": o_info.get("path", ""), "reps": reps,
-                           **{k: o_info[k] for k in ("lp_path", "free_rows", "split_rows") if k in o_info}}  # fmt: skip
+                           **{k: o_info[k] for k in _KEYS if k in o_info}}  # fmt: skip
     if HAVE_CVXPY:
         row.update(cvxpy_wall_s=statistics.median(cw), cvxpy_cpu_s=statistics.median(cc), cvxpy_objective=c_obj)
         row["ratio"] = row["cvxpy_wall_s"] / row["ours_wall_s"]
@@ -351,6 +366,58 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
     return row
 
 
+ROUND_FAMILIES = ("jitter-1024", "jitter-1024-weights", "jitter-256", "jitter-256-weights",
+                  "neartie-1024", "neartie-1024-weights", "neartie-256", "neartie-256-weights")  # fmt: skip
+
+
+def gavel_rounds(family: str, n: int, rounds: int, seed: int) -> list[dict[str, Any]]:
+    """A trace's sequence of re-solves on ``family``: each round 1-5 jobs (uniform) leave and as many
+    arrive (drawn from the same family), for ``gavel`` and ``gavel-max-min-perf``. Each round: ours
+    (the registered policy, cold: it keeps nothing across calls) then cvxpy + ECOS on the same jobs;
+    per-round medians of CPU and wall seconds, the largest relative objective difference to ECOS,
+    and how often each first-price path was taken."""
+    rng = np.random.default_rng(seed)
+    T, m, w, sf = gavel_workload(family, n, seed=7)
+    pool_T, _, pool_w, pool_sf = gavel_workload(family, 4 * n, seed=8)
+    nxt = 0
+    seq = []
+    for _ in range(rounds):
+        c = int(rng.integers(1, 6))
+        keep = np.setdiff1d(np.arange(len(T)), rng.choice(len(T), c, replace=False))
+        T = np.vstack([T[keep], pool_T[nxt:nxt + c]])
+        w = np.concatenate([w[keep], pool_w[nxt:nxt + c]])
+        sf = np.concatenate([sf[keep], pool_sf[nxt:nxt + c]])
+        nxt += c
+        seq.append((T, w, sf))
+    out = []
+    for policy, ours, theirs in (("gavel", ours_gavel, cvxpy_gavel), ("gavel-max-min-perf", ours_perf, cvxpy_perf)):
+        ours(*seq[0][:1], m, *seq[0][1:])  # warm-up
+        oc, ow, cc, cw, paths, diff = [], [], [], [], {}, 0.0
+        for T_, w_, sf_ in seq:
+            wt, ct, (obj, info) = timed(ours, T_, m, w_, sf_)
+            ow.append(wt)
+            oc.append(ct)
+            key = info.get("first_prices") or info["lp_path"]
+            paths[key] = paths.get(key, 0) + 1
+            if HAVE_CVXPY:
+                wt, ct, ref = timed(theirs, T_, m, w_, sf_)
+                cw.append(wt)
+                cc.append(ct)
+                diff = max(diff, abs(obj - ref) / abs(ref))
+        row: dict[str, Any] = {"case": policy, "family": family, "n": n, "rounds": rounds,
+                               "ours_cpu_s": statistics.median(oc), "ours_wall_s": statistics.median(ow),
+                               "paths": paths}  # fmt: skip
+        if HAVE_CVXPY:
+            row.update(cvxpy_cpu_s=statistics.median(cc), cvxpy_wall_s=statistics.median(cw),
+                       max_rel_objective_diff=diff)  # fmt: skip
+            row["cpu_ratio"] = row["cvxpy_cpu_s"] / row["ours_cpu_s"]
+            row["ratio"] = row["cvxpy_wall_s"] / row["ours_wall_s"]
+            row["cpu_ratio_min_round"] = min(c / o for c, o in zip(cc, oc, strict=True) if o > 0)
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
 def noncoop_cold_paths(sizes: tuple[int, ...], k: int, reps: int) -> list[dict[str, Any]]:
     """Cold ``oef-noncoop`` on unordered speedups at each size, by both of its paths: the price
     decomposition (``lp.COLD_DECOMPOSE_ROWS_PER_TYPE`` set to 0) and the staircase-crashed HiGHS
@@ -387,6 +454,20 @@ def ours_noncoop(W: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     return float(a.objective), {"path": f"{a.info['noncoop_path']}, {a.info['simplex_iterations']} pivots"}
 
 
+def _commit() -> str:
+    """The checked-out commit (``-dirty`` with uncommitted changes), or ``unknown``."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (smoke run)")
@@ -398,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         suffix = "_quick" if args.quick else ""
         d = json.loads((args.out / f"round_lp{suffix}.json").read_text())
-        md = render(d["meta"], d["rows"], d["noncoop_rounds"], d.get("noncoop_cold_paths", []), d["coop"], args.quick)
+        md = render(d["meta"], d["rows"], d["noncoop_rounds"], d.get("noncoop_cold_paths", []), d["coop"], args.quick,
+                    d.get("gavel_rounds", []))
         (args.out / f"round_lp{suffix}.md").write_text(md)
         return 0
     n_gavel = 512 if args.quick else 4096
@@ -418,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             row["rel_reference_diff"] = abs(row["ours_objective"] - ref) / abs(ref)
             rows.append(row)
             print(json.dumps(row), flush=True)
+    gavel_seq = [r for fam in ROUND_FAMILIES for r in gavel_rounds(fam, n_gavel, 4 if args.quick else 10, seed=13)]
     W, m = unordered_instance(n_nc, 10, 20240 + n_nc)
     row = {"case": "oef-noncoop cold", "family": "unordered", "n": n_nc, "k": 10,
            **side_by_side(ours_noncoop, lambda W_, m_: cvxpy_noncoop(W_, m_), (W, m), reps)}  # fmt: skip
@@ -440,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "round_lp", "quick": args.quick, "python": platform.python_version(),
         "cpu_count": os.cpu_count(), "load_average_at_start": load_start, "load_average_at_end": list(os.getloadavg()),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cvxpy_note": CVXPY_NOTE,
+        "commit": _commit(),
     }  # fmt: skip
     try:
         import highspy
@@ -455,10 +539,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "_quick" if args.quick else ""
     (args.out / f"round_lp{suffix}.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "noncoop_rounds": seq, "noncoop_cold_paths": cold_paths,
-                    "coop": coop}, indent=2) + "\n"
+        json.dumps({"meta": meta, "rows": rows, "gavel_rounds": gavel_seq, "noncoop_rounds": seq,
+                    "noncoop_cold_paths": cold_paths, "coop": coop}, indent=2) + "\n"
     )
-    (args.out / f"round_lp{suffix}.md").write_text(render(meta, rows, seq, cold_paths, coop, args.quick))
+    (args.out / f"round_lp{suffix}.md").write_text(render(meta, rows, seq, cold_paths, coop, args.quick, gavel_seq))
     return 0
 
 
@@ -467,7 +551,7 @@ def _f(v: Any, p: int = 4) -> str:
 
 
 def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any], cold_paths: list[dict[str, Any]],
-           coop: dict[str, Any], quick: bool) -> str:  # fmt: skip
+           coop: dict[str, Any], quick: bool, gavel_seq: list[dict[str, Any]] | None = None) -> str:  # fmt: skip
     ls, le = meta["load_average_at_start"], meta["load_average_at_end"]
     b2b = seq.get("back_to_back", {})
     lines = [
@@ -475,7 +559,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
         "",
         f"Command: `.venv/bin/python benchmarks/bench_round_lp.py{' --quick' if quick else ''}` (one run; "
         f"{meta['cpu_count']} CPUs shared with other agents' jobs, load average at start "
-        f"{ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at end {le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}: absolute seconds are "
+        f"{ls[0]:.1f}/{ls[1]:.1f}/{ls[2]:.1f}, at end {le[0]:.1f}/{le[1]:.1f}/{le[2]:.1f}, commit "
+        f"{meta.get('commit', 'not recorded')}: absolute seconds are "
         "pessimistic, the ratios are measured in the same run, ours and cvxpy interleaved). Medians over "
         f"{rows[0]['reps']} repetitions; seconds include building the program (both sides) and validation (ours). "
         f"{meta.get('cvxpy_note') or ''}",
@@ -523,6 +608,50 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
             f"{_f(r.get('cvxpy_wall_s'))} | {_f(r.get('ratio'), 1)} | {_f(r['ours_cpu_s'])} | "
             f"{_f(r.get('cvxpy_cpu_s'))} | {_f(r.get('cpu_ratio'), 1)} | {diff} | {ref} | {r['ours_path']} |"
         )
+    new = [r for r in rows if r["family"].startswith(("jitter", "neartie"))]
+    if new:
+        lines += [
+            "",
+            "## Jittered and near-tie families",
+            "",
+            "Jobs drawn from Gavel's 26 single-GPU job types with every throughput jittered by +-5% (all distinct); "
+            "`neartie`: then 90% of the jobs get two types within 1% of each other; 1,024 or 256 GPUs per type; "
+            "`weights`: priority weights from {1, 2, 4}. The same cells as above, CPU seconds.",
+            "",
+            "| case | family | ours CPU s | cvxpy CPU s | CPU ratio | wall ratio | rel. diff to reference "
+            "| first prices | free rows |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *[f"| {r['case']} | {r['family']} | {_f(r['ours_cpu_s'])} | {_f(r.get('cvxpy_cpu_s'))} | "
+              f"{_f(r.get('cpu_ratio'), 2)} | {_f(r.get('ratio'), 2)} | "
+              f"{r.get('rel_reference_diff', float('nan')):.1e} | {r.get('first_prices') or r.get('lp_path')} | "
+              f"{_f(r.get('free_rows'), 0)} |" for r in new],
+        ]
+    gavel_cells = [r for r in rows if r["case"] in ("gavel", "gavel-max-min-perf") and r.get("cpu_ratio")]
+    if gavel_cells:
+        worst = min(gavel_cells, key=lambda r: r["cpu_ratio"])
+        lines += ["", f"Smallest CPU ratio over the `gavel` / `gavel-max-min-perf` cells: {worst['cpu_ratio']:.2f} "
+                  f"({worst['case']}, {worst['family']}); largest relative difference to the reference: "
+                  f"{max(r.get('rel_reference_diff') or 0.0 for r in gavel_cells):.1e}."]  # fmt: skip
+    if gavel_seq:
+        lines += [
+            "",
+            f"## A trace's sequence of re-solves: {gavel_seq[0]['rounds']} rounds, 1-5 jobs leaving and as many "
+            f"arriving per round ({gavel_seq[0]['n']:,} jobs)",
+            "",
+            "Each round: ours (the registered policy, which keeps nothing across calls) then cvxpy + ECOS on the "
+            "same jobs. Per-round medians; `min round` is the smallest per-round CPU ratio; `first prices` counts "
+            "the rounds by path (`ipm`: interior-point prices; `ipm-pinned`: cap-pinned optimum read off an "
+            "interior-point iterate; `sample`/`balance`: the 128-row sample's prices; `subsample`: the optimum on "
+            "an eighth of the rows).",
+            "",
+            "| case | family | ours CPU s | cvxpy CPU s | CPU ratio | min round | wall ratio | max rel. diff to ECOS "
+            "| first prices (rounds) |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *[f"| {r['case']} | {r['family']} | {_f(r['ours_cpu_s'])} | {_f(r.get('cvxpy_cpu_s'))} | "
+              f"{_f(r.get('cpu_ratio'), 2)} | {_f(r.get('cpu_ratio_min_round'), 2)} | {_f(r.get('ratio'), 2)} | "
+              f"{r.get('max_rel_objective_diff', float('nan')):.1e} | "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(r['paths'].items()))} |" for r in gavel_seq],
+        ]
     lines += [
         "",
         f"## `oef-noncoop` over {seq['rounds']} rounds, {seq['jobs_changed_per_round']} jobs leaving and "

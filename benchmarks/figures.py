@@ -96,7 +96,7 @@ PENDING: frozenset[str] = frozenset(
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
         "docs/eris_baselines.md",
-        "docs/hunt.md",
+
         "docs/trace_simulation.md",
         "docs/gavel_comparison.md",
         "docs/round_lp.md",

@@ -14,11 +14,17 @@ Validation: unknown keys, wrong types and unknown mechanism names raise
 Schema (all keys optional unless marked)::
 
     name, description, policies = [registry names], rounds, replications, seed,
-    placement = "auto"|"oef"|"naive" (|"ideal", the default with a trace: no hosts), kappa,
-    migration_cost_s, backfill, stop_when_idle
+    placement = "auto"|"oef"|"naive"|"ideal" ("ideal", the default with a trace: no hosts),
+    realisation = "own"|"gavel-lease"|"oef-rounding"|"gandiva-lottery" (default: "oef-rounding"
+    for a synthetic workload, "gavel-lease" with a trace), kappa (spread penalty per extra host when
+    no unconsolidated table applies; an error where it would do nothing), kappa_rack (extra penalty
+    per extra rack), migration_cost_s (dead time of every lease that restarts a job), backfill,
+    stop_when_idle
+    [[failure]] host (required: a host id), at_s (required), heal_s: a host goes down and comes back
     [cluster]   gpu_types = [..] (required), gpus = [..] (required), gpus_per_host, racks,
-                round_seconds (300; 360 = Gavel's with a trace), reallocation_interval_s (trace
-                runs; Gavel's 1920 s by default), lease_order = "fastest"|"shuffle" (trace runs:
+                round_seconds (300; 360 = Gavel's with a trace), reallocation_interval_s (least
+                time between policy re-solves: 0 by default, Gavel's 1920 s with a trace),
+                lease_order = "fastest"|"shuffle" (trace runs:
                 the GPU-type order of each round's leases; "shuffle" = Gavel's per-round shuffle).
                 With a trace the types are put slowest first by the throughput table
                 (market.traces.order_by_speed), whatever their listed order
@@ -65,11 +71,14 @@ from typing import Any
 import numpy as np
 
 from agents.config import (
+    DEFAULT_KAPPA_RACK,
     GAVEL_REALLOCATION_S,
     PLACEMENTS,
+    REALISATION_CHOICES,
     TENANT_ROWS,
     JobConfig,
     ModelConfig,
+    ServerFailure,
     TenantConfig,
     TraceWorkload,
 )
@@ -389,9 +398,12 @@ class Scenario:
     replications: int = 3
     seed: int = 0
     placement: str | None = None  # None: "ideal" with a trace workload, else "auto"
-    kappa: float = 0.1
+    kappa: float | None = None  # None: agents.config.DEFAULT_KAPPA where a penalty applies
     migration_cost_s: float = 0.0
     backfill: bool = True
+    realisation: str | None = None  # None: "oef-rounding" (synthetic), "gavel-lease" (trace)
+    kappa_rack: float = DEFAULT_KAPPA_RACK
+    failures: tuple[ServerFailure, ...] = ()
     stop_when_idle: bool = True
     tenants: tuple[TenantOverride, ...] = ()
     variants: tuple[VariantSpec, ...] = ()
@@ -535,9 +547,14 @@ class Scenario:
                 policy=policy,
                 rounds=self.rounds if not ts.until_done else ts.max_rounds,
                 placement=self.placement,
+                kappa=self.kappa,
+                kappa_rack=self.kappa_rack,
                 migration_cost_s=self.migration_cost_s,
                 stop_when_idle=self.stop_when_idle,
                 trace=tw,
+                realisation=self.realisation,
+                failures=self.failures,
+                backfill=self.backfill,
             )
         deviator = self.deviator(variant)
         strategy = next((v.strategy for v in self.variants if v.name == variant), None)
@@ -628,9 +645,13 @@ class Scenario:
             rounds=self.rounds,
             placement=self.placement,
             kappa=self.kappa,
+            kappa_rack=self.kappa_rack,
             migration_cost_s=self.migration_cost_s,
             backfill=self.backfill,
             stop_when_idle=self.stop_when_idle,
+            realisation=self.realisation,
+            reallocation_interval_s=self.cluster.reallocation_interval_s,
+            failures=self.failures,
         )
 
     def build_model(self, policy: str, variant: str, seed: np.random.SeedSequence | int) -> Any:
@@ -798,11 +819,16 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     placement = top.string("placement", "ideal" if is_trace else "auto")
     if placement not in PLACEMENTS:
         raise InputError(top.key("placement"), placement, f"must be one of {list(PLACEMENTS)}")
-    if placement == "ideal" and not is_trace:
-        raise InputError(top.key("placement"), placement, "is for trace workloads only; use 'auto', 'oef' or 'naive'")
-    kappa = top.number("kappa", 0.1, minimum=0.0)
+    kappa = top.number("kappa", minimum=0.0)
+    if kappa is not None and placement == "ideal":
+        raise InputError(top.key("kappa"), kappa, "does nothing with placement = 'ideal' (no hosts, no lease spans "
+                         "hosts); remove it or set placement = 'auto', 'oef' or 'naive'")  # fmt: skip
+    kappa_rack = top.number("kappa_rack", DEFAULT_KAPPA_RACK, minimum=0.0)
     migration = top.number("migration_cost_s", 0.0, minimum=0.0)
     backfill = top.boolean("backfill", True)
+    realisation = top.string("realisation")
+    if realisation is not None and realisation not in REALISATION_CHOICES:
+        raise InputError(top.key("realisation"), realisation, f"must be one of {list(REALISATION_CHOICES)}")
     stop_when_idle = top.boolean("stop_when_idle", True)
 
     c = top.table("cluster")
@@ -822,7 +848,9 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
         racks=c.integer("racks", 1, minimum=1),
         round_seconds=_round_seconds(c, 360.0 if is_trace else 300.0),
-        reallocation_interval_s=c.number("reallocation_interval_s", GAVEL_REALLOCATION_S, minimum=0.0),
+        reallocation_interval_s=c.number(
+            "reallocation_interval_s", GAVEL_REALLOCATION_S if is_trace else 0.0, minimum=0.0
+        ),  # fmt: skip
         lease_order=_lease_order(c, is_trace),
     )
     c.done()
@@ -945,6 +973,20 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         t.done()
     if len({v.name for v in variants}) != len(variants):
         raise InputError(top.key("variant"), [v.name for v in variants], "must have distinct names")
+    failures: list[ServerFailure] = []
+    raw_f = top.array("failure", []) or []
+    hosts = {srv.host_id for srv in cluster.build().servers} if raw_f else set()
+    for i, raw in enumerate(raw_f):
+        t = _Table(raw, f"scenario {name}: failure[{i}]")
+        host = t.string("host", required=True) or ""
+        if host not in hosts:
+            raise InputError(t.key("host"), host, f"is not a host of the cluster ({', '.join(sorted(hosts)[:6])}, ...)")
+        at = t.number("at_s", t.raw("at_s", required=True), minimum=0.0)
+        heal = t.number("heal_s", minimum=0.0)
+        if heal is not None and heal <= at:
+            raise InputError(t.key("heal_s"), heal, f"must be after at_s = {at}")
+        failures.append(ServerFailure(host, float(at), None if heal is None else float(heal)))
+        t.done()
     top.done()
 
     scen = Scenario(
@@ -959,8 +1001,11 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         seed=seed,
         placement=placement,
         kappa=kappa,
+        kappa_rack=kappa_rack,
         migration_cost_s=migration,
         backfill=backfill,
+        realisation=realisation,
+        failures=tuple(failures),
         stop_when_idle=stop_when_idle,
         tenants=tuple(overrides),
         variants=tuple(variants),
@@ -969,8 +1014,9 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
     if is_trace:
         tw = scen.trace_workload()
         built = cluster.build()
-        for p in policies:  # every job must be runnable under every policy
-            ModelConfig(built, (), policy=p, rounds=1, trace=tw)
+        for p in policies:  # every job must be runnable under every policy, every key must do something
+            ModelConfig(built, (), policy=p, rounds=1, trace=tw, placement=placement, kappa=kappa,
+                        realisation=realisation)  # fmt: skip
         for v in variants:
             scen.deviator(v.name)  # validates the tenant reference against the trace's tenants
         return scen

@@ -29,8 +29,11 @@ class ScenarioModel(MarketModel):
     first); ``variant`` (``"truthful"``); ``seed`` (int or ``SeedSequence``; the same model as
     ``Scenario.build_model(policy, variant, seed)``; ``rng=`` is accepted as its synonym, which is how
     ``mesa.batch_run(rng=[...])`` passes it) and optionally ``rounds`` (overrides the scenario's horizon,
-    in rounds). :attr:`scenario_name` holds the scenario's name.
+    in rounds). :attr:`scenario_name` holds the scenario's name. Its DataCollector also has a reporter
+    per cluster measure and the tenant agents' measures (``MESA_REPORTERS``: what ``mesa.batch_run`` reads).
     """
+
+    MESA_REPORTERS = True
 
     def __init__(
         self,

@@ -31,7 +31,9 @@ def _tenant(tid: str, w: tuple[float, ...], workers: list[int], work: float = BI
 @pytest.mark.parametrize("policy", POLICIES)
 def test_single_job_progress_matches_true_rate(policy: str) -> None:
     """One tenant, one 2-worker job on a cluster of two fast GPUs (speedup 3): rate = 2·3 = 6
-    work-s/s; work = 6·300·2 + 300 finishes 50 s into round 2 (JCT 650 s)."""
+    work-s/s; work = 6·300·2 + 300 finishes 50 s into round 2 (JCT 650 s). Round 2 ends with its
+    last lease (50 s long): every record's rates are over its own length ``round_s``, so act × round_s
+    sums to the work done (3,900) and the GPUs were busy the whole 650 s."""
     cluster = single_rack([("slow", 0), ("fast", 2)])
     t = TenantConfig("a", {"m": (1.0, 3.0)}, (JobConfig("j", "m", 2, 6 * 300 * 2 + 300),))
     model = MarketModel(ModelConfig(cluster, (t,), policy=policy, rounds=10), rng=0).run()
@@ -40,9 +42,12 @@ def test_single_job_progress_matches_true_rate(policy: str) -> None:
     assert comp["jct_s"].tolist() == [pytest.approx(650.0)]
     df = model.tidy()
     act = df[(df.tenant == "a") & (df.measure == "act")].sort_values("round")["value"].to_numpy()
-    np.testing.assert_allclose(act, [6.0, 6.0, 300.0 / 300.0])
+    np.testing.assert_allclose(act, [6.0, 6.0, 6.0])
+    length = df[(df.tenant == "") & (df.measure == "round_s")].sort_values("round")["value"].to_numpy()
+    np.testing.assert_allclose(length, [300.0, 300.0, 50.0])
+    assert float(act @ length) == pytest.approx(6 * 300 * 2 + 300)
     util = df[(df.tenant == "") & (df.measure == "utilisation")]["value"].to_numpy()
-    np.testing.assert_allclose(util, [1.0, 1.0, 50.0 / 300.0])
+    np.testing.assert_allclose(util, [1.0, 1.0, 1.0])
 
 
 def test_two_types_one_job_each_and_cross_host_penalty() -> None:
@@ -77,19 +82,20 @@ def _check_round_invariants(model: MarketModel) -> None:
         assert srv.busy <= srv.server.count
         busy[srv.server.gpu_type] += srv.busy
     assert np.all(busy <= cap)
-    counts = model.auctioneer.last_counts
-    if counts:
-        assert np.all(np.sum(list(counts.values()), axis=0) <= cap)
+    res = model.auctioneer.last_trace
+    assert np.all(res.busy_by_type <= cap) and np.array_equal(res.busy_by_type, busy)
     held: dict[str, int] = {}
     for srv in model.agents_by_type[GPUServerAgent]:
         for job_id, g in srv.assigned.items():
             held[job_id] = held.get(job_id, 0) + g
+    eng = model.auctioneer.trace
+    ids = model.workload.trace.job_id.astype(str)
+    assert (eng.remaining >= 0).all()
     for ten in model.tenant_list():
         # the GPUs a tenant is charged with are exactly those its jobs hold on the hosts
-        assert ten.gpus == sum(held.get(j, 0) for j in ten.jobs)
-        for job in ten.jobs.values():
-            assert job.remaining >= 0
-            assert held.get(job.job_id, 0) in (0, job.spec.workers)  # gang: all workers or none
+        assert ten.gpus == sum(held.get(ids[j], 0) for j in ten.job_index)
+        for j in ten.job_index:
+            assert held.get(ids[j], 0) in (0, int(eng.s[j]))  # gang: all workers or none
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -144,6 +150,9 @@ def test_leaving_tenant_frees_its_share() -> None:
 
 
 def test_late_arrival_and_exit_when_done() -> None:
+    """Tenant a's job runs alone for one round and exits (its agent is removed); the cluster is
+    then idle until b arrives at 900 s, so the clock jumps there (no empty records); b runs three
+    rounds from 900 s and exits."""
     cluster = single_rack([("slow", 0), ("fast", 2)])
     early = _tenant("a", (1.0, 2.0), [1], work=2 * 300.0)  # runs alone at rate 2 for one round
     late = _tenant("b", (1.0, 2.0), [1], work=2 * 300.0 * 3, arrival=900.0)
@@ -151,11 +160,16 @@ def test_late_arrival_and_exit_when_done() -> None:
     df = model.tidy()
     rounds_of = df[df.measure == "act"].groupby("tenant")["round"].agg(["min", "max"])
     assert rounds_of.loc["a"].tolist() == [0, 0]
-    assert rounds_of.loc["b"].tolist() == [3, 5]
+    assert rounds_of.loc["b"].tolist() == [1, 3]
+    starts = df[(df.tenant == "") & (df.measure == "round_start_s")].sort_values("round")["value"].tolist()
+    assert starts == pytest.approx([0.0, 900.0, 1200.0, 1500.0])
     comp = model.completions().set_index("job_id")
     assert comp.loc["a-j0", "completion_s"] == pytest.approx(300.0)
     assert comp.loc["b-j0", "jct_s"] == pytest.approx(900.0)
-    assert model.steps == 6  # idle after round 5
+    assert model.steps == 4  # idle after round 3
+    assert [(e["tenant"], e["event"]) for e in model.events] == [("a", "arrive"), ("a", "exit"), ("b", "arrive"),
+                                                                  ("b", "exit")]  # fmt: skip
+    assert TenantAgent not in model.agents_by_type or not len(model.agents_by_type[TenantAgent])
 
 
 # -------------------------------------------------------------------------------------------------

@@ -60,6 +60,16 @@ def test_impossibility_theorems_have_witnesses(oef_ledger: list) -> None:
         assert r.witness["gain"] > 0
 
 
+def test_exact_oracle_decides_c1_and_c1_ext_on_small_instances(oef_ledger: list) -> None:
+    # the oracle path of the ledger (market.audit.exact.oracle, no extra cost: the fixture's run): every small
+    # C1 instance is PROVEN to hold (certified bound within tol over the paper's inflation box), and C1-ext's
+    # violations include proven ones (certified gains by deflating)
+    by = {r.claim_id: r for r in oef_ledger}
+    c1, ext = by["C1"].details["exact"], by["C1-ext"].details["exact"]
+    assert c1["checked"] >= 1 and c1["proven_holds"] == c1["checked"] and c1["uncertified"] == 0
+    assert ext["checked"] >= 1 and ext["proven_violations"] >= 1 and by["C1-ext"].verdict == "violated"
+
+
 def test_exports(oef_ledger: list) -> None:
     recs = to_records(oef_ledger)
     json.dumps(recs)

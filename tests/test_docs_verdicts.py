@@ -35,9 +35,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 PAGES = sorted({ROOT / "docs" / "findings.md", ROOT / "docs" / "studies.md", *(ROOT / "docs" / "papers").glob("*.md"),
                 ROOT / "docs" / "oef_reproduction.md", ROOT / "docs" / "astraea_calibration.md",
                 ROOT / "docs" / "eris_baselines.md"})  # fmt: skip
-#: bullets of findings.md that another change (issue 32 item 2: PD-ORS, OASiS) rewrites; they get
-#: their markers there
-UNMARKED_OK = ("* OASiS", "* PD-ORS")
+#: bullets of findings.md allowed without a marker (none: the PD-ORS and OASiS bullets got theirs with
+#: issue 32 item 2)
+UNMARKED_OK: tuple[str, ...] = ()
 
 MARKER = re.compile(
     r"\[(?P<ledger>ledger:)?(?P<src>[a-z_]+)[:/](?P<id>[A-Za-z0-9][\w.-]*?)(?:@p(?P<panel>\d+)x(?P<x>[\d.e+-]+))?"

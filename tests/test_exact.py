@@ -230,3 +230,101 @@ def test_without_the_box_the_report_leaves_it():
     )
     assert inside["r"][0] >= 1e-4 * (1 - 1e-9) and free["r"][0] < 1e-4 * (1 - 1e-6)
     assert free["dual_bound"] > inside["dual_bound"] + 1e-6
+
+
+# ------------------------------------------------------------------------------------------------ near ties, budgets
+
+W_TIE = np.array([[1.0, 2.933, 4.426], [1.0, 2.646, 3.265]])  # gavel, m = [1, 2, 2]: the best lie copies row 1
+
+
+def test_gavel_tie_certified_by_the_smallest_resolved_nudge():
+    # the bound is a supremum approached just beside a copy of row 1; HiGHS (inside the registered mechanism)
+    # resolves the tie the deviator's way only from a nudge of ~1.6e-6 up (gap 0.26 x nudge): the ladder of
+    # decades alone stops at 1e-5 (gap 2.6e-6 > tol); the bisection between 1e-6 and 1e-5 certifies it
+    r = best_response("gavel", W_TIE, [1, 2, 2], 0, closure=False)
+    assert r.certified and r.gap <= 1e-6, (r.gap, r.report)
+    assert r.report[1] == 2.646 and 0 < r.report[2] / 3.265 - 1 < 1e-5
+    assert r.evaluations <= 200  # the polishing's cost: one base, 8 rays of 7 rungs and one bisection
+    assert _mechanism_gain("gavel", W_TIE, [1, 2, 2], 0, r.report) == pytest.approx(r.relative_gain, abs=1e-12)
+
+
+def test_scip_messages_stay_off_stderr(capfd):
+    # SoPlex prints "Cannot set feasibility tolerance ... without GMP" on fd 2 at feastol 1e-9 (the second solve)
+    from market.audit.exact import _box, _solve_scip, parametric_lp
+
+    t = FairShareTarget("gavel", W=W_TIE, m=[1, 2, 2], n_arbitrary=0)
+    box = _box(t, 0, [1, 2], None)
+    lp, _ = parametric_lp("gavel", t, 0, box)
+    steps = frozenset({"primal", "dual", "complementarity", "box"})
+    out = _solve_scip(lp, box.lower, box.upper, "kkt", 30, 1e-9, steps)
+    assert out["status"] == "optimal"
+    got = capfd.readouterr()
+    assert got.err == "" and got.out == ""
+
+
+COOP_TIE = (np.array([[1.0, 5.74], [1.0, 2.56], [1.0, 3.12]]), np.array([1, 3]))  # deviator 2, near row 1's copy
+
+
+def test_coop_near_copy_is_uncertified_with_a_valid_bound():
+    # deviator 2's best lie copies row 1, where LP (10)'s envy-freeness duals have no finite bound: the bound
+    # does not close; the result says so, with the bound, and never claims a certificate
+    W, m = COOP_TIE
+    r = best_response("oef-coop", W, m, 2, node_limit=300, closure=False)
+    assert not r.certified and r.relative_gain == pytest.approx(0.0, abs=1e-9)
+    assert 0 < r.upper_bound < 1e-3 and r.gap == pytest.approx(r.upper_bound, abs=1e-9)
+    assert any("copies another row" in n for n in r.notes)
+    # the most favourable optimum of LP (10) just beside the copy gains nothing: the bound, not the gain, is loose
+    assert _mechanism_gain("oef-coop", W, m, 2, [1.0, 2.56 * (1 + 1e-4)]) <= 1e-9
+
+
+@pytest.mark.slow
+def test_coop_normalised_relaxation_finds_the_better_lie(monkeypatch):
+    # oef-coop 3x3 (bench_exact's first 3x3 instance), deviator 2: within 2000 nodes the strong-duality program
+    # stops at a lie worth +10.6%; the normalised-dual relaxation's optimum, polished, is worth +18.2%
+    import market.audit.exact as ex
+
+    W, m = np.array([[1.0, 4.375, 5.226], [1.0, 4.479, 4.593], [1.0, 2.068, 4.041]]), np.array([2, 3, 2])
+    r = best_response("oef-coop", W, m, 2, node_limit=2000, closure=False)
+    assert r.relative_gain >= 0.18 and r.upper_bound == pytest.approx(0.2047, abs=1e-3) and not r.certified
+    real = ex._programs
+    monkeypatch.setattr(ex, "_programs", lambda lp, f, ft, relax: real(lp, f, ft, False))
+    assert best_response("oef-coop", W, m, 2, node_limit=2000, closure=False).relative_gain < 0.11
+
+
+def test_node_limit_is_a_load_independent_budget():
+    W, m = COOP_TIE
+    a = best_response("oef-coop", W, m, 2, node_limit=50, closure=False)
+    b = best_response("oef-coop", W, m, 2, node_limit=50, closure=False)
+    assert a.status == "nodelimit" and (a.nodes, a.upper_bound, a.report) == (b.nodes, b.upper_bound, b.report)
+    with pytest.raises(InputError, match="node_limit"):
+        best_response("oef-coop", W, m, 2, node_limit=0)
+
+
+def test_oracle_answers_are_cached_per_instance(monkeypatch):
+    import market.audit.exact as ex
+
+    calls = []
+    real = ex.best_response
+
+    def counting(*a, **k):
+        calls.append((a[3], k.get("box")))
+        return real(*a, **k)
+
+    monkeypatch.setattr(ex, "best_response", counting)
+    monkeypatch.setattr(ex, "_ORACLE_CACHE", {})
+    t = FairShareTarget("oef-noncoop", W=H2, m=[1, 1], n_arbitrary=0)
+    first = ex.oracle(t, 1, "all")
+    assert ex.oracle(t, 1, "all") is first and len(calls) == 1
+    ex.oracle(t, 0, "all")  # another deviator
+    ex.oracle(t, 1, "in")  # another scope
+    ex.oracle(FairShareTarget("oef-noncoop", W=H2, m=[1, 2], n_arbitrary=0), 1, "all")  # another instance
+    assert len(calls) == 4
+    assert first.certified and first.relative_gain >= 0.75 - 1e-9
+
+
+def test_truthful_report_is_always_a_candidate():
+    # gavel-max-min-perf, KKT form (bench_exact's 2x2 instance): SCIP proves the bound 0 (truth optimal) at a
+    # report where the mechanism's tie-breaking gives -12%; the truthful report attains the bound
+    W = np.array([[1.0, 2.483], [1.0, 4.01]])
+    r = best_response("gavel-max-min-perf", W, [2, 2], 0, formulation="kkt", closure=False)
+    assert r.certified and r.upper_bound <= 1e-6 and r.relative_gain == pytest.approx(0.0, abs=1e-9), r.gap

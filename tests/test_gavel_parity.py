@@ -3,8 +3,6 @@ factors, zero throughputs, and the solver chosen by size."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -350,9 +348,12 @@ factors = { c = 1.5 }
 
 
 def test_gavel_policies_run_in_the_synthetic_round_loop(tmp_path, capsys) -> None:
-    """The round loop (agents/auctioneer.py) passes per-class caps (runnable workers, devices);
-    both Gavel policies accept them (they used to raise), every class stays within its cap, and a
-    ``marketsim run`` of a tiny synthetic scenario with a lying variant completes."""
+    """A synthetic workload runs on the round engine: Gavel's own policies get one row per job with
+    its scale factor and weight ``π / active jobs of the tenant`` (so every tenant weighs 1), every
+    job's time fractions sum to at most 1 and the devices stay within the GPUs; a ``marketsim run``
+    of a tiny synthetic scenario with a lying variant completes."""
+    import dataclasses
+
     import pandas as pd
 
     from analysis.frontends.cli import main
@@ -362,22 +363,27 @@ def test_gavel_policies_run_in_the_synthetic_round_loop(tmp_path, capsys) -> Non
     path.write_text(TINY_SYNTHETIC, encoding="utf-8")
     for policy in ("gavel-max-min-perf", "gavel-max-sum-throughput"):
         model = load_scenario(path).build_model(policy, "truthful", 0)
-        auct = model.auctioneer
-        seen: list[tuple[np.ndarray, np.ndarray]] = []
-        fn = auct.mechanism.fn
+        eng = model.auctioneer.trace
+        seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        fn = eng.mechanism.fn
 
-        def spy(W, m, *, weights=None, caps=None, _fn=fn, _seen=seen):
-            a = _fn(W, m, weights=weights, caps=caps)
-            _seen.append((np.asarray(caps, dtype=float), np.asarray(a.X)))
+        def spy(T, m, *, weights=None, scale_factors=None, _fn=fn, _seen=seen, _eng=eng, **kw):
+            a = _fn(T, m, weights=weights, scale_factors=scale_factors, **kw)
+            _seen.append((_eng.active.copy(), np.asarray(weights, dtype=float), np.asarray(scale_factors),
+                          np.asarray(a.X)))  # fmt: skip
             return a
 
-        auct.mechanism = SimpleNamespace(fn=spy)
+        eng.mechanism = dataclasses.replace(eng.mechanism, fn=spy)
         for _ in range(4):
             model.step()
-        assert seen and any((c > 1).any() for c, _ in seen)  # some class holds several runnable workers
-        for caps, X in seen:
-            assert (X.sum(axis=1) <= caps + 1e-7).all() and (X.sum(axis=0) <= model.m_avail() + 1e-7).all()
-        assert auct.resolves >= 1
+        assert seen and any((s > 1).any() for _, _, s, _ in seen)  # some job holds several GPUs
+        for A, w, s, X in seen:
+            assert X.shape[0] == A.size and np.array_equal(s, eng.s[A])  # one row per active job
+            assert (X.sum(axis=0) <= model.m_avail() + 1e-7).all()
+            ten = model.workload.tenants[A]  # each tenant's job weights add up to its weight, 1
+            assert all(w[ten == t].sum() == pytest.approx(1.0) for t in set(ten.tolist()))
+        assert (eng.alloc.sum(axis=1) <= 1 + 1e-9).all()
+        assert model.auctioneer.resolves >= 1
     out = tmp_path / "out"
     assert main(["run", str(path), "--out", str(out), "--quiet"]) == 0
     assert "8/8 runs" in capsys.readouterr().out

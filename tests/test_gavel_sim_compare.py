@@ -8,9 +8,9 @@ Gavel cannot run in CI, so its per-job JCTs are stored in ``tests/data/gavel_sim
   every one of the 100 JCTs must equal ours to Gavel's printed precision. The per-job max-min LP
   has many optimal points (capacity left over once the minimum ratio is reached can go anywhere),
   so this check solves the same per-job program with the same simplex (the engine's default solves
-  identical jobs once with equal time fractions, ``NATIVE_OPTIONS``, another optimal point: turned
-  off here). Any change to the round mechanics (priorities, deficits, ties, resets, exact
-  completions, arrivals) breaks it.
+  identical jobs once with equal time fractions, ``NATIVE_OPTIONS``, and gives tied rows their
+  symmetric point, ``TIE_BREAK``: other optimal points, both turned off here). Any change to the
+  round mechanics (priorities, deficits, ties, resets, exact completions, arrivals) breaks it.
 * **tolerance** (slow): unmodified Gavel (ECOS) on 4 + 4 + 4 GPUs, 200 jobs, three policies. The
   bounds come from measured effects (docs/gavel_comparison.md): swapping only Gavel's LP solver
   (ECOS -> HiGHS/SCS: another point of the same non-unique LP optimum) moves Gavel's own per-job
@@ -62,6 +62,7 @@ def test_engine_reproduces_aligned_gavel_exactly(monkeypatch: pytest.MonkeyPatch
     import agents.trace_rounds as tr
 
     monkeypatch.setattr(tr, "NATIVE_OPTIONS", {})
+    monkeypatch.setattr(tr, "TIE_BREAK", False)  # tied rows in Gavel's (HiGHS) row order, as the patched Gavel
     g = _gavel("gavel_sim_jcts_max_min_fairness_perf_100_aligned.csv")
     ours = _ours("gavel-max-min-perf", 100, 4, 0, 0)
     assert ours.index.tolist() == g.index.tolist() == list(range(100))

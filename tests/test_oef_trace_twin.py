@@ -4,6 +4,7 @@ bar's cost weighting (analysis.engine.studies.cell_cost / run_cost)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,30 +34,39 @@ def test_trace_twin_maps_work_rates_and_the_cross_host_penalty() -> None:
     tc = trace_config(_one_job(2), placement="oef")
     tw = tc.trace
     assert tw is not None and tc.placement == "oef" and tc.tenants == ()
+    assert tc.realisation == "oef-rounding"  # the synthetic config's realisation goes with it
     assert tw.trace.total_steps.tolist() == [24000.0]  # steps = slowest-GPU-seconds of work
     assert tw.throughputs.tolist() == [[4.0, 8.0]]  # 4 workers x speedup
-    np.testing.assert_allclose(tw.unconsolidated, [[4.0 / 1.1, 8.0 / 1.1]], rtol=1e-12)  # rate / (1 + kappa)
+    assert tw.unconsolidated is None and tc.resolved_kappa == 0.1  # spread leases: rate / (1 + kappa (hosts - 1))
     assert tw.tenants.tolist() == ["t0"] and tw.tenancy == "user"
 
 
 @pytest.mark.parametrize(("per_host", "jct_s"), [(2, 24000.0 / (8.0 / 1.1)), (4, 24000.0 / 8.0)])
-def test_trace_twin_hand_case_jct_on_hosts(per_host: int, jct_s: float) -> None:
-    """Alone, the job leases the 4 fast GPUs: on hosts of 2 it spans two hosts and runs at
-    4 x 2 / 1.1 = 7.2727 steps/s (JCT 3,300 s); on hosts of 4 at 8 steps/s (3,000 s)."""
-    model = MarketModel(trace_config(_one_job(per_host), placement="auto"), rng=np.random.default_rng(0))
+def test_gavel_lease_hand_case_jct_on_hosts(per_host: int, jct_s: float) -> None:
+    """Gavel's lease: alone, the job leases the 4 fast GPUs; on hosts of 2 it spans two hosts and
+    runs at 4 x 2 / 1.1 = 7.2727 steps/s (JCT 3,300 s); on hosts of 4 at 8 steps/s (3,000 s)."""
+    cfg = replace(_one_job(per_host), realisation="gavel-lease")
+    model = MarketModel(trace_config(cfg, placement="auto"), rng=np.random.default_rng(0))
     model.progress = False
     model.run()
     comp = model.completions()
     assert comp["jct_s"].tolist() == pytest.approx([jct_s], rel=1e-9)
 
 
-def test_trace_twin_rejects_what_it_does_not_map() -> None:
-    cfg = _one_job(2)
-    with pytest.raises(InputError, match="placement"):
-        trace_config(cfg, placement="ideal")
-    leaving = ModelConfig(cfg.cluster, (TenantConfig("t0", {"LSTM": (1.0, 2.0)}, cfg.tenants[0].jobs, leave_at=600.0),))
-    with pytest.raises(InputError, match="leave_at"):
-        trace_config(leaving)
+@pytest.mark.parametrize("per_host", [2, 4])
+def test_oef_rounding_hand_case_straggles_over_two_types(per_host: int) -> None:
+    """OEF's rounding on the same job: non-cooperative OEF gives the lone tenant every GPU, X = (4, 4),
+    its cap is 4 workers, so the rounder hands it 2 + 2 GPUs (the share's type mix); spec A7 puts the
+    job on both types (no type has 4 left): it runs at its slowest worker's rate, 4 x 1 = 4 steps/s,
+    over two hosts (one per type, whatever the host size): 4 / 1.1 steps/s, JCT 24,000 x 1.1 / 4 =
+    6,600 s; 4 straggler workers in every round."""
+    model = MarketModel(_one_job(per_host), rng=np.random.default_rng(0))
+    model.progress = False
+    model.run()
+    assert model.completions()["jct_s"].tolist() == pytest.approx([6600.0], rel=1e-9)
+    f = model.tidy()
+    cross = f[(f["tenant"] == "") & (f["measure"] == "cross_type_workers")]["value"]
+    assert (cross == 4).all() and len(cross) == 22
 
 
 def _mini_study(**panel: object) -> dict:

@@ -1,4 +1,4 @@
-"""PD-ORS invariants on small random instances (hypothesis) and the grid-discretisation finding."""
+"""PD-ORS invariants on small random instances (hypothesis) and the grid-discretisation artefact."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ instances = st.tuples(
 
 def _run(seed, H, cap, repair, G_mode, search="vectorised"):
     cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(seed), I=5, T=5, H=H, cap=cap)
-    m = Pdors(cl, consts, PdorsConfig(repair=repair, G_mode=G_mode, seed=seed % 1000, dp_units=40), search=search)
+    m = Pdors(cl, consts, PdorsConfig(repair=repair, G_mode=G_mode, seed=seed % 1000), search=search)
     snaps, decs = [], []
     for t in range(cl.T):
         decs.extend(m.step(t, [j for j in jobs if j.arrival == t]))
@@ -85,15 +85,17 @@ def test_competitive_ratio_small(inst):
         assert 1 - slack / alg - 1e-9 <= r < np.inf
 
 
-def test_finding_dp_grid_rejects_tight_feasible_job():
-    """Finding (spec §3.3 grid): with Q = 200 units, a job needing exactly its full-speed d_i = T - a_i
+def test_grid_rejects_tight_feasible_job_exact_dp_admits():
+    """Spec §3.3 grid artefact: with Q = 200 units, a job needing exactly its full-speed d_i = T - a_i
     slots is infeasible on the grid (u_max·3 = 198 < 200), so an empty system rejects it although the
-    exact optimum runs it (C-P9 "empty system admits every feasible job" fails because of the grid)."""
+    exact optimum runs it (C-P9 "empty system admits every feasible job" failed because of the grid).
+    The default exact-workload DP (market.pdors.pricing) admits it."""
     cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(4), I=5, T=5, H=2, cap=4.0)
     j = jobs[3]
     assert (j.arrival, j.V, j.global_batch, j.c_int(), j.min_duration()) == (2, 6, 1, 0.5, 3)
-    m = Pdors(cl, consts)
-    assert not m.decide(j).admitted
+    assert not Pdors(cl, consts, PdorsConfig(dp="grid")).decide(j).admitted
+    d = Pdors(cl, consts).decide(j)
+    assert d.admitted and d.completion == 4
     opt = pdors_offline_optimum(cl, [j], time_limit=30)
     assert opt.welfare > 0
 

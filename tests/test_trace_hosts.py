@@ -83,21 +83,59 @@ def test_unconsolidated_lookup_and_its_fallback_rule() -> None:
     np.testing.assert_array_equal(unconsolidated_throughputs(tr.head(1), T0, odd, types), [[0.0, 6.0, 7.0]])
 
 
+def _a8_plain(
+    host_type: list[int], free: list[int], typ: list[int], size: list[int], rule: str
+) -> list[list[tuple[int, int]]]:
+    """OEF spec A8 written plainly (an oracle independent of the engine's placer): leases largest
+    first (ties: lease order); "oef": the host of the type with the smallest sufficient free count
+    (ties: lower index), else spread in descending free count (ties: lower index); "naive": first fit
+    in host order, spilling over. One rack."""
+    free = list(free)
+    parts: list[list[tuple[int, int]]] = [[] for _ in typ]
+    for i in sorted(range(len(typ)), key=lambda i: -size[i]):
+        t, need = typ[i], size[i]
+        pool = [h for h in range(len(free)) if host_type[h] == t]
+        if rule == "oef":
+            fit = [h for h in pool if free[h] >= need]
+            if fit:
+                h = min(fit, key=lambda h: (free[h], h))
+                free[h] -= need
+                parts[i] = [(h, need)]
+                continue
+            pool = sorted(pool, key=lambda h: (-free[h], h))
+        got = []
+        for h in pool:
+            take = min(free[h], need)
+            if take:
+                free[h] -= take
+                need -= take
+                got.append((h, take))
+            if not need:
+                break
+        assert not need
+        parts[i] = sorted(got)
+    return parts
+
+
 def _pack_reference(host_type: list[int], cap: list[int], typ: list[int], size: list[int], rule: str):
-    servers = [GpuServer(f"h{h}", t, c) for h, (t, c) in enumerate(zip(host_type, cap, strict=True))]
-    k = max(host_type) + 1
-    chosen = []
-    for i, (t, g) in enumerate(zip(typ, size, strict=True)):
-        vec = np.zeros(k, dtype=np.int64)
-        vec[t] = g
-        chosen.append((RunnableJob(f"j{i:04d}", g, 0.0, 0.0), vec))
-    out = pack_hosts(chosen, servers, rule)
-    return [sorted((int(h[1:]), g) for h, _, g in out[f"j{i:04d}"].hosts) for i in range(len(typ))]
+    return _a8_plain(host_type, cap, typ, size, rule)
+
+
+def test_pack_hosts_is_the_placer_on_spec_objects() -> None:
+    """``market.oef.placer.pack_hosts`` (spec A8 on job and server objects) is the engine's placer."""
+    servers = [GpuServer("h0", 0, 4), GpuServer("h1", 0, 2), GpuServer("h10", 1, 4)]
+    chosen = [(RunnableJob("a", 2, 0.0, 0.0), np.array([2, 0])), (RunnableJob("b", 5, 0.0, 0.0), np.array([1, 4]))]
+    out = pack_hosts(chosen, servers, "oef")
+    # spec A8 by hand: b (5 workers) first; its 1 GPU of type 0 best-fits h1 (2 free < 4 free on h0),
+    # its 4 of type 1 go to h10; then a's 2 GPUs of type 0: h1 has 1 left, so h0
+    assert out["a"].hosts == (("h0", 0, 2),) and not out["a"].cross_host
+    assert out["b"].hosts == (("h1", 0, 1), ("h10", 1, 4)) and out["b"].cross_type and out["b"].cross_host
 
 
 @pytest.mark.parametrize("rule", ["oef", "naive"])
 def test_placer_matches_pack_hosts_and_respects_host_capacity(rule: str) -> None:
-    """A fresh placer (no job has run) is OEF's A8 exactly; no host ever holds more than it has."""
+    """A fresh placer (no job has run) is OEF's A8 (written plainly, :func:`_a8_plain`) exactly; no
+    host ever holds more than it has."""
     rng = np.random.default_rng(7)
     for _ in range(300):
         k = int(rng.integers(1, 4))
@@ -158,7 +196,7 @@ def test_sticky_lease_checks_host_room_and_migration_rule() -> None:
 def _reference_round(state: dict, host_type: list[int], cap: list[int], jobs: list[int], typ: list[int],
                      size: list[int], rule: str) -> tuple[list[list[tuple[int, int]]], list[bool]]:  # fmt: skip
     """The placer's rules, written plainly: sticky (sequential, largest first), then OEF's A8
-    (pack_hosts) on the hosts' remaining GPUs; migration = ran last round, other hosts."""
+    (:func:`_a8_plain`) on the hosts' remaining GPUs; migration = ran last round, other hosts."""
     r = state["round"]
     free = list(cap)
     parts: list[list[tuple[int, int]] | None] = [None] * len(jobs)
@@ -172,16 +210,9 @@ def _reference_round(state: dict, host_type: list[int], cap: list[int], jobs: li
             parts[i] = list(prev[2])
     rest = [i for i in range(len(jobs)) if parts[i] is None]
     if rest:
-        servers = [GpuServer(f"h{h}", host_type[h], free[h]) for h in range(len(cap)) if free[h] > 0]
-        k = max(host_type) + 1
-        chosen = []
-        for i in rest:
-            vec = np.zeros(k, dtype=np.int64)
-            vec[typ[i]] = size[i]
-            chosen.append((RunnableJob(f"j{i:04d}", size[i], 0.0, 0.0), vec))
-        out = pack_hosts(chosen, servers, rule)
-        for i in rest:
-            parts[i] = sorted((int(h[1:]), g) for h, _, g in out[f"j{i:04d}"].hosts)
+        packed = _a8_plain(host_type, free, [typ[i] for i in rest], [size[i] for i in rest], rule)
+        for i, p in zip(rest, packed, strict=True):
+            parts[i] = p
     moved = []
     for i, j in enumerate(jobs):
         prev = state["last"].get(j)
@@ -323,13 +354,20 @@ def test_report_lists_migrations(tmp_path: Path) -> None:
     assert res.meta()["placement"] == "naive" and res.meta()["gpus_per_host"] == 2
 
 
-def test_ideal_is_for_traces_only(tmp_path: Path) -> None:
+def test_ideal_runs_a_synthetic_workload_without_hosts(tmp_path: Path) -> None:
+    """One engine: "ideal" (no hosts) applies to a synthetic workload too; a kappa there would do
+    nothing and is refused, naming the key; "ideal" keeps the hosts idle."""
     (tmp_path / "syn.toml").write_text(
-        'name = "x"\nplacement = "ideal"\n[cluster]\ngpu_types = ["a", "b", "c"]\ngpus = [4, 4, 4]\n'
-        "[workload]\ntenants = 2\n"
+        'name = "x"\nplacement = "ideal"\nrounds = 3\n[cluster]\ngpu_types = ["RTX3070", "RTX3080", "RTX3090"]\n'
+        "gpus = [4, 4, 4]\n[workload]\ntenants = 2\n"
     )
-    with pytest.raises(InputError, match="placement.*trace workloads only"):
-        load_scenario(tmp_path / "syn.toml")
+    m = load_scenario(tmp_path / "syn.toml").build_model("oef-noncoop", "truthful", 0).run()
+    assert m.config.resolved_placement == "ideal" and m.auctioneer.trace.placer is None
+    assert all(not a.assigned for a in m.servers) and len(m.tidy())
+    text = (tmp_path / "syn.toml").read_text()
+    (tmp_path / "k.toml").write_text(text.replace("rounds = 3", "rounds = 3\nkappa = 0.2"))
+    with pytest.raises(InputError, match="kappa"):
+        load_scenario(tmp_path / "k.toml")
     sc = _scenario(tmp_path, HAND_STEPS, 'placement = "auto"')
     assert sc.trace_workload().unconsolidated is not None
     assert _scenario(tmp_path, HAND_STEPS).trace_workload().unconsolidated is None

@@ -84,10 +84,15 @@ def test_the_liars_report_is_its_true_row_scaled(tmp_path: Path) -> None:
     tt = model.auctioneer.tenants
     eng = model.auctioneer.trace
     lie = model.config.trace.tenants == "t2"
+    np.testing.assert_array_equal(tt.R, eng.T)  # nothing reported before the first solve
+    model.step()  # the liar reports at the first solve (its agent is consulted at every solve)
+    here = set(model.config.trace.tenants[eng.active])
+    assert [a.tenant_id for a in tt.agents.values()] == [t for t in ids if t in here]
+    model.run()  # every job is active at some solve
     assert 0 < lie.sum() < lie.size
     np.testing.assert_array_equal(tt.R[lie], eng.T[lie] * np.array([1.0, 1.0, 2.0]))
     np.testing.assert_array_equal(tt.R[~lie], eng.T[~lie])
-    assert eng.reporter is tt and [a.tenant_id for a in tt.agents.values()] == ids  # every tenant an agent
+    assert eng.reporter is tt and tt.is_agent.all()  # every tenant an agent (created when its first job arrives)
     idx = _tenant4(tmp_path).read_text().replace('tenant = "t2"', f"tenant = {ids.index('t2')}")
     (tmp_path / "i.toml").write_text(idx)
     assert load_scenario(tmp_path / "i.toml").deviator("liar") == "t2"
@@ -158,8 +163,9 @@ def test_outcomes_from_reports_experience_from_truth_by_hand(tmp_path: Path, var
     assert w.loc[(0, "1"), ["est", "est_reported", "act"]].tolist() == pytest.approx([1.0, 1.0, 1.0])
     assert w.loc[(1, "1"), "act"] == pytest.approx(2.5)
     assert (1, "0") not in w.index  # a tenant whose jobs are all done has no rows
-    agent = next(iter(model.auctioneer.tenants.agents.values()))
-    assert agent.tenant_id == "0" and agent.runnable_jobs == 0  # the liar's agent saw its own outcome
+    agent = model.auctioneer.tenants.departed["0"]  # its job done, the liar's agent left the model
+    assert agent.model is model and agent not in model.agents and agent.report_calls >= 1
+    assert [(e["tenant"], e["event"]) for e in model.events] == [("0", "arrive"), ("0", "exit")]
     # by default (tenant_measures = "agents") tenancy "job" records the rows of the variants'
     # tenants only, in the truthful run too (the pair of the "Gain from lying" table)
     path = _lie_scenario(tmp_path, variant)
@@ -206,8 +212,8 @@ def test_a_hedge_tenant_learns_on_a_trace_and_changes_its_report(tmp_path: Path)
     model.progress = False
     model.run()
     tt = model.auctioneer.tenants
-    (agent,) = tt.learners
-    assert agent.tenant_id == scen.deviator("hedge")
+    (agent,) = [a for a in tt.every_agent() if a.learning]  # it left the model once its jobs were done
+    assert agent.tenant_id == scen.deviator("hedge") and not tt.learners
     log = agent.learning_log
     assert len(log) >= 5 and {e["job_type"] for e in log} == {"*"}
     assert log[0]["factors"] == [1.0, 1.0]  # the first solve is played truthfully
@@ -222,7 +228,8 @@ def test_a_hedge_tenant_learns_on_a_trace_and_changes_its_report(tmp_path: Path)
     again = scen.build_model("oef-noncoop", "hedge", 0)
     again.progress = False
     again.run()
-    assert [e["played"] for e in again.auctioneer.tenants.learners[0].learning_log] == [e["played"] for e in log]
+    (twin,) = [a for a in again.auctioneer.tenants.every_agent() if a.learning]
+    assert [e["played"] for e in twin.learning_log] == [e["played"] for e in log]
 
 
 def test_trace_tenant_rows_can_be_switched_off_and_bad_variants_are_named(tmp_path: Path) -> None:
@@ -251,6 +258,7 @@ def test_noise_is_drawn_once_per_tenant_and_job_type(tmp_path: Path) -> None:
                                                            'strategy = "noise"\ne = 0.3'))  # fmt: skip
     scen = load_scenario(path)
     model = scen.build_model("oef-noncoop", "liar", 0)
+    model.run()  # the liar's reports are made at the solves while its jobs are active
     tt, eng = model.auctioneer.tenants, model.auctioneer.trace
     lie = np.flatnonzero(model.config.trace.tenants == "t2")
     q = tt.R[lie] / eng.T[lie]
@@ -264,7 +272,7 @@ def test_noise_is_drawn_once_per_tenant_and_job_type(tmp_path: Path) -> None:
     assert len({tuple(r.round(12)) for r in firsts}) == len(per_type)
     others = np.setdiff1d(np.arange(eng.n), lie)
     np.testing.assert_array_equal(tt.R[others], eng.T[others])
-    np.testing.assert_array_equal(scen.build_model("oef-noncoop", "liar", 0).auctioneer.tenants.R, tt.R)
+    np.testing.assert_array_equal(scen.build_model("oef-noncoop", "liar", 0).run().auctioneer.tenants.R, tt.R)
 
 
 def test_tenants_liar_hosts_and_shuffle_together(tmp_path: Path) -> None:

@@ -15,17 +15,18 @@ variant of the cell runs the same tenants, jobs and speedups (common random numb
 with a strategy table as in a scenario's variant (``strategy = "fast"``, ``factor = 1.3``; ``scale``,
 ``report``, ``noise``).
 
+Every cell runs on the one round engine (:mod:`agents.trace_rounds`, ``docs/trace_simulation.md``).
 Metrics of one run (one row per panel × x × replication × variant × mechanism), throughputs in
 slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over the run's records
-(each weighted by the seconds it covers: ``round_seconds`` here, a trace record's ``round_s``;
-:mod:`analysis.engine.stats`) or a per-job figure:
+(each weighted by the seconds it covers, its ``round_s``; :mod:`analysis.engine.stats`) or a per-job
+figure:
 
-* ``total_est`` / ``total_act``: the cluster's estimated (LP, true speedups) and actual (job-rate
-  model, placement included) normalised throughput, work per simulated second of the run;
-  ``act_over_est`` their ratio;
+* ``total_est`` / ``total_act``: the cluster's estimated (the policy's allocation at the true
+  speedups) and actual (realised leases: stragglers, hosts, restarts included) normalised
+  throughput, work per simulated second of the run; ``act_over_est`` their ratio;
 * ``mean_jct_h`` (hours, finished jobs), ``makespan_h``, ``jobs_done``, ``jobs_unfinished``;
-* ``straggler_workers``: workers of cross-GPU-type jobs summed over rounds (paper §6.3.3; rounds of
-  fixed length, so worker-seconds / ``round_seconds``);
+* ``straggler_workers``: workers of cross-GPU-type leases summed over rounds (paper §6.3.3; a
+  count per round, not a time integral: a round is ``round_seconds`` unless every lease ended early);
 * ``utilisation`` (GPU-seconds used / GPU-seconds available), ``rounds``;
 * ``est_tI`` / ``act_tI``: tenant I's time mean over the records it was present in (its integral over
   them divided by their seconds; runs of <= 8 tenants);
@@ -58,17 +59,20 @@ Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for
   ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
   has the largest such ratio, else 0) (Fig. 5(a)).
 
-**Realisation** (:mod:`market.oef.realise`): each mechanism runs with its OWN realisation
-(``realisation_mode = "own"``: Gavel's leases, Gandiva_fair's lottery, OEF's rounding for the
-others); a panel's ``realisations = ["own", "oef-rounding"]`` adds a run with OEF's rounding for the
-mechanisms whose own realisation differs (``realisation_mode = "alternative"``). Columns
-``realisation`` (the realiser's name) and ``realisation_mode``.
+**Realisation** (:mod:`market.oef.realise`, ``ModelConfig.realisation``): each mechanism runs with
+its OWN realisation (``realisation_mode = "own"``: Gavel's lease for ``gavel`` and Gavel's own
+policies, Gandiva_fair's lottery, OEF's rounding for the others); a panel's ``realisations =
+["own", "oef-rounding"]`` adds a run with OEF's rounding for the mechanisms whose own realisation
+differs (``realisation_mode = "alternative"``). An ``engine = "trace"`` panel runs every mechanism
+with Gavel's lease and its leases on hosts; its realisations are host placements (``own`` =
+``placement = "auto"``, ``oef-placement``). Columns ``realisation`` and ``realisation_mode``.
 
 **Trace scenarios** (``[scenario.workload] trace = ...``, Gavel's lease rounds,
 ``docs/trace_simulation.md``) run the same way (:func:`summarise_trace_run`): the cluster
 measures are time integrals weighted by each record's ``round_s`` (records of a trace run differ
 in length: a record may merge many rounds), ``makespan_h`` is the last completion minus the first
-arrival, ``straggler_workers`` is 0 (a lease is on one GPU type) and the only per-tenant rows are
+arrival, ``straggler_workers`` the recorded cross-type workers (0 under Gavel's lease) and the
+only per-tenant rows are
 the liars' (every variant's liars are agents, truthful ones in the truthful run, for
 ``liar_act_active``); ``liar_gain`` is the liars' mean JCT saved by lying (hours, > 0 = sooner).
 A lying variant's tenants are the trace's tenants under its tenancy (``"job"``: single jobs;
@@ -82,7 +86,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -94,7 +97,6 @@ import pandas as pd
 from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
 from analysis.engine.stats import cluster_integrals
 from market.errors import InputError
-from market.oef.realise import make_realiser
 
 if TYPE_CHECKING:
     from analysis.engine.studies import Study, Variant
@@ -313,8 +315,8 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
         a = means(after, "act")
         out["liar_act_after"] = float(sum(a.get(t, 0.0) for t in liar_set)) if split is not None else math.nan
     eng = model.auctioneer
-    alloc = getattr(eng, "allocation", None)
-    classes = list(getattr(eng, "classes", []))
+    alloc = eng.allocation
+    classes = list(eng.classes)
     by_id = {t.tenant_id: t for t in model.config.tenants}
     if alloc is not None and classes:
         X = np.asarray(alloc.X, dtype=float)
@@ -354,9 +356,10 @@ def summarise_run(
 ) -> tuple[dict[str, float], pd.DataFrame]:
     """Metrics of one finished :class:`agents.model.MarketModel` run (see the module docstring)
     and its per-tenant rows (``tenant, index, est, act, jct_h, jobs_done, liar``). ``frame``: the
-    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed."""
+    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed. Rates are means over
+    simulated time (each record weighted by its length ``round_s``); a tenant's over the time it had
+    an active job; the liars' and honest tenants' summed rates over the whole run's time."""
     f = model.tidy() if frame is None else frame
-    rounds = max(int(model.steps), 1)
     cl = f[f["tenant"] == ""]
     sums = cl.groupby("measure", sort=False)["value"].sum()
     ids = [t.tenant_id for t in model.config.tenants]
@@ -374,21 +377,23 @@ def summarise_run(
     n_jobs = sum(len(t.jobs) for t in model.config.tenants)
     integ = cluster_integrals(f, model.round_seconds, keys=()).iloc[0]  # time integrals over the records
     est, act = float(integ["total_est"]), float(integ["total_act"])
+    comp = model.completions()
+    first_arrival = min((j.arrival for t in model.config.tenants for j in t.jobs), default=0.0)
     row: dict[str, float] = {
         "total_est": est,
         "total_act": act,
         "act_over_est": act / est if est > 0 else math.nan,
         "mean_jct_h": float(jct["value"].mean() / 3600.0) if len(jct) else math.nan,
-        "makespan_h": float((jct["round"].max() + 1) * model.round_seconds / 3600.0) if len(jct) else math.nan,
+        "makespan_h": float((comp["completion_s"].max() - first_arrival) / 3600.0) if len(comp) else math.nan,
         "jobs_done": float(len(jct)),
         "jobs_unfinished": float(n_jobs - len(jct)),
         "straggler_workers": float(sums.get("cross_type_workers", 0.0)),
         "utilisation": float(integ["utilisation"]),
-        "rounds": float(rounds),
+        "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),
     }
 
     def mean_of(sums_: dict[str, float], t: str) -> float:
-        c = c_est.get(t, 0)
+        c = c_est.get(t, 0.0)
         return float(sums_.get(t, 0.0) / c) if c > 0 else math.nan
 
     def jct_of(who: Sequence[str]) -> float:
@@ -454,7 +459,7 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
         "makespan_h": float((comp["completion_s"].max() - tw.trace.arrival_s.min()) / 3600.0) if jct.size else math.nan,
         "jobs_done": float(jct.size),
         "jobs_unfinished": float(n_jobs - jct.size),
-        "straggler_workers": 0.0,
+        "straggler_workers": float(f.loc[(f["tenant"] == "") & (f["measure"] == "cross_type_workers"), "value"].sum()),
         "utilisation": float(integ["utilisation"]),
         "rounds": float(max(int(model.auctioneer.trace.rounds), 1)),  # Gavel rounds (steps may merge rounds)
     }
@@ -549,10 +554,11 @@ def panel_realisations(study: Study, pi: int) -> tuple[str, ...]:
 
 
 def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
-    """(mode, realiser) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
+    """(mode, realisation) pairs of ``mech`` on panel ``pi``: its own realisation first, then each other
     named realisation that differs from it (OEF's rounding for Gavel is a second run; for OEF it is
-    the same run). On an ``engine = "trace"`` panel the realisation is the host placement (own:
-    "oef-placement" for ``oef-*``, "naive-placement" for the others, as ``placement = "auto"``)."""
+    the same run). On an ``engine = "trace"`` panel every mechanism is realised by Gavel's lease
+    and the realisation is the host placement (own: "oef-placement" for ``oef-*``,
+    "naive-placement" for the others, as ``placement = "auto"``)."""
     from market.oef.realise import own_realisation
 
     if study.panels[pi].engine == "trace":
@@ -566,17 +572,17 @@ def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
     return out
 
 
-#: the trace twin's placement per realisation name (agents.trace_from_tenants)
+#: the placement of an ``engine = "trace"`` panel's run per realisation name
 _TWIN_PLACEMENT = {"oef-placement": "oef", "naive-placement": "naive"}
 
 
 def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
                        key: dict[str, Any]) -> CellResult:  # fmt: skip
-    """A cell of an ``engine = "trace"`` panel: the workload drawn exactly as on a synthetic panel
-    (same streams), run on the trace engine with hosts (:func:`agents.trace_from_tenants.trace_config`)
-    per mechanism and realisation (= host placement); truthful only."""
+    """A cell of an ``engine = "trace"`` panel: the workload drawn exactly as on another panel
+    (same streams), every mechanism realised by Gavel's lease (the round engine's
+    ``realisation = "gavel-lease"``) with its leases on hosts, per realisation (= host placement);
+    truthful only."""
     from agents.model import MarketModel
-    from agents.trace_from_tenants import trace_config
 
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
@@ -584,11 +590,11 @@ def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.Se
             t0 = time.perf_counter()
             work_ss, model_ss = np.random.SeedSequence(scen_ss.entropy, spawn_key=scen_ss.spawn_key).spawn(2)
             config = scenario.instantiate(mech, TRUTHFUL, np.random.default_rng(work_ss))
-            config = trace_config(config, placement=_TWIN_PLACEMENT[real])
+            config = replace(config, realisation="gavel-lease", placement=_TWIN_PLACEMENT[real])
             model = MarketModel(config, rng=np.random.default_rng(model_ss))
             model.progress = False
             model.run()
-            metrics = summarise_trace_run(model)
+            metrics, _ = summarise_run(model)
             metrics["liar_gain"] = 0.0
             seconds = time.perf_counter() - t0
             rows.append({**key, "variant": TRUTHFUL, "mechanism": mech, "realisation": real,
@@ -656,12 +662,8 @@ def execute_fair_cell(spec: CellSpec) -> CellResult:
                         tenants = tuple(replace(t, strategy=liars[t.tenant_id]) if t.tenant_id in liars else t
                                         for t in config.tenants)  # fmt: skip
                         config = replace(config, tenants=tenants)
+                    config = replace(config, realisation=real)
                     model = MarketModel(config, rng=np.random.default_rng(model_ss))
-                    if real != "oef-rounding":  # the round loop's default realiser is OEF's rounding (spec A6)
-                        salt = (*scen_ss.spawn_key, 7, zlib.crc32(mech.encode()))
-                        lot = np.random.SeedSequence(scen_ss.entropy, spawn_key=salt)
-                        model.auctioneer.rounder = make_realiser(real, backfill=config.backfill,
-                                                                 rng=np.random.default_rng(lot))  # fmt: skip
                     model.run()
                     tidy = model.tidy()
                     metrics, tframe = summarise_run(model, sorted(liars), tidy)

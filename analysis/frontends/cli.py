@@ -6,10 +6,11 @@ Commands::
     marketsim allocate --policy NAME --speedups "1,2;1,5"|@file.csv|@- [--capacity "1,1"] [--weights "1,2"] [--json]
     marketsim sweep CONFIG [--executor local|process|dask] [--address tcp://HOST:PORT] [--workers N]
                    [--resume] [--out DIR]
-    marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S] [--json]
+    marketsim audit --mechanism NAME --speedups "1,2;1,5" [--capacity "1,1"] [--weights ...] [--seed S]
+                    [--search default|hunt] [--exact] [--json]
                     [--report DIR [--instances N]]
     marketsim claims [--paper NAME [--claim ID]] [--size small|large] [--seed S] [--json] [--report DIR]
-                     [--hunt SECONDS | --hunt-evals N]
+                     [--hunt-evals N [--hunt-max-seconds S]]
     marketsim learn SCENARIO [--out DIR] [--rounds N] [--seed S] [--workers N] [--executor E] [--quiet]
     marketsim viz [SCENARIO] [--host 127.0.0.1] [--port 8765] [--no-browser]
     marketsim gavel-sim -t TRACE -p GAVEL_POLICY -c V100:P100:K80 [--seed S] [--time_per_iteration 360]
@@ -799,7 +800,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if not ok:
             raise InputError("--exact", args.mechanism, f"not available for {args.mechanism}: {why}")
     case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
-    out = audit_case(case, seed=args.seed)
+    config = None
+    if args.search == "hunt":  # the hunt's inner search: its config on the fast screen, no random-vector probes
+        from market.audit import FairShareTarget
+        from market.audit.hunt_spaces import HUNT_CONFIG
+
+        case.target = FairShareTarget(args.mechanism, W, m, weights=weights, n_arbitrary=0, fast=True)
+        config = HUNT_CONFIG
+    out = audit_case(case, seed=args.seed, config=config)
     if args.exact:
         from analysis.frontends.audit_report import attach_exact
 
@@ -857,19 +865,26 @@ def cmd_claims(args: argparse.Namespace) -> int:
         raise InputError("--width", args.width, "must be >= 4 (one character and '...')")
     if args.claim is not None and args.paper is None:
         raise InputError("--claim", args.claim, "needs --paper (claim ids are per paper)")
-    if args.hunt is not None and not (np.isfinite(args.hunt) and args.hunt > 0):
-        raise InputError("--hunt", args.hunt, "must be a number of seconds > 0")
+    if args.hunt is not None:
+        raise InputError("--hunt", args.hunt, "was removed: give the budget in evaluations, --hunt-evals N (same "
+                         "seed, same result), and cap its CPU time with --hunt-max-seconds S if needed")  # fmt: skip
     if args.hunt_evals is not None and args.hunt_evals < 1:
         raise InputError("--hunt-evals", args.hunt_evals, "must be >= 1")
+    if args.hunt_max_seconds is not None:
+        if args.hunt_evals is None:
+            raise InputError("--hunt-max-seconds", args.hunt_max_seconds, "caps a hunt: give --hunt-evals N too")
+        if not (np.isfinite(args.hunt_max_seconds) and args.hunt_max_seconds > 0):
+            raise InputError("--hunt-max-seconds", args.hunt_max_seconds, "must be a number of seconds > 0")
     if args.report:
         ensure_writable(Path(args.report), "--report")
     ids = None if args.claim is None else [args.claim]
     results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
-    hunting = args.hunt is not None or args.hunt_evals is not None
+    hunting = args.hunt_evals is not None
     if hunting:
         from market.audit.hunt import hunt_claims
 
-        hunt_claims(results, seconds=args.hunt, evals=args.hunt_evals, seed=args.seed, optimiser=args.hunt_optimiser)
+        hunt_claims(results, evals=args.hunt_evals, seconds=args.hunt_max_seconds, seed=args.seed,
+                    optimiser=args.hunt_optimiser)  # fmt: skip
     if args.report:
         write_audit_report(args.report, results)
     if args.json:
@@ -1051,6 +1066,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
     aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
+    aud.add_argument("--search", choices=["default", "hunt"], default="default",
+                     help="fair-share: the misreport search, default or the hunt's inner search (re-derives a hunt "
+                     "witness's figure exactly)")  # fmt: skip
     aud.add_argument("--json", action="store_true", help="print one JSON object")
     aud.add_argument("--exact", action="store_true",
                      help="fair-share LP policies: also solve each agent's best misreport exactly (bilevel "
@@ -1080,11 +1098,12 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--report", default=None, help="also write DIR/report.md with the ledger table")
     cl.add_argument("--width", type=int, default=60, help="column width of the table's texts")
     cl.add_argument("--claim", default=None, help="only this claim id (with --paper)")
-    cl.add_argument("--hunt", type=float, default=None, metavar="SECONDS",
-                    help="after the sample, search each claim's instance space for SECONDS of optimiser CPU time "
-                    "(the random baseline gets as many evaluations; see docs/hunt.md)")  # fmt: skip
+    cl.add_argument("--hunt", type=float, default=None, metavar="SECONDS", help=argparse.SUPPRESS)
     cl.add_argument("--hunt-evals", type=int, default=None, metavar="N",
-                    help="hunt with a fixed budget of N evaluations (same seed, same result)")  # fmt: skip
+                    help="after the sample, search each claim's instance space with N optimiser evaluations (and as "
+                    "many random draws; same seed, same result; see docs/hunt.md)")  # fmt: skip
+    cl.add_argument("--hunt-max-seconds", type=float, default=None, metavar="S",
+                    help="cap each hunt's optimiser CPU time at S seconds (the evaluations made are recorded)")
     cl.add_argument("--hunt-optimiser", choices=["de", "cma", "random"], default="de",
                     help="hunt optimiser (default: differential evolution, chosen by measurement, docs/hunt.md)")
     cl.set_defaults(func=cmd_claims)

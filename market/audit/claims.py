@@ -53,6 +53,8 @@ __all__ = [
     "hunt_cell",
     "register_witness_checker",
     "recheck_witness",
+    "flips_verdict",
+    "confirm_entry",
 ]
 
 VERDICTS = ("holds", "violated", "inconclusive")
@@ -148,6 +150,7 @@ class Claim:
     kind: str = "universal"
     hunt: dict[str, Any] | None = None
     found_by: str = ""
+    oracle: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -184,6 +187,7 @@ class Claim:
             "details": jsonable(self.details),
             **({"hunt": jsonable(self.hunt)} if self.hunt is not None else {}),
             **({"found_by": self.found_by} if self.found_by else {}),
+            **({"oracle": jsonable(self.oracle)} if self.oracle is not None else {}),
         }
 
 
@@ -263,16 +267,46 @@ def _verdict(spec: ClaimSpec, m: Measurement) -> tuple[str, str]:
     return "inconclusive", m.reason or "no instance measured"
 
 
+def flips_verdict(kind: str, verdict: str) -> bool:
+    """Whether a witness decides the verdict: a universal claim's violation or an existential
+    claim's example."""
+    return (kind == "universal" and verdict == "violated") or (kind == "existential" and verdict == "holds")
+
+
+def confirm_entry(c: Claim) -> Claim:
+    """Re-check the witness that decides ``c``'s verdict with an independent oracle
+    (:func:`market.audit.oracles.confirm_witness`) and record it in ``c.oracle``. A witness the
+    oracle rejects is an artefact, not a finding: the verdict becomes ``inconclusive`` with the
+    reason "witness is an artefact, not confirmed by <oracle>" (other violating instances of the
+    sample were not re-checked). Returns ``c``."""
+    from market.audit.oracles import confirm_witness
+
+    if c.witness is None or not flips_verdict(c.kind, c.verdict):
+        return c
+    res = confirm_witness(c.witness)
+    c.oracle = res.to_dict()
+    if res.confirmed is False:
+        c.verdict = "inconclusive"
+        c.reason = (c.reason + "; " if c.reason else "") + (
+            f"witness is an {res.label} (the ledger's own checker reproduced it; other violating instances of "
+            "the sample were not re-checked)"
+        )
+    return c
+
+
 def run_claims(
     paper: str | None = None,
     *,
     size: str = "small",
     seed: int = 0,
     ids: Iterable[str] | None = None,
+    confirm: bool = True,
 ) -> list[Claim]:
     """Measure the registered claims (of ``paper``; only ``ids`` when given) and return ledger
     entries. ``size="small"`` keeps each paper's ledger fast (default test run);
-    ``size="large"`` uses the spec's instance ranges and more instances."""
+    ``size="large"`` uses the spec's instance ranges and more instances. With ``confirm`` (default)
+    the witness that decides a verdict is re-checked by an independent oracle
+    (:func:`confirm_entry`)."""
     check_choice("size", size, SIZES)
     seed = check_int("seed", seed, minimum=0)
     specs = claims(paper)
@@ -311,6 +345,10 @@ def run_claims(
                 kind=spec.kind,
             )
         )
+        if confirm:
+            t1 = time.perf_counter()
+            confirm_entry(out[-1])
+            out[-1].seconds += time.perf_counter() - t1
     return out
 
 
@@ -353,8 +391,9 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
 
 
 def hunt_cell(h: dict[str, Any] | None) -> str:
-    """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)``, ``-`` without
-    one, ``no space`` when the claim has no hunt space."""
+    """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)`` (plus an
+    artefact the oracle rejected, a witness left on the box's edge, a hunt the seconds cap stopped),
+    ``-`` without one, ``no space`` when the claim has no hunt space."""
     if h is None:
         return "-"
     if not h.get("available", True):
@@ -364,7 +403,12 @@ def hunt_cell(h: dict[str, Any] | None) -> str:
         return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
 
     best, rnd = f(h["best_effect"]), f(h["random_best_effect"])
-    return f"best {best} vs random {rnd} ({h['evaluations']} evals, {h['optimiser']})"
+    art = "; artefact: " + ", ".join(a["arm"] for a in h["artefacts"]) if h.get("artefacts") else ""
+    edge = h.get("edge") or {}
+    if edge and not edge.get("interior", True):
+        art += f"; witness on the box's edge ({edge.get('status')})"
+    cap = "; stopped by the seconds cap" if h.get("stopped_by") == "seconds cap" else ""
+    return f"best {best} vs random {rnd} ({h['evaluations']} evals, {h['optimiser']}{art}{cap})"
 
 
 def to_markdown(results: Iterable[Claim]) -> str:
@@ -382,8 +426,9 @@ def to_markdown(results: Iterable[Claim]) -> str:
         if r.reason:
             stmt += f" — *{r.reason}*".replace("|", "\\|")
         h = f" {hunt_cell(r.hunt)} |" if hunted else ""
+        orc = f" ({r.oracle['label']})" if r.oracle else ""
         lines.append(
-            f"| {r.paper} | {r.claim_id} | **{r.label}** | {eff} | {r.n_instances} | {r.violations} |{h} {stmt} |"
+            f"| {r.paper} | {r.claim_id} | **{r.label}**{orc} | {eff} | {r.n_instances} | {r.violations} |{h} {stmt} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -571,25 +571,29 @@ def parametric_lp(policy: str, target: Any, i: int, box: ReportBox) -> tuple[Par
 
 @contextmanager
 def _stdout_to_devnull() -> Iterator[None]:
-    """File descriptor 1 to ``/dev/null`` while SCIP runs (its C library writes there directly)."""
+    """File descriptors 1 and 2 to ``/dev/null`` while SCIP runs (its C library and SoPlex write there
+    directly, e.g. SoPlex's "Cannot set feasibility tolerance ... without GMP" on stderr)."""
     sys.stdout.flush()
+    sys.stderr.flush()
     try:
-        saved = os.dup(1)
-    except OSError:  # no fd 1 (embedded interpreter): nothing to protect
+        saved = [os.dup(1), os.dup(2)]
+    except OSError:  # no fd 1 / 2 (embedded interpreter): nothing to protect
         yield
         return
     null = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(null, 1)
+        os.dup2(null, 2)
         yield
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        for fd, old in zip((1, 2), saved, strict=True):
+            os.dup2(old, fd)
+            os.close(old)
         os.close(null)
 
 
 def _solve_scip(lp: ParametricLP, lo: np.ndarray, hi: np.ndarray, formulation: str, time_limit: float,
-                feastol: float, steps: frozenset[str]) -> dict[str, Any]:  # fmt: skip
+                feastol: float, steps: frozenset[str], node_limit: int | None = None) -> dict[str, Any]:  # fmt: skip
     """Build and solve the single-level program; ``steps`` lists the conditions included (all of
     ``{"primal", "dual", "strong-duality" or "complementarity", "box"}`` in normal use; tests drop one
     to show it matters)."""
@@ -597,7 +601,12 @@ def _solve_scip(lp: ParametricLP, lo: np.ndarray, hi: np.ndarray, formulation: s
     q = lo.size
     mdl = scip.Model("exact-best-response")
     mdl.hideOutput()
+    # SCIP's CPU clock (timing/clocktype 1) costs a system call per check (measured: as much system time
+    # as solving time), so time_limit stays in wall seconds and node_limit is the load-independent budget
+    mdl.setParam("timing/statistictiming", False)
     mdl.setParam("limits/time", float(time_limit))
+    if node_limit is not None:
+        mdl.setParam("limits/nodes", int(node_limit))
     mdl.setParam("numerics/feastol", float(feastol))
     mdl.setParam("limits/gap", 0.0)
     mdl.setParam("limits/absgap", 0.0)
@@ -678,12 +687,13 @@ def _solve_scip(lp: ParametricLP, lo: np.ndarray, hi: np.ndarray, formulation: s
             mdl.addConsSOS1([z[v], d])
     obj = sum((float(lp.utility[v]) * z[v] for v in range(nz) if lp.utility[v] != 0.0), 0.0)
     mdl.setObjective(obj, "maximize")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with _stdout_to_devnull():  # SCIP's C code may print (e.g. a feastol note); --json output must stay clean
         mdl.optimize()
     dt = time.perf_counter() - t0
     status = mdl.getStatus()
-    out: dict[str, Any] = {"status": status, "seconds": dt, "nodes": int(mdl.getNNodes())}
+    out: dict[str, Any] = {"status": status, "seconds": dt, "nodes": int(mdl.getNNodes()),
+                           "cpu_seconds": time.process_time() - c0}
     if mdl.getNSols() > 0:
         out["primal"] = float(mdl.getObjVal())
         out["r"] = np.array([mdl.getVal(v) for v in r])
@@ -707,7 +717,7 @@ class ExactResult:
     * ``upper_bound``: proven upper bound on the relative gain of every report in ``box`` (SCIP's
       dual bound, under the most favourable optimal allocation of each report);
     * ``gap = upper_bound - relative_gain`` (>= 0; in utility units when the truthful utility is 0);
-      ``certified`` when ``gap <= tol`` and SCIP proved optimality;
+      ``certified`` when ``gap <= tol`` (SCIP's dual bound is a proof whatever stopped the solve);
     * ``report``: the deviator's reported normalised row (all types); ``factors`` the free entries
       relative to the truth; ``at_lower`` / ``at_upper`` per free type whether it sits on the box's
       edge, ``on_edge`` if any does;
@@ -715,7 +725,9 @@ class ExactResult:
       relative gain over the box with those lower edges at 0 (the supremum over every report > 0
       the mechanism accepts is at most this; it is approached, not attained, as the entry goes to 0);
     * ``method``: ``"scip/<formulation>"`` or ``"report-independent"`` (maxmin); ``status`` SCIP's;
-      ``solver_gap`` SCIP's own relative gap of its program; ``seconds`` wall time of the solves.
+      ``solver_gap`` SCIP's own relative gap of its program; ``seconds`` wall time of the whole call,
+      ``cpu_seconds`` its CPU time (process), ``solver_cpu_seconds`` SCIP's share of it;
+      ``evaluations`` how many reports were re-evaluated through the registered mechanism.
     """
 
     policy: str
@@ -740,6 +752,9 @@ class ExactResult:
     closure_bound: float | None = None
     tol: float = 1e-6
     notes: list[str] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    solver_cpu_seconds: float = 0.0
+    evaluations: int = 0
 
     @property
     def on_edge(self) -> bool:
@@ -773,6 +788,9 @@ class ExactResult:
             "status": self.status,
             "solver_gap": num(self.solver_gap),
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+            "solver_cpu_seconds": self.solver_cpu_seconds,
+            "evaluations": self.evaluations,
             "nodes": self.nodes,
             "tol": self.tol,
             "notes": list(self.notes),
@@ -785,36 +803,130 @@ def _relative(gain: float, base: float) -> float:
     return relative(gain, base)
 
 
-def _candidates(r: np.ndarray, box: ReportBox, inst: _Instance) -> list[np.ndarray]:
+_NUDGES = tuple(10.0**-e for e in range(9, 2, -1))
+"""Relative nudge magnitudes of the polishing ladder, smallest first (1e-9 .. 1e-3)."""
+
+
+def _bases(r: np.ndarray, box: ReportBox, inst: _Instance, limit: int = 64) -> list[np.ndarray]:
     """Reports near SCIP's ``r`` where the registered mechanism may attain the bound, nearest first:
-    ``r`` itself, each entry snapped onto a box edge, the truth, another row's entry or a ratio tie
+    ``r`` itself and each entry snapped onto a box edge, the truth, another row's entry or a ratio tie
     with another row (``r_j / r_j'`` equal to its ratio) within 5% (the best lie often copies a row,
-    sits on an edge or on a tie, and the optimistic bound may hold on a whole side of it), and
-    nudges of 1e-9..1e-3 relative to either side: where the LP has several optimal allocations, a
-    report just beside the tie makes the optimum unique, and the mechanism's own tie-breaking (e.g.
-    its staircase's tolerances) may need a nudge of 1e-4 to fall on the good side."""
+    sits on an edge or on a tie, and the optimistic bound may hold on a whole side of it); last, the
+    truthful report (SCIP may return another optimum where the bound is 0 and the mechanism's
+    tie-breaking gives less there)."""
     others = np.array([inst.W[l, inst.free] for l in range(inst.n) if l != inst.i]).reshape(-1, r.size)
-    per: list[list[tuple[float, float]]] = []
+    per: list[list[float]] = []
     for j in range(r.size):
-        opts = [(float(r[j]), 0.0)]
+        opts = [float(r[j])]
         specials = [box.lower[j], box.upper[j], box.truth[j], *others[:, j].tolist()]
-        # ties between two of the deviator's types: its ratio r_j / r_j' equal to another row's
         specials += [float(r[jj]) * o[j] / o[jj] for o in others for jj in range(r.size) if jj != j]
         for sp in specials:
-            if abs(sp - r[j]) <= 0.05 * max(abs(sp), 1e-12) and all(sp != v for v, _ in opts):
-                opts.append((float(sp), 0.0))
-        for v, _ in list(opts):
-            for d in (1e-9, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3):
-                opts.extend([(v * (1 - d), d), (v * (1 + d), d)])
-        per.append([(float(np.clip(v, box.lower[j], box.upper[j])), d) for v, d in opts])
-    scored, seen = [], set()
-    for combo in product(*per):
-        key = tuple(v for v, _ in combo)
-        if key not in seen:
-            seen.add(key)
-            scored.append((max((d for _, d in combo), default=0.0), len(scored), np.array(key)))
-    scored.sort(key=lambda t: (t[0], t[1]))
-    return [c for _, _, c in scored[:600]]
+            if abs(sp - r[j]) <= 1e-8 * max(abs(sp), 1e-12):
+                if opts[0] == float(r[j]):  # SCIP's value is a special one up to its tolerance: the exact one
+                    opts[0] = float(sp)  # (the first in this order: edges, truth, other rows, then ratio ties)
+            elif abs(sp - r[j]) <= 0.05 * max(abs(sp), 1e-12) and all(sp != v for v in opts):
+                opts.append(float(sp))
+        per.append([float(np.clip(v, box.lower[j], box.upper[j])) for v in opts])
+    out, seen = [], set()
+    for combo in sorted(product(*per), key=lambda c: float(np.abs(np.log(np.maximum(c, 1e-300))
+                                                                     - np.log(np.maximum(r, 1e-300))).sum())):
+        if combo not in seen:
+            seen.add(combo)
+            out.append(np.array(combo))
+        if len(out) >= limit:
+            break
+    truth = tuple(float(v) for v in box.truth)
+    if truth not in seen:  # the truthful report attains gain 0: where the bound is 0, that certifies it
+        out.append(np.array(truth))
+    return out
+
+
+def _polish(r: np.ndarray, box: ReportBox, inst: _Instance, value: Callable[[np.ndarray], float | None],
+            goal: float) -> tuple[float, np.ndarray | None, int]:  # fmt: skip
+    """Best TRUE utility the registered mechanism (``value``; ``None`` for a report it rejects) attains
+    near SCIP's report ``r``, the report and the number of evaluations; stops once ``goal`` is reached.
+
+    First the snapped reports of :func:`_bases`. Where the LP has several optimal allocations at a
+    tie, the bound is a supremum approached just beside it, and the mechanism's LP solver resolves the
+    tie the favourable way only beyond its own tolerances: so along every direction (each entry nudged
+    down, kept or up, relative to the base) a ladder of magnitudes :data:`_NUDGES`, then a bisection
+    (in log magnitude) between the largest magnitude that is not resolved and the smallest that is, to
+    find the smallest nudge the mechanism resolves (the gain beside a tie falls linearly with it)."""
+    best_u, best_r, evals = -math.inf, None, 0
+
+    def score(rep: np.ndarray) -> float:
+        nonlocal best_u, best_r, evals
+        rep = np.clip(rep, box.lower, box.upper)
+        evals += 1
+        u = value(rep)
+        if u is None:
+            return -math.inf
+        if best_r is None or u > best_u + 1e-12 * max(1.0, abs(best_u)):
+            best_u, best_r = u, rep
+        return u
+
+    bases = _bases(r, box, inst)
+    scored = []
+    for b in bases:
+        scored.append((score(b), len(scored), b))
+        if best_u >= goal:
+            return best_u, best_r, evals
+    q = r.size
+    signs = sorted((s for s in product((-1, 0, 1), repeat=q) if any(s)), key=lambda s: sum(map(abs, s)))
+    for _, _, b in sorted(scored, key=lambda t: (-t[0], t[1]))[:3]:
+        rays = []
+        for s in signs:
+            sv = np.array(s, dtype=float)
+            ladder = [score(b * (1.0 + sv * d)) for d in _NUDGES]
+            if best_u >= goal:
+                return best_u, best_r, evals
+            top = max(range(len(ladder)), key=lambda k: (ladder[k], -k))
+            if top > 0 and ladder[top] > ladder[top - 1]:
+                rays.append((ladder[top], len(rays), sv, top))
+        for u_hi, _, sv, top in sorted(rays, key=lambda t: (-t[0], t[1])):  # the most promising ray first
+            lo, hi = math.log(_NUDGES[top - 1]), math.log(_NUDGES[top])
+            for _ in range(12):  # smallest resolved nudge: the gain beside the tie grows as the nudge shrinks
+                mid = 0.5 * (lo + hi)
+                u = score(b * (1.0 + sv * math.exp(mid)))
+                if u >= u_hi - 1e-12 * max(1.0, abs(u_hi)):
+                    hi, u_hi = mid, u
+                else:
+                    lo = mid
+                if best_u >= goal:
+                    return best_u, best_r, evals
+    return best_u, best_r, evals
+
+
+def _normalised(lp: ParametricLP) -> ParametricLP:
+    """The same LP with normalised duals (:attr:`ParametricLP.homogeneous`: every dual in ``[0, 1]``).
+
+    A RELAXATION of the optimality conditions, valid without any bound on the duals: every optimal
+    dual ``y`` of the LP at a report maps to ``y / (1 + sum y)`` with ``y0 = 1 / (1 + sum y) > 0`` and the
+    same complementarity, so the program's optimum bounds every report's most favourable optimal
+    allocation. Points with ``y0 = 0`` need not be optimal allocations: they can only raise the bound
+    (never make it invalid), and a bound the registered mechanism attains is certified all the same."""
+    from dataclasses import replace
+
+    if lp.E.shape[1] or lp.homogeneous:
+        raise AssertionError("exact: only an inequality-form LP with bounded-dual form can be normalised")
+    return replace(lp, homogeneous=True, y_hi=np.ones_like(lp.y_hi))
+
+
+def _programs(lp: ParametricLP, formulation: str, feastol: float,
+              relax: bool) -> list[tuple[ParametricLP, str, float, str]]:  # fmt: skip
+    """The SCIP programs :func:`best_response` solves in turn, each ``(lp, formulation, feastol,
+    method)``, stopping as soon as the registered mechanism attains a bound: ``formulation`` at
+    ``feastol``; where some dual has no finite bound (``oef-coop``'s envy-freeness duals) and ``relax``,
+    then :func:`_normalised` (its relaxation converges, every product having bounded factors, and its
+    optimum is another report to polish: measured, it finds better lies where the first solve stops at
+    its budget); then ``formulation`` at ``1e-9``."""
+    form = "kkt" if lp.homogeneous else formulation  # normalised duals need complementarity
+    out = [(lp, form, feastol, f"scip/{form}")]
+    if relax and not lp.homogeneous and not lp.E.shape[1] and not np.isfinite(lp.y_hi).all():
+        out.append((_normalised(lp), "kkt", feastol, "scip/kkt-normalised"))
+    if feastol > 1e-9:
+        out.append((lp, form, 1e-9, f"scip/{form}"))
+    return out
 
 
 def best_response(
@@ -828,7 +940,8 @@ def best_response(
     options: Mapping[str, Any] | None = None,
     box: Any = None,
     formulation: str = "strong-duality",
-    time_limit: float = 30.0,
+    time_limit: float = 120.0,
+    node_limit: int | None = 20_000,
     tol: float = 1e-6,
     feastol: float = 1e-6,
     closure: bool = True,
@@ -841,8 +954,11 @@ def best_response(
     search's box with its hard limits: reported entries in ``[1/max_speedup, max_speedup]``), a
     ``(lo, hi)`` pair of factors relative to the truth for every free entry, a mapping ``{type: (lo,
     hi)}`` or a :class:`ReportBox`. ``formulation``: ``"strong-duality"`` (default) or ``"kkt"``.
-    ``time_limit`` seconds per SCIP solve (a solve stopped by it is reported with its gap, never as
-    certified); ``tol`` the gap (in relative-gain units) below which the result is ``certified``.
+    ``node_limit`` (default 20,000; ``None``: none) the branch-and-bound nodes per SCIP solve, the budget
+    that gives the same answer under any machine load, and ``time_limit`` (default 120) a wall-second cap
+    behind it: a solve stopped by either reports its proven bound, certified only if the mechanism
+    attains it within ``tol``.
+    ``tol`` the gap (in relative-gain units) below which the result is ``certified``.
 
     Raises :class:`InputError` for a policy not in :data:`SUPPORTED` (with the reason), an unknown
     row, a bad box or missing ``pyscipopt``."""
@@ -854,6 +970,9 @@ def best_response(
     if formulation not in FORMULATIONS:
         raise InputError("formulation", formulation, f"must be one of {list(FORMULATIONS)}")
     check_positive("time_limit", time_limit)
+    if node_limit is not None:
+        if isinstance(node_limit, bool) or not isinstance(node_limit, (int, np.integer)) or node_limit < 1:
+            raise InputError("node_limit", node_limit, "must be a positive integer (or None for no limit)")
     check_positive("tol", tol)
     opts = dict(options or {})
     _check_options(policy, opts)
@@ -862,7 +981,7 @@ def best_response(
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < n:
         raise InputError("agent", i, f"must be a row index in [0, {n - 1}]")
     i = int(i)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     truth_report = target.report(i, {})
     u0 = float(target.evaluate(i, truth_report))
     active = np.flatnonzero(target.ma > 0)
@@ -874,6 +993,12 @@ def best_response(
         row[types] = rep
         return float(target.evaluate(i, (tuple(row.tolist()), None))), row.tolist()
 
+    def value_at(rep: np.ndarray) -> float | None:
+        try:
+            return result_at(rep)[0]
+        except InputError:  # a report the mechanism rejects (outside its limits): not a lie it accepts
+            return None
+
     notes: list[str] = []
     if policy == "maxmin" or not types or n == 1:
         if policy == "maxmin":
@@ -884,7 +1009,8 @@ def best_response(
         notes.append(why)
         return ExactResult(policy, i, u0, u0, 0.0, 0.0, 0.0, 0.0, True, list(map(float, target.Wt[i])),
                            [1.0] * len(types), rbox, [False] * len(types), [False] * len(types), "report-independent",
-                           "optimal", 0.0, time.perf_counter() - t0, tol=tol, notes=notes)  # fmt: skip
+                           "optimal", 0.0, time.perf_counter() - t0, tol=tol, notes=notes,
+                           cpu_seconds=time.process_time() - c0)  # fmt: skip
     if (rbox.upper - rbox.lower <= 0).all():
         notes.append("the box is a single point")
     lp, inst = parametric_lp(policy, target, i, rbox)
@@ -893,32 +1019,38 @@ def best_response(
     steps = _steps if _steps is not None else frozenset(
         {"primal", "dual", "box", "strong-duality" if formulation == "strong-duality" else "complementarity"})
     best_u, best_r, best_row, ub_abs, sol, seconds = -math.inf, None, None, math.inf, {}, 0.0
-    tols = [feastol] + ([1e-9] if feastol > 1e-9 else [])
-    for attempt, ftol in enumerate(tols):
-        # a solve at SCIP's default tolerance first; if the mechanism does not attain its bound, once more
-        # at 1e-9 (a tighter relaxation, hence a lower valid bound, and a more precise report to polish)
-        if attempt and best_u >= ub_abs - tol * max(abs(u0), 1e-12) and sol.get("status") == "optimal":
-            break
-        sol_t = _solve_scip(lp, rbox.lower, rbox.upper, formulation, time_limit, ftol, steps)
-        seconds += sol_t["seconds"]
+    evaluations, method = 0, f"scip/{formulation}"
+    prev: dict[str, Any] = {}
+    done: dict[str, str] = {}  # method -> status of its last solve
+    for prog, form, ftol, label in _programs(lp, formulation, feastol, _steps is None):
+        # see _programs: the normalised-dual relaxation first where duals have no finite bound, then the
+        # formulation asked for at SCIP's default tolerance, then once more at 1e-9 (a tighter relaxation,
+        # hence a lower valid bound, and a more precise report to polish) after an optimal solve
+        if sol and best_u >= ub_abs - tol * max(abs(u0), 1e-12):
+            break  # certified: every bound is a proof, so a later program cannot change the answer
+        if ftol < feastol and done.get(label) != "optimal":
+            break  # a solve stopped by its limits does not get further at a tighter tolerance
+        st = steps if form == formulation else frozenset({"primal", "dual", "box", "complementarity"})
+        sol_t = _solve_scip(prog, rbox.lower, rbox.upper, form, time_limit, ftol, st, node_limit)
+        seconds += sol_t["cpu_seconds"]
+        prev, done[label] = sol_t, str(sol_t["status"])
         if "r" not in sol_t:
-            if attempt:
-                break
-            raise InputError("instance", policy, f"SCIP found no feasible point of the best-response program "
-                             f"(status {sol_t['status']}); raise time_limit")  # fmt: skip
+            continue
         if sol_t["dual_bound"] <= ub_abs or not sol:
-            ub_abs, sol = min(ub_abs, sol_t["dual_bound"]), sol_t
+            ub_abs, sol, method = min(ub_abs, sol_t["dual_bound"]), sol_t, label
         r_star = np.clip(sol_t["r"], rbox.lower, rbox.upper) if "box" in steps else sol_t["r"]
-        cands = _candidates(r_star, rbox, inst) if "box" in steps else [r_star]
-        for rep in cands:
-            try:
-                u, row = result_at(rep)
-            except InputError:  # a report the mechanism rejects (outside its limits): not a lie it accepts
-                continue
-            if best_row is None or u > best_u + 1e-12 * max(1.0, abs(best_u)):
-                best_u, best_r, best_row = u, rep, row
-            if best_u >= ub_abs - 0.1 * tol * max(abs(u0), 1e-12):
-                break
+        goal = ub_abs - 0.5 * tol * max(abs(u0), 1e-12)  # certified with room for rounding
+        if "box" in steps:
+            u, rep, k_ev = _polish(r_star, rbox, inst, value_at, goal)
+        else:  # the box removed (a test of that step): SCIP's report as it is
+            v = value_at(r_star)
+            u, rep, k_ev = (-math.inf if v is None else v), r_star, 1
+        evaluations += k_ev
+        if rep is not None and (best_r is None or u > best_u + 1e-12 * max(1.0, abs(best_u))):
+            best_u, best_r, best_row = u, rep, result_at(rep)[1]
+    if not sol:
+        raise InputError("instance", policy, f"SCIP found no feasible point of the best-response program "
+                         f"(status {prev.get('status')}); raise time_limit")  # fmt: skip
     if best_row is None or best_r is None:
         raise InputError("instance", policy, "the registered mechanism rejected every candidate report")
     rel = _relative(best_u - u0, u0)
@@ -930,12 +1062,15 @@ def best_response(
         gap = gap_abs
         notes.append("truthful utility is 0: relative gains are undefined (inf); gap is in utility units")
     status = str(sol["status"])
-    certified = status == "optimal" and gap <= tol
-    if status != "optimal":
+    certified = gap <= tol  # SCIP's dual bound is a proof whatever stopped the solve; attained within tol
+    if status != "optimal" and not certified:
         notes.append(f"SCIP stopped with status {status!r}: upper_bound is its proven bound at that point")
     elif not certified:
         notes.append("the registered mechanism's tie-breaking does not attain the bound at the report found: the "
                      "bound is the best gain under the most favourable optimal allocation")  # fmt: skip
+    if not certified and policy == "oef-coop":
+        notes.append("oef-coop: near a report that copies another row the envy-freeness duals have no finite "
+                     "bound, the relaxation stays weak there and the bound may not close (docs/exact.md, Limits)")
     scale = np.maximum(np.abs(rbox.upper), 1e-300)
     at_lo = [bool(abs(best_r[j] - rbox.lower[j]) <= 1e-7 * max(rbox.lower[j], 1e-12) or
                   abs(best_r[j] - rbox.lower[j]) <= 1e-9 * scale[j]) for j in range(len(types))]  # fmt: skip
@@ -947,10 +1082,16 @@ def best_response(
         lo0[edge_lo] = 0.0
         box0 = ReportBox(rbox.types, lo0, rbox.upper, rbox.truth)
         lp0, _ = parametric_lp(policy, target, i, box0)
-        sol0 = _solve_scip(lp0, lo0, rbox.upper, formulation, time_limit, feastol, steps)
-        seconds += sol0["seconds"]
-        if str(sol0["status"]) == "optimal":
-            closure_bound = _relative(max(sol0["dual_bound"], best_u) - u0, u0)
+        bound0 = math.inf
+        for prog, form, ftol, _ in _programs(lp0, formulation, feastol, _steps is None):
+            if ftol < feastol:
+                break  # one solve per program: the closure's bound only needs to be valid
+            st = steps if form == formulation else frozenset({"primal", "dual", "box", "complementarity"})
+            sol0 = _solve_scip(prog, lo0, rbox.upper, form, time_limit, ftol, st, node_limit)
+            seconds += sol0["cpu_seconds"]
+            bound0 = min(bound0, sol0["dual_bound"])
+        if math.isfinite(bound0):
+            closure_bound = _relative(max(bound0, best_u) - u0, u0)
             notes.append("the best report sits on the box's lower edge in type(s) "
                          f"{[types[j] for j in edge_lo]}: the supremum over every accepted report (> 0) is at most "
                          "closure_bound, approached (not attained) as those entries go to 0")  # fmt: skip
@@ -959,8 +1100,9 @@ def best_response(
         policy=policy, agent=i, truthful_utility=u0, utility=best_u, gain=best_u - u0, relative_gain=rel,
         upper_bound=ub_rel, gap=gap, certified=certified, report=best_row,
         factors=(np.asarray(best_r) / rbox.truth).tolist(), box=rbox, at_lower=at_lo, at_upper=at_hi,
-        method=f"scip/{formulation}", status=status, solver_gap=solver_gap, seconds=time.perf_counter() - t0,
+        method=method, status=status, solver_gap=solver_gap, seconds=time.perf_counter() - t0,
         nodes=sol["nodes"], closure_bound=closure_bound, tol=tol, notes=notes,
+        cpu_seconds=time.process_time() - c0, solver_cpu_seconds=seconds, evaluations=evaluations,
     )  # fmt: skip
 
 
@@ -979,7 +1121,33 @@ ORACLE_MAX_TYPES = 3
 """Largest instance (GPU types) on which the claims ledger asks the exact oracle."""
 
 
-def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 20.0) -> ExactResult | None:
+ORACLE_NODE_LIMIT = 20_000
+"""Branch-and-bound nodes per SCIP solve of the ledger's oracle: the budget that makes its answer the
+same under any machine load (the wall-clock ``time_limit`` is only a safety cap above it)."""
+
+_ORACLE_CACHE: dict[tuple[Any, ...], ExactResult | None] = {}
+_ORACLE_CACHE_SIZE = 1024
+
+
+def _oracle_key(target: Any, agent: int, scope: str, time_limit: float, node_limit: int) -> tuple[Any, ...]:
+    """Everything the oracle's answer depends on: the policy, the TRUE instance (speedups, GPUs, weights,
+    caps, options), the deviator, its report limits, the scope and the solver budget."""
+
+    def arr(a: Any) -> Any:
+        return None if a is None else (np.asarray(a, dtype=float).shape, np.asarray(a, dtype=float).tobytes())
+
+    from market import registry
+
+    fn = registry.get(target.name, "fair-share").fn  # a plugin may re-register a name between two calls
+    return (target.name, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)), arr(target.Wt),
+            arr(target.ma), arr(target.wt), arr(target.ca),
+            repr(sorted(dict(target.options).items())), float(target.max_speedup), int(agent), scope,
+            tuple((d.name, float(d.limit_lower), float(d.limit_upper)) for d in target.dimensions(agent)),
+            bool(target.weight_claims), float(time_limit), int(node_limit))  # fmt: skip
+
+
+def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 120.0,
+           node_limit: int = ORACLE_NODE_LIMIT) -> ExactResult | None:  # fmt: skip
     """The exact best response the claims ledger uses as its oracle on a
     :class:`~market.audit.fairshare.FairShareTarget`'s instance, or ``None`` when it does not apply:
     more than :data:`ORACLE_MAX_ROWS` rows or :data:`ORACLE_MAX_TYPES` types, a policy not in
@@ -988,9 +1156,28 @@ def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 2
     ``scope="in"``: the paper's scope (every free entry inflated: factors in ``[1, upper]``, the
     union of the ``UP_*`` families); ``"all"``: the whole default box. The box's upper (and, for
     ``"all"``, lower) ends are the search's hard limits, so the oracle covers every report the search
-    can score."""
+    can score.
+
+    The budget is :data:`ORACLE_NODE_LIMIT` nodes per solve (load-independent), ``time_limit`` wall
+    seconds a cap above it. Answers are cached per process on everything they depend on
+    (:func:`_oracle_key`): the same question asked again (the ledger run again in the same process,
+    as several tests do) costs nothing; the cache holds the deterministic answer, not a relaxed one."""
     if scope not in ("in", "all"):
         raise InputError("scope", scope, "must be 'in' or 'all'")
+    if not isinstance(target.mechanism, str) or target.name not in SUPPORTED:
+        return None  # a mechanism object or a policy without an LP model: nothing to cache
+    key = _oracle_key(target, agent, scope, time_limit, node_limit)
+    if key in _ORACLE_CACHE:
+        return _ORACLE_CACHE[key]
+    out = _oracle(target, agent, scope, time_limit, node_limit)
+    if len(_ORACLE_CACHE) >= _ORACLE_CACHE_SIZE:
+        _ORACLE_CACHE.pop(next(iter(_ORACLE_CACHE)))  # oldest first
+    _ORACLE_CACHE[key] = out
+    return out
+
+
+def _oracle(target: Any, agent: int, scope: str, time_limit: float, node_limit: int) -> ExactResult | None:
+    """:func:`oracle` without its cache."""
     n, k = target.Wt.shape
     if n > ORACLE_MAX_ROWS or k > ORACLE_MAX_TYPES or target.weight_claims or not isinstance(target.mechanism, str):
         return None
@@ -1007,7 +1194,8 @@ def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 2
                and float(target.ma[int(name)]) > 0}  # fmt: skip
     try:
         return best_response(target.name, target.Wt, target.ma, int(agent), weights=target.wt, caps=target.ca,
-                             options=dict(target.options), box=box, time_limit=time_limit)  # fmt: skip
+                             options=dict(target.options), box=box, time_limit=time_limit,
+                             node_limit=node_limit)  # fmt: skip
     except InputError as exc:
         if exc.field == "solver":
             raise  # a missing SCIP is an installation problem, never a silent fallback

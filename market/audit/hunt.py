@@ -23,9 +23,11 @@ A claim becomes huntable by registering a :class:`HuntSpace` factory with
 The optimiser (scipy's differential evolution by default, CMA-ES from ``cma`` as ``"cma"``,
 uniform points as ``"random"``; ``docs/hunt.md`` and ``benchmarks/results/hunt.md`` give the
 measured comparison that chose the default) and the baseline (the same number of evaluations
-drawn from ``sample``) run interleaved batch by batch; with a fixed evaluation budget the result
-depends only on the seed. The best instance is then shrunk while its effect stays within 1%
-(:data:`SHRINK_KEEP`), and confirmed.
+drawn from ``sample``) run interleaved batch by batch. The budget is a number of evaluations, so
+the result depends only on the seed; a CPU-time cap may end it early (``stopped_by``). The best
+instance is then shrunk while its effect stays within 1% (:data:`SHRINK_KEEP`), and confirmed.
+A space that reports the bounds a witness sits on (``edges``) and can widen them (``grow``) is
+grown and hunted again until the witness is interior or a stated limit is hit (``edge``).
 """
 
 from __future__ import annotations
@@ -103,9 +105,11 @@ class HuntResult:
     of the best instance found by the optimiser / by the baseline; ``search_effect`` the
     optimiser's best inner figure before shrinking; ``history`` / ``random_history`` the best
     inner figure after each evaluation (convergence curves); ``evaluations`` counts the
-    optimiser's evaluations (the baseline made as many); ``seconds`` is the whole call's wall
-    time, ``hunt_seconds`` / ``random_seconds`` the CPU seconds of the optimiser's and the
-    baseline's evaluations."""
+    optimiser's evaluations made (growth rounds included; the baseline made as many as the first
+    round), ``budget`` the evaluations asked per round and ``stopped_by`` whether the budget
+    (``"evaluations"``) or the CPU-time cap (``"seconds cap"``) ended it; ``seconds`` is the whole
+    call's wall time, ``hunt_seconds`` / ``random_seconds`` the CPU seconds of the optimiser's and
+    the baseline's evaluations; ``edge`` the growth rounds (spaces with ``edges``/``grow``)."""
 
     space: str
     optimiser: str
@@ -125,6 +129,9 @@ class HuntResult:
     random_history: list[float] = field(default_factory=list)
     best_instance: Any = None
     random_instance: Any = None
+    stopped_by: str = "evaluations"
+    budget: int = 0
+    edge: dict[str, Any] | None = None
 
     def to_dict(self, history: bool = False) -> dict[str, Any]:
         """JSON-ready summary (with the convergence curves when ``history``)."""
@@ -146,7 +153,11 @@ class HuntResult:
             "space": self.space,
             "seed": self.seed,
             "shrink_steps": self.shrink_steps,
+            "budget_evaluations": self.budget,
+            "stopped_by": self.stopped_by,
         }
+        if self.edge is not None:
+            out["edge"] = jsonable(self.edge)
         if history:
             out["history"] = [_num(v) for v in self.history]
             out["random_history"] = [_num(v) for v in self.random_history]
@@ -302,24 +313,107 @@ def hunt(
     baseline: bool = True,
     shrink: bool = True,
     max_shrink: int = 60,
+    grow: bool = True,
+    max_grow: int = 3,
 ) -> HuntResult:
     """Search ``space`` for the instance with the largest effect (module docstring).
 
-    Budget: ``evals`` optimiser evaluations (deterministic for a given ``seed``) or ``seconds``
-    of optimiser CPU time of this process (``time.process_time``: equal to wall time on an idle
-    core, and unaffected by other jobs' load; checked after every evaluation; the baseline, the
-    shrinking and the confirmation come on top), whichever ends first; at least one of them.
-    ``warm`` witnesses (e.g. the ledger's) that the space's ``encode`` places in it are evaluated first, as part of the
-    optimiser's budget, and start the optimiser of their variant; ``baseline`` runs
-    the ledger's sampler on as many evaluations; ``max_shrink`` bounds the shrinking evaluations."""
+    Budget: ``evals`` optimiser evaluations (required: the result then depends only on ``seed``);
+    ``seconds`` is only a cap on the optimiser's CPU time in this process (``time.process_time``,
+    checked after every evaluation): when it ends the hunt first, ``stopped_by`` says so and
+    ``evaluations`` how many were made. ``warm`` witnesses (e.g. the ledger's) that the space's
+    ``encode`` places in it are evaluated first, as part of the optimiser's budget, and start the
+    optimiser of their variant; ``baseline`` runs the ledger's sampler on as many evaluations;
+    ``max_shrink`` bounds the shrinking evaluations.
+
+    Edges: when the space says which of its bounds the confirmed witness sits on (``edges``) and can
+    grow them (``grow``), the hunt is repeated on the grown box (``evals`` more evaluations,
+    warm-started from the witness, no baseline) until the witness is interior, a bound's limit is
+    hit, or ``max_grow`` rounds; ``edge`` records every round (box, figure, edges) and the status."""
     check_choice("optimiser", optimiser, OPTIMISERS)
-    if evals is None and seconds is None:
-        raise InputError("hunt budget", None, "give evals (a number of evaluations) or seconds")
-    if evals is not None:
-        evals = check_int("evals", evals, minimum=1)
+    if evals is None:
+        raise InputError("hunt budget", None, "give evals (a number of evaluations); seconds is only a cap on them")
+    evals = check_int("evals", evals, minimum=1)
     if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise InputError("seconds", seconds, "must be a finite number > 0")
     seed = check_int("seed", seed, minimum=0)
+    t_start = time.perf_counter()
+    res = _hunt_box(space, evals, seconds, seed, optimiser, warm, baseline, shrink, max_shrink)
+    edges_fn = getattr(space, "edges", None)
+    if not grow or edges_fn is None or res.best_instance is None or not res.violated:
+        res.seconds = time.perf_counter() - t_start
+        return res
+    rounds = [_edge_round(space, res)]
+    cur, best = space, res
+    status = "interior"
+    for r in range(1, max_grow + 1):
+        e = rounds[-1]["edges"]
+        growable = {key: v for key, v in e.items() if key in ("speed_ratio", "capacity")}
+        if not any(growable.values()):
+            break
+        nxt = cur.grow(e) if hasattr(cur, "grow") else None
+        if nxt is None:
+            status = "limit hit: " + ", ".join(k for k, v in growable.items() if v)
+            break
+        cur = nxt
+        more = _hunt_box(cur, evals, seconds, int(_seed(seed, "grow", str(r)).generate_state(1)[0]), optimiser,
+                         [best.witness] if best.witness else [], False, shrink, max_shrink)  # fmt: skip
+        if more.violated and _capped(more.best_effect) > _capped(best.best_effect):
+            best = _merge(best, more)
+        else:
+            best.evaluations += more.evaluations
+            best.hunt_seconds += more.hunt_seconds
+        rounds.append(_edge_round(cur, more, best))
+    else:
+        if any(v for key, v in rounds[-1]["edges"].items() if key in ("speed_ratio", "capacity")):
+            status = f"edge after {max_grow} growth rounds"
+    final_edges = cur.edges(best.best_instance) if best.best_instance is not None else {}
+    if status == "interior" and any(final_edges.get(key) for key in ("speed_ratio", "capacity")):
+        status = "edge"
+    best.edge = {"rounds": rounds, "status": status, "box": cur.box() if hasattr(cur, "box") else None,
+                 "witness_edges": final_edges,
+                 "interior": not any(final_edges.get(key) for key in ("speed_ratio", "capacity")),
+                 "range_limits": {key: bool(final_edges.get(key)) for key in ("tenants", "types")}}  # fmt: skip
+    best.seconds = time.perf_counter() - t_start
+    return best
+
+
+def _edge_round(space: Any, res: HuntResult, best: HuntResult | None = None) -> dict[str, Any]:
+    """One growth round's record: the box, that round's confirmed figure and evaluations, and the
+    edges of the best witness so far (``best``, default ``res``) in this box."""
+    best = best or res
+    e = space.edges(best.best_instance) if best.best_instance is not None else {}
+    return {"box": space.box() if hasattr(space, "box") else None, "best_effect": _num(res.best_effect),
+            "evaluations": res.evaluations, "edges": e}  # fmt: skip
+
+
+def _merge(old: HuntResult, new: HuntResult) -> HuntResult:
+    """``new``'s witness and figure with ``old``'s baseline, histories and totals."""
+    new.evaluations += old.evaluations
+    new.hunt_seconds += old.hunt_seconds
+    new.random_best_effect, new.random_witness, new.random_instance = (old.random_best_effect, old.random_witness,
+                                                                       old.random_instance)  # fmt: skip
+    new.random_history, new.random_seconds = old.random_history, old.random_seconds
+    new.history = old.history + [max(_capped(old.history[-1]) if old.history else 0.0, _capped(v))
+                                 for v in new.history]  # fmt: skip
+    new.search_effect = max(old.search_effect, new.search_effect, key=_capped)
+    new.stopped_by = "seconds cap" if "seconds cap" in (old.stopped_by, new.stopped_by) else new.stopped_by
+    new.seed = old.seed
+    return new
+
+
+def _hunt_box(
+    space: HuntSpace,
+    evals: int,
+    seconds: float | None,
+    seed: int,
+    optimiser: str,
+    warm: Sequence[Any],
+    baseline: bool,
+    shrink: bool,
+    max_shrink: int,
+) -> HuntResult:
+    """One hunt on one box (:func:`hunt` without the growth rounds)."""
     t_start = time.perf_counter()
     variants = list(space.variants())
     if not variants:
@@ -350,8 +444,12 @@ def hunt(
     hunt_t = rand_t = 0.0
     n = 0
 
+    capped = [False]
+
     def budget_left() -> bool:
-        return (evals is None or n < evals) and (seconds is None or hunt_t < seconds)
+        if seconds is not None and hunt_t >= seconds and n < evals:
+            capped[0] = True
+        return n < evals and (seconds is None or hunt_t < seconds)
 
     tops: dict[int, list[Evaluation]] = {id(history): [], id(rhistory): []}
 
@@ -436,6 +534,8 @@ def hunt(
         random_history=rhistory,
         best_instance=final.instance,
         random_instance=None if rfinal is None else rfinal.instance,
+        stopped_by="seconds cap" if capped[0] else "evaluations",
+        budget=evals,
     )
 
 
@@ -527,19 +627,29 @@ def hunt_space(paper: str, claim_id: str, size: str = "small", claim: Any = None
 def hunt_claims(
     results: Sequence[Any],
     *,
-    seconds: float | None = None,
     evals: int | None = None,
+    seconds: float | None = None,
     seed: int = 0,
     optimiser: str = "de",
 ) -> list[Any]:
-    """Hunt every ledger entry of ``results`` that has a hunt space (each gets the whole budget)
-    and attach ``hunt`` (:meth:`HuntResult.to_dict`, or ``{"available": False, "reason": ...}``)
-    to it. A universal claim that ``holds`` and whose hunt finds a violation that
-    :func:`~market.audit.claims.recheck_witness` reproduces becomes ``violated`` with
-    ``found_by = "search"`` and that witness (the optimiser's, else the random baseline's:
-    ``hunt["flipped_by"]`` says which). Returns ``results``."""
-    from market.audit.claims import recheck_witness
+    """Hunt every ledger entry of ``results`` that has a hunt space (each gets ``evals``
+    evaluations; ``seconds`` caps each hunt's optimiser CPU time) and attach ``hunt``
+    (:meth:`HuntResult.to_dict`, or ``{"available": False, "reason": ...}``) to it.
 
+    Every violating witness the hunt reports is re-checked by the ledger's checker
+    (:func:`~market.audit.claims.recheck_witness`: ``rechecked`` / ``random_rechecked``) and by an
+    independent oracle (:func:`market.audit.oracles.confirm_witness`: ``oracle`` /
+    ``random_oracle`` say which oracle and what it found). A universal claim that ``holds``
+    becomes ``violated`` with ``found_by = "search"`` and the hunt's witness (the optimiser's, else
+    the random baseline's: ``hunt["flipped_by"]`` says which) only when both re-checks pass (an
+    oracle that does not apply, ``confirmed = None``, is recorded as such); a witness the oracle
+    rejects is listed in ``hunt["artefacts"]`` ("artefact, not confirmed by <oracle>") and flips
+    nothing. Returns ``results``."""
+    from market.audit.claims import recheck_witness
+    from market.audit.oracles import confirm_witness
+
+    if evals is None:
+        raise InputError("--hunt-evals", None, "give the hunt's budget in evaluations; seconds only cap it")
     for c in results:
         space = hunt_space(c.paper, c.claim_id, c.size, c)
         if space is None:
@@ -558,16 +668,24 @@ def hunt_claims(
         d["random_rechecked"] = None
         if res.random_witness is not None:
             d["random_rechecked"] = bool(recheck_witness(res.random_witness))
+        for key, wit, ok in (("oracle", res.witness, d["rechecked"]),
+                             ("random_oracle", res.random_witness, d["random_rechecked"])):  # fmt: skip
+            d[key] = confirm_witness(wit).to_dict() if wit is not None and ok else None
+        d["artefacts"] = [{"arm": arm, "label": d[key]["label"]} for arm, key in
+                          (("optimiser", "oracle"), ("random", "random_oracle"))
+                          if d[key] is not None and d[key]["confirmed"] is False]  # fmt: skip
         c.hunt = d
         if c.kind == "universal" and c.verdict == "holds":
             # the optimiser's witness first; else the baseline's (the hunt's own extra sample)
-            arms = (("optimiser", res.witness, d["rechecked"], res.best_effect),
-                    ("random", res.random_witness, d["random_rechecked"], res.random_best_effect))  # fmt: skip
-            for arm, wit, ok, eff in arms:
-                if wit is not None and ok:
+            arms = (("optimiser", res.witness, d["rechecked"], res.best_effect, d["oracle"]),
+                    ("random", res.random_witness, d["random_rechecked"], res.random_best_effect,
+                     d["random_oracle"]))  # fmt: skip
+            for arm, wit, ok, eff, orc in arms:
+                if wit is not None and ok and orc is not None and orc["confirmed"] is not False:
                     c.verdict, c.found_by = "violated", "search"
                     c.violations = max(c.violations, 1)
                     c.witness, c.effect_size = wit, float(eff)
+                    c.oracle = orc
                     d["flipped_by"] = arm
                     break
     return list(results)

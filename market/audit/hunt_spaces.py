@@ -1,18 +1,21 @@
 """Instance spaces for :func:`market.audit.hunt.hunt`: fair-share allocators and online auctions.
 
 * :class:`FairShareSpace` — TRUE speedups, capacities (and integer weights) of ``n`` tenants on
-  ``k`` GPU types, the ranges of the ledger's generator
-  (:func:`market.audit.instances.random_instance`: rows start at 1 and grow by a factor in
-  ``step`` per type; ``m_j`` whole GPUs in ``1..m_max``). Variants are the ``(n, k)`` pairs;
-  the continuous part is ``n (k - 1)`` step factors, ``k`` capacities (rounded to whole GPUs) and
-  optionally ``n`` weights (``1..3``).
-* :class:`MisreportSpace` — effect = the deviator's largest relative gain of a misreport over the
-  claim's probe families (row 0 deviates: the space contains every row, so fixing the deviator
-  loses nothing for a mechanism that treats rows alike). The inner search is
-  :func:`market.audit.search.audit` with :data:`HUNT_CONFIG` on the mechanism's fast screen
-  (warm-started LP where registered); the final instance is confirmed by the audit that
-  ``marketsim audit --seed 0`` runs (default :class:`AuditConfig`, the registered mechanism),
-  so ``witness["reaudit"]`` re-derives the reported figure.
+  ``k`` GPU types: either the realistic box (:data:`REALISTIC`: 2-6 tenants, 2-4 types, 1-8 GPUs
+  per type, a fastest/slowest speed ratio up to 12x per tenant) or the ranges of the ledger's
+  generator (:func:`market.audit.instances.random_instance`: rows grow by a factor in ``step``
+  per type). Variants are the ``(n, k)`` pairs; the continuous part is ``n (k - 1)`` speedup
+  coordinates, ``k`` capacities (rounded to whole GPUs) and optionally ``n`` weights (``1..3``).
+  :meth:`FairShareSpace.edges` says which bounds a witness sits on and :meth:`~FairShareSpace.grow`
+  doubles them (up to :data:`EDGE_LIMITS`), which :func:`market.audit.hunt.hunt` uses to grow the
+  box until the witness is interior or a limit is hit.
+* :class:`MisreportSpace` — effect = the deviator's largest gain of a misreport over the claim's
+  probe families (relative, or as a fraction of its equal-split utility; row 0 deviates: the
+  space contains every row, so fixing the deviator loses nothing for a mechanism that treats rows
+  alike). The inner search is :func:`market.audit.search.audit` with :data:`HUNT_CONFIG` on the
+  mechanism's fast screen, on a fixed seed: confirmation re-runs it and gets the same figure
+  (or the exact best response, where one exists), and ``witness["reaudit"]`` is the
+  ``marketsim audit --search hunt`` command that prints it.
 * :class:`PropertySpace` — effect = a property's violation amount on the truthful allocation.
 * :class:`AuctionSpace` — an online auction market from its paper's generator (the discrete
   part: generator seeds); the continuous part moves every bidder's TRUE type along the market's
@@ -38,7 +41,13 @@ from market.errors import InputError
 
 __all__ = [
     "HUNT_CONFIG",
+    "INNER_SEED",
+    "REALISTIC",
+    "EDGE_LIMITS",
+    "MEASURES",
     "SCOPES",
+    "gavel_max_ratio",
+    "equal_share_utility",
     "FairShareSpace",
     "MisreportSpace",
     "PropertySpace",
@@ -73,7 +82,21 @@ def _check_auction_hunt(w: dict[str, Any]) -> bool:
 HUNT_CONFIG = AuditConfig(
     n_grid=3, n_zoom=1, n_tail=1, edge_steps=4, n_joint=8, refine_starts=1, refine_maxfev=12, probes=True
 )
-"""Inner misreport search of one hunt evaluation (a fraction of the default audit's budget)."""
+"""Inner misreport search of one hunt evaluation (a fraction of the default audit's budget). It
+runs on a fixed seed (:data:`INNER_SEED`), so an instance's figure is a function of the instance:
+the confirmation and ``marketsim audit --search hunt`` re-derive it exactly."""
+INNER_SEED = 0
+"""Seed of every inner search (the same on every evaluation and on confirmation)."""
+
+REALISTIC: dict[str, Any] = {"n": (2, 6), "k": (2, 4), "m_max": 8, "ratio_max": 12.0}
+"""The fair-share hunt box that covers what users have (issue #32): 2-6 tenants, 2-4 GPU types,
+1-8 GPUs per type, a speed ratio up to 12x between a tenant's slowest and fastest type (Gavel's
+measured single-GPU table reaches :func:`gavel_max_ratio`, about 11.6x between K80 and V100)."""
+EDGE_LIMITS: dict[str, float] = {"ratio_max": 48.0, "m_max": 32}
+"""How far :meth:`FairShareSpace.grow` grows a box whose witness sits at its edge (4x the
+realistic speed ratio, 4x its capacities)."""
+EDGE_FRACTION = 0.98
+"""A speed ratio ``r`` is at the box's edge when ``log r >= EDGE_FRACTION · log ratio_max``."""
 
 SCOPES: dict[str, Callable[[FamilyBest], bool]] = {
     "in": lambda fb: fb.in_scope,
@@ -86,24 +109,56 @@ SCOPES: dict[str, Callable[[FamilyBest], bool]] = {
 the extension (``out``) or every family (``all``)."""
 
 
+def gavel_max_ratio() -> float:
+    """The largest fastest/slowest single-GPU throughput ratio of one job type in Gavel's measured
+    table (``market/data/gavel_throughputs.csv``)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "gavel_throughputs.csv")
+    d = d[d["num_gpus"] == 1]
+    p = d.pivot_table(index="job_type", columns="gpu_type", values="throughput_steps_per_s")
+    return float((p.max(axis=1) / p.min(axis=1)).max())
+
+
 def _fmt(x: float) -> str:
     return repr(float(x)) if float(x) != int(x) else str(int(x))
 
 
-def reaudit_command(mechanism: str, W: np.ndarray, m: np.ndarray, weights: Any = None) -> str:
-    """The ``marketsim audit`` command line that re-derives a fair-share misreport witness."""
+def reaudit_command(mechanism: str, W: np.ndarray, m: np.ndarray, weights: Any = None, search: str = "default",
+                    exact: bool = False) -> str:  # fmt: skip
+    """The ``marketsim audit`` command line that re-derives a fair-share misreport witness
+    (``search="hunt"``: the hunt's fixed inner search, ``--search hunt``; ``exact``: the certified
+    best response, ``--exact``)."""
     sp = ";".join(",".join(_fmt(v) for v in row) for row in np.asarray(W, dtype=float))
     parts = ["marketsim", "audit", "--mechanism", mechanism, "--speedups", sp,
              "--capacity", ",".join(_fmt(v) for v in np.asarray(m, dtype=float))]  # fmt: skip
     if weights is not None:
         parts += ["--weights", ",".join(_fmt(v) for v in np.asarray(weights, dtype=float))]
+    if search != "default":
+        parts += ["--search", search]
+    if exact:
+        parts += ["--exact"]
     return " ".join(shlex.quote(p) for p in [*parts, "--seed", "0", "--json"])
 
 
-def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest, reaudit: bool = True) -> dict[str, Any]:
+def equal_share_utility(W: np.ndarray, m: np.ndarray, agent: int = 0, weights: Any = None) -> float:
+    """The agent's TRUE utility under the (weighted) equal split of every GPU type:
+    ``share · Σ_j W[agent, j] m_j`` with ``share = 1/n`` (or ``w_agent / Σ w``)."""
+    W = np.asarray(W, dtype=float)
+    share = 1.0 / W.shape[0] if weights is None else float(np.asarray(weights)[agent] / np.sum(weights))
+    return share * float(W[agent] @ np.asarray(m, dtype=float))
+
+
+def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest, reaudit: bool = True,
+                      search: str = "default") -> dict[str, Any]:  # fmt: skip
     """The ledger's ``misreport`` witness (re-checked by :func:`market.audit.claims.recheck_witness`)
-    plus, with ``reaudit``, the ``marketsim audit`` command whose agent ``deviator`` re-derives it."""
+    plus, with ``reaudit``, the ``marketsim audit`` command whose agent ``deviator`` re-derives it
+    (``search``: which inner search produced it). ``gain_over_equal_share`` is the gain as a
+    fraction of the deviator's equal-split utility (finite where the relative gain is ``inf``)."""
     row, weight = fb.report
+    eq = equal_share_utility(t.Wt, t.ma, int(r.agent), t.wt)
     out = {
         "kind": "misreport",
         "mechanism": t.name,
@@ -120,19 +175,32 @@ def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest, reaudi
         "lie_utility": r.truthful_utility + fb.gain,
         "gain": fb.gain,
         "relative_gain": relative(fb.gain, r.truthful_utility),
+        "equal_share_utility": eq,
+        "gain_over_equal_share": fb.gain / eq if eq > 0 else math.inf,
+        "report_at_limit": bool(fb.at_limit),
         "tol": r.tol,
     }
     if reaudit:
-        out["reaudit"] = reaudit_command(t.name, t.Wt, t.ma, t.wt) if isinstance(t.mechanism, str) else None
+        out["reaudit"] = (reaudit_command(t.name, t.Wt, t.ma, t.wt, search=search)
+                          if isinstance(t.mechanism, str) else None)  # fmt: skip
     return out
 
 
 @dataclass
 class FairShareSpace:
     """Fair-share instances (module docstring). ``n`` / ``k``: inclusive ranges of tenants and
-    GPU types; ``m_max`` the largest capacity; ``step`` the per-type speedup factor range;
-    ``weighted``: integer weights ``1..3`` are part of the space (half the baseline's draws
-    carry weights, as in the ledger); ``keep_row0``: shrinking never drops row 0 (the deviator)."""
+    GPU types; ``m_max`` the largest capacity; ``weighted``: integer weights ``1..3`` are part of
+    the space (half the baseline's draws carry weights, as in the ledger); ``keep_row0``: shrinking
+    never drops row 0 (the deviator).
+
+    Speedups, two parametrisations:
+
+    * ``ratio_max`` set (the realistic box, :data:`REALISTIC`): per row the fastest/slowest ratio
+      ``r_i`` on a log scale over ``[1, ratio_max]`` and the intermediate types' log-positions in
+      ``[0, log r_i]`` (sorted: rows non-decreasing, column 0 the slowest type); the baseline
+      draws uniform points of the same box. Only the unrestricted generator.
+    * ``ratio_max=None``: the ledger generator's per-type step factors in ``step``
+      (:func:`market.audit.instances.random_instance`, also the baseline)."""
 
     name: str
     n: tuple[int, int] = (2, 4)
@@ -142,19 +210,37 @@ class FairShareSpace:
     weighted: bool = False
     keep_row0: bool = False
     kind: str = "unrestricted"
+    ratio_max: float | None = None
+    ratio_limit: float = EDGE_LIMITS["ratio_max"]
+    m_limit: int = int(EDGE_LIMITS["m_max"])
+
+    def __post_init__(self) -> None:
+        if self.ratio_max is not None:
+            if not (isinstance(self.ratio_max, (int, float)) and math.isfinite(self.ratio_max) and self.ratio_max > 1):
+                raise InputError("ratio_max", self.ratio_max, "must be a finite number > 1")
+            if self.kind != "unrestricted":
+                raise InputError("kind", self.kind, "must be 'unrestricted' with ratio_max (the realistic box)")
 
     def variants(self) -> list[tuple[Hashable, int]]:
         return [((n, k), n * (k - 1) + k + (n if self.weighted else 0))
                 for n in range(self.n[0], self.n[1] + 1) for k in range(self.k[0], self.k[1] + 1)]  # fmt: skip
 
+    def _speedups(self, n: int, k: int, xs: np.ndarray) -> np.ndarray:
+        if self.ratio_max is None:
+            lo, hi = self.step
+            steps = (lo + (hi - lo) * xs).reshape(n, k - 1)
+            if self.kind != "unrestricted":  # the ordered generator: step columns sorted over users
+                steps = np.sort(steps, axis=0)
+            return np.cumprod(np.c_[np.ones(n), steps], axis=1)
+        xr = xs.reshape(n, k - 1)
+        logr = xr[:, 0] * math.log(self.ratio_max)
+        mid = np.sort(xr[:, 1:], axis=1) * logr[:, None]
+        return np.exp(np.c_[np.zeros(n), mid, logr])
+
     def decode(self, variant: Hashable, x: np.ndarray) -> FairShareInstance:
         n, k = variant  # type: ignore[misc]
         x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-        lo, hi = self.step
-        steps = (lo + (hi - lo) * x[: n * (k - 1)]).reshape(n, k - 1)
-        if self.kind != "unrestricted":  # the ordered generator: step columns sorted over users
-            steps = np.sort(steps, axis=0)
-        W = np.cumprod(np.c_[np.ones(n), steps], axis=1)
+        W = self._speedups(n, k, x[: n * (k - 1)])
         xm = x[n * (k - 1) : n * (k - 1) + k]
         m = np.clip(1 + np.floor(xm * self.m_max), 1, self.m_max)
         weights = None
@@ -179,8 +265,17 @@ class FairShareSpace:
         if self.keep_row0 and 0 < dev < n:
             order = [dev] + [i for i in range(n) if i != dev]
         W = W[order] / W[order][:, :1]
-        lo, hi = self.step
-        xs = np.clip((W[:, 1:] / W[:, :-1] - lo) / max(hi - lo, 1e-12), 0, 1).ravel()
+        if self.ratio_max is None:
+            lo, hi = self.step
+            xs = np.clip((W[:, 1:] / W[:, :-1] - lo) / max(hi - lo, 1e-12), 0, 1).ravel()
+        else:
+            if (W[:, 1:] < W[:, :-1] * (1 - 1e-9)).any():
+                return None  # rows must be non-decreasing in this box
+            logr = np.log(W[:, -1])
+            x0 = np.clip(logr / math.log(self.ratio_max), 0, 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                fr = np.where(logr[:, None] > 0, np.log(W[:, 1:-1]) / logr[:, None], 0.5)
+            xs = np.c_[x0, np.clip(fr, 0, 1)].ravel()
         xm = np.clip((m - 0.5) / self.m_max, 0, 1)
         parts = [xs, xm]
         if self.weighted:
@@ -190,6 +285,15 @@ class FairShareSpace:
         return (n, k), np.concatenate(parts)
 
     def sample(self, rng: np.random.Generator) -> FairShareInstance:
+        """The baseline: the ledger's generator (step box), or a uniform point of the realistic box
+        (``ratio_max``: a uniform (n, k) pair, then uniform coordinates)."""
+        if self.ratio_max is not None:
+            vs = self.variants()
+            v, d = vs[int(rng.integers(len(vs)))]
+            inst = self.decode(v, rng.uniform(0.0, 1.0, d))
+            if self.weighted and rng.random() < 0.5:
+                return inst
+            return FairShareInstance(inst.W, inst.m, "hunt")
         inst = random_instance(rng, self.kind, n=self.n, k=self.k, m_max=self.m_max, step=self.step)
         if self.weighted and rng.random() < 0.5:
             return FairShareInstance(inst.W, inst.m, inst.kind,
@@ -197,19 +301,60 @@ class FairShareSpace:
         return inst
 
     def contains(self, inst: FairShareInstance) -> bool:
-        """Whether ``inst`` lies in the space: sizes in range, speedup steps in ``step`` (1e-9
-        slack), whole capacities in ``1..m_max``, weights in ``1..3``."""
+        """Whether ``inst`` lies in the space: sizes in range, speedup steps in ``step`` (or rows
+        non-decreasing with a ratio up to ``ratio_max``; 1e-9 slack), whole capacities in
+        ``1..m_max``, weights in ``1..3``."""
         W, m = inst.W, inst.m
         n, k = W.shape
         if not (self.n[0] <= n <= self.n[1] and self.k[0] <= k <= self.k[1]):
             return False
         st = W[:, 1:] / W[:, :-1]
-        if st.size and (st.min() < self.step[0] - 1e-9 or st.max() > self.step[1] + 1e-9):
+        if self.ratio_max is None:
+            if st.size and (st.min() < self.step[0] - 1e-9 or st.max() > self.step[1] + 1e-9):
+                return False
+        elif st.size and (st.min() < 1 - 1e-9 or (W[:, -1] / W[:, 0]).max() > self.ratio_max * (1 + 1e-9)):
             return False
         if (m < 1).any() or (m > self.m_max).any() or (m != np.round(m)).any():
             return False
         w = inst.weights
         return w is None or (self.weighted and bool(((w >= 1) & (w <= 3) & (w == np.round(w))).all()))
+
+    def box(self) -> dict[str, Any]:
+        """The box as JSON-ready ranges."""
+        out: dict[str, Any] = {"tenants": list(self.n), "types": list(self.k), "m_max": self.m_max}
+        if self.ratio_max is None:
+            out["step"] = list(self.step)
+        else:
+            out["ratio_max"] = self.ratio_max
+        return out
+
+    def edges(self, inst: FairShareInstance) -> dict[str, bool]:
+        """Which of the box's bounds ``inst`` sits on: ``speed_ratio`` (a row's fastest/slowest ratio
+        within :data:`EDGE_FRACTION` of the bound on a log scale, or a step factor at its upper
+        bound), ``capacity`` (some ``m_j == m_max``), ``tenants`` / ``types`` (at the largest
+        ``n`` / ``k`` of the range). The first two can grow (:meth:`grow`); the last two are the
+        stated range."""
+        W, m = inst.W, inst.m
+        n, k = W.shape
+        if self.ratio_max is None:
+            st = W[:, 1:] / W[:, :-1]
+            ratio = bool(st.size and st.max() >= self.step[1] * (1 - 1e-3))
+        else:
+            ratio = bool(np.log(float((W[:, -1] / W[:, 0]).max())) >= EDGE_FRACTION * math.log(self.ratio_max))
+        return {"speed_ratio": ratio, "capacity": bool((m >= self.m_max).any()), "tenants": n >= self.n[1],
+                "types": k >= self.k[1]}  # fmt: skip
+
+    def grow(self, edges: dict[str, bool]) -> FairShareSpace | None:
+        """The same space with the bounds ``inst`` sits on doubled (speed ratio, capacity), capped at
+        ``ratio_limit`` / ``m_limit``; ``None`` when nothing can grow (then the limit is hit)."""
+        from dataclasses import replace
+
+        ch: dict[str, Any] = {}
+        if edges.get("speed_ratio") and self.ratio_max is not None and self.ratio_max < self.ratio_limit:
+            ch["ratio_max"] = min(self.ratio_limit, 2.0 * self.ratio_max)
+        if edges.get("capacity") and self.m_max < self.m_limit:
+            ch["m_max"] = int(min(self.m_limit, 2 * self.m_max))
+        return replace(self, **ch) if ch else None
 
     def shrink(self, inst: FairShareInstance) -> Iterable[FairShareInstance]:
         """Candidates inside the space (:meth:`contains`): fewer tenants, fewer GPU types (the first
@@ -247,48 +392,84 @@ class FairShareSpace:
             yield FairShareInstance(W, m, "hunt")
 
 
+MEASURES = ("relative", "share")
+"""The effect a misreport space maximises: the relative gain (gain / truthful utility; ``inf``
+from a truthful utility of 0) or the gain as a fraction of the deviator's equal-split utility."""
+
+
 @dataclass
 class MisreportSpace(FairShareSpace):
-    """Fair-share instances; effect = row 0's largest relative gain of a misreport over the
-    families of ``scope`` (:data:`SCOPES`) against ``mechanism`` (a registered fair-share name or
-    a callable with the fair-share signature).
-    A gain counts when it exceeds the audit's tolerance (``1e-7 max(1, |u|)``); below it the
-    effect is 0, as in the ledger."""
+    """Fair-share instances; effect = row 0's largest gain of a misreport over the families of
+    ``scope`` (:data:`SCOPES`) against ``mechanism`` (a registered fair-share name or a callable
+    with the fair-share signature), as a relative gain (``measure="relative"``, the ledger's
+    figure) or as a fraction of row 0's equal-split utility (``measure="share"``, comparable across
+    instances and finite when the truthful utility is 0). A gain counts when it exceeds the
+    audit's tolerance (``1e-7 max(1, |u|)``); below it the effect is 0, as in the ledger.
+
+    The inner search is :func:`market.audit.search.audit` with ``config`` on the mechanism's fast
+    screen, seeded with :data:`INNER_SEED` on every evaluation: the figure is a function of the
+    instance. Confirmation (:meth:`confirm`) is the certified best response of
+    :mod:`market.audit.exact` where it covers the mechanism and size (:func:`market.audit.oracles.exact_hook`),
+    otherwise the same inner search re-run (identical figure), so the reported figure is never
+    below what the search saw; ``witness["reaudit"]`` is the ``marketsim audit`` command that
+    prints it (``--search hunt`` / ``--exact``)."""
 
     mechanism: str = "oef-noncoop"
     scope: str = "all"
     config: AuditConfig = HUNT_CONFIG
     keep_row0: bool = True
-    confirm_full: bool = True
+    confirm_full: bool = False
+    measure: str = "relative"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.scope not in SCOPES:
             raise InputError("scope", self.scope, f"must be one of {sorted(SCOPES)}")
+        if self.measure not in MEASURES:
+            raise InputError("measure", self.measure, f"must be one of {list(MEASURES)}")
 
-    def _figure(self, t: FairShareTarget, r: AuditResult) -> Evaluation:
+    def _search_label(self) -> str:
+        if self.config == HUNT_CONFIG:
+            return "hunt"
+        return "default" if self.config == AuditConfig() else "custom"
+
+    def _figure(self, t: FairShareTarget, r: AuditResult, inst: FairShareInstance) -> Evaluation:
         gain, fb = r.family_gain(SCOPES[self.scope])
         if fb is None or gain <= r.tol:
-            return Evaluation(0.0, False, None)
-        return Evaluation(relative(gain, r.truthful_utility), True, misreport_witness(t, r, fb))
+            return Evaluation(0.0, False, None, inst)
+        search = self._search_label()
+        wit = misreport_witness(t, r, fb, reaudit=search != "custom", search=search)
+        wit["box_edges"] = self.edges(inst)
+        eff = wit["gain_over_equal_share"] if self.measure == "share" else wit["relative_gain"]
+        return Evaluation(float(eff), True, wit, inst)
 
     def evaluate(self, inst: FairShareInstance, rng: np.random.Generator) -> Evaluation:
         # no random-vector probes in the inner search: a lucky random vector is noise to the optimiser
-        # and would not re-derive in the confirming audit (copies of other rows stay: deterministic)
+        # (copies of other rows stay: deterministic); the inner search's seed is fixed (INNER_SEED)
         t = FairShareTarget(self.mechanism, W=inst.W, m=inst.m, weights=inst.weights, n_arbitrary=0, fast=True)
-        ev = self._figure(t, audit(t, 0, config=self.config, rng=rng))
-        ev.instance = inst
-        return ev
+        return self._figure(t, audit(t, 0, config=self.config, rng=np.random.default_rng(INNER_SEED)), inst)
 
     def confirm(self, inst: FairShareInstance, rng: np.random.Generator) -> Evaluation:
-        """Row 0's audit exactly as ``marketsim audit --seed 0`` runs it (the registered mechanism,
-        the default :class:`AuditConfig`, agent 0 first on ``default_rng(0)``); with
-        ``confirm_full=False`` the inner search again (cheaper; the witness still re-checks)."""
-        if not self.confirm_full:
-            return self.evaluate(inst, rng)
-        t = FairShareTarget(self.mechanism, inst.W, inst.m, weights=inst.weights)
-        ev = self._figure(t, audit(t, 0, rng=np.random.default_rng(0)))
-        ev.instance = inst
+        """The exact best response where :mod:`market.audit.exact` covers the instance, else the
+        inner search re-run (deterministic: the figure the optimiser saw)."""
+        ev = self.evaluate(inst, rng)
+        ex = self._exact(inst)
+        if ex is not None:
+            ev.witness = {**(ev.witness or {}), "exact": ex}
         return ev
+
+    def _exact(self, inst: FairShareInstance) -> dict[str, Any] | None:
+        from market.audit.oracles import EXACT_MECHANISMS, exact_hook
+
+        fn = exact_hook()
+        n, k = inst.W.shape
+        if fn is None or self.mechanism not in EXACT_MECHANISMS or n > 4 or k > 3 or inst.weights is not None:
+            return None
+        res = fn(self.mechanism, inst.W, inst.m, 0)
+        get = (lambda o, a: o.get(a)) if isinstance(res, dict) else (lambda o, a: getattr(o, a, None))  # noqa: E731
+        return {key: jsonable(get(res, key)) for key in ("relative_gain", "upper_bound", "gap", "certified", "report",
+                                                         "on_edge")} | {  # fmt: skip
+            "reaudit": reaudit_command(str(self.mechanism), inst.W, inst.m, exact=True)}
 
 
 @dataclass
@@ -302,6 +483,8 @@ class PropertySpace(FairShareSpace):
         if self.measure is None:
             raise InputError("PropertySpace.measure", None, "must be a callable")
         v, tol, wit = self.measure(inst)
+        if v > tol and isinstance(wit, dict):
+            wit = {**wit, "box_edges": self.edges(inst)}
         return Evaluation(float(v), bool(v > tol), wit if v > tol else None, inst)
 
 

@@ -1,6 +1,7 @@
-"""Hunt spaces of the OEF claims (:mod:`market.audit.hunt`): the ledger's fair-share instance
-space (tenants, GPU types and capacities within the run size's ranges; speedup steps in
-``[1, 1.6]``) with each claim's own effect measure.
+"""Hunt spaces of the OEF claims (:mod:`market.audit.hunt`): the realistic fair-share box
+(:data:`market.audit.hunt_spaces.REALISTIC`: 2-6 tenants, 2-4 GPU types, 1-8 GPUs per type, a
+fastest/slowest speed ratio up to 12x per tenant, grown where a witness sits on its edge) with
+each claim's own effect measure; C8's slowest-user generator keeps the ledger's step box.
 
 * C1 / C1-ext: row 0's largest relative gain of a misreport against ``oef-noncoop`` (in-scope
   inflation families / every other family), inner search
@@ -17,13 +18,16 @@ from __future__ import annotations
 from typing import Any
 
 from market.audit.hunt import register_hunt_space
-from market.audit.hunt_spaces import MisreportSpace, PropertySpace
+from market.audit.hunt_spaces import REALISTIC, MisreportSpace, PropertySpace
 from market.audit.instances import SIZES, FairShareInstance
 
 PAPER = "oef"
 
 
-def _ranges(size: str) -> dict[str, Any]:
+def _ranges(size: str, kind: str = "unrestricted") -> dict[str, Any]:
+    """The realistic box (both sizes); the ledger generator's ranges for the ordered generators."""
+    if kind == "unrestricted":
+        return dict(REALISTIC)
     p = SIZES[size]
     return {"n": tuple(p["n"]), "k": tuple(p["k"]), "m_max": int(p["m_max"])}
 
@@ -53,7 +57,7 @@ def _property_space(name: str, mechs: tuple[str, ...], props: tuple[str, ...], s
                     worst, tol_w, wit = v, tol, _prop_witness(prop, mech, inst, v, tol, w)
         return worst, tol_w, wit  # type: ignore[return-value]
 
-    return PropertySpace(name, kind=kind, weighted=weighted, measure=meas, **_ranges(size))
+    return PropertySpace(name, kind=kind, weighted=weighted, measure=meas, **_ranges(size, kind))
 
 
 _PROPERTY_CLAIMS = {

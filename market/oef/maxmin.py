@@ -19,7 +19,10 @@ the cap, it uses its whole cap on the two types around ``t / d_l`` on the lower 
 
 0. works in units where ``C`` and ``x`` are of order one (HiGHS's tolerances are absolute);
 1. guesses prices and ``t`` (given ones, e.g. the previous round's, or the optimum of the same program
-   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`);
+   on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`; from
+   :data:`IPM_MIN_ROWS` rows, when that sample leaves many rows near a tie, the prices of a structured
+   interior-point method, :mod:`market.oef.maxmin_ipm`, and when a cap pins ``t`` an optimum read off
+   one of its iterates, :func:`_pinned`);
 2. *fixes* every row whose pattern is clear (it survives a relative change ``delta`` of the prices
    and of ``t``): a one-type row ``x_lu = t / C_lu``, a two-type row ``x_lu = (C_lv d_l - t) / D``,
    ``x_lv = (t - C_lu d_l) / D`` (``D = C_lv - C_lu``); fixed rows then enter the program only
@@ -524,36 +527,198 @@ def _spread(p: np.ndarray, t: float, C: np.ndarray, m: np.ndarray, s: np.ndarray
     return float(r.max() / low) if low > 0 else np.inf
 
 
+IPM_MIN_ROWS = 512
+"""From this many rows on, a first guess that leaves the loads far from balanced (:data:`SPREAD`) or
+many rows near a tie (:data:`IPM_NEAR`) is replaced by the prices of the interior-point method
+(:mod:`market.oef.maxmin_ipm`)."""
+
+IPM_NEAR = 0.2
+"""Fraction of rows whose pattern is not clear at the sampled prices (a tie within ``delta`` or a
+breakpoint) beyond which the interior-point prices are computed."""
+
+IPM_DELTA = 1e-4
+"""The margin ``delta`` of :func:`_patterns` at the interior-point prices (duality gap 1e-7 there)."""
+
+FIRST_PRICES = "auto"
+"""How :func:`_guess` finds first prices: ``"auto"`` (sample; interior point when the sample is poor,
+see :data:`IPM_MIN_ROWS`), ``"sample"`` (sample, recursive sub-sample; never the interior point) or
+``"ipm"`` (the interior point from :data:`IPM_MIN_ROWS` rows whenever a price is positive).
+Measured side by side in ``benchmarks/bench_round_lp.py``."""
+
+
+def _polish(x: np.ndarray, t: float, C: np.ndarray, d: np.ndarray, rows: np.ndarray) -> None:
+    """Recompute in place the free ``rows``' allocation from the reduced program's ``t`` and the
+    types each row uses (its basis): one type with its throughput row tight, ``x_lu = t / C_lu``; two
+    types with its cap tight too, the two-type pattern of :func:`_fold`. The reduced program folds
+    thousands of rows into a few coefficients of order ``n``, so HiGHS's values of the few free
+    rows can be off by ~1e-8 (a cap exceeded by that much); these are exact to rounding. Rows
+    that fit neither case, or whose recomputed values would be negative or exceed the cap, are left."""
+    if rows.size == 0:
+        return
+    X, Cr = x[rows], C[rows]
+    use = X > 0
+    nu = use.sum(axis=1)
+    thr = (Cr * X).sum(axis=1)
+    tight = np.abs(thr - t) <= 1e-6 * t
+    one = (nu == 1) & tight
+    if one.any():
+        j = np.argmax(use[one], axis=1)
+        val = t / Cr[one, j]
+        ok = val <= d[rows[one]] * (1.0 + 1e-12)
+        x[rows[one][ok], j[ok]] = val[ok]
+    dr = d[rows]
+    two = (
+        (nu == 2) & tight & np.isfinite(dr) & (np.abs(X.sum(axis=1) - dr) <= 1e-6 * np.where(np.isfinite(dr), dr, 1.0))
+    )
+    if two.any():
+        r2 = rows[two]
+        ja = np.argmax(use[two], axis=1)
+        jb = use[two].shape[1] - 1 - np.argmax(use[two][:, ::-1], axis=1)
+        ca, cb, dd = C[r2, ja], C[r2, jb], d[r2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xa = (cb * dd - t) / (cb - ca)
+            xb = (t - ca * dd) / (cb - ca)
+        ok = np.isfinite(xa) & np.isfinite(xb) & (xa >= 0) & (xb >= 0)
+        x[r2[ok], ja[ok]] = xa[ok]
+        x[r2[ok], jb[ok]] = xb[ok]
+
+
+POLISH = True
+"""Recompute the free rows' allocation exactly from the reduced program's ``t`` (:func:`_polish`)."""
+
+
+PIN_BAND = 0.01
+"""The interior-point iterates of a capped program are tried as a :func:`_pinned` solution once their
+``t`` is within this relative margin of the cap bound ``min_l d_l max_j C_lj``."""
+
+PIN_FREE = 1.0 / 16
+"""A :func:`_pinned` attempt is given up before any LP solve when more than this share of the rows
+would be free."""
+
+
+def _pinned(
+    policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, X: np.ndarray, tcap: float
+) -> tuple[np.ndarray, float, int] | None:
+    """An optimal ``(x, t, free rows)`` of (P) when a cap pins ``t`` at ``tcap = min_l d_l max_j C_lj`` (every
+    capacity price 0), built from a near-feasible allocation ``X`` (n, k) (an interior-point iterate):
+    each row keeps ``X_l``'s mix of types, scaled to throughput ``t`` (``x_l = t X_l / C_l . X_l``), so
+    it enters the program as ``g t`` on the capacity rows and the bound ``t <= hi_l`` of its cap; the
+    rows whose bound is within 1e-6 of ``tcap`` (those that set it) are left free and one reduced
+    program is solved. The result is certified by LP duality when the reduced program's capacity
+    prices are all 0 and ``t`` stays below the fixed rows' bound: the fixed rows' duals are then 0,
+    the mixes cost nothing, and complementary slackness holds. ``None`` otherwise (or when more
+    than :data:`PIN_FREE` of the rows would be free, or the program is infeasible)."""
+    n, k = C.shape
+    th = (C * X).sum(axis=1)
+    ok = th > 0
+    D = X / np.where(ok, th, 1.0)[:, None]
+    use = D.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        hi = np.where(ok, d / np.where(use > 0, use, 0.0), 0.0)
+    free = hi <= tcap * (1.0 + 1e-6)
+    if free.sum() > PIN_FREE * n:
+        return None
+    fixed = ~free
+    rows = np.arange(n)
+    lp = _Reduced(policy, C, m, s, d, equal)
+    lp.free(rows[free], C[free] > 0)
+    tmax = float(hi[fixed].min()) if fixed.any() else np.inf
+    lp.fold(D[fixed].T @ s[fixed], np.zeros(k), tmax)
+    got = lp.solve(n)
+    if got is None:
+        return None
+    x, t, p = got
+    if (p > 0).any() or t >= tmax * (1.0 - _TOL):
+        return None
+    if POLISH:
+        _polish(x, t, C, d, rows[free])
+    x[fixed] = D[fixed] * t
+    return x, t, int(free.sum())
+
+
+def _ipm_guess(
+    policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool
+) -> tuple[Any, tuple[np.ndarray, float, int] | None]:
+    """The interior-point prices of (P) (:func:`market.oef.maxmin_ipm.maxmin_prices`) and, for a
+    capped program whose optimum a cap pins, a :func:`_pinned` solution found along the way (the
+    method stops at the first iterate that yields one): ``(IpmPrices or None, (x, t) or None)``."""
+    from market.oef.maxmin_ipm import maxmin_prices
+
+    found: list[tuple[np.ndarray, float, int]] = []
+    early = None
+    if np.isfinite(d).any():
+        tcap = float((d * C.max(axis=1)).min())
+        tries = [0]
+
+        def early(X: np.ndarray, t: float) -> bool:
+            if t < tcap * (1.0 - PIN_BAND) or tries[0] >= 8:
+                return False
+            tries[0] += 1
+            got = _pinned(policy, C, m, s, d, equal, X, tcap)
+            if got is not None:
+                found.append(got)
+            return got is not None
+
+    ip = maxmin_prices(C, m, s, d, equal=equal, early=early)
+    return ip, (found[0] if found else None)
+
+
+def _near_share(p: np.ndarray, t: float, C: np.ndarray, s: np.ndarray, d: np.ndarray, delta: float) -> float:
+    """Share of rows whose pattern at ``(p, t)`` is not clear within ``delta`` (:func:`_patterns`)."""
+    return float(1.0 - _patterns(p, C, s, d, t, delta)[2].mean())
+
+
 def _guess(
     policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool, delta: float
-) -> tuple[np.ndarray, float, int, int] | None:
-    """First prices and ``t`` of (P): ``(p, t, simplex iterations, LP solves)``. The duals of (P) on a
-    deterministic sample of at most 128 rows with capacities scaled by the sample's share of the scale
-    factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that balances
-    the loads better, :func:`_spread`). From :data:`RECURSE_ROWS` rows on, a guess whose spread
-    exceeds :data:`SPREAD` is replaced by the optimum on an eighth of the rows. (Every sampled price
-    0: returned as is, :func:`solve_maxmin` checks whether the rows fit on their fastest types.)"""
+) -> tuple[np.ndarray, float, int, int, float, str, tuple[np.ndarray, float, int] | None] | None:
+    """First prices and ``t`` of (P): ``(p, t, simplex iterations, LP solves, delta, how, pinned)``. The duals
+    of (P) on a deterministic sample of at most 128 rows with capacities scaled by the sample's share of
+    the scale factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that
+    balances the loads better, :func:`_spread`). From :data:`IPM_MIN_ROWS` rows on, a guess whose
+    spread exceeds :data:`SPREAD` or that leaves more than :data:`IPM_NEAR` of the rows near a tie is
+    replaced by the interior-point prices (:func:`market.oef.maxmin_ipm.maxmin_prices`), and the rows
+    are then fixed with the margin :data:`IPM_DELTA` instead of ``delta``; without them (or with
+    ``FIRST_PRICES = "sample"``), from :data:`RECURSE_ROWS` rows a guess whose spread exceeds
+    :data:`SPREAD` is replaced by the optimum on an eighth of the rows. (Every sampled price 0:
+    returned as is, :func:`solve_maxmin` checks whether the rows fit on their fastest types.)
+    ``how`` names the source: ``"sample"``, ``"balance"``, ``"ipm"``, ``"ipm-pinned"`` or ``"subsample"``;
+    ``pinned`` is an optimal ``(x, t)`` when the interior-point method found that a cap pins ``t``
+    (:func:`_pinned`; the prices are then 0), else ``None``."""
     n, k = C.shape
     got = _sample_prices(policy, C, m, s, d, equal, max(4 * k, min(n // 8, 128)))
     if got is None:
         return None
     p, t, pivots = got
-    if not np.isfinite(d).any():
-        return _balance(p, C, m, s), t, pivots, 1
-    if not (p > 0).any():
-        return p, t, pivots, 1  # a cap pins t (solve_maxmin checks that the rows fit)
-    t = min(t, float((d * C.max(axis=1)).min()))
-    cands = [p, _balance(p, C, m, s)]
-    spreads = [_spread(c, t, C, m, s, d) for c in cands]
-    best = int(np.argmin(spreads))
-    if spreads[best] > SPREAD and n >= RECURSE_ROWS:
+    if not (p > 0).any() and np.isfinite(d).any():
+        return p, t, pivots, 1, delta, "sample", None  # a cap pins t (solve_maxmin checks that the rows fit)
+    if np.isfinite(d).any():
+        t = min(t, float((d * C.max(axis=1)).min()))
+        cands = [p, _balance(p, C, m, s)]
+        spreads = [_spread(c, t, C, m, s, d) for c in cands]
+        best = int(np.argmin(spreads))
+        p, spread, how = cands[best], spreads[best], ("sample", "balance")[best]
+    else:
+        p, how = _balance(p, C, m, s), "balance"
+        spread = _spread(p, t, C, m, s, d)
+    if (
+        n >= IPM_MIN_ROWS
+        and FIRST_PRICES != "sample"
+        and (FIRST_PRICES == "ipm" or spread > SPREAD or _near_share(p, t, C, s, d, delta) > IPM_NEAR)
+    ):
+        ip, pin = _ipm_guess(policy, C, m, s, d, equal)
+        if pin is not None:
+            return np.zeros(k), pin[1], pivots, 2, delta, "ipm-pinned", pin
+        if ip is not None:
+            return ip.prices, ip.t, pivots, 1, IPM_DELTA, "ipm", None
+    if spread > SPREAD and n >= RECURSE_ROWS:
         rows = np.sort(np.random.default_rng(0).permutation(n)[: n // 8])
         share = float(s[rows].sum() / s.sum())
         sub = solve_maxmin(C[rows], m * share, s[rows], d[rows], equal=equal, delta=delta, max_free=1.0,
                            policy=policy)  # fmt: skip
         if sub is not None:
-            return sub.prices, sub.t, pivots + sub.info["simplex_iterations"], 1 + sub.info["decomposition_solves"]
-    return cands[best], t, pivots, 1
+            return (sub.prices, sub.t, pivots + sub.info["simplex_iterations"],
+                    1 + sub.info["decomposition_solves"], delta, "subsample", None)  # fmt: skip
+    return p, t, pivots, 1, delta, how, None
 
 
 def solve_maxmin(
@@ -606,11 +771,16 @@ def solve_maxmin(
     solves, pivots = 0, 0
     capped = np.isfinite(d).any()
     guess = prices is None or np.shape(prices) != (k,) or not np.isfinite(prices).all()
+    how = "given"
     if guess or (capped and not np.isfinite(t_hint)):
         got = _guess(policy, C, m, s, d, equal, delta)
         if got is None:
             return None
-        p, t_hint, pivots, solves = got
+        p, t_hint, pivots, solves, delta_g, how_g, pin = got
+        if guess:
+            delta, how = delta_g, how_g
+        if pin is not None:
+            return _finish_pinned(pin, k, gam, mu, warm, types, solves, pivots, how_g)
     if not guess:
         p = np.maximum(np.asarray(prices, dtype=float) / gam, 0.0)
     if capped:
@@ -619,6 +789,15 @@ def solve_maxmin(
             # every price 0: t is pinned by a cap (t = min_l d_l max_j C_lj) and any allocation that reaches
             # it is optimal; rows that do not fit on their fastest types get prices that balance the loads
             p = _balance(np.ones(k), C, m, s)
+            if (n >= IPM_MIN_ROWS and FIRST_PRICES != "sample" and _spread(p, t_hint, C, m, s, d) > SPREAD
+                    and _near_share(p, t_hint, C, s, d, delta) > IPM_NEAR):  # fmt: skip
+                # tatonnement fails where many rows are near a tie (their loads jump together): the
+                # interior point reaches the pinned t with a mix of types per row that fits (_pinned)
+                ip, pin = _ipm_guess(policy, C, m, s, d, equal)
+                if pin is not None:
+                    return _finish_pinned(pin, k, gam, mu, warm, types, solves + 1, pivots, "ipm-pinned")
+                if ip is not None and (ip.prices > 0).any():
+                    p, delta, how = ip.prices, IPM_DELTA, "ipm"
     u, v, clear, near = _patterns(p, C, s, d, t_hint, delta)
     free = ~clear
     rows = np.arange(n)
@@ -681,6 +860,8 @@ def solve_maxmin(
         new = np.zeros(n, dtype=bool)
         new[nr] = True
         free |= new
+    if POLISH:
+        _polish(x, t, C, d, rows[free])
     single, pair = fv < 0, fv >= 0
     x[fr[single], fu[single]] = t / C[fr[single], fu[single]]
     if pair.any():
@@ -695,8 +876,22 @@ def solve_maxmin(
             warm.keep_ids(ids)
     info = {"decomposition_solves": solves + lp.solves, "free_rows": int(free.sum()),
             "split_rows": int(pair.sum()), "priced_columns": priced,
-            "simplex_iterations": pivots + lp.iterations, "kept_program": kept}  # fmt: skip
+            "simplex_iterations": pivots + lp.iterations, "kept_program": kept, "first_prices": how,
+            "delta": delta}  # fmt: skip
     return MaxMinSolution(x * mu, t * gam * mu, p * gam, info)
+
+
+def _finish_pinned(
+    pin: tuple[np.ndarray, float, int], k: int, gam: float, mu: float, warm: PriceWarmStart | None, types: bytes,
+    solves: int, pivots: int, how: str,
+) -> MaxMinSolution:  # fmt: skip
+    """The :class:`MaxMinSolution` of a :func:`_pinned` solution (prices 0) in the caller's units."""
+    x, t, nfree = pin
+    if warm is not None:
+        warm.put(types, np.zeros(k), t * gam * mu)
+    info = {"decomposition_solves": solves, "free_rows": nfree, "split_rows": 0, "priced_columns": 0,
+            "simplex_iterations": pivots, "kept_program": False, "first_prices": how, "delta": 0.0}  # fmt: skip
+    return MaxMinSolution(x * mu, t * gam * mu, np.zeros(k), info)
 
 
 def solve_maxmin_live(

@@ -5,8 +5,13 @@ The allocation policies return fractional devices per (tenant, job type) class a
 1. :class:`DeviationRounder` turns them into whole GPUs per class and type, carrying the rounding error across rounds
    (``dev``, the paper's per-user deviation, and ``tdev``, the type-mix deviation) so that the time average of the
    integral counts approaches the fractional share;
-2. :func:`assign_jobs` picks which runnable jobs of a class start on those GPUs (longest starvation first);
-3. :func:`pack_hosts` puts the chosen jobs' workers on concrete hosts (largest job first, best fit).
+2. :func:`assign_class` (spec A7; :func:`assign_jobs` is its form on :class:`RunnableJob` objects) picks which
+   runnable jobs of a class start on those GPUs (longest starvation first);
+3. :func:`pack_hosts` puts the chosen jobs' workers on concrete hosts (largest job first, best fit) with the round
+   engine's placer, :class:`market.hosts.HostPlacer`.
+
+The round engine (:mod:`agents.trace_rounds`) calls :class:`DeviationRounder` and :func:`assign_class` when a run's
+realisation is ``"oef-rounding"``; there is no second implementation of these steps.
 
 Units: GPU counts are devices; ``starved_s`` and ``arrival`` are seconds. Pure numpy, no randomness.
 """
@@ -30,6 +35,7 @@ __all__ = [
     "waterfill",
     "DeviationRounder",
     "RunnableJob",
+    "assign_class",
     "assign_jobs",
     "Placement",
     "pack_hosts",
@@ -359,15 +365,61 @@ def _check_unique_ids(field_name: str, ids: Sequence[str]) -> None:
         seen.add(i)
 
 
+def assign_class(
+    rem: Sequence[int], sizes: Sequence[int], rule: str = "oef", feasible: Sequence[Sequence[bool]] | None = None
+) -> list[list[int] | None]:
+    """Spec A7 on plain lists (the round engine's job assignment): the GPUs ``rem`` (per type, slowest
+    first) of one class go to its jobs of ``sizes`` workers, taken in the given (queue) order; a job
+    that does not fit in what is left is skipped. ``rule = "oef"`` takes all workers from one type
+    when one has room (the one with the most units left, ties -> faster), else starts at the type
+    with the most units left and extends to the nearest ranks (faster first on equal distance);
+    ``"naive"`` takes units in rank order, slowest first. ``feasible[i][j]``: job ``i`` can run on
+    type ``j`` (default: every type); the job only takes GPUs of its feasible types. Returns per job
+    its GPUs per type (a list of k ints) or None when skipped."""
+    left = [int(x) for x in rem]
+    k = len(left)
+    out: list[list[int] | None] = []
+    for i, g in enumerate(sizes):
+        ok = range(k) if feasible is None else [j for j in range(k) if feasible[i][j]]
+        if sum(left[j] for j in ok) < g:
+            out.append(None)
+            continue
+        take = [0] * k
+        if rule == "oef":
+            fits = [j for j in ok if left[j] >= g]
+            if fits:
+                best = max(fits, key=lambda j: (left[j], j))  # most left, ties -> faster
+                take[best] = g
+            else:
+                start = max(ok, key=lambda j: (left[j], j))
+                need = g
+                for j in sorted(ok, key=lambda j: (abs(j - start), -j)):  # nearest ranks, faster first on ties
+                    t = min(left[j], need)
+                    take[j] = t
+                    need -= t
+                    if need == 0:
+                        break
+        else:
+            need = g
+            for j in ok:
+                t = min(left[j], need)
+                take[j] = t
+                need -= t
+                if need == 0:
+                    break
+        for j in range(k):
+            left[j] -= take[j]
+        out.append(take)
+    return out
+
+
 def assign_jobs(
     a: np.ndarray, jobs: Sequence[RunnableJob], placement: str = "oef"
 ) -> tuple[list[tuple[RunnableJob, np.ndarray]], np.ndarray]:
     """Start runnable jobs of one class on its GPUs ``a`` (units per type, shape (k,)) — spec A7.
 
     Jobs are tried longest-starved first (then earlier arrival, then ``job_id``); a job that does not fit in the
-    remaining units is skipped. ``placement="oef"`` takes all workers from one type when one has room (the one with
-    the most units left, ties -> faster), else starts at the type with the most units left and extends to the nearest
-    ranks (faster first on equal distance). ``"naive"`` takes units in rank order, slowest first.
+    remaining units is skipped; the rule is :func:`assign_class` (the round engine's own step).
     Returns ``[(job, GPUs per type (k,) int)]`` in start order and the leftover (idle) units per type.
     """
     check_choice("placement", placement, PLACEMENTS)
@@ -380,37 +432,13 @@ def assign_jobs(
             raise InputError("jobs", job, "must be RunnableJob instances")
     _check_unique_ids("jobs job_id", [job.job_id for job in jobs])
     queue = sorted(jobs, key=lambda job: (-job.starved_s, job.arrival, job.job_id))
+    takes = assign_class(rem.tolist(), [job.workers for job in queue], placement)
     started: list[tuple[RunnableJob, np.ndarray]] = []
-    for job in queue:
-        g = job.workers
-        if int(rem.sum()) < g:
-            continue
-        take = np.zeros(k, dtype=np.int64)
-        if placement == "oef":
-            fits = np.flatnonzero(rem >= g)
-            if fits.size:
-                best = max(fits.tolist(), key=lambda j: (int(rem[j]), j))  # most left, ties -> faster
-                take[best] = g
-            else:
-                start = max(range(k), key=lambda j: (int(rem[j]), j))
-                order = sorted(range(k), key=lambda j: (abs(j - start), -j))  # nearest ranks, faster first on ties
-                need = g
-                for j in order:
-                    t = min(int(rem[j]), need)
-                    take[j] = t
-                    need -= t
-                    if need == 0:
-                        break
-        else:
-            need = g
-            for j in range(k):
-                t = min(int(rem[j]), need)
-                take[j] = t
-                need -= t
-                if need == 0:
-                    break
-        rem -= take
-        started.append((job, take))
+    for job, take in zip(queue, takes, strict=True):
+        if take is not None:
+            vec = np.asarray(take, dtype=np.int64)
+            rem -= vec
+            started.append((job, vec))
     return started, rem
 
 
@@ -448,7 +476,8 @@ def _host_key(host_id: str) -> tuple[tuple[int, int | str], ...]:
 def pack_hosts(
     chosen: Sequence[tuple[RunnableJob, np.ndarray]], servers: Sequence[GpuServer], placement: str = "oef"
 ) -> dict[str, Placement]:
-    """Place the workers of the jobs started this round on hosts — spec A8.
+    """Place the workers of the jobs started this round on hosts — spec A8, by the round engine's own
+    placer (:class:`market.hosts.HostPlacer`, fresh: no job ran before, one rack).
 
     Jobs go largest first (then longer starvation, then ``job_id``). ``placement="oef"``: per GPU type of the job,
     the host with the smallest sufficient free count (best fit, ties -> lower host id in natural order); if none can
@@ -456,14 +485,12 @@ def pack_hosts(
     in host-id order, spilling to the next host. Raises :class:`InputError` if the jobs need more GPUs of a type than
     the servers hold. Returns ``{job_id: Placement}``.
     """
+    from market.hosts import HostPlacer
+
     check_choice("placement", placement, PLACEMENTS)
     _check_unique_ids("servers host_id", [s.host_id for s in servers])
     _check_unique_ids("chosen job_id", [job.job_id for job, _ in chosen])
     hosts = sorted(servers, key=lambda s: _host_key(s.host_id))
-    free = {s.host_id: int(s.count) for s in hosts}
-    by_type: dict[int, list[GpuServer]] = {}
-    for s in hosts:
-        by_type.setdefault(int(s.gpu_type), []).append(s)
     items: list[tuple[RunnableJob, np.ndarray]] = []
     k: int | None = None
     for job, counts in chosen:
@@ -474,36 +501,25 @@ def pack_hosts(
         items.append((job, vec))
     demand = np.sum([vec for _, vec in items], axis=0) if items else np.zeros(0, dtype=np.int64)
     for j, need in enumerate(np.asarray(demand).tolist()):
-        have = sum(free[s.host_id] for s in by_type.get(j, []))
+        have = sum(int(s.count) for s in hosts if int(s.gpu_type) == j)
         if need > have:
             raise InputError(f"chosen GPUs of type {j}", need, f"exceed the {have} GPUs of that type on the servers")
-
+    items = [it for it in items if int(it[1].sum()) > 0]
     items.sort(key=lambda it: (-int(it[1].sum()), -it[0].starved_s, it[0].job_id))
+    if not items:
+        return {}
+    placer = HostPlacer(np.array([int(s.gpu_type) for s in hosts]), np.array([int(s.count) for s in hosts]),
+                        placement, len(items))  # fmt: skip
+    typ = np.array([int(np.flatnonzero(vec)[0]) for _, vec in items], dtype=np.int64)
+    size = np.array([int(vec.sum()) for _, vec in items], dtype=np.int64)
+    parts = {i: tuple((int(j), int(vec[j])) for j in np.flatnonzero(vec).tolist())
+             for i, (_, vec) in enumerate(items) if np.count_nonzero(vec) > 1}  # fmt: skip
+    pl = placer.place(np.arange(len(items)), typ, size, parts=parts)
     out: dict[str, Placement] = {}
-    for job, vec in items:
-        parts: list[tuple[str, int, int]] = []
-        for j in np.flatnonzero(vec).tolist():
-            g = int(vec[j])
-            pool = by_type[j]
-            if placement == "oef":
-                fit = [s for s in pool if free[s.host_id] >= g]
-                if fit:
-                    host = min(fit, key=lambda s: (free[s.host_id], _host_key(s.host_id))).host_id
-                    free[host] -= g
-                    parts.append((host, j, g))
-                    continue
-                order = sorted(pool, key=lambda s: (-free[s.host_id], _host_key(s.host_id)))
-            else:
-                order = pool
-            for s in order:
-                t = min(free[s.host_id], g)
-                if t > 0:
-                    free[s.host_id] -= t
-                    parts.append((s.host_id, j, t))
-                    g -= t
-                if g == 0:
-                    break
-        n_types = len({j for _, j, _ in parts})
-        n_hosts = len({h for h, _, _ in parts})
-        out[job.job_id] = Placement(job.job_id, tuple(parts), cross_type=n_types > 1, cross_host=n_hosts > 1)
+    for i, (job, _vec) in enumerate(items):
+        sel = pl.part_lease == i
+        hp = [(hosts[h].host_id, int(hosts[h].gpu_type), g)
+              for h, g in zip(pl.part_host[sel].tolist(), pl.part_gpus[sel].tolist(), strict=True)]  # fmt: skip
+        n_types = len({j for _, j, _ in hp})
+        out[job.job_id] = Placement(job.job_id, tuple(hp), cross_type=n_types > 1, cross_host=len(hp) > 1)
     return out

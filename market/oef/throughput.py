@@ -1,4 +1,6 @@
-"""Job-rate model for OEF's "actual" throughput (spec §2.3).
+"""Job-rate model for OEF's "actual" throughput (spec §2.3); the round engine (:mod:`agents.trace_rounds`) applies
+it vectorised (straggler ``min``, :func:`spread_efficiency`; the migration term there is dead time at the start of
+the lease: over a whole round the same work as the factor below).
 
 A running job with ``g`` workers on GPU types ``T`` spread over ``h`` hosts progresses at
 ``rate = g · min_{j ∈ T} w^j · η(h) · (1 − migration_cost_s / round_seconds · [moved])`` with
@@ -13,14 +15,25 @@ import numpy as np
 
 from market.errors import InputError, as_float_array, check_int, check_nonneg, check_positive
 
-__all__ = ["cross_host_efficiency", "job_rate"]
+__all__ = ["cross_host_efficiency", "spread_efficiency", "job_rate"]
+
+
+def spread_efficiency(
+    n_hosts: np.ndarray, kappa: float, n_racks: np.ndarray | None = None, rack_penalty: float = 0.0
+) -> np.ndarray:
+    """Vectorised ``η = 1 / (1 + κ (h − 1) + κ_rack (r − 1))`` for leases over ``n_hosts`` hosts in
+    ``n_racks`` racks (the round engine's spread penalty when no unconsolidated throughputs are given)."""
+    den = 1.0 + kappa * (np.asarray(n_hosts, dtype=float) - 1.0)
+    if n_racks is not None and rack_penalty:
+        den = den + rack_penalty * (np.asarray(n_racks, dtype=float) - 1.0)
+    return 1.0 / den
 
 
 def cross_host_efficiency(n_hosts: int, kappa: float = 0.1) -> float:
     """``η(h) = 1 / (1 + κ (h − 1))`` for a job spanning ``n_hosts ≥ 1`` hosts; ``kappa`` ≥ 0 per extra host."""
     h = check_int("n_hosts", n_hosts, minimum=1)
     kap = check_nonneg("kappa", kappa)
-    return 1.0 / (1.0 + kap * (h - 1))
+    return float(spread_efficiency(np.array([h]), kap)[0])
 
 
 def job_rate(
@@ -58,6 +71,6 @@ def job_rate(
     if not 1 <= h <= g:
         raise InputError("n_hosts", n_hosts, f"must be between 1 and the job's {g} workers")
     straggler = float(w[c > 0].min())
-    eta = 1.0 / (1.0 + kap * (h - 1))
+    eta = float(spread_efficiency(np.array([h]), kap)[0])
     migration = max(0.0, 1.0 - cost / length) if moved else 1.0
     return g * straggler * eta * migration

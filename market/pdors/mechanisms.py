@@ -24,14 +24,14 @@ register(
 
 def make_pdors_paper(cluster: PdorsCluster, constants, config: PdorsConfig | None = None) -> Pdors:
     """PD-ORS with the spec's reproduction profile (``PdorsConfig.paper()``: no repair, discard the job
-    after ``max_attempts`` failed roundings); ``config`` supplies G, the grid, solver and seed."""
+    after ``max_attempts`` failed roundings); ``config`` supplies G, the DP (exact or grid), solver and seed."""
     c = config or PdorsConfig()
     return Pdors(
         cluster,
         constants,
         PdorsConfig.paper(
-            G=c.G, G_mode=c.G_mode, delta=c.delta, S=c.S, dp_units=c.dp_units, per_slot_solver=c.per_slot_solver,
-            seed=c.seed,
+            G=c.G, G_mode=c.G_mode, delta=c.delta, S=c.S, dp=c.dp, dp_units=c.dp_units,
+            per_slot_solver=c.per_slot_solver, seed=c.seed,
         ),
     )  # fmt: skip
 

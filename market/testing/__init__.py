@@ -371,7 +371,7 @@ def assert_no_counterexample(
     type) for a misreport of row 0 in ``direction``
     (``"up"``: inflation, OEF's scope; ``"down"``; ``"any"``) that gains more than the audit's
     tolerance. Or pass any :class:`market.audit.hunt.HuntSpace` as ``space`` (auctions, your own
-    properties). Budget: ``evals`` evaluations (deterministic per ``seed``) and/or ``seconds``.
+    properties). Budget: ``evals`` evaluations (deterministic per ``seed``); ``seconds`` only caps them.
     Raises :class:`IncentiveViolation` with the witness of the shrunk instance (fewer agents and
     types, rounder numbers); returns the :class:`~market.audit.hunt.HuntResult` when nothing
     was found."""
