@@ -611,9 +611,9 @@ def register_hunt_space(paper: str, claim_id: str) -> Callable[[HuntFactory], Hu
 
 def hunt_spaces() -> list[tuple[str, str]]:
     """``(paper, claim id)`` of every claim with a registered hunt space."""
-    from market.audit.claims import claims
+    from market import plugins
 
-    claims()  # imports every plugin's claim modules (which register their spaces)
+    plugins.import_modules(plugins.modules("claims"))  # every plugin's claim modules register their spaces
     return sorted(_SPACES)
 
 

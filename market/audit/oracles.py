@@ -99,9 +99,10 @@ def oracle_kinds() -> dict[str, list[str]]:
 
 
 def _load() -> None:
-    from market.audit.claims import _load as load_claims
+    from market import plugins
 
-    load_claims()  # the paper modules register their oracles beside their checkers
+    # the paper modules register their oracles beside their checkers (the ledger's plugin modules)
+    plugins.import_modules(plugins.modules("claims"))
 
 
 def confirm_witness(witness: dict[str, Any]) -> OracleResult:
@@ -200,26 +201,30 @@ def _resolution_misreport(w: dict[str, Any]) -> OracleResult:
     return OracleResult("resolution-2x-4x", bool(ok), True, per)
 
 
-def _resolution_property(w: dict[str, Any]) -> OracleResult:
-    """The property's violation at capacities x2 and x4, each against its own tolerance."""
-    from market.oef.claims import _prop_tol, measure
+def resolution_property_oracle(measure: Callable[..., float], tolerance: Callable[..., float]) -> Oracle:
+    """The oracle of a property witness: the property's violation at capacities x2 and x4, each
+    against its own tolerance. ``measure(property, mechanism, W, m, weights, caps)`` gives the
+    violation and ``tolerance(property, W, m)`` its tolerance (the paper module that owns the
+    properties registers it: :mod:`market.oef.claims`)."""
 
-    per: dict[str, Any] = {}
-    ok = True
-    caps = w.get("caps")
-    for s in RESOLUTIONS:
-        m = np.asarray(w["m"], dtype=float) * s
-        v = float(measure(w["property"], w["mechanism"], w["W"], m, w.get("weights"),
-                          None if caps is None else (np.asarray(caps, dtype=float) * s).tolist()))  # fmt: skip
-        tol = float(_prop_tol(w["property"], np.asarray(w["W"], dtype=float), m))
-        per[f"x{s}"] = {"value": v, "tol": tol}
-        ok &= v > tol
-    return OracleResult("resolution-2x-4x", bool(ok), True, per)
+    def _resolution_property(w: dict[str, Any]) -> OracleResult:
+        per: dict[str, Any] = {}
+        ok = True
+        caps = w.get("caps")
+        for s in RESOLUTIONS:
+            m = np.asarray(w["m"], dtype=float) * s
+            v = float(measure(w["property"], w["mechanism"], w["W"], m, w.get("weights"),
+                              None if caps is None else (np.asarray(caps, dtype=float) * s).tolist()))  # fmt: skip
+            tol = float(tolerance(w["property"], np.asarray(w["W"], dtype=float), m))
+            per[f"x{s}"] = {"value": v, "tol": tol}
+            ok &= v > tol
+        return OracleResult("resolution-2x-4x", bool(ok), True, per)
+
+    return _resolution_property
 
 
 register_oracle("misreport", "exact-best-response")(_exact_misreport)
 register_oracle("misreport", "resolution-2x-4x")(_resolution_misreport)
-register_oracle("property", "resolution-2x-4x")(_resolution_property)
 
 
 def finite(x: float) -> float | str:

@@ -20,6 +20,7 @@ from market.audit.claims import ClaimContext, Measurement, register_claim, regis
 from market.audit.fairshare import FairShareTarget, TenantTarget
 from market.audit.instances import SIZES, FairShareInstance, random_instance
 from market.audit.metrics import envy_violation, pe_violation, si_violation
+from market.audit.oracles import register_oracle, resolution_property_oracle
 from market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
 from market.errors import InputError
 
@@ -305,6 +306,9 @@ def _prop_tol(prop: str, W: np.ndarray, m: np.ndarray) -> float:
     if prop in ("single_type_shortfall",):
         return 1e-9
     return _eps(float(np.asarray(W, dtype=float).sum(axis=0) @ np.asarray(m, dtype=float)))
+
+
+register_oracle("property", "resolution-2x-4x")(resolution_property_oracle(measure, _prop_tol))
 
 
 def _prop_witness(
