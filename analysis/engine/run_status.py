@@ -401,8 +401,11 @@ def claim(
     if key in _HELD:
         yield out
         return
+    existed = out.exists()
+    was_empty = not existed or (out.is_dir() and not any(out.iterdir()))  # nothing of the user's in it
     fd, _ = _take(out, field, keep_previous, say)
     _HELD[key] = fd
+    input_error = False
     try:
         running = mark_running(out, meta) if mark else None
         try:
@@ -411,6 +414,11 @@ def claim(
         except KeyboardInterrupt:
             if mark:
                 mark_interrupted(out)
+            raise
+        except InputError as exc:
+            input_error = True  # a user mistake: the folder is dropped below if nothing else is in it
+            if mark:
+                mark_failed(out, exc)
             raise
         except Exception as exc:
             if mark:
@@ -421,6 +429,25 @@ def claim(
     finally:
         del _HELD[key]
         _release(out, fd)
+        if input_error and was_empty:
+            _drop_if_only_status(out, remove_dir=not existed)
+
+
+def _drop_if_only_status(out: Path, remove_dir: bool) -> None:
+    """Remove this command's own status files from ``out`` (empty when the command took it) when
+    nothing else is in it, and ``out`` itself with ``remove_dir``: a user mistake (an
+    :class:`InputError`) leaves no results folder that only says it failed (the CLI removes the
+    empty folders it created itself)."""
+    try:
+        names = {p.name for p in out.iterdir()}
+    except OSError:
+        return
+    if names <= {LOCK_NAME, "meta.json", "report.md"}:
+        for n in names:
+            (out / n).unlink(missing_ok=True)
+        if remove_dir:
+            with contextlib.suppress(OSError):
+                out.rmdir()
 
 
 def guard(out: str | Path, field: str = "--out") -> Path | None:
