@@ -73,6 +73,24 @@ def test_a_witness_kind_without_an_oracle_is_reported_as_not_independently_confi
     assert res.confirmed is None and not res.independent
     assert res.label.startswith("not independently confirmed")
 
+    # a plugin's own witness format (no 'kind'): said, not raised (it failed CI's plugin step)
+    res = confirm_witness({"W": [[1.0]], "lie": {"1": 2.0}})
+    assert res.confirmed is None and "no 'kind'" in res.oracle
+
+
+def test_an_audit_result_becomes_a_misreport_witness_the_oracle_confirms() -> None:
+    """The plugin route: ``misreport_witness(t, r)`` of an audit's best lie (W = [[1,2],[1,5]],
+    tenant 1 under oef-noncoop gains 75% by copying row 0) is re-checked at 2x and 4x."""
+    from market.audit import FairShareTarget, audit
+    from market.audit.hunt_spaces import misreport_witness
+
+    t = FairShareTarget("oef-noncoop", W=np.array([[1.0, 2.0], [1.0, 5.0]]), m=np.array([1.0, 1.0]))
+    r = audit(t, 1, rng=np.random.default_rng(0))
+    w = misreport_witness(t, r, reaudit=False)
+    assert w["kind"] == "misreport" and w["deviator"] == 1 and w["relative_gain"] >= 0.75 - 1e-6
+    res = confirm_witness(w)
+    assert res.confirmed is True
+
 
 class _Toy:
     name = "toy"

@@ -431,7 +431,8 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8,
 
 
 def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
-    """Rows ``[claim id, statement, verdict, effect size, witness]`` (texts cut to ``width``), plus
+    """Rows ``[claim id, statement, verdict (with the oracle that re-checked its witness), effect size,
+    witness]`` (texts cut to ``width``), plus
     the hunt (:func:`market.audit.claims.hunt_cell`) for hunted claims."""
 
     def cut(s: str) -> str:
@@ -442,7 +443,8 @@ def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
     for c in results:
         eff = f"{c.effect_size:.4g}" + (f" ({c.effect})" if c.effect else "")
         wit = json.dumps(_json(c.witness), separators=(",", ":")) if c.witness is not None else "-"
-        row = [c.claim_id, cut(c.statement), c.label, cut(eff), cut(wit)]
+        verdict = c.label + (f" ({c.oracle['label']})" if getattr(c, "oracle", None) else "")
+        row = [c.claim_id, cut(c.statement), verdict, cut(eff), cut(wit)]
         if getattr(c, "hunt", None) is not None:
             row.append(hunt_cell(c.hunt))
         rows.append(row)

@@ -151,12 +151,18 @@ def equal_share_utility(W: np.ndarray, m: np.ndarray, agent: int = 0, weights: A
     return share * float(W[agent] @ np.asarray(m, dtype=float))
 
 
-def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest, reaudit: bool = True,
+def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest | None = None, reaudit: bool = True,
                       search: str = "default") -> dict[str, Any]:  # fmt: skip
-    """The ledger's ``misreport`` witness (re-checked by :func:`market.audit.claims.recheck_witness`)
-    plus, with ``reaudit``, the ``marketsim audit`` command whose agent ``deviator`` re-derives it
-    (``search``: which inner search produced it). ``gain_over_equal_share`` is the gain as a
-    fraction of the deviator's equal-split utility (finite where the relative gain is ``inf``)."""
+    """The ledger's ``misreport`` witness (re-checked by :func:`market.audit.claims.recheck_witness`
+    and by the independent oracles of :mod:`market.audit.oracles`) of the lie in family ``fb``
+    (default: the family of ``r``'s best lie) plus, with ``reaudit``, the ``marketsim audit``
+    command whose agent ``deviator`` re-derives it (``search``: which inner search produced it).
+    ``gain_over_equal_share`` is the gain as a fraction of the deviator's equal-split utility
+    (finite where the relative gain is ``inf``)."""
+    if fb is None:
+        fb = r.families.get(r.witness_family) if r.witness_family is not None else None
+        if fb is None or fb.report is None:
+            raise InputError("audit result", r.target, "has no best lie to turn into a witness (it found no family)")
     row, weight = fb.report
     eq = equal_share_utility(t.Wt, t.ma, int(r.agent), t.wt)
     out = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from market.audit import AuditConfig, ClaimContext, FairShareTarget, Measurement, audit, random_instance, register_claim
+from market.audit.hunt_spaces import misreport_witness
 
 PAPER = "proportional"
 FAST = AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12, refine_starts=1, refine_maxfev=30)
@@ -29,7 +30,8 @@ def p1(ctx: ClaimContext) -> Measurement:
             r = max(results, key=lambda r: r.relative_gain)
             if r.relative_gain > best:
                 best = float(r.relative_gain)
-                witness = {"W": inst.W.tolist(), "m": inst.m.tolist(), "agent": int(r.agent), "lie": r.witness}
+                # the ledger's "misreport" witness: the independent oracles re-check it (2x and 4x resolution)
+                witness = misreport_witness(t, r, reaudit=False)
     return Measurement(n_instances=n_inst, violations=bad, effect_size=best, effect="max relative gain",
                        witness=witness)  # fmt: skip
 
