@@ -89,12 +89,10 @@ RESULTS = ROOT / "benchmarks" / "results"
 PENDING: frozenset[str] = frozenset(
     {
         # being rewritten by other changes, which adopt the markers when they land
-        "docs/findings.md",
         "docs/papers/oef.md",
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
         "docs/eris_baselines.md",
-
         "docs/trace_simulation.md",
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
@@ -694,6 +692,18 @@ def parse(text: str, page: str) -> tuple[list[Figure], list[str]]:
                 "put a word before it"
             )
         figures.append(Figure(page, line, source, expr, spec, m.group("shown"), m.start(), m.end()))
+    for m in _NOFIG_TAG.finditer(text):  # a region tag alone on its line is a block; before text it is raw HTML
+        line_end = text.find("\n", m.end())
+        rest = text[m.end() : len(text) if line_end < 0 else line_end]
+        if (
+            not in_code(m.start())
+            and rest.strip()
+            and _LINE_START.fullmatch(text[text.rfind("\n", 0, m.start()) + 1 : m.start()])
+        ):
+            problems.append(
+                f"{page}:{text.count(chr(10), 0, m.start()) + 1}: a nofig tag opens a line of text (GitHub would "
+                "render the line as raw HTML); put a word before it or the tag on a line of its own"
+            )
     for pattern, what in ((_OPEN, "opening <!--fig"), (_CLOSE, "closing <!--/fig-->")):
         for m in pattern.finditer(text):
             if not in_code(m.start()) and not any(a <= m.start() < b for a, b in spans):

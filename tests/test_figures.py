@@ -226,6 +226,22 @@ def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
     assert F.render(literal, "q", strip=True, root=repo) == (literal, [], [])
 
 
+def test_nofig_tags_that_open_a_line_of_text_are_refused() -> None:
+    """A ``<!--nofig-->`` tag before text at the start of a line turns the line into raw HTML on GitHub
+    (an HTML comment can interrupt a paragraph); alone on its line (around a table) it is a block."""
+    text = (
+        "a paragraph\n"
+        "  <!--nofig input-->1e-7<!--/nofig--> GPUs\n"  # opens a continuation line
+        "and 1% of <!--nofig input-->f<!--/nofig-->\n"  # inside the line: fine
+        "\n<!--nofig example-->\n\n| x |\n|---|\n| 1.5 |\n\n<!--/nofig-->\n"  # blocks of their own: fine
+        "* <!--nofig input-->2.5<!--/nofig--> s\n"  # opens a list item
+        "`<!--nofig x-->1.0<!--/nofig-->` in code\n"  # literal
+    )
+    errors = F.parse(text, "p.md")[1]
+    assert [e.split(":")[1] for e in errors] == ["2", "12"], errors
+    assert all("a nofig tag opens a line of text" in e for e in errors)
+
+
 def test_write_joins_continuation_lines_that_open_with_a_marker() -> None:
     text = (
         "A paragraph of\n  <!--fig a b-->1<!--/fig-->x and\n<!--fig a b-->2<!--/fig--> more.\n\n"
