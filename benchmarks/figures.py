@@ -89,7 +89,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 PENDING: frozenset[str] = frozenset(
     {
         # being rewritten by other changes, which adopt the markers when they land
-        "docs/papers/oef.md",
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
         "docs/eris_baselines.md",
