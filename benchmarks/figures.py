@@ -91,7 +91,6 @@ PENDING: frozenset[str] = frozenset(
         # being rewritten by other changes, which adopt the markers when they land
         "docs/oef_reproduction.md",
         "docs/astraea_calibration.md",
-        "docs/eris_baselines.md",
         "docs/trace_simulation.md",
         "docs/gavel_comparison.md",
         "docs/round_lp.md",
