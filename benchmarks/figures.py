@@ -93,7 +93,6 @@ PENDING: frozenset[str] = frozenset(
         "docs/astraea_calibration.md",
         "docs/trace_simulation.md",
         "docs/gavel_comparison.md",
-        "docs/round_lp.md",
         # being converted by h-figures
     }
 )
