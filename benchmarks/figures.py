@@ -90,7 +90,6 @@ PENDING: frozenset[str] = frozenset(
     {
         # being rewritten by other changes, which adopt the markers when they land
         "docs/oef_reproduction.md",
-        "docs/trace_simulation.md",
         "docs/gavel_comparison.md",
         # being converted by h-figures
     }
