@@ -89,7 +89,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 PENDING: frozenset[str] = frozenset(
     {
         # being rewritten by other changes, which adopt the markers when they land
-        "docs/oef_reproduction.md",
         "docs/gavel_comparison.md",
         # being converted by h-figures
     }
