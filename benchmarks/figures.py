@@ -54,7 +54,8 @@ Usage::
     python benchmarks/figures.py --check [FILE ...]   # exit 1, listing every figure that is wrong or unreadable
     python benchmarks/figures.py --write [FILE ...]   # refresh every shown value from its results file
                                                       # (and join lines so that no marker opens a line)
-    python benchmarks/figures.py --scan [FILE ...]    # numbers outside figure markers (hand-typed figures)
+    python benchmarks/figures.py --scan [FILE ...]    # numbers outside figure markers (hand-typed figures;
+                                                      # without FILE the PENDING pages are skipped)
     python benchmarks/figures.py --list [FILE ...]    # every figure, its source and its value
     python benchmarks/figures.py --eval 'SOURCE EXPRESSION[:FORMAT]'   # try an expression: its value and marker
 
@@ -940,7 +941,7 @@ def main(argv: list[str] | None = None, root: Path | None = None) -> int:
     elif a.scan:
         for path in paths:
             page = path.relative_to(root).as_posix()
-            if page not in PENDING:
+            if a.files or page not in PENDING:  # a page named on the command line is scanned even if pending
                 problems += scan(path.read_text(encoding="utf-8"), page)
     else:
         for path in paths:

@@ -281,6 +281,19 @@ def test_write_command_refreshes_a_stale_figure(repo: Path) -> None:
     assert page.read_text() == "Median <!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->x.\n"
 
 
+def test_scan_command_skips_pending_pages_only_when_no_page_is_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = repo / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text("It took 4.5 s.\n")
+    (repo / "README.md").write_text("Nothing measured.\n")
+    monkeypatch.setattr(F, "PENDING", frozenset({"docs/p.md"}))
+    assert F.main(["--scan"], root=repo) == 0  # the pending page is left out of the whole-repository scan
+    assert F.main(["--scan", str(page)], root=repo) == 1  # but a page named on the command line is scanned
+    assert "docs/p.md:1: '4.5 s'" in capsys.readouterr().err
+
+
 def test_eval_prints_the_value_and_the_marker(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert F.main(["--eval", "speed.json median(pairs.ratio):.1f"], root=repo) == 0
     assert capsys.readouterr().out == "13.5\n<!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->\n"
