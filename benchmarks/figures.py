@@ -89,9 +89,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: markers (the scan of tests/test_figures.py skips them, and fails on a listed page that is clean)
 PENDING: frozenset[str] = frozenset(
     {
-        # being rewritten by other changes, which adopt the markers when they land
+        # its rows with stored Gavel JCTs read gavel_parity_rows.json; the rest are Gavel runs whose
+        # outputs are not stored (Gavel against itself, the patched-Gavel ablations, 12:12:12 / 4:0:0 rows)
         "docs/gavel_comparison.md",
-        # being converted by h-figures
     }
 )
 
