@@ -66,15 +66,25 @@ def test_identical_rows_solve_one_program_row_each_with_the_full_programs_optimu
     assert a.X.min() >= 0 and np.all(a.X.sum(axis=0) <= m * (1 + 1e-12))
 
 
-def test_identical_rows_get_the_symmetric_point_in_proportion_to_their_weights() -> None:
-    # three identical rows (weights 1, 1, 2) and two others: a simplex vertex would put the identical
-    # rows on different types; the merged program splits one row's devices by weight
+def test_identical_rows_split_by_the_north_west_corner_rule() -> None:
+    # rows 0, 2 and 3 are identical (row 3 scaled, weight 2): the merged row's devices go to them in
+    # input order, each taking its share of the throughput from the slowest type on (a basic
+    # solution, as a simplex vertex of the unmerged program; not the same devices for each)
     W = np.array([[1.0, 2.0, 3.0], [1.0, 1.5, 4.0], [1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 3.0, 3.2]])
-    a = oef_noncoop(W, [3, 3, 3], weights=[1.0, 0.5, 1.0, 2.0, 1.0], cache=False)
-    X = a.X
-    assert np.array_equal(X[0], X[2])
-    assert np.allclose(X[3], 2 * X[0], rtol=1e-12, atol=1e-15)
+    w = np.array([1.0, 0.5, 1.0, 2.0, 1.0])
+    a = oef_noncoop(W, [3, 3, 3], weights=w, cache=False)
     assert a.info["solved_rows"] == 3
+    X, Wn = a.X, W / W[:, :1]
+    Y = X[[0, 2, 3]].sum(axis=0)  # the merged row's devices
+    thr = Wn[0] * Y
+    edges = np.concatenate([[0.0], np.cumsum(thr)])  # the types' parts of the merged row's throughput
+    parts = np.array([0.0, 1.0, 2.0, 4.0]) / 4 * thr.sum()  # rows 0, 2, 3 in order, shares 1:1:2
+    for i, r in enumerate([0, 2, 3]):
+        want = np.clip(np.minimum(parts[i + 1], edges[1:]) - np.maximum(parts[i], edges[:-1]), 0, None) / Wn[0]
+        assert np.allclose(X[r], want, rtol=1e-12, atol=1e-12)
+    assert np.count_nonzero(X[[0, 2, 3]] > 1e-12) <= 3 + np.count_nonzero(Y > 1e-12) - 1
+    u = (Wn * X).sum(axis=1)
+    assert np.allclose(u / w, u[0] / w[0], rtol=1e-12)
 
 
 def test_replicas_are_one_program_row_per_input_row() -> None:
@@ -143,9 +153,9 @@ def test_array_weights_validated_without_a_python_loop(monkeypatch: pytest.Monke
 
 def test_fraction_weights_in_an_object_array_stay_exact() -> None:
     W = np.array([[1.0, 2.0], [1.0, 3.0]])
-    w = np.array([Fraction(1, 3), Fraction(2, 3)], dtype=object)
+    w = np.array([Fraction(1, 1009), Fraction(2, 1009)], dtype=object)  # denominators above the limit (1000)
     a = oef_noncoop(W, [2, 2], weights=w, cache=False, replicate=False)
-    assert a.info["weights_exact"] == ["1/3", "2/3"]
+    assert a.info["weights_exact"] == ["1/1009", "2/1009"]
 
 
 def test_cache_key_of_float_weights_is_their_values() -> None:

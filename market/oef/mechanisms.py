@@ -178,12 +178,40 @@ def _finish(
     return Allocation(X, policy, objective, common_value, "optimal", seconds, info)
 
 
+def _split(Y: np.ndarray, W: np.ndarray, group: np.ndarray, row_w: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """The devices ``Y`` (g, k) of the distinct rows ``W`` (g, k) (weights ``omega`` (g,)) handed to
+    the input rows (``group`` (n,) their distinct row, ``row_w`` (n,) their weights) by the
+    north-west corner rule: within a distinct row, its input rows in input order take their shares
+    ``row_w / omega`` of its throughput from its types in type order (slowest first). Every input
+    row gets ``row_w`` times the program's ``t``, the devices add up to ``Y``, and the result is a
+    basic solution of the unmerged program, as a simplex vertex would be (identical rows are not
+    given the same devices; a caller that draws which identical row gets which, as the trace engine
+    does, keeps that draw)."""
+    n = group.size
+    order = np.argsort(group, kind="stable")  # input rows by distinct row, then input order
+    share = row_w[order] / omega[group[order]]
+    hi_sorted = np.cumsum(share)
+    starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]])
+    base = np.repeat(hi_sorted[starts] - share[starts], np.diff(np.r_[starts, n]))
+    lo, hi = np.empty(n), np.empty(n)
+    lo[order], hi[order] = hi_sorted - share - base, hi_sorted - base  # [lo, hi): the row's part of [0, 1)
+    hi[order[np.r_[starts[1:] - 1, n - 1]]] = 1.0  # each distinct row's last input row ends at 1
+    thr = W * Y
+    tot = thr.sum(axis=1, keepdims=True)
+    F = np.zeros((Y.shape[0], Y.shape[1] + 1))
+    F[:, 1:] = np.cumsum(thr, axis=1) / np.where(tot > 0, tot, 1.0)  # the types' parts of [0, 1)
+    F[:, -1] = 1.0
+    Fg = F[group]
+    overlap = np.clip(np.minimum(hi[:, None], Fg[:, 1:]) - np.maximum(lo[:, None], Fg[:, :-1]), 0.0, None)
+    width = Fg[:, 1:] - Fg[:, :-1]
+    return np.where(width > 0, Y[group] * overlap / np.where(width > 0, width, 1.0), 0.0)
+
+
 def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     """LP (9) on the distinct rows (:func:`_distinct_rows`) when rows repeat or are replicated:
     identical rows (and replicas) are interchangeable, so one program row per distinct speedup
     vector, weighted by the sum of its rows' weights (replicas or exact weights), has the same
-    optimum; each input row gets its share of its distinct row's devices in proportion to its
-    weight (the symmetric point of the optimal face)."""
+    optimum, and :func:`_split` hands each distinct row's devices to its input rows."""
     policy = "oef-noncoop"
     rows = _Rows(v, opts)
     first, group = _distinct_rows(v.W) if v.n > 1 else (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
@@ -206,7 +234,7 @@ def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
         )
         t, solve_info = float(extra[0]), {}
     X_lp = lp.clip_solution(policy, X_lp)
-    X = X_lp[group] * (row_w / omega[group])[:, None] if merge else X_lp
+    X = _split(X_lp, W_lp, group, row_w, omega) if merge else X_lp
     u = np.einsum("lj,lj->l", v.W, X)
     resid = float(np.max(np.abs(u - t * row_w)))
     _check_residual(policy, "equal-value (W_l.x_l = t)", resid, t)
