@@ -348,6 +348,12 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput
     ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight).
 
+    Rows with the same normalised speedups (and a row's replicas) are interchangeable in LP (9): the
+    program is solved with one row per distinct speedup vector weighted by the sum of its rows'
+    weights (the same optimum; ``info["solved_rows"]``, while ``info["lp_rows"]`` is the size of
+    the replicated or direct form), and its devices go to those rows by the north-west corner rule
+    (a basic solution of the unmerged program; see ``_split``).
+
     With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
     the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
     ["noncoop_path"] == "staircase"``; always on ordered speedups), else, from 100 rows per GPU
@@ -360,7 +366,8 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     distinct hashable id per row, e.g. job ids; default the row positions); from 64 rows the round
     is solved by the decomposition from the previous round's prices and reduced program, else HiGHS
     starts from the previous round's optimal basis mapped onto this round's rows
-    (``info["warm_start"]``; docs/round_lp.md). The cache is bypassed for such calls."""
+    (``info["warm_start"]``; docs/round_lp.md); a merged row is known across rounds by its speedups.
+    The cache is bypassed for such calls."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
