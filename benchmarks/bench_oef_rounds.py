@@ -49,13 +49,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_trace_scale import (  # noqa: E402
     PACKAGES,
     _child,
-    _commit,
     _load,
     _versions,
     clean_env,
     marketsim_cmd,
     scale_scenario,
 )
+
+from analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BASELINE = "f83c34d"  # main before the distinct-rows solve (market/oef/mechanisms.py _noncoop)
@@ -205,7 +206,7 @@ def main() -> int:
         "benchmark": "bench_oef_rounds.py",
         "command": "python benchmarks/bench_oef_rounds.py " + " ".join(sys.argv[1:]),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "this_commit": _commit(),
+        "this_commit": git_commit(ROOT, default="unknown"),
         "baseline_commit": base_commit,
         "scenario": {"generator": "gavel", "jobs_per_hour": RATE, "tenancy": TENANTS, "gpus": [336, 336, 336],
                      "variants": ["truthful", "lying (tenant 0, fast, 1.3)"], "capture_jobs": args.jobs,
