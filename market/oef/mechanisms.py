@@ -14,6 +14,8 @@ Common options: ``normalise=True``, ``max_speedup=1e4``, ``require_monotone=Fals
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -34,8 +36,29 @@ _RESID_OK = 1e-7
 _RESID_FAIL = 1e-5
 
 
-def _any_fraction(objs: tuple[Any, ...]) -> bool:
-    return any(isinstance(o, Fraction) for o in objs)
+@functools.lru_cache(maxsize=1024)
+def _distinct_weights(values: tuple[float, ...], limit: int) -> tuple[tuple[Fraction, ...], np.ndarray]:
+    """:func:`~market.oef.virtual.weight_fractions` and :func:`~market.oef.virtual.
+    replication_copies` of distinct weight values (memoised: a scheduler's rounds reuse a few)."""
+    fracs = tuple(weight_fractions(values, limit))
+    copies = np.array(replication_copies(fracs), dtype=np.int64)
+    copies.flags.writeable = False
+    return fracs, copies
+
+
+def _exact_weights(v: ValidatedInput, limit: int) -> tuple[Sequence[Fraction], np.ndarray, np.ndarray]:
+    """The rows' exact weights (:func:`~market.oef.virtual.weight_fractions`) as distinct fractions
+    and each row's index into them, and the rows' replicas (:func:`~market.oef.virtual.
+    replication_copies`), computed once per distinct weight: a weight's fraction depends on its
+    value alone, and the lcm and gcd on the set of values."""
+    if v.fraction_weights:
+        fracs = weight_fractions(v.weight_objs, limit)
+        return fracs, np.arange(v.n), np.array(replication_copies(fracs), dtype=np.int64)
+    check_int("weight_denominator_limit", limit, minimum=1)
+    uniq, inv = np.unique(v.weights, return_inverse=True)
+    fracs, copies = _distinct_weights(tuple(uniq.tolist()), int(limit))
+    inv = inv.ravel()
+    return fracs, inv, copies[inv]
 
 
 class _Rows:
@@ -43,29 +66,52 @@ class _Rows:
 
     def __init__(self, v: ValidatedInput, opts: dict[str, Any]) -> None:
         limit = opts["weight_denominator_limit"]
-        if not v.has_weights or (np.all(v.weights == v.weights[0]) and not _any_fraction(v.weight_objs)):
+        if not v.has_weights or (np.all(v.weights == v.weights[0]) and not v.fraction_weights):
             # equal weights: one row each, omega = 1 (only weight ratios matter)
             self.equal = True
-            self.omegas = [Fraction(1)] * v.n
+            self._fracs: Sequence[Fraction] = (Fraction(1),)
+            self._inv = np.zeros(v.n, dtype=np.int64)
             self.copies = np.ones(v.n, dtype=np.int64)
         else:
             self.equal = False
-            self.omegas = weight_fractions(v.weight_objs, limit)
-            self.copies = np.array(replication_copies(self.omegas), dtype=np.int64)
+            self._fracs, self._inv, self.copies = _exact_weights(v, limit)
         replicate = opts["replicate"]
         if replicate is None:
             replicate = int(self.copies.sum()) <= int(opts["max_rows"])
         elif not isinstance(replicate, (bool, np.bool_)):
             raise InputError("replicate", replicate, "must be None, True or False")
         self.replicated = bool(replicate)
-        if self.replicated:
-            self.row_of = np.repeat(np.arange(v.n), self.copies)
-            self.omega = None
-        else:
-            self.row_of = np.arange(v.n)
-            self.omega = np.array([float(f) for f in self.omegas])
-        self.W = v.W[self.row_of]
         self.n = v.n
+        self._W = v.W
+        self._row_of: np.ndarray | None = None
+        self.omega = None if self.replicated else np.array([float(f) for f in self._fracs])[self._inv]
+
+    @property
+    def omegas(self) -> list[Fraction]:
+        """Each input row's exact weight."""
+        return [self._fracs[i] for i in self._inv.tolist()]
+
+    @property
+    def row_of(self) -> np.ndarray:
+        """The input row of each LP row."""
+        if self._row_of is None:
+            self._row_of = np.repeat(np.arange(self.n), self.copies) if self.replicated else np.arange(self.n)
+        return self._row_of
+
+    @property
+    def W(self) -> np.ndarray:
+        """The LP rows' speedups (replicas repeated)."""
+        return self._W[self.row_of] if self.replicated and self.row_of.size != self.n else self._W
+
+    @property
+    def lp_rows(self) -> int:
+        """Rows of this form of the program (replicas, or one per input row)."""
+        return int(self.copies.sum()) if self.replicated else self.n
+
+    def row_weights(self) -> np.ndarray:
+        """Each input row's weight in the program's equal-value rows: its replicas (replicated
+        form; a replica's value is ``t``) or its exact weight (direct form)."""
+        return self.copies.astype(float) if self.replicated else self.omega
 
     def aggregate(self, X_rows: np.ndarray) -> np.ndarray:
         """Sum the replicas of each input row."""
@@ -75,13 +121,36 @@ class _Rows:
         np.add.at(out, self.row_of, X_rows)
         return out
 
+    def _strings(self) -> list[str]:
+        strs = [str(f) for f in self._fracs]
+        return [strs[i] for i in self._inv.tolist()]
+
     def info(self) -> dict[str, Any]:
         return {
             "form": "replicated" if self.replicated else "direct",
-            "lp_rows": int(self.W.shape[0]),
+            "lp_rows": self.lp_rows,
             "copies": self.copies.tolist(),
-            "weights_exact": ["1"] * self.n if self.equal else [str(f) for f in self.omegas],
+            "weights_exact": ["1"] * self.n if self.equal else self._strings(),
         }
+
+
+def _distinct_rows(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``W``: the first input row of each (in order of first appearance) and
+    each input row's distinct row."""
+    n = W.shape[0]
+    order = np.lexsort(W.T[::-1])
+    Ws = W[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (Ws[1:] != Ws[:-1]).any(axis=1)
+    group_sorted = np.cumsum(new) - 1
+    first = np.full(int(new.sum()), n, dtype=np.int64)
+    np.minimum.at(first, group_sorted, order)
+    rank = np.empty(first.size, dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(first.size)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = rank[group_sorted]
+    return first[by_first], group
 
 
 def _check_capacity(policy: str, X: np.ndarray, m: np.ndarray) -> float:
@@ -109,35 +178,70 @@ def _finish(
     return Allocation(X, policy, objective, common_value, "optimal", seconds, info)
 
 
+def _split(Y: np.ndarray, W: np.ndarray, group: np.ndarray, row_w: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """The devices ``Y`` (g, k) of the distinct rows ``W`` (g, k) (weights ``omega`` (g,)) handed to
+    the input rows (``group`` (n,) their distinct row, ``row_w`` (n,) their weights) by the
+    north-west corner rule: within a distinct row, its input rows in input order take their shares
+    ``row_w / omega`` of its throughput from its types in type order (slowest first). Every input
+    row gets ``row_w`` times the program's ``t``, the devices add up to ``Y``, and the result is a
+    basic solution of the unmerged program, as a simplex vertex would be (identical rows are not
+    given the same devices; a caller that draws which identical row gets which, as the trace engine
+    does, keeps that draw)."""
+    n = group.size
+    order = np.argsort(group, kind="stable")  # input rows by distinct row, then input order
+    share = row_w[order] / omega[group[order]]
+    hi_sorted = np.cumsum(share)
+    starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]])
+    base = np.repeat(hi_sorted[starts] - share[starts], np.diff(np.r_[starts, n]))
+    lo, hi = np.empty(n), np.empty(n)
+    lo[order], hi[order] = hi_sorted - share - base, hi_sorted - base  # [lo, hi): the row's part of [0, 1)
+    hi[order[np.r_[starts[1:] - 1, n - 1]]] = 1.0  # each distinct row's last input row ends at 1
+    thr = W * Y
+    tot = thr.sum(axis=1, keepdims=True)
+    F = np.zeros((Y.shape[0], Y.shape[1] + 1))
+    F[:, 1:] = np.cumsum(thr, axis=1) / np.where(tot > 0, tot, 1.0)  # the types' parts of [0, 1)
+    F[:, -1] = 1.0
+    Fg = F[group]
+    overlap = np.clip(np.minimum(hi[:, None], Fg[:, 1:]) - np.maximum(lo[:, None], Fg[:, :-1]), 0.0, None)
+    width = Fg[:, 1:] - Fg[:, :-1]
+    return np.where(width > 0, Y[group] * overlap / np.where(width > 0, width, 1.0), 0.0)
+
+
 def _noncoop(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
+    """LP (9) on the distinct rows (:func:`_distinct_rows`) when rows repeat or are replicated:
+    identical rows (and replicas) are interchangeable, so one program row per distinct speedup
+    vector, weighted by the sum of its rows' weights (replicas or exact weights), has the same
+    optimum, and :func:`_split` hands each distinct row's devices to its input rows."""
     policy = "oef-noncoop"
     rows = _Rows(v, opts)
+    first, group = _distinct_rows(v.W) if v.n > 1 else (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    row_w = rows.row_weights()
+    merge = first.size < v.n or rows.lp_rows > v.n
+    if merge:  # one program row per distinct row, weighted by its rows' weights
+        W_lp, omega = v.W[first], np.bincount(group, weights=row_w, minlength=first.size)
+    else:  # one program row per input row, as given
+        W_lp, omega = v.W, rows.omega
     if opts["solver"] == "highs-ds":
         warm, ids = opts["warm_start"], None
         if warm is not None:
             base = list(range(v.n)) if opts["row_ids"] is None else list(opts["row_ids"])
-            if rows.replicated and rows.row_of.size > v.n:  # several LP rows per input row
-                first = np.searchsorted(rows.row_of, rows.row_of)  # row_of is sorted: first LP row of each input row
-                pairs = zip(rows.row_of.tolist(), first.tolist(), strict=True)
-                ids = [(base[i], r - f) for r, (i, f) in enumerate(pairs)]
-            else:
-                ids = base
-        X_rows, t, dt, sizes, solve_info = lp.solve_noncoop(policy, rows.W, v.m, rows.omega, warm=warm, ids=ids)
+            # a distinct row is known across rounds by its speedups
+            ids = [r.tobytes() for r in W_lp] if merge else base
+        X_lp, t, dt, sizes, solve_info = lp.solve_noncoop(policy, W_lp, v.m, omega, warm=warm, ids=ids)
     else:
-        X_rows, extra, dt, sizes, _ = lp.solve_rows(
-            policy, lambda W_, m_: lp.build_noncoop(W_, m_, rows.omega), rows.W, v.m, opts["solver"]
+        X_lp, extra, dt, sizes, _ = lp.solve_rows(
+            policy, lambda W_, m_: lp.build_noncoop(W_, m_, omega), W_lp, v.m, opts["solver"]
         )
         t, solve_info = float(extra[0]), {}
-    X_rows = lp.clip_solution(policy, X_rows)
-    u_rows = np.einsum("lj,lj->l", rows.W, X_rows)
-    target = t * (np.ones(len(u_rows)) if rows.omega is None else rows.omega)
-    resid = float(np.max(np.abs(u_rows - target)))
-    _check_residual(policy, "equal-value (W_l.x_l = t)", resid, t)
-    cap_resid = _check_capacity(policy, X_rows, v.m)
-    X = rows.aggregate(X_rows)
+    X_lp = lp.clip_solution(policy, X_lp)
+    X = _split(X_lp, W_lp, group, row_w, omega) if merge else X_lp
     u = np.einsum("lj,lj->l", v.W, X)
+    resid = float(np.max(np.abs(u - t * row_w)))
+    _check_residual(policy, "equal-value (W_l.x_l = t)", resid, t)
+    cap_resid = _check_capacity(policy, X, v.m)
     per_copy = u / rows.copies
-    info = {**rows.info(), "lp_sizes": sizes, "t_lp": t, "residual": resid, "capacity_residual": cap_resid}
+    info = {**rows.info(), "solved_rows": int(W_lp.shape[0]), "lp_sizes": sizes, "t_lp": t, "residual": resid,
+            "capacity_residual": cap_resid}  # fmt: skip
     info.update(solve_info)
     info["residual_ok"] = resid <= _RESID_OK * max(1.0, t)
     return _finish(policy, v, X, dt, info, float(per_copy.mean()))
@@ -244,6 +348,12 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     """OEF non-cooperative mode (spec A2): every (replicated) row gets the same reported throughput
     ``t*``; ``common_value`` is ``t*`` per replica (per unit of gcd-reduced integer weight).
 
+    Rows with the same normalised speedups (and a row's replicas) are interchangeable in LP (9): the
+    program is solved with one row per distinct speedup vector weighted by the sum of its rows'
+    weights (the same optimum; ``info["solved_rows"]``, while ``info["lp_rows"]`` is the size of
+    the replicated or direct form), and its devices go to those rows by the north-west corner rule
+    (a basic solution of the unmerged program; see ``_split``).
+
     With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
     the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
     ["noncoop_path"] == "staircase"``; always on ordered speedups), else, from 100 rows per GPU
@@ -256,7 +366,8 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     distinct hashable id per row, e.g. job ids; default the row positions); from 64 rows the round
     is solved by the decomposition from the previous round's prices and reduced program, else HiGHS
     starts from the previous round's optimal basis mapped onto this round's rows
-    (``info["warm_start"]``; docs/round_lp.md). The cache is bypassed for such calls."""
+    (``info["warm_start"]``; docs/round_lp.md); a merged row is known across rounds by its speedups.
+    The cache is bypassed for such calls."""
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 

@@ -9,6 +9,7 @@ Every path returns an optimal vertex of the full program.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -21,6 +22,11 @@ from market.oef.programs import expand_from_active, noncoop_csc, reduce_to_activ
 from market.oef.staircase import Staircase, staircase
 
 __all__ = ["COLD_DECOMPOSE_ROWS_PER_TYPE", "NoncoopWarmStart", "solve_noncoop"]
+
+_LOCAL = threading.local()
+REUSE_HIGHS = True
+"""Cold solves reuse one HiGHS instance per thread (cleared, options reset: the same solve as a new
+instance's; building one costs about as much as solving a small program)."""
 
 COLD_DECOMPOSE_ROWS_PER_TYPE = 100
 """``oef-noncoop`` without a warm start solves LP (9) by price decomposition (:mod:`market.oef.maxmin`)
@@ -174,10 +180,12 @@ def solve_noncoop(
             warm.store(ids, ka, types, x, ma)
             warm.decomposition.put(types, st.prices)
     else:
-        reuse = warm.highs if keep else None
+        reuse = warm.highs if keep else getattr(_LOCAL, "highs", None)
         h = highs_model_from_csc(*noncoop_csc(Wa, ma, omega), solver=solver, h=reuse)
         if keep:
             warm.highs = h
+        elif REUSE_HIGHS:
+            _LOCAL.highs = h  # this thread's instance for the next cold solve (cleared and reset first)
         used = basis is not None and h.setBasis(basis) == highspy.HighsStatus.kOk
         crash = False
         if not used:

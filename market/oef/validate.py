@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,8 @@ class ValidatedInput:
     """Checked inputs: ``W`` (n, k) float normalised so ``W[:, 0] == 1`` (unless ``normalise`` was
     off), ``m`` (k,) int, ``weights`` (n,) float > 0 (ones by default), ``weight_objs`` the
     weights as given (Fractions are kept exact), ``caps`` (n,) float in [0, inf] (inf = none),
-    ``has_weights`` / ``has_caps`` whether they were supplied."""
+    ``has_weights`` / ``has_caps`` whether they were supplied, ``fraction_weights`` whether a
+    weight is a ``fractions.Fraction`` (kept exact)."""
 
     W: np.ndarray
     m: np.ndarray
@@ -57,6 +59,7 @@ class ValidatedInput:
     caps: np.ndarray
     has_weights: bool
     has_caps: bool
+    fraction_weights: bool = False
 
     @property
     def n(self) -> int:
@@ -188,6 +191,24 @@ def validate_inputs(
     if weights is None:
         w_arr = np.ones(n)
         w_objs: tuple[Any, ...] = (1,) * n
+        fractions = False
+    else:
+        w_arr, w_objs, fractions = _weights(weights, n)
+    c_arr = np.full(n, np.inf) if caps is None else check_caps(caps, n)
+    Wn = np.ascontiguousarray(Wn, dtype=float)
+    return ValidatedInput(Wn, m_int, w_arr, w_objs, c_arr, weights is not None, caps is not None, fractions)
+
+
+def _weights(weights: Any, n: int) -> tuple[np.ndarray, tuple[Any, ...], bool]:
+    """``weights`` as an (n,) float array (finite, > 0, ratio at most :data:`MAX_WEIGHT_RATIO`),
+    the objects as given, and whether one is a ``Fraction``; errors name ``weights[l]`` and the value."""
+    if isinstance(weights, np.ndarray) and weights.dtype.kind in "iuf" and weights.shape == (n,):  # vectorised
+        w_arr = weights.astype(float)
+        bad = np.flatnonzero(~np.isfinite(w_arr) | (w_arr <= 0))
+        if bad.size:
+            raise InputError(f"weights[{int(bad[0])}]", weights[bad[0]].item(), "must be finite and > 0")
+        w_objs: tuple[Any, ...] = tuple(weights.tolist())
+        fractions = False
     else:
         w_objs = _vector("weights", weights, n)
         w_arr = np.empty(n)
@@ -196,13 +217,12 @@ def validate_inputs(
             if not math.isfinite(x) or x <= 0:
                 raise InputError(f"weights[{l}]", v, "must be finite and > 0")
             w_arr[l] = x
-        if n and w_arr.max() / w_arr.min() > MAX_WEIGHT_RATIO:
-            hi, lo = int(np.argmax(w_arr)), int(np.argmin(w_arr))
-            raise InputError(f"weights[{hi}]", w_objs[hi], f"is more than {MAX_WEIGHT_RATIO:g} times weights[{lo}] = "
-                             f"{w_objs[lo]!r} (outside the range the LPs solve reliably)")  # fmt: skip
-    c_arr = np.full(n, np.inf) if caps is None else check_caps(caps, n)
-    Wn = np.ascontiguousarray(Wn, dtype=float)
-    return ValidatedInput(Wn, m_int, w_arr, w_objs, c_arr, weights is not None, caps is not None)
+        fractions = any(isinstance(w, Fraction) for w in w_objs)
+    if n and w_arr.max() / w_arr.min() > MAX_WEIGHT_RATIO:
+        hi, lo = int(np.argmax(w_arr)), int(np.argmin(w_arr))
+        raise InputError(f"weights[{hi}]", w_objs[hi], f"is more than {MAX_WEIGHT_RATIO:g} times weights[{lo}] = "
+                         f"{w_objs[lo]!r} (outside the range the LPs solve reliably)")  # fmt: skip
+    return w_arr, w_objs, fractions
 
 
 def check_caps(caps: Any, n: int) -> np.ndarray:
@@ -274,7 +294,13 @@ def cache_key(policy: str, v: ValidatedInput, opts: Mapping[str, Any]) -> tuple[
         v.W.shape,
         v.W.tobytes(),
         v.m.tobytes(),
-        tuple(repr(w) for w in v.weight_objs) if v.has_weights else None,
+        _weights_key(v) if v.has_weights else None,
         v.caps.tobytes() if v.has_caps else None,
         o,
     )
+
+
+def _weights_key(v: ValidatedInput) -> Any:
+    """The weights in a cache key: their float values, or, when a weight is a ``Fraction`` (kept
+    exact), every weight's ``repr``."""
+    return tuple(repr(w) for w in v.weight_objs) if v.fraction_weights else v.weights.tobytes()
