@@ -188,6 +188,11 @@ def measure(jobs: int, code: Path, label: str, tmp: Path) -> dict[str, Any]:
         row["error"] = (work / "stderr").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
         return row
     row["phases"] = json.loads(phases_file.read_text(encoding="utf-8"))["phases"]
+    rep = _phase(row, "report")
+    row.update(runs_peak_mb=_phase(row, "runs").get("peak_mb"), write_peak_mb=_phase(row, "write").get("peak_mb"),
+               report_start_mb=rep.get("rss_start_mb"), report_peak_mb=rep.get("peak_mb"),
+               report_adds_mb=round(rep["peak_mb"] - rep["rss_start_mb"], 1) if rep else None,
+               report_cpu_s=rep.get("cpu_s"))  # fmt: skip
     row["digest"] = _digest(work / "out")
     return row
 
