@@ -32,21 +32,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+from analysis.engine.studies import git_commit  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 CPU_TARGET_S = 600.0
 RSS_TARGET_MB = 2048.0
-
-
-def _commit() -> str:
-    """This tree's git commit (with ``+uncommitted changes`` when the work tree differs from it)."""
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" +uncommitted changes" if dirty else "")
 
 
 def _versions() -> dict[str, str]:
@@ -86,7 +76,7 @@ def measure(scenario: str, policy: str) -> dict[str, Any]:
         row: dict[str, Any] = {
             "policy": policy, "exit": code, "cpu_s": round(ru.ru_utime + ru.ru_stime, 1), "wall_s": round(wall, 1),
             "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "load_before": [round(x, 2) for x in load0],
-            "load_after": [round(x, 2) for x in load1], "commit": _commit(),
+            "load_after": [round(x, 2) for x in load1], "commit": git_commit(ROOT, default="unknown"),
             "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         }  # fmt: skip
         if code != 0:

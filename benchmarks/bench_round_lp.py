@@ -47,9 +47,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
 from bench_oef_lp import unordered_instance  # noqa: E402
 
+from analysis.engine.studies import git_commit  # noqa: E402
 from market.oef import lp  # noqa: E402
 from market.oef.baselines import _gavel_targets  # noqa: E402
 from market.oef.validate import validate_inputs  # noqa: E402
@@ -454,20 +454,6 @@ def ours_noncoop(W: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
     return float(a.objective), {"path": f"{a.info['noncoop_path']}, {a.info['simplex_iterations']} pivots"}
 
 
-def _commit() -> str:
-    """The checked-out commit (``-dirty`` with uncommitted changes), or ``unknown``."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("-dirty" if dirty else "")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions (smoke run)")
@@ -523,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "round_lp", "quick": args.quick, "python": platform.python_version(),
         "cpu_count": os.cpu_count(), "load_average_at_start": load_start, "load_average_at_end": list(os.getloadavg()),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cvxpy_note": CVXPY_NOTE,
-        "commit": _commit(),
+        "commit": git_commit(ROOT, default="unknown"),
     }  # fmt: skip
     try:
         import highspy

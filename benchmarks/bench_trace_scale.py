@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+from analysis.engine.studies import git_commit  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 TRACE = ROOT / "market" / "data" / "gavel_trace_seed1.trace"
 GPUS_SCALE = 336
@@ -61,18 +63,6 @@ PACKAGES = ("market", "agents", "scenarios", "analysis")
 AVG = re.compile(r"^Average job completion time: ([0-9.]+) seconds", re.M)
 GAVEL_FLAGS = ["-p", "max_min_fairness_perf", "--throughputs_file", "simulation_throughputs.json", "-c", "12:12:12",
                "--seed", "0", "--time_per_iteration", "360"]  # fmt: skip
-
-
-def _commit() -> str:
-    """This tree's git commit (with ``+uncommitted changes`` when the work tree differs from it)."""
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" +uncommitted changes" if dirty else "")
 
 
 def _load() -> str:
@@ -304,7 +294,7 @@ def main() -> int:
         "python": f"{platform.python_implementation()} {platform.python_version()} {platform.machine()}",
         "ours_versions": _versions(sys.executable, ("numpy", "scipy", "highspy", "pandas", "mesa", "pyarrow")),
         "cpus": os.cpu_count(),
-        "commit": _commit(),
+        "commit": git_commit(ROOT, default="unknown"),
         "load_start": _load(),
     }
     prev = RESULTS / "trace_scale.json"

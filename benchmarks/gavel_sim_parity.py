@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_trace_scale import TRACE, _child, _commit, _load, gavel_info, marketsim_cmd, ours_env  # noqa: E402
+from bench_trace_scale import ROOT, TRACE, _child, _load, gavel_info, marketsim_cmd, ours_env  # noqa: E402
+
+from analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POLICIES = ("max_min_fairness_perf", "max_sum_throughput_perf", "max_min_fairness")
@@ -120,7 +122,7 @@ def main() -> int:
     rows.sort(
         key=lambda r: (list(CASES).index(r["case"]), POLICIES.index(r["policy"]) if r["policy"] in POLICIES else 9)
     )
-    out = {"run": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "commit": _commit(),
+    out = {"run": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "commit": git_commit(ROOT, default="unknown"),
            "gavel": gavel_info(gdir, gpy), "rows": rows}  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
     prev.write_text(json.dumps(out, indent=1) + "\n")

@@ -55,7 +55,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(ROOT))
-
+from analysis.engine.studies import git_commit  # noqa: E402
 from market.audit.search import AuditConfig, audit  # noqa: E402
 from market.audit.target import BaseTarget, Dimension  # noqa: E402
 
@@ -177,7 +177,7 @@ def play(
             "jobs_completed": {f"{v}/{r}": int(n) for (v, r), n in done.items()},
             "gain": summary, "pairs_act": pairs, "cpu_s": round(cpu, 1), "peak_rss_mb": round(rss, 1),
             "wall_s": round(wall, 1), "workers": workers, "load_before": [round(x, 2) for x in load0],
-            "load_after": [round(x, 2) for x in load1], "commit": _commit(),
+            "load_after": [round(x, 2) for x in load1], "commit": git_commit(ROOT, default="unknown"),
         }  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -210,14 +210,6 @@ def _play_md(pl: dict[str, Any]) -> list[str]:
         f"wall {pl['wall_s']} s; load average {pl['load_before']} before, {pl['load_after']} after; commit "
         f"{pl['commit'][:10]}.", ""]  # fmt: skip
     return md
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _audit(days: list[float], tenant: str, policy: str) -> dict[str, Any]:
@@ -263,7 +255,8 @@ def _audit(days: list[float], tenant: str, policy: str) -> dict[str, Any]:
     return {"tenant": tenant, "policy": policy, "gpu_types": list(names), "gpus": m.tolist(),
             "snapshots": rows, "candidates": scored, "chosen": chosen, "cpu_s_run": round(t_run, 1),
             "cpu_s_total": round(time.process_time() - t0, 1), "load_before": [round(x, 2) for x in load0],
-            "load_after": [round(x, 2) for x in os.getloadavg()], "commit": _commit()}  # fmt: skip
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "commit": git_commit(ROOT, default="unknown")}  # fmt: skip
 
 
 def render(data: dict[str, Any]) -> str:

@@ -16,21 +16,15 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from analysis.engine.studies import git_commit  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "viz_defaults.json"
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "unknown"
 
 
 def main() -> None:
@@ -73,7 +67,7 @@ def main() -> None:
     }
     out = {
         "command": "python benchmarks/viz_defaults.py" + (f" --steps {a.steps}" if a.steps != 4 else ""),
-        "commit": _commit(),
+        "commit": git_commit(ROOT, default="unknown"),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "load_average": list(os.getloadavg()),
         "cpu_s": time.process_time() - t0,

@@ -59,3 +59,32 @@ def cli_reads_oef_small_ledger(monkeypatch: pytest.MonkeyPatch, oef_small_ledger
 
     monkeypatch.setattr(claims, "run_claims", run_claims)
     return oef_small_ledger
+
+
+def _stop_at_marker(cmd: list[str], marker: Path, sig: int, *, cwd: Path | None = None, bound_s: float = 300.0) -> int:
+    """Start ``cmd``, wait until it writes ``marker`` (the child announces the point at which to be stopped,
+    so no fixed wait races with the machine's load), send ``sig`` and return the exit status. ``bound_s``
+    bounds a hung child; it is not a timing assumption."""
+    import subprocess
+    import time
+
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + bound_s
+        while not marker.exists():
+            assert p.poll() is None, f"the child ended before the signal: {p.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline, f"the child never wrote {marker.name}"
+            time.sleep(0.02)
+        p.send_signal(sig)
+        p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
+@pytest.fixture
+def stop_at_marker():
+    """:func:`_stop_at_marker`: run a child command and signal it once it writes its marker file."""
+    return _stop_at_marker

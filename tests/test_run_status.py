@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -289,31 +288,20 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def _stopped_run(tmp_path: Path, sig: signal.Signals) -> tuple[int, Path]:
+def _stopped_run(stop_at_marker, tmp_path: Path, sig: signal.Signals) -> tuple[int, Path]:
     """Run the default scenario (one replication, three policies) in a child, stop it with ``sig``
     once exactly two runs have finished; returns its exit status and its --out folder."""
     out, marker = tmp_path / "out", tmp_path / "two-runs-done"
     cmd = [sys.executable, "-c", _STOP_BEFORE_THIRD_RUN, str(marker), "run", "default", "--reps", "1", "--policies",
            "maxmin,gavel,oef-noncoop", "--out", str(out), "--quiet"]  # fmt: skip
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300  # a bound against a hung child, not a timing assumption
-        while not marker.exists():
-            assert p.poll() is None, f"the run ended before the signal: {p.stderr.read()[-2000:]}"
-            assert time.monotonic() < deadline, "the child never reached its third run"
-            time.sleep(0.05)
-        p.send_signal(sig)
-        p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    return p.returncode, out
+    return stop_at_marker(cmd, marker, sig, cwd=ROOT), out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_sigterm_and_sigint_keep_the_finished_runs_and_say_interrupted(tmp_path: Path, sig: signal.Signals) -> None:
-    code, out = _stopped_run(tmp_path, sig)
+def test_sigterm_and_sigint_keep_the_finished_runs_and_say_interrupted(
+    stop_at_marker, tmp_path: Path, sig: signal.Signals
+) -> None:
+    code, out = _stopped_run(stop_at_marker, tmp_path, sig)
     assert code == 130
     meta = _meta(out)
     assert meta["status"] == "interrupted" and meta["complete"] is False and meta["interrupted"] is True
@@ -324,8 +312,8 @@ def test_sigterm_and_sigint_keep_the_finished_runs_and_say_interrupted(tmp_path:
     assert not (out / run_status.LOCK_NAME).exists()
 
 
-def test_a_sigkilled_run_reads_incomplete_and_the_next_run_keeps_it(tmp_path: Path, capsys) -> None:
-    code, out = _stopped_run(tmp_path, signal.SIGKILL)
+def test_a_sigkilled_run_reads_incomplete_and_the_next_run_keeps_it(stop_at_marker, tmp_path: Path, capsys) -> None:
+    code, out = _stopped_run(stop_at_marker, tmp_path, signal.SIGKILL)
     assert code == -signal.SIGKILL
     meta = _meta(out)
     assert meta["status"] == "running" and meta["complete"] is False and meta["scenario"] == "default"
@@ -379,32 +367,22 @@ sys.exit(main(sys.argv[2:]))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_a_stopped_sweep_says_so_keeps_its_parts_and_resumes(tmp_path: Path, sig: signal.Signals, capsys) -> None:
+def test_a_stopped_sweep_says_so_keeps_its_parts_and_resumes(
+    stop_at_marker, tmp_path: Path, sig: signal.Signals, capsys
+) -> None:
     cfg, out, marker = tmp_path / "resumable.toml", tmp_path / "out", tmp_path / "two-chunks-done"
     cfg.write_text(RESUMABLE, encoding="utf-8")
     cmd = [sys.executable, "-c", _STOP_BEFORE_THIRD_CHUNK, str(marker), "sweep", str(cfg), "--out", str(out),
            "--chunk-size", "1", "--quiet"]  # fmt: skip
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300  # a bound against a hung child, not a timing assumption
-        while not marker.exists():
-            assert p.poll() is None, f"the sweep ended before the signal: {p.stderr.read()[-2000:]}"
-            assert time.monotonic() < deadline, "the child never reached its third chunk"
-            time.sleep(0.05)
-        p.send_signal(sig)
-        p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    rc = stop_at_marker(cmd, marker, sig, cwd=ROOT)
     parts = sorted((out / "parts").glob("part-*.parquet"))
     assert len(parts) == 2  # every finished chunk is on disk
     manifest = json.loads((out / "sweep.json").read_text())
     if sig == signal.SIGKILL:
-        assert p.returncode == -signal.SIGKILL and manifest["status"] == "running"
+        assert rc == -signal.SIGKILL and manifest["status"] == "running"
         assert _first_line(out) == "# INCOMPLETE (running): run in progress or killed"
     else:
-        assert p.returncode == 130 and manifest["status"] == "interrupted"
+        assert rc == 130 and manifest["status"] == "interrupted"
         assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
     assert manifest["complete"] is False
     # without --resume the folder is refused (its parts would be mixed with a new sweep's)

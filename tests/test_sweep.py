@@ -4,11 +4,8 @@ kill-and-resume, paired differences, config validation."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +155,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) -> None:
+def test_kill_and_resume_loses_nothing_and_recomputes_nothing(stop_at_marker, tmp_path: Path) -> None:
     cfg_path = _write(tmp_path, "resumable", RESUMABLE)
     out = tmp_path / "out"
     marker = tmp_path / "three-chunks-done"
@@ -166,20 +163,8 @@ def test_kill_and_resume_loses_nothing_and_recomputes_nothing(tmp_path: Path) ->
     # whatever the machine's load (no fixed wait, no race with the end of the sweep)
     cmd = [sys.executable, "-c", _STOP_BEFORE_FOURTH_CHUNK, str(marker), "sweep", str(cfg_path), "--out", str(out),
            "--chunk-size", "1", "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     parts = out / "parts"
-    try:
-        deadline = time.monotonic() + 600  # a bound against a hung child, not a timing assumption
-        while not marker.exists():
-            assert proc.poll() is None, f"the sweep ended before the kill: {proc.stderr.read()[-2000:]}"
-            assert time.monotonic() < deadline, "the child never reached its fourth chunk"
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
+    assert stop_at_marker(cmd, marker, signal.SIGKILL, cwd=ROOT, bound_s=600) == -signal.SIGKILL
     plan = plan_sweep(load_sweep(cfg_path))
     before = completed_run_ids(out)
     assert len(list(parts.glob("part-*.parquet"))) == 3 and 3 <= len(before) < len(plan)

@@ -169,41 +169,28 @@ def test_check_on_the_packaged_philly_trace(capsys) -> None:
     assert "jobs: 2,007" in text and "tenants: 12" in text and "arrival span: 13.61 days" in text
 
 
-@pytest.mark.parametrize(
-    ("text", "field", "value"),
-    [
-        ("timestamp,duration,num_gpus,gpu_time\n2017-10-01 00:00:00,5,1,5\n", "header", "['cluster']"),
-        ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,-5,1,-5,a\n", "p.csv:2 column 'duration'",
-         "'-5'"),
-        ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-01 00:00:00,nan,1,5,a\n", "p.csv:2 column 'duration'",
-         "'nan'"),
-        ("", "header", "[]"),
-    ],
-)
-def test_check_on_a_bad_philly_file_is_one_line_and_exit_2(
-    capsys, tmp_path: Path, text: str, field: str, value: str
-) -> None:
-    (tmp_path / "p.csv").write_text(text)
-    s = _scenario(tmp_path, "p.csv", fmt="philly")
-    assert main(["run", str(s), "--check"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and field in err[0] and value in err[0], err
+_PHILLY_HEAD = "timestamp,duration,num_gpus,gpu_time"
+_BAD_FILES = [  # (file, scenario keys, text, field named, value named)
+    ("p.csv", {"fmt": "philly"}, f"{_PHILLY_HEAD}\n2017-10-01 00:00:00,5,1,5\n", "header", "['cluster']"),
+    ("p.csv", {"fmt": "philly"}, f"{_PHILLY_HEAD},cluster\n2017-10-01 00:00:00,-5,1,-5,a\n",
+     "p.csv:2 column 'duration'", "'-5'"),
+    ("p.csv", {"fmt": "philly"}, f"{_PHILLY_HEAD},cluster\n2017-10-01 00:00:00,nan,1,5,a\n",
+     "p.csv:2 column 'duration'", "'nan'"),
+    ("p.csv", {"fmt": "philly"}, "", "header", "[]"),
+    ("t.csv", {"tenancy": '"job"'}, "arrival_s,num_gpus\n0,1\n", "header", "['duration_s']"),
+    ("t.csv", {"tenancy": '"job"'}, "arrival_s,num_gpus,duration_s\n0,1,-3\n", "t.csv:2 column 'duration_s'", "'-3'"),
+    ("t.csv", {"tenancy": '"job"'}, "arrival_s,num_gpus,duration_s\nNaN,1,3\n", "t.csv:2 column 'arrival_s'",
+     "'NaN'"),
+    ("t.csv", {"tenancy": '"job"'}, "", "t.csv", "is empty"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("text", "field", "value"),
-    [
-        ("arrival_s,num_gpus\n0,1\n", "header", "['duration_s']"),
-        ("arrival_s,num_gpus,duration_s\n0,1,-3\n", "t.csv:2 column 'duration_s'", "'-3'"),
-        ("arrival_s,num_gpus,duration_s\nNaN,1,3\n", "t.csv:2 column 'arrival_s'", "'NaN'"),
-        ("", "t.csv", "is empty"),
-    ],
-)
-def test_check_on_a_bad_generic_file_is_one_line_and_exit_2(
-    capsys, tmp_path: Path, text: str, field: str, value: str
+@pytest.mark.parametrize(("name", "keys", "text", "field", "value"), _BAD_FILES)
+def test_check_on_a_bad_philly_or_generic_file_is_one_line_and_exit_2(
+    capsys, tmp_path: Path, name: str, keys: dict, text: str, field: str, value: str
 ) -> None:
-    (tmp_path / "t.csv").write_text(text)
-    s = _scenario(tmp_path, "t.csv", tenancy='"job"')
+    (tmp_path / name).write_text(text)
+    s = _scenario(tmp_path, name, **keys)
     assert main(["run", str(s), "--check"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0] and value in err[0], err

@@ -85,6 +85,7 @@ from scenarios.catalog import embedded
 
 __all__ = [
     "builders",
+    "git_commit",
     "DEFAULT_METRICS",
     "Panel",
     "PaperNote",
@@ -836,19 +837,27 @@ def _cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _commit() -> str:
+def git_commit(where: str | Path | None = None, *, short: bool = False, default: str = "") -> str:
+    """The git commit checked out at ``where`` (default: this package's checkout), with
+    ``" +uncommitted changes"`` appended when tracked files differ from it; ``default`` outside a
+    git checkout (e.g. an installed wheel). ``short``: the abbreviated hash. Results files record it
+    beside their figures."""
     import subprocess
 
+    cwd = Path(where) if where is not None else Path(__file__).resolve().parent
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()  # fmt: skip
+        head = subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], capture_output=True,
+                              text=True, timeout=10, cwd=cwd, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10, cwd=cwd, check=True).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return ""
+        return default
+    return head + (" +uncommitted changes" if dirty else "")
 
 
 def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The machine's state for a results file. Without ``start``: the load averages (1, 5, 15 min),
-    the CPU seconds so far and the commit (``git rev-parse HEAD``, "" outside a checkout). With
+    the CPU seconds so far and the commit (:func:`git_commit`). With
     ``start`` (this function's earlier result): the load averages at start and end, the CPU seconds
     of this process and its finished workers in between, a ``loaded`` flag (1-min load above the
     core count at start or end: wall times are then not idle-machine figures), the commit at the
@@ -857,7 +866,7 @@ def machine_record(start: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
     now = {"load_avg": [round(v, 2) for v in os.getloadavg()], "cpu_s": _cpu_seconds()}
     if start is None:
-        return {**now, "commit": _commit()}
+        return {**now, "commit": git_commit()}
     cores = os.cpu_count() or 1
     return {
         "load_avg_start": start["load_avg"],

@@ -154,6 +154,18 @@ def slot_thetas(
     return theta, chosen
 
 
+def _slot_lp(job: PdorsJob, ledger: PriceLedger, slot: int, lps: dict[bytes, SplitLP]) -> tuple[Any, bytes, float]:
+    """Slot ``slot``'s pricing problem, its state key (prices and residual capacities) and the
+    seconds spent building its split LP, which ``lps`` shares between slots of equal state."""
+    sp = _slot_problem(job, ledger, slot)
+    key = sp.prices.tobytes() + sp.resid.tobytes()
+    if key in lps:
+        return sp, key, 0.0
+    t_lp = time.perf_counter()
+    lps[key] = SplitLP(sp)
+    return sp, key, time.perf_counter() - t_lp
+
+
 def pdors_search(
     job: PdorsJob, ledger: PriceLedger, config: PdorsConfig, slot_hours: float = 1.0, rng=None, reference=False
 ) -> PdorsSearch:
@@ -177,12 +189,8 @@ def pdors_search(
     else:
         thetas_fn = slot_thetas
     for j in range(nT):
-        sp = _slot_problem(job, ledger, a + j)
-        key = sp.prices.tobytes() + sp.resid.tobytes()
-        if key not in lps:
-            t_lp = time.perf_counter()
-            lps[key] = SplitLP(sp)
-            lp_build += time.perf_counter() - t_lp
+        sp, key, built = _slot_lp(job, ledger, a + j, lps)
+        lp_build += built
         th, ch = thetas_fn(job, sp, lps[key], q, u_max, ci, ce, config, rng, stats)
         costs[j] = th
         chosen.append(ch)
@@ -234,12 +242,8 @@ def _search_exact(
     opts = []
     by_state: dict[bytes, Any] = {}  # THETA is a function of the slot's state: equal states share one option set
     for j in range(nT):
-        sp = _slot_problem(job, ledger, a + j)
-        key = sp.prices.tobytes() + sp.resid.tobytes()
-        if key not in lps:
-            t_lp = time.perf_counter()
-            lps[key] = SplitLP(sp)
-            lp_build += time.perf_counter() - t_lp
+        sp, key, built = _slot_lp(job, ledger, a + j, lps)
+        lp_build += built
         if key not in by_state:
             by_state[key] = options_fn(job, sp, lps[key], ci, ce, config, rng, stats, cap)
         opts.append(by_state[key])

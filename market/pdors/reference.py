@@ -32,15 +32,7 @@ def slot_thetas_reference(job, sp, lp, q, u_max, ci, ce, config, rng, stats):
         Sps = math.ceil(D / job.ratio - EPS)
         best = None
         if D <= sp.F:
-            use = [alpha[r] * D + beta[r] * Sps for r in range(R)]
-            bc, bh = INF, -1
-            for h in range(H):
-                if all(use[r] <= resid[h][r] + EPS * max(1.0, resid[h][r]) for r in range(R)):
-                    c = 0.0
-                    for r in range(R):
-                        c += use[r] * prices[h][r]
-                    if c < bc:
-                        bc, bh = c, h
+            bc, bh = _cheapest_host(alpha, beta, resid, prices, D, Sps)
             if bh >= 0:
                 w = np.zeros(H, dtype=np.int64)
                 s = np.zeros(H, dtype=np.int64)
@@ -55,6 +47,22 @@ def slot_thetas_reference(job, sp, lp, q, u_max, ci, ce, config, rng, stats):
             theta[u] = best.cost
             chosen[u] = best
     return np.array(theta), chosen
+
+
+def _cheapest_host(alpha: list, beta: list, resid: list, prices: list, D: int, Sps: int) -> tuple[float, int]:
+    """Plain-loop cheapest single host for ``D`` workers and ``Sps`` parameter servers: ``(cost,
+    host)``, ``(INF, -1)`` when none fits (first host on ties)."""
+    R = len(alpha)
+    use = [alpha[r] * D + beta[r] * Sps for r in range(R)]
+    bc, bh = INF, -1
+    for h in range(len(resid)):
+        if all(use[r] <= resid[h][r] + EPS * max(1.0, resid[h][r]) for r in range(R)):
+            c = 0.0
+            for r in range(R):
+                c += use[r] * prices[h][r]
+            if c < bc:
+                bc, bh = c, h
+    return bc, bh
 
 
 def dp_forward_reference(costs: np.ndarray, W: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,15 +104,7 @@ def slot_options_reference(job, sp, lp, ci, ce, config, rng, stats, cap=INF):
     col = []
     for D in range(1, d_max + 1):
         Sps = math.ceil(D / job.ratio - EPS)
-        use = [alpha[r] * D + beta[r] * Sps for r in range(R)]
-        bc, bh = INF, -1
-        for h in range(H):
-            if all(use[r] <= resid[h][r] + EPS * max(1.0, resid[h][r]) for r in range(R)):
-                c = 0.0
-                for r in range(R):
-                    c += use[r] * prices[h][r]
-                if c < bc:
-                    bc, bh = c, h
+        bc, bh = _cheapest_host(alpha, beta, resid, prices, D, Sps)
         col.append(bc)
         if bh >= 0 and bc < cap:
             w = np.zeros(H, dtype=np.int64)
