@@ -126,6 +126,14 @@ def _git(*args: str) -> str:
         return "unknown"
 
 
+def _commit() -> str:
+    """The checkout's commit (marked when tracked files differ from it): analysis.engine.studies.git_commit."""
+    sys.path.insert(0, str(ROOT))
+    from analysis.engine.studies import git_commit
+
+    return git_commit(ROOT, short=True, default="unknown")
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
@@ -170,6 +178,7 @@ def measure(jobs: int, code: Path, label: str, tmp: Path) -> dict[str, Any]:
     phases_file = work / "phases.json"
     cmd = [sys.executable, "-c", CHILD, str(phases_file), "run", str(toml), "--reps", "1", "--quiet",
            "--out", str(work / "out")]  # fmt: skip
+    commit = _commit()  # the code the run starts from
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     with open(work / "stderr", "wb") as err:
@@ -182,7 +191,7 @@ def measure(jobs: int, code: Path, label: str, tmp: Path) -> dict[str, Any]:
         "jobs": jobs, "code": label, "exit": code_, "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
         "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "wall_s": round(wall, 1),
         "load_before": [round(x, 2) for x in load0], "load_after": [round(x, 2) for x in load1],
-        "commit": _git("rev-parse", "--short=10", "HEAD"),
+        "commit": commit,
     }  # fmt: skip
     if code_ != 0 or not phases_file.is_file():
         row["error"] = (work / "stderr").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:]
