@@ -13,8 +13,9 @@ the trace section, report.md). Per phase: CPU seconds, the RSS at its start and 
 for the whole process: CPU (user + system) and the kernel's peak RSS (``os.wait4``).
 
 Each row also records a digest of what the command wrote, without its timings: report.md without the
-wall-clock line, runs.csv without the ``seconds`` column, meta.json without ``wall_seconds``, and the
-figures' bytes. Rows of the same N with equal digests wrote the same numbers.
+wall-clock line, runs.csv without the ``seconds`` column, the figures' bytes (the table's digest), and
+meta.json without ``wall_seconds`` and the run-status fields (``started_at``, ``ended_at``, ``pid``,
+``command``, ``source``; in the .json). Rows of the same N with equal digests wrote the same numbers.
 
 ``--baseline-rev REV`` adds rows for the project at git revision REV (its tree exported with
 ``git archive`` to a temporary folder and put first on ``PYTHONPATH``), e.g. the commit before the
@@ -157,8 +158,8 @@ def _digest(out: Path) -> dict[str, str]:
                        if "wall-clock time of the runs" not in x)  # fmt: skip
     runs = pd.read_csv(out / "runs.csv", keep_default_na=False).drop(columns=["seconds"])
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
-    meta.pop("wall_seconds", None)
-    meta.pop("source", None)  # the temporary scenario file's path
+    for key in ("wall_seconds", "started_at", "ended_at", "pid", "command", "source"):  # timings, run status
+        meta.pop(key, None)
     got = {"report.md": h(report.encode()), "runs.csv": h(runs.to_csv(index=False).encode()),
            "meta.json": h(json.dumps(meta, sort_keys=True).encode())}  # fmt: skip
     for png in sorted(out.glob("*.png")):
@@ -219,8 +220,9 @@ def render(data: dict[str, Any]) -> str:
         "64 tenants, oef-noncoop, truthful + lying run, one process per row). Phases: runs (simulations; records "
         "spill to Parquet parts), write (parts merged into results.parquet), report (plots, trace section, "
         "report.md). Phase peaks are sampled every 20 ms; the process peak is the kernel's (`os.wait4`). "
-        f"Target: <= {RSS_TARGET_MB:.0f} MB for the whole process. Digest: sha256 of report.md, runs.csv and "
-        "meta.json without timings and of the figures: equal digests for the same N = the same numbers.",
+        f"Target: <= {RSS_TARGET_MB:.0f} MB for the whole process. Digest: sha256 of report.md and runs.csv "
+        "without timings and of the figures: equal digests for the same N = the same numbers (meta.json's digest, "
+        "without timings and run status, is in the .json).",
         "",
         "Measured on a 2-CPU machine shared with other jobs: the load average (1/5/15 min) is given per row; CPU "
         "seconds are inflated under load, memory is not.",
@@ -235,7 +237,8 @@ def render(data: dict[str, Any]) -> str:
                        + " |" * 12)  # fmt: skip
             continue
         rep, runs, write = _phase(r, "report"), _phase(r, "runs"), _phase(r, "write")
-        dig = hashlib.sha256(json.dumps(r["digest"], sort_keys=True).encode()).hexdigest()[:10]
+        numbers = {k: v for k, v in r["digest"].items() if k != "meta.json"}
+        dig = hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()[:10]
         out.append(
             f"| {r['jobs']:,} | {r['code']} | {r['peak_rss_mb']:,.0f} | "
             f"{'yes' if r['peak_rss_mb'] <= RSS_TARGET_MB else 'NO'} | {runs.get('peak_mb', float('nan')):,.0f} | "
