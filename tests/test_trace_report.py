@@ -54,7 +54,7 @@ tenancy = "{tenancy}"
     )
     exp = run_experiment(load_scenario(tmp_path / "s.toml"), progress=False)
     paths = write_experiment(exp, tmp_path / "out")
-    recs = load_records(paths["results"], exp.scenario.cluster.gpu_types)
+    recs = load_records(paths["results"])
     return exp, run_traces(exp, recs, exp.completions)
 
 

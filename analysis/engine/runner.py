@@ -59,6 +59,10 @@ __all__ = [
     "write_experiment",
     "COLUMNS",
     "empty_results",
+    "scan_results",
+    "decoded_frame",
+    "load_report_frame",
+    "DICT_COLUMNS",
 ]
 
 #: Most runs one experiment plans (replications x policies x variants): each run spec is held in
@@ -616,18 +620,92 @@ def _stream_parts(parts: Sequence[str], path: Path) -> None:
             folder.rmdir()
 
 
-def load_report_frame(path: str | Path, deviators: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """The rows of ``results.parquet`` that the report and plots use, read with filters so the
-    per-tenant measures they never look at stay on disk: cluster rows (``tenant == ""``), every
-    tenant's ``act``, the ``jct_s`` rows and the deviators' ``est`` and ``runnable_jobs`` (when they are
-    active: :func:`analysis.engine.stats.throughput_while_active`)."""
+#: string columns of a results file, read dictionary-encoded while scanning (a row's strings are decoded
+#: only when the row is kept)
+DICT_COLUMNS = ("run_id", "scenario", "policy", "variant", "tenant", "measure")
+#: rows per record batch of :func:`scan_results` (about 3 MB of decoded columns)
+SCAN_ROWS = 65_536
+
+
+def scan_results(
+    path: str | Path,
+    filters: Sequence[Sequence[tuple[str, str, Any]]] | None = None,
+    columns: Sequence[str] | None = None,
+    batch_rows: int = SCAN_ROWS,
+) -> Iterator[Any]:
+    """The rows of the Parquet results file at ``path`` that match ``filters`` (pyarrow's
+    disjunctive normal form, as ``pyarrow.parquet.read_table`` takes it), in file order, as
+    ``pyarrow.Table`` pieces of at most ``batch_rows`` rows with the ``columns`` asked for (all by
+    default). The file is read one record batch at a time with its string columns
+    (:data:`DICT_COLUMNS`) dictionary-encoded, so memory holds one batch plus the rows the caller
+    keeps: a filtered ``read_table`` reads many row groups ahead at once."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    filters: list[list[tuple[str, str, Any]]] = [[("tenant", "=", "")], [("measure", "in", ["act", "jct_s"])]]
+    names = pq.read_schema(path).names
+    pf = pq.ParquetFile(path, read_dictionary=[c for c in DICT_COLUMNS if c in names])
+    expr = pq.filters_to_expression([list(f) for f in filters]) if filters else None
+    want = list(pf.schema_arrow.names if columns is None else columns)
+    need = sorted({*want, *(c for conj in (filters or ()) for c, _, _ in conj)}, key=pf.schema_arrow.names.index)
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=need):
+        t = pa.Table.from_batches([batch])
+        if expr is not None:
+            t = t.filter(expr)
+        if t.num_rows:
+            yield t.select(want)
+
+
+def decoded_frame(tables: Iterable[Any], schema: Any, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """One pandas frame of the ``pyarrow.Table`` pieces ``tables`` (when there are none, an empty frame
+    of the pyarrow ``schema``'s ``columns``, all by default), dictionary columns decoded to the plain
+    strings a results file holds (pandas ``str``)."""
+    import pyarrow as pa
+
+    parts = list(tables)
+    empty = schema.empty_table() if columns is None else schema.empty_table().select(list(columns))
+    table = pa.concat_tables(parts) if parts else empty
+    del parts
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type).cast(pa.large_string()))
+    return table.to_pandas()
+
+
+def load_report_frame(
+    path: str | Path,
+    deviators: Mapping[str, str] | None = None,
+    *,
+    trace: bool = False,
+    exclude_runs: Collection[str] = (),
+) -> pd.DataFrame:
+    """The rows of ``results.parquet`` that the report and plots use, scanned batch by batch
+    (:func:`scan_results`) so the per-tenant measures they never look at stay on disk.
+
+    Without ``trace`` (rounds of a synthetic workload, whose throughput plot shows every tenant):
+    every cluster row (``tenant == ""``), every tenant's ``act``, the ``jct_s`` rows and the deviators'
+    ``est`` and ``runnable_jobs`` (when they are active:
+    :func:`analysis.engine.stats.throughput_while_active`). With ``trace`` (a trace run: the JCT
+    plot, the summary and the gain tables): the cluster rows of
+    :data:`analysis.engine.stats.REPORT_CLUSTER_MEASURES`, the ``jct_s`` rows and the deviators'
+    ``act``, ``est`` and ``runnable_jobs``; the other tenants' records (most of the file) are not
+    kept. ``exclude_runs``: run ids whose rows are left out (runs stopped by the round cap)."""
+    import pyarrow.parquet as pq
+
+    from analysis.engine.stats import REPORT_CLUSTER_MEASURES
+
     devs = sorted(set((deviators or {}).values()))
+    filters: list[list[tuple[str, str, Any]]]
+    if trace:
+        filters = [[("tenant", "=", ""), ("measure", "in", list(REPORT_CLUSTER_MEASURES))], [("measure", "=", "jct_s")]]
+        dev_measures = ["act", "est", "runnable_jobs"]
+    else:
+        filters = [[("tenant", "=", "")], [("measure", "in", ["act", "jct_s"])]]
+        dev_measures = ["est", "runnable_jobs"]
     if devs:
-        filters.append([("measure", "in", ["est", "runnable_jobs"]), ("tenant", "in", devs)])
-    return pq.read_table(path, filters=filters).to_pandas()
+        filters.append([("measure", "in", dev_measures), ("tenant", "in", devs)])
+    if exclude_runs:
+        filters = [[*conj, ("run_id", "not in", sorted(exclude_runs))] for conj in filters]
+    return decoded_frame(scan_results(path, filters), pq.read_schema(path))
 
 
 def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:

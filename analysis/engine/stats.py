@@ -35,6 +35,7 @@ from market.errors import InputError, check_positive
 
 __all__ = [
     "RUN_KEYS",
+    "REPORT_CLUSTER_MEASURES",
     "ACTIVE_DEFINITION",
     "t_interval",
     "record_lengths",
@@ -54,6 +55,13 @@ ACTIVE_DEFINITION = (
     "a tenant is active in a record when at least one of its jobs has arrived and not completed at the "
     "record's start (runnable_jobs > 0); its active time is the summed length of those records"
 )
+#: the cluster measures (``tenant == ""`` rows) that :func:`policy_summary` and :func:`paired_gains` read
+#: (record lengths, the time integrals, the counts): a trace run's report reads only these from its results
+#: (:func:`analysis.engine.runner.load_report_frame`)
+REPORT_CLUSTER_MEASURES: tuple[str, ...] = (
+    "available_gpus", "round_s", "utilisation", "total_est", "total_act", "jobs_completed", "resolved",
+    "cross_type_workers", "migrations", "migration_lost_s",
+)  # fmt: skip
 #: a paired difference counts as "lying paid" beyond this (throughput, slowest-GPU equivalents)
 PAID_TOL = 1e-9
 #: a mean JCT counts as shorter (lying paid) beyond this many seconds

@@ -439,9 +439,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
     """The runs, files and summary of :func:`cmd_run` for a scenario, once ``out`` is marked running."""
-    from analysis.engine.runner import load_report_frame, run_experiment, write_experiment
-    from analysis.frontends.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
-    from analysis.frontends.report import runs_time_text, write_report
+    from analysis.engine.runner import run_experiment, write_experiment
+    from analysis.frontends.report import report_experiment, runs_time_text
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -457,28 +456,9 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     )
     paths = write_experiment(exp, out)
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
-    frame = load_report_frame(paths["results"], exp.deviators)  # only the rows the report uses
     incomplete = exp.incomplete  # runs stopped by the round cap: not results (no plot, no table row)
-    if incomplete and "run_id" in frame.columns:
-        frame = frame[~frame["run_id"].isin({r["run_id"] for r in incomplete})]
-    plots: list[Path] = []
-    if not frame.empty and scenario.workload.trace is not None:  # trace runs: no per-tenant rounds, JCTs
-        if (frame["measure"] == "jct_s").any():
-            plots.append(plot_jct_cdf(frame, out / "jct_cdf.png"))
-    elif not frame.empty:
-        plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=scenario.cluster.round_seconds))
-        if exp.deviators:
-            plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png",
-                                         round_seconds=scenario.cluster.round_seconds))  # fmt: skip
+    plots, report = report_experiment(exp, paths["results"], out)  # reads only the rows it uses
     meta = exp.meta()
-    sections: list[str] = []
-    if scenario.workload.trace is not None and not frame.empty:  # per-tenant, per-size, tail, backfill, makespan
-        from analysis.frontends.trace_report import trace_section
-
-        sections.append(trace_section(exp, paths["results"], exp.completions, out))
-        if (out / "utilisation.png").is_file():
-            plots.append(out / "utilisation.png")
-    report = write_report(out / "report.md", meta, frame, exp.deviators, plots, exp.errors, sections)
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors) - len(incomplete)
     headline = (

@@ -11,7 +11,7 @@ import pandas as pd
 
 from analysis.engine.stats import ACTIVE_DEFINITION, gain_summary, paired_gains, policy_summary
 
-__all__ = ["render_report", "write_report", "runs_time_text", "gain_tables"]
+__all__ = ["render_report", "write_report", "report_experiment", "runs_time_text", "gain_tables"]
 
 
 def runs_time_text(seconds: float) -> str:
@@ -190,3 +190,45 @@ def write_report(
     p = Path(path)
     p.write_text(render_report(meta, frame, deviators, plots, errors, sections), encoding="utf-8")
     return p
+
+
+def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[list[Path], Path]:
+    """The report phase of ``marketsim run``: from ``exp`` (an :class:`analysis.engine.runner.Experiment`)
+    and its written ``results`` (results.parquet), the figures (trace runs: ``jct_cdf.png`` and the trace
+    section's ``utilisation.png``; otherwise ``throughput.png`` and, with lying variants,
+    ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path)``.
+
+    Memory: the results file is never read whole. The trace section reads one run's records at a time
+    (:func:`analysis.frontends.trace_report.trace_section`) and keeps per-run summaries; then the rows the
+    tables and plots use are read (:func:`analysis.engine.runner.load_report_frame`; for a trace run the
+    cluster records, the JCTs and the deviators' rows, not every tenant's records). Runs stopped by the
+    round cap are left out."""
+    from analysis.engine.runner import load_report_frame
+    from analysis.frontends.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
+
+    scenario = exp.scenario
+    out = Path(out)
+    trace = scenario.workload.trace is not None
+    round_s = scenario.cluster.round_seconds
+    section = ""
+    if trace:  # per-tenant, per-size, tail, backfill, makespan; first, so no other frame is alive meanwhile
+        from analysis.frontends.trace_report import trace_section
+
+        section = trace_section(exp, results, exp.completions, out)
+    bad = {r["run_id"] for r in exp.incomplete}  # runs stopped by the round cap: not results
+    frame = load_report_frame(results, exp.deviators, trace=trace, exclude_runs=bad)
+    plots: list[Path] = []
+    if not frame.empty and trace:  # trace runs: no per-tenant rounds, JCTs
+        if (frame["measure"] == "jct_s").any():
+            plots.append(plot_jct_cdf(frame, out / "jct_cdf.png"))
+    elif not frame.empty:
+        plots.append(plot_throughput(frame, out / "throughput.png", round_seconds=round_s))
+        if exp.deviators:
+            plots.append(plot_lying_gain(frame, exp.deviators, out / "lying_gain.png", round_seconds=round_s))
+    sections: list[str] = []
+    if trace and not frame.empty:
+        sections.append(section)
+        if (out / "utilisation.png").is_file():
+            plots.append(out / "utilisation.png")
+    report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors, sections)
+    return plots, report

@@ -35,7 +35,7 @@ records (``round_s`` long each, rounds merged by the engine included), never a m
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,9 @@ __all__ = [
     "TENANT_RECORDS",
     "SIZE_BUCKETS",
     "RunTrace",
+    "RECORD_COLUMNS",
     "load_records",
+    "iter_run_records",
     "run_traces",
     "active_matrix",
     "max_min_shares",
@@ -64,10 +66,10 @@ __all__ = [
     "check_lines",
 ]
 
-#: cluster measures of the records the section reads (plus ``busy_gpus:<type>``)
+#: cluster measures of the records the section reads
 CLUSTER_RECORDS = ("round_start_s", "round_s", "utilisation", "available_gpus", "backfill_gpu_s", "active_jobs")
-#: per-tenant measures of the records the section reads
-TENANT_RECORDS = ("gpus", "runnable_jobs", "act")
+#: per-tenant measures of the records the section reads (the GPUs leased to the tenant's jobs)
+TENANT_RECORDS = ("gpus",)
 #: job-size buckets (GPUs per job): label, smallest, largest
 SIZE_BUCKETS = (("1", 1, 1), ("2", 2, 2), ("3-4", 3, 4), ("5-8", 5, 8), ("9-16", 9, 16), ("17-32", 17, 32),
                 ("33+", 33, 1 << 30))  # fmt: skip
@@ -78,17 +80,18 @@ DAY = 86400.0
 @dataclass
 class RunTrace:
     """One run's inputs to the section: its ``policy``, ``variant``, ``replication``; ``rec`` the
-    cluster records (one row per record, :data:`CLUSTER_RECORDS` and ``busy_gpus:<type>`` columns,
-    sorted by round); ``ten`` the per-tenant records (``round, tenant`` + :data:`TENANT_RECORDS`);
-    ``comp`` the completions (job_id, tenant, workers, arrival_s, completion_s, jct_s, plus ``idx``:
-    the job's index in the trace); ``steps`` (N,), ``T`` (N, k) TRUE throughputs and ``tenants``
-    (N,) of the trace's jobs; ``m`` (k,) GPUs per type; ``tenancy``."""
+    cluster records (one row per record, :data:`CLUSTER_RECORDS` columns, indexed and sorted by
+    round); ``leased`` the GPU-seconds leased to each tenant's jobs over the run (``sum_r gpus_u,r x
+    round_s_r``, from the per-tenant ``gpus`` records); ``comp`` the completions (job_id, tenant,
+    workers, arrival_s, completion_s, jct_s, plus ``idx``: the job's index in the trace); ``steps``
+    (N,), ``T`` (N, k) TRUE throughputs and ``tenants`` (N,) of the trace's jobs; ``m`` (k,) GPUs per
+    type; ``tenancy``."""
 
     policy: str
     variant: str
     replication: int
     rec: pd.DataFrame
-    ten: pd.DataFrame
+    leased: dict[str, float]
     comp: pd.DataFrame
     steps: np.ndarray
     T: np.ndarray
@@ -98,32 +101,101 @@ class RunTrace:
 
 
 # -- loading ----------------------------------------------------------------------------------------
-def load_records(results: str | Path, gpu_types: Sequence[str]) -> pd.DataFrame:
-    """The rows of ``results.parquet`` the section needs (read with filters: the other per-tenant
-    measures stay on disk): cluster rows of :data:`CLUSTER_RECORDS` and ``busy_gpus:<type>``, and
-    the per-tenant :data:`TENANT_RECORDS`."""
+#: columns of the rows the section reads
+RECORD_COLUMNS = ["run_id", "round", "tenant", "measure", "value"]
+_RECORD_FILTERS: list[list[tuple[str, str, Any]]] = [
+    [("tenant", "=", ""), ("measure", "in", list(CLUSTER_RECORDS))],
+    [("tenant", "!=", ""), ("measure", "in", list(TENANT_RECORDS))],
+]
+
+
+def load_records(results: str | Path) -> pd.DataFrame:
+    """The rows of ``results.parquet`` the section needs (:data:`RECORD_COLUMNS`; the other measures
+    stay on disk): cluster rows of :data:`CLUSTER_RECORDS` and the per-tenant :data:`TENANT_RECORDS`,
+    every run at once (small results; :func:`run_traces` given the path reads one run at a time)."""
     import pyarrow.parquet as pq
 
-    cluster = [*CLUSTER_RECORDS, *(f"busy_gpus:{t}" for t in gpu_types)]
-    filters: list[list[tuple[str, str, Any]]] = [
-        [("tenant", "=", ""), ("measure", "in", cluster)],
-        [("tenant", "!=", ""), ("measure", "in", list(TENANT_RECORDS))],
-    ]
-    cols = ["run_id", "policy", "variant", "replication", "round", "tenant", "measure", "value"]
-    return pq.read_table(results, columns=cols, filters=filters).to_pandas()
+    from analysis.engine.runner import decoded_frame, scan_results
+
+    rows = scan_results(results, _RECORD_FILTERS, RECORD_COLUMNS)
+    return decoded_frame(rows, pq.read_schema(results), RECORD_COLUMNS)
 
 
-def run_traces(exp: Any, records: pd.DataFrame, completions: pd.DataFrame) -> list[RunTrace]:
+def iter_run_records(results: str | Path) -> Iterator[tuple[str, pd.DataFrame]]:
+    """``(run_id, rows)`` per run of ``results.parquet``, in file order, one run's rows in memory at a
+    time: ``round, tenant, measure, value`` of the rows :func:`load_records` reads, ``tenant`` and
+    ``measure`` categorical. A results file holds each run's rows together (runs are written one
+    after the other); a run whose rows come back after another run's raises ``ValueError``."""
+    from analysis.engine.runner import scan_results
+
+    done: set[str] = set()
+    current: str | None = None
+    pieces: list[Any] = []
+
+    def finish() -> tuple[str, pd.DataFrame]:
+        import pyarrow as pa
+
+        table = pa.concat_tables(pieces).select(RECORD_COLUMNS[1:])
+        pieces.clear()
+        done.add(str(current))
+        return str(current), table.to_pandas()
+
+    for t in scan_results(results, _RECORD_FILTERS, RECORD_COLUMNS):
+        ids = t.column("run_id").combine_chunks()
+        codes = ids.indices.to_numpy(zero_copy_only=False)
+        names = ids.dictionary.to_pylist()
+        cuts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), len(codes)]
+        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+            rid = names[codes[lo]]
+            if rid != current:
+                if current is not None:
+                    yield finish()
+                if rid in done:
+                    raise ValueError(f"{results}: the rows of run {rid} are not together")
+                current = rid
+            pieces.append(t.slice(lo, hi - lo))
+    if current is not None:
+        yield finish()
+
+
+def _run_records(recs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """``(rec, leased)`` of :class:`RunTrace` from one run's rows (``round, tenant, measure, value``;
+    ``tenant`` and ``measure`` strings or categorical), the tenant rows in (round, tenant) order."""
+    tenant = pd.Categorical(recs["tenant"])
+    empty = tenant.categories.get_indexer([""])[0]
+    is_cl = tenant.codes == empty if empty >= 0 else np.zeros(len(recs), dtype=bool)
+    cl_rows = recs.loc[is_cl, ["round", "measure", "value"]]
+    cl_rows = cl_rows.assign(measure=cl_rows["measure"].astype(str))
+    cl = cl_rows.pivot_table(index="round", columns="measure", values="value", observed=True).sort_index()
+    ten = ~is_cl & (recs["measure"] == "gpus").to_numpy(dtype=bool)
+    leased: dict[str, float] = {}
+    if ten.any():
+        lengths = cl["round_s"].to_numpy(float)
+        pos = pd.Index(cl.index).get_indexer(recs["round"].to_numpy()[ten])
+        g_s = recs["value"].to_numpy(float)[ten] * lengths[pos]
+        sums = pd.Series(g_s).groupby(tenant.codes[ten]).sum()  # each tenant's rows in round order
+        leased = {str(tenant.categories[c]): v for c, v in sums.items()}
+    return cl, leased
+
+
+def run_traces(exp: Any, records: str | Path | pd.DataFrame, completions: pd.DataFrame) -> list[RunTrace]:
     """One :class:`RunTrace` per complete run of ``exp`` (an :class:`analysis.engine.runner.Experiment`
-    of a trace scenario), in (policy, variant, replication) order. Each replication's trace (its
-    seeded job types, steps and throughputs) is rebuilt from the scenario and the run's seed."""
+    of a trace scenario), in (policy, variant, replication) order. ``records``: the path of the
+    results file (read one run at a time: :func:`iter_run_records`) or :func:`load_records`' rows.
+    Each replication's trace (its seeded job types, steps and throughputs) is rebuilt from the
+    scenario and the run's seed."""
     from analysis.engine.runner import plan_runs
 
     scen = exp.scenario
     bad = {r["run_id"] for r in exp.incomplete}
     ok = exp.runs[(exp.runs["error"].astype(str) == "") & ~exp.runs["run_id"].isin(bad)]
+    wanted = set(ok["run_id"].astype(str))
+    if isinstance(records, pd.DataFrame):
+        groups: Iterator[tuple[Any, pd.DataFrame]] = iter(records.groupby("run_id", sort=False, observed=True))
+    else:
+        groups = iter_run_records(records)
+    per_run = {str(rid): _run_records(g) for rid, g in groups if str(rid) in wanted}
     specs = {s.run_id: s for s in plan_runs(scen, exp.replications, exp.seed)}
-    by_run = dict(tuple(records.groupby("run_id", sort=False, observed=True)))
     comp_by_run = dict(tuple(completions.groupby("run_id", sort=False)))
     out: list[RunTrace] = []
     cache: dict[tuple, Any] = {}
@@ -135,17 +207,11 @@ def run_traces(exp: Any, records: pd.DataFrame, completions: pd.DataFrame) -> li
             tw = cfg.trace
             cache[key] = (tw, {j: i for i, j in enumerate(tw.trace.job_id.tolist())})
         tw, index = cache[key]
-        recs = by_run.get(r.run_id, records.iloc[:0])
-        cl = recs[recs["tenant"] == ""].pivot_table(index="round", columns="measure", values="value", observed=True)
-        cl = cl.sort_index()
-        ten = recs[recs["tenant"] != ""].pivot_table(
-            index=["round", "tenant"], columns="measure", values="value", observed=True
-        ).reset_index()
-        ten["tenant"] = ten["tenant"].astype(str)
+        cl, leased = per_run.pop(r.run_id, None) or _run_records(pd.DataFrame(columns=RECORD_COLUMNS[1:]))
         comp = comp_by_run.get(r.run_id, completions.iloc[:0]).copy()
         comp["idx"] = comp["job_id"].astype(str).map(index).astype(np.int64)
         out.append(RunTrace(
-            r.policy, r.variant, int(r.replication), cl, ten, comp.reset_index(drop=True),
+            r.policy, r.variant, int(r.replication), cl, leased, comp.reset_index(drop=True),
             np.asarray(tw.trace.total_steps, dtype=float), np.asarray(tw.throughputs, dtype=float),
             np.asarray(tw.tenants).astype(str), np.asarray(scen.cluster.gpus, dtype=float), tw.tenancy,
         ))  # fmt: skip
@@ -304,11 +370,7 @@ def tenant_table(runs: Sequence[RunTrace]) -> pd.DataFrame:
         fair = max_min_shares(gpus, G)
         eq_s = dict(zip(names, (equal * lengths[:, None]).sum(axis=0).tolist(), strict=True))
         fair_s = dict(zip(names, (fair * lengths[:, None]).sum(axis=0).tolist(), strict=True))
-        leased: dict[str, float] = {}
-        if not run.ten.empty and "gpus" in run.ten:
-            pos = pd.Index(run.rec.index).get_indexer(run.ten["round"])
-            g_s = run.ten["gpus"].to_numpy(float) * lengths[pos]
-            leased = pd.Series(g_s).groupby(run.ten["tenant"].to_numpy()).sum().to_dict()
+        leased = run.leased
         rho = finish_time_fairness(run)
         comp = run.comp.assign(rho=rho)
         for u, g in comp.groupby(comp["tenant"].astype(str), sort=False):
@@ -572,8 +634,7 @@ def trace_section(exp: Any, results: str | Path, completions: pd.DataFrame | Non
     scen = exp.scenario
     if scen.workload.trace is None or completions is None or completions.empty:
         return ""
-    recs = load_records(results, scen.cluster.gpu_types)
-    runs = run_traces(exp, recs, completions)
+    runs = run_traces(exp, results, completions)  # one run's records in memory at a time
     if not runs:
         return ""
     fig = plot_utilisation(runs, Path(out_dir) / "utilisation.png")
