@@ -186,7 +186,9 @@ def write_report(
     errors: Sequence[tuple[str, str]] = (),
     sections: Sequence[str] = (),
 ) -> Path:
-    """Write :func:`render_report` to ``path`` (UTF-8) and return it."""
-    p = Path(path)
-    p.write_text(render_report(meta, frame, deviators, plots, errors, sections), encoding="utf-8")
-    return p
+    """Write :func:`render_report` to ``path`` (UTF-8, whole or not at all:
+    :func:`analysis.engine.run_status.write_atomic`) and return it."""
+    from analysis.engine.run_status import write_atomic
+
+    text = render_report(meta, frame, deviators, plots, errors, sections)
+    return write_atomic(Path(path), lambda p: p.write_text(text, encoding="utf-8"))
