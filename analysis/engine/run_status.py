@@ -122,6 +122,9 @@ _HELD: dict[Path, int] = {}
 
 #: Folders this process holds -> the meta.json their writers gave (:func:`write_meta`), written by :func:`finalize`.
 _PENDING: dict[Path, dict[str, Any]] = {}
+#: Folders this process holds with status marks (:func:`claim` with ``mark``): their report.md reads
+#: incomplete until :func:`finalize` (:func:`_mark_writing`).
+_MARKING: set[Path] = set()
 
 
 def _now() -> str:
@@ -150,10 +153,16 @@ def write_atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
     format), which is then renamed onto ``path``. On any failure the temporary file is removed and
     ``path`` is left as it was; an :class:`OSError` is raised as :class:`WriteError` naming ``path``.
     Returns ``path``."""
-    path = Path(path)
+    return _write_file(Path(path), write, writer=True)
+
+
+def _write_file(path: Path, write: Callable[[Path], Any], writer: bool) -> Path:
+    """:func:`write_atomic`; a ``writer``'s report.md in a claimed folder gets :data:`WRITING_LINE`."""
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
         write(tmp)
+        if writer and path.name == "report.md" and path.parent.resolve() in _MARKING:
+            _mark_writing(tmp)
         replace_file(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -164,8 +173,20 @@ def write_atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
     return path
 
 
+#: The first line of a writer's report.md in a claimed folder until :func:`finalize` (then the status's).
+WRITING_LINE = "# INCOMPLETE (running): the run is writing its files; not a result until meta.json says complete"
+
+
+def _mark_writing(tmp: Path) -> None:
+    """A report written inside :func:`claim` reads incomplete (:data:`WRITING_LINE`) until :func:`finalize`
+    replaces its first line: it never reads complete while meta.json does not."""
+    text = tmp.read_text(encoding="utf-8")
+    if not text.startswith("# INCOMPLETE"):
+        tmp.write_text(WRITING_LINE + "\n\n" + text, encoding="utf-8")
+
+
 def _atomic_text(path: Path, text: str) -> None:
-    write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+    _write_file(path, lambda p: p.write_text(text, encoding="utf-8"), writer=False)
 
 
 def write_meta(out: str | Path, info: dict[str, Any]) -> Path:
@@ -215,6 +236,8 @@ def stamp_report(out: str | Path, status: str, detail: str = "") -> None:
     first, _, rest = text.partition("\n")
     if first.startswith("# INCOMPLETE"):
         text = rest.lstrip("\n")
+    elif status == COMPLETE and path.exists():
+        return  # nothing to drop
     if status != COMPLETE:
         text = status_line(status, detail) + "\n\n" + text
     _atomic_text(path, text)
@@ -365,6 +388,10 @@ def finalize(out: str | Path, running: dict[str, Any] | None = None) -> str:
             _stamp_for(out, info)
         info["ended_at"] = _now()
         _write_json(out / "meta.json", info)  # last: the folder says complete only once all is in place
+        if signalled() and info["status"] == COMPLETE:  # a signal while meta.json was written
+            info.update(status=INTERRUPTED, complete=False, interrupted=True)
+            _stamp_for(out, info)
+            _write_json(out / "meta.json", info)
         _PENDING.pop(out.resolve(), None)
     return str(info["status"])
 
@@ -373,6 +400,7 @@ def _stamp_for(out: Path, info: dict[str, Any]) -> None:
     """report.md's first line for ``info["status"]`` (:func:`stamp_report`), with the detail meta.json gives."""
     status = str(info["status"])
     if status == COMPLETE:
+        stamp_report(out, COMPLETE)  # drops the "writing its files" line
         return
     detail = ""
     n_failed = info.get("failed_runs") or info.get("cells_failed") or info.get("failed")
@@ -563,11 +591,14 @@ def claim(
     was_empty = not existed or (out.is_dir() and not any(out.iterdir()))  # nothing of the user's in it
     fd, _ = _take(out, field, keep_previous, say)
     _HELD[key] = fd
+    if mark:
+        _MARKING.add(key)
     input_error = False
     try:
         with sigterm_as_interrupt() if sigterm else contextlib.nullcontext():
-            running = mark_running(out, meta) if mark else None
+            running: dict[str, Any] | None = None
             try:
+                running = mark_running(out, meta) if mark else None
                 yield out
                 if mark:  # meta.json last; a signal before it (or during it) ends the run interrupted
                     finalize(out, running)
@@ -587,6 +618,7 @@ def claim(
     finally:
         del _HELD[key]
         _PENDING.pop(key, None)
+        _MARKING.discard(key)
         _release(out, fd)
         if input_error and was_empty:
             _drop_if_only_status(out, remove_dir=not existed)

@@ -20,6 +20,7 @@ measures). A run that raises is reported in :attr:`Experiment.errors` and the ot
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import sys
@@ -646,7 +647,14 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
         raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
     paths = {"results": out / "results.parquet", "runs": out / "runs.csv", "meta": out / "meta.json"}
     if exp.parts:
-        _stream_parts(exp.parts, paths["results"])
+        try:  # the parts are deleted only once results.parquet is in place
+            _stream_parts(exp.parts, paths["results"])
+        except BaseException as exc:
+            paths["results"].with_suffix(".parquet.tmp").unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, run_status.WriteError):
+                raise run_status.WriteError(exc.errno or errno.EIO, exc.strerror or str(exc),
+                                            str(paths["results"])) from exc  # fmt: skip
+            raise
     else:
         run_status.write_atomic(paths["results"], lambda p: exp.frame.to_parquet(p, index=False))
     run_status.write_atomic(paths["runs"], lambda p: exp.runs.to_csv(p, index=False))
