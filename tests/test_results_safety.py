@@ -99,7 +99,15 @@ def test_a_kill_at_every_write_point_leaves_a_folder_that_says_what_it_holds(
         written.append(Path(path).name)
         real(tmp, path)
 
+    real_finalize = run_status.finalize
+
+    def finalize(folder, running=None):
+        # a kill once every file is written, before the status (the command prints its table here)
+        shutil.copytree(out, snaps / f"{len(written):02d}-at-finalize", symlinks=True)
+        return real_finalize(folder, running)
+
     monkeypatch.setattr(run_status, "replace_file", replace_file)
+    monkeypatch.setattr(run_status, "finalize", finalize)
     assert main(_command(kind, out)) == 0
     capsys.readouterr()
     final = _visible(out)
@@ -108,7 +116,8 @@ def test_a_kill_at_every_write_point_leaves_a_folder_that_says_what_it_holds(
     assert final <= set(written), f"written in place, not via write_atomic: {final - set(written)}"
     assert written[-1] == "meta.json" and written.count("meta.json") == 2  # the running mark first, the status last
     assert len(written) >= 4
-    *during, last = sorted(snaps.iterdir())
+    *during, last = sorted(snaps.iterdir(), key=lambda p: (p.name[:2], "at-finalize" not in p.name))
+    assert any("at-finalize" in p.name for p in during)
     # the last point, just before the status is written (finalize, signals held): every file is in place
     # and report.md already reads complete; meta.json, the authority, still says running
     assert _visible(last) == final and _meta(last)["status"] == "running"
@@ -127,10 +136,12 @@ def test_a_kill_at_every_write_point_leaves_a_folder_that_says_what_it_holds(
 
 def test_a_study_never_writes_a_meta_json_without_its_status(tmp_path: Path, monkeypatch, capsys) -> None:
     """`run STUDY`: write_study's meta.json (no status of its own) waits for the end of the command."""
-    out, seen = tmp_path / "study", []
+    out, seen, on_disk = tmp_path / "study", [], []
     real = run_status.replace_file
 
     def replace_file(tmp, path):
+        if (out / "meta.json").exists():  # what a kill at this write point leaves
+            on_disk.append(_meta(out).get("status"))
         if Path(path).name == "meta.json":
             seen.append(json.loads(Path(tmp).read_text(encoding="utf-8")))
         real(tmp, path)
@@ -139,6 +150,7 @@ def test_a_study_never_writes_a_meta_json_without_its_status(tmp_path: Path, mon
     code = main(["run", "control_auction", "--reps", "1", "--out", str(out), "--quiet"])
     capsys.readouterr()
     assert code in (0, 1)
+    assert len(on_disk) >= 4 and set(on_disk) == {"running"}  # the panels and report are written under "running"
     assert [m["status"] for m in seen] == ["running", "complete" if code == 0 else "failed"]
     assert seen[-1]["study"] == "control_auction" and "seed" in seen[-1]  # the study's own meta, with its status
 

@@ -347,17 +347,24 @@ _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[Callable[[], bool]]:
-    """Block SIGINT and SIGTERM while inside (main thread, POSIX); yields a function telling whether
-    one arrived meanwhile. They are delivered on exit (a Ctrl-C handler then raises)."""
-    can = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    if not can:  # pragma: no cover - not POSIX, or a worker thread
+    """Hold SIGINT and SIGTERM back while inside (main thread): their handlers only record them; yields a
+    function telling whether one arrived. On exit the handlers are put back and a recorded signal is
+    raised again (Ctrl-C's handler then raises KeyboardInterrupt). Handlers, not a signal mask: a
+    process-directed signal may reach any thread, but Python runs its handler in the main thread."""
+    if threading.current_thread() is not threading.main_thread():  # pragma: no cover - signals are the main thread's
         yield lambda: False
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    got: list[int] = []
+    old = {s: signal.getsignal(s) for s in _HELD_SIGNALS}
+    for s in _HELD_SIGNALS:
+        signal.signal(s, lambda signum, frame: got.append(signum))
     try:
-        yield lambda: bool(signal.sigpending() & set(_HELD_SIGNALS))
+        yield lambda: bool(got)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(got):
+            signal.raise_signal(s)
 
 
 def finalize(out: str | Path, running: dict[str, Any] | None = None) -> str:
