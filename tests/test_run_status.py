@@ -158,7 +158,7 @@ def test_a_folder_another_live_process_writes_is_refused(tmp_path: Path, capsys)
         assert holder.stdout.readline().strip() == "locked"
         assert main([*QUICK, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "--out" in err[0] and "in use by a running marketsim (pid 4242" in err[0]
+        assert len(err) == 1 and "--out" in err[0] and "another process holds this folder (pid 4242" in err[0]
         assert _meta(out)["status"] == "running" and not _siblings(out)  # nothing moved, nothing labelled
         with pytest.raises(InputError, match="in use"):
             run_status.guard(out)

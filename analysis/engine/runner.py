@@ -20,7 +20,7 @@ measures). A run that raises is reported in :attr:`Experiment.errors` and the ot
 
 from __future__ import annotations
 
-import json
+import errno
 import multiprocessing
 import os
 import sys
@@ -612,7 +612,7 @@ def _stream_parts(parts: Sequence[str], path: Path) -> None:
     finally:
         if writer is not None:
             writer.close()
-    tmp.replace(path)
+    run_status.replace_file(tmp, path)
     for p in parts:
         Path(p).unlink(missing_ok=True)
     for folder in {Path(p).parent for p in parts}:
@@ -709,11 +709,14 @@ def load_report_frame(
 
 
 def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
-    """Write ``results.parquet`` (tidy data), ``runs.csv``, ``meta.json``, for trace runs
-    ``completions.parquet`` (one row per finished job: run columns, round, tenant, job_id, job_type,
-    workers, arrival_s, completion_s, jct_s) and, if any run failed, ``errors.txt`` into
-    ``out_dir`` (created; an earlier run there that this process does not hold is moved aside first:
-    :func:`analysis.engine.run_status.guard`). Returns the paths by kind."""
+    """Write ``results.parquet`` (tidy data), ``runs.csv``, for trace runs ``completions.parquet``
+    (one row per finished job: run columns, round, tenant, job_id, job_type, workers, arrival_s,
+    completion_s, jct_s), if any run failed ``errors.txt``, and ``meta.json`` last into ``out_dir``
+    (created; an earlier run there that this process does not hold is moved aside first:
+    :func:`analysis.engine.run_status.guard`). Each file is written whole or not at all
+    (:func:`~analysis.engine.run_status.write_atomic`); under :func:`~analysis.engine.run_status.claim`
+    meta.json waits for the end of the command (:func:`~analysis.engine.run_status.write_meta`).
+    Returns the paths by kind."""
     out = Path(out_dir)
     run_status.guard(out)
     try:
@@ -722,18 +725,26 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
         raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
     paths = {"results": out / "results.parquet", "runs": out / "runs.csv", "meta": out / "meta.json"}
     if exp.parts:
-        _stream_parts(exp.parts, paths["results"])
+        try:  # the parts are deleted only once results.parquet is in place
+            _stream_parts(exp.parts, paths["results"])
+        except BaseException as exc:
+            paths["results"].with_suffix(".parquet.tmp").unlink(missing_ok=True)
+            if isinstance(exc, OSError) and not isinstance(exc, run_status.WriteError):
+                raise run_status.WriteError(exc.errno or errno.EIO, exc.strerror or str(exc),
+                                            str(paths["results"])) from exc  # fmt: skip
+            raise
     else:
-        exp.frame.to_parquet(paths["results"], index=False)
-    exp.runs.to_csv(paths["runs"], index=False)
+        run_status.write_atomic(paths["results"], lambda p: exp.frame.to_parquet(p, index=False))
+    run_status.write_atomic(paths["runs"], lambda p: exp.runs.to_csv(p, index=False))
     if exp.completions is not None:  # trace runs: per-job JCTs with job ids
-        paths["completions"] = out / "completions.parquet"
-        exp.completions.to_parquet(paths["completions"], index=False)
-    paths["meta"].write_text(json.dumps(exp.meta(), indent=2) + "\n", encoding="utf-8")
+        comps = exp.completions
+        paths["completions"] = run_status.write_atomic(out / "completions.parquet",
+                                                       lambda p: comps.to_parquet(p, index=False))  # fmt: skip
     err = out / "errors.txt"
     if exp.errors:
-        err.write_text("".join(f"{rid}: {msg}\n" for rid, msg in exp.errors), encoding="utf-8")
-        paths["errors"] = err
+        text = "".join(f"{rid}: {msg}\n" for rid, msg in exp.errors)
+        paths["errors"] = run_status.write_atomic(err, lambda p: p.write_text(text, encoding="utf-8"))
     elif err.exists():
         err.unlink()
+    run_status.write_meta(out, exp.meta())  # last: it says what the files above hold
     return paths

@@ -687,11 +687,16 @@ def make_sweep_executor(name: str, workers: int | None = None, address: str | No
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """``write`` ``path`` whole or not at all, synced to disk (:func:`analysis.engine.run_status.write_atomic`:
+    a failure raises ``WriteError`` naming ``path``)."""
+    from analysis.engine.run_status import write_atomic
+
+    def write_synced(tmp: Path) -> None:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+
+    write_atomic(path, write_synced)
 
 
 def _write_part(parts: Path, name: str, res: ChunkResult) -> Path:
@@ -774,7 +779,6 @@ def _write_status(out: Path, manifest: dict[str, Any], runs: pd.DataFrame | None
     end, its runs by status (``runs``)."""
     from analysis.engine.run_status import COMPLETE, RUNNING, status_line
 
-    _write_json(out / "sweep.json", manifest)
     status = manifest.get("status", RUNNING)
     lines = [] if status == COMPLETE else [status_line(status), ""]
     lines += [f"# sweep {manifest.get('name')}", "", f"- status `{status}`; plan of {manifest.get('runs')} runs "
@@ -792,6 +796,7 @@ def _write_status(out: Path, manifest: dict[str, Any], runs: pd.DataFrame | None
         lines += ["", "parts/ holds every finished chunk; `marketsim sweep CONFIG --out THIS_FOLDER --resume` "
                   "continues the sweep without recomputing them."]  # fmt: skip
     _atomic_write(out / "report.md", lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"))
+    _write_json(out / "sweep.json", manifest)  # last: "complete" only once the report says so too
 
 
 def _default_chunk(n: int, workers: int) -> int:
@@ -848,7 +853,7 @@ def _run_sweep(
         (out / "parts").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError("--out", str(out), f"cannot be created ({exc.strerror})") from None
-    for stale in (out / "parts").glob(".*.tmp"):  # a chunk being written when the sweep was killed
+    for stale in (out / "parts").glob(".*.tmp*"):  # a chunk being written when the sweep was killed
         stale.unlink()
     existing = _part_files(out)
     manifest = _read_manifest(out)
@@ -921,7 +926,15 @@ def _run_sweep(
                     (out / "parts").rmdir()
         raise
     seconds = time.perf_counter() - t0
-    result = consolidate(out)
+    try:
+        result = consolidate(out)
+    except BaseException as exc:  # Ctrl-C / SIGTERM or a failure (a full disk) during the final merge
+        stopped = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+        sessions[-1]["ended"] = stopped
+        extra = {} if stopped == "interrupted" else {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        with contextlib.suppress(OSError):  # every part is kept: --resume merges them again
+            _write_status(out, {**manifest_out, "status": stopped, **extra})
+        raise
     result.ran, result.skipped, result.seconds, result.executor = len(todo), len(plan) - len(todo), seconds, ex_name
     complete = len(result.runs) == len(plan) and result.failures.empty
     # complete, else failed (a run raised) or capped (a trace run hit its round cap): failures.parquet

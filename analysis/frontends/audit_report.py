@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.run_status import guard
+from analysis.engine.run_status import guard, write_atomic
 from market.audit import AuditConfig, AuditResult, FairShareTarget, audit_all, evaluate_misreport, fair_share_report
 from market.audit.claims import Claim, hunt_cell, to_markdown
 from market.audit.instances import random_instance
@@ -392,7 +392,7 @@ def plot_regret(frame: pd.DataFrame, path: str | Path, absolute: bool = False) -
     n = frame["instance"].nunique()
     ax.set_title(f"Regret over {n} random instances (per agent)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_atomic(path, lambda p: fig.savefig(p, dpi=120))
     plt.close(fig)
     return path
 
@@ -425,7 +425,7 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8,
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    write_atomic(path, lambda p: fig.savefig(p, dpi=120))
     plt.close(fig)
     return path
 
@@ -473,7 +473,7 @@ def write_audit_report(
     out.mkdir(parents=True, exist_ok=True)
     lines = ["# Incentive audit report", ""]
     if regret is not None and not regret.empty:
-        regret.to_csv(out / "regret.csv", index=False)
+        write_atomic(out / "regret.csv", lambda p: regret.to_csv(p, index=False))  # whole or not at all
         plot_regret(regret, out / "regret.png", absolute=absolute)
         agg = regret.groupby("mechanism").agg(
             instances=("instance", "nunique"),
@@ -483,11 +483,10 @@ def write_audit_report(
         )
         lines += ["## Regret over random instances", "", "![regret](regret.png)", "", _markdown(agg.reset_index()), ""]
     if curves is not None and not curves.empty:
-        curves.to_csv(out / "gain_curves.csv", index=False)
+        write_atomic(out / "gain_curves.csv", lambda p: curves.to_csv(p, index=False))
         plot_gain_curves(curves, out / "gain_curves.png", absolute=absolute)
         lines += ["## Gain vs misreport factor", "", "![gain curves](gain_curves.png)", ""]
     if claims:
         lines += ["## Claims ledger", "", to_markdown(claims)]
     path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return write_atomic(path, lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -457,7 +458,7 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     paths = write_experiment(exp, out)
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     incomplete = exp.incomplete  # runs stopped by the round cap: not results (no plot, no table row)
-    plots, report = report_experiment(exp, paths["results"], out)  # reads only the rows it uses
+    plots, report, frame = report_experiment(exp, paths["results"], out)  # reads only the rows it uses
     meta = exp.meta()
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors) - len(incomplete)
@@ -468,6 +469,7 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
              paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
+    _print_policy_table(frame, scenario.cluster.round_seconds)  # the result, last (also with --quiet)
     for r in incomplete:
         print(f"{PROG} run: run {r['run_id']} is INCOMPLETE, not a result: {r['reason']}", file=sys.stderr)
     if incomplete:
@@ -476,6 +478,27 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
         print(f"{PROG} run: interrupted; the {len(exp.runs)} finished run(s) were written", file=sys.stderr)
         return 130
     return code
+
+
+#: The report's per-policy columns that ``marketsim run`` prints (throughput, utilisation, per-job JCT).
+POLICY_TABLE_COLUMNS = ("policy", "variant", "total_act", "utilisation", "jobs_completed", "mean_jct_s",
+                        "p95_jct_s")  # fmt: skip
+
+
+def _print_policy_table(frame, round_seconds: float | None) -> None:
+    """Print the report's per-policy summary (:func:`analysis.engine.stats.policy_summary`, means over
+    replications) on stdout: :data:`POLICY_TABLE_COLUMNS`; also with ``--quiet``, which only turns
+    the progress bar off. Runs that are not results (capped) are not in ``frame``."""
+    from analysis.engine.stats import policy_summary
+
+    summ = policy_summary(frame, round_seconds)
+    if summ.empty:
+        print("per-policy summary: no results")
+        return
+    cols = [c for c in POLICY_TABLE_COLUMNS if c in summ.columns]
+    print("per-policy summary (means over replications; total_act: work per simulated second in slowest-GPU "
+          "equivalents; JCT in s over the jobs that finished; all columns in report.md):")  # fmt: skip
+    print(summ[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
 
 
 def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: Sequence[tuple[str, str]]) -> int:
@@ -528,11 +551,14 @@ def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | No
     except Exception:
         if not res.interrupted:
             raise
-        res.frame.to_parquet(out / "results.parquet", index=False)  # a cut-short study's rows are kept
+        from analysis.engine.run_status import write_atomic
+
+        write_atomic(out / "results.parquet", lambda p: res.frame.to_parquet(p, index=False))  # the cells kept
         paths = {"results": out / "results.parquet"}
     from analysis.engine.run_status import mark_complete
 
-    # replaces the "running" mark: complete, failed (cells in errors.txt) or interrupted (finished cells kept)
+    # the status of the meta.json written last, at the end of `claim`: complete, failed (cells in errors.txt)
+    # or interrupted (finished cells kept)
     mark_complete(out, failed=len(res.errors), interrupted=res.interrupted)
     n_cells = res.frame[["panel", "x", "replication"]].drop_duplicates().shape[0] if not res.frame.empty else 0
     headline = (
@@ -936,10 +962,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
         traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
         paths = write_learning(sc, traj, table, out)
         failed = int((table["status"] == "error").sum()) if "status" in table.columns else 0
-        mark_complete(out, failed=failed)
-    print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
-    for p in paths:
-        print(f"  {p}")
+        mark_complete(out, failed=failed)  # meta.json is written last, as the claim ends
+        print(f"{sc.name}: {sc.rule} learning on {len(sc.mechanisms)} mechanism(s) in {time.monotonic() - t0:.1f} s")
+        for p in paths:
+            print(f"  {p}")
     return 0
 
 
@@ -1203,6 +1229,21 @@ def _reject_empty_values(args: argparse.Namespace) -> None:
             raise InputError(flag, value if not isinstance(value, list) else "", "must not be empty")
 
 
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+"""OSErrors of the machine, not of the input (a full disk, a quota, an I/O error): status 1, not 2."""
+
+
+def _os_error_text(exc: OSError) -> str:
+    """One line naming the file(s) of an :class:`OSError`: ``PATH: why`` (``PATH -> PATH2`` for a rename)."""
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        why += " (the disk is full)"
+    if exc.filename is None:
+        return why
+    where = str(exc.filename) + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+    return f"{where}: {why}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``marketsim`` console script; returns the exit status."""
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -1218,9 +1259,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"{PROG} {args.command}"
     _CREATED.clear()
     code = 1
+    from analysis.engine.run_status import WriteError, sigterm_as_interrupt
+
     try:
         _reject_empty_values(args)
-        code = int(args.func(args))
+        with sigterm_as_interrupt():  # SIGTERM ends every command as Ctrl-C does: status 130
+            code = int(args.func(args))
         return code
     except InputError as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
@@ -1231,7 +1275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `marketsim list | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, OSError) as exc:
+    except WriteError as exc:  # a results file could not be written (a full disk): its path, status 1
+        print(f"{where}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"{where}: error: {_os_error_text(exc)}", file=sys.stderr)
+        return 1 if exc.errno in _WRITE_ERRNOS else 2
+    except ValueError as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from agents.strategies import ScaleDims
-from analysis.engine.run_status import claim, mark_complete
+from analysis.engine.run_status import claim, mark_complete, write_atomic
 from analysis.engine.runner import run_experiment
 from analysis.engine.stats import gain_summary, paired_gains
 from analysis.frontends.plots import plot_lying_gain
@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         meta = {"explore_lying": scen.name, "measure": args.measure}
         try:  # an earlier lie_sweep there is moved aside, never overwritten; meta.json says how this one ended
             with claim(out, meta):
-                summary.drop(columns="cell").to_csv(out / "lie_sweep.csv", index=False)
+                rows = summary.drop(columns="cell")
+                write_atomic(out / "lie_sweep.csv", lambda p: rows.to_csv(p, index=False))  # whole or not at all
                 plot_lying_gain(exp.frame, exp.deviators, out / "lie_sweep.png", measure=args.measure,
                                 round_seconds=round_s)  # fmt: skip
                 if exp.errors:

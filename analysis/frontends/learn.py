@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.run_status import guard
+from analysis.engine.run_status import guard, write_atomic
 from market.errors import InputError, check_int, check_name, slug
 from market.learning.dynamics import (
     AuctionGame,
@@ -498,7 +498,7 @@ def _plot(sc: LearningScenario, traj: pd.DataFrame, path: Path) -> None:
             axes[0, 0].legend(fontsize=6)
     fig.suptitle(f"{sc.name}: {sc.rule} learning")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
 
 
@@ -518,8 +518,8 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
     guard(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "trajectories.parquet", out / "price_of_lying.csv", out / "convergence.png", out / "report.md"]
-    traj.to_parquet(paths[0], index=False)
-    table.to_csv(paths[1], index=False)
+    write_atomic(paths[0], lambda p: traj.to_parquet(p, index=False))  # each file whole or not at all
+    write_atomic(paths[1], lambda p: table.to_csv(p, index=False))
     _plot(sc, traj, paths[2])
     if sc.family == "bayesian":
         from analysis.frontends.learn_bayesian import plot_bids, report_table
@@ -566,5 +566,5 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
     text += ["![convergence](convergence.png)", ""]
     if sc.family == "bayesian":
         text += ["![learned bids vs BNE](bids.png)", ""]
-    paths[3].write_text("\n".join(text), encoding="utf-8")
+    write_atomic(paths[3], lambda p: p.write_text("\n".join(text), encoding="utf-8"))
     return paths

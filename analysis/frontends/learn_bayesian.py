@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.engine.run_status import write_atomic
 from market.errors import InputError, check_int, check_positive
 from market.learning.distributions import ValueDistribution, make_distribution
 
@@ -343,7 +344,7 @@ def plot_bids(sc: Any, table: pd.DataFrame, path: Path) -> None:
     axes[0, 0].set_ylabel("bid b(v)")
     fig.suptitle(f"{sc.name}: learned bids vs BNE")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
 
 

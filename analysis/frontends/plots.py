@@ -25,6 +25,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from analysis.engine.run_status import write_atomic
 from analysis.engine.stats import gain_summary, paired_gains
 
 __all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "tenant_styles", "MEASURE_LABELS", "MEASURE_NAMES"]
@@ -157,7 +158,7 @@ def plot_throughput(
         handles = [Line2D([], [], color=c, linestyle=st, linewidth=1.6) for c, st in (styles[t] for t in tenants)]
         fig.legend(handles, tenants, title="tenant", loc="outside right upper", ncols=legend_cols, frameon=False)
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    write_atomic(out, lambda p: fig.savefig(p, dpi=110))
     return out
 
 
@@ -183,7 +184,7 @@ def plot_jct_cdf(frame: pd.DataFrame, path: str | Path, variant: str = "truthful
     ax.set_ylabel("fraction of jobs")
     ax.set_title(f"JCT distribution ({variant})")
     out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
+    write_atomic(out, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))
     return out
 
 
@@ -247,5 +248,5 @@ def plot_lying_gain(
     fig.suptitle(f"Deviator's true {measure} throughput while active and mean JCT, lying vs truthful "
                  f"(paired by seed, mean and 95% CI, n={n})")  # fmt: skip
     out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
+    write_atomic(out, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))
     return out

@@ -186,17 +186,20 @@ def write_report(
     errors: Sequence[tuple[str, str]] = (),
     sections: Sequence[str] = (),
 ) -> Path:
-    """Write :func:`render_report` to ``path`` (UTF-8) and return it."""
-    p = Path(path)
-    p.write_text(render_report(meta, frame, deviators, plots, errors, sections), encoding="utf-8")
-    return p
+    """Write :func:`render_report` to ``path`` (UTF-8, whole or not at all:
+    :func:`analysis.engine.run_status.write_atomic`) and return it."""
+    from analysis.engine.run_status import write_atomic
+
+    text = render_report(meta, frame, deviators, plots, errors, sections)
+    return write_atomic(Path(path), lambda p: p.write_text(text, encoding="utf-8"))
 
 
-def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[list[Path], Path]:
+def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[list[Path], Path, pd.DataFrame]:
     """The report phase of ``marketsim run``: from ``exp`` (an :class:`analysis.engine.runner.Experiment`)
     and its written ``results`` (results.parquet), the figures (trace runs: ``jct_cdf.png`` and the trace
     section's ``utilisation.png``; otherwise ``throughput.png`` and, with lying variants,
-    ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path)``.
+    ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path, the rows the
+    report read)`` (the last for the printed per-policy table).
 
     Memory: the results file is never read whole. The trace section reads one run's records at a time
     (:func:`analysis.frontends.trace_report.trace_section`) and keeps per-run summaries; then the rows the
@@ -231,4 +234,4 @@ def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[l
         if (out / "utilisation.png").is_file():
             plots.append(out / "utilisation.png")
     report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors, sections)
-    return plots, report
+    return plots, report, frame

@@ -21,7 +21,7 @@ from analysis.engine.headlines import (
     headline_counts,
     headline_markdown,
 )
-from analysis.engine.run_status import guard
+from analysis.engine.run_status import guard, write_atomic, write_meta
 from analysis.engine.studies import (
     Lead,
     Study,
@@ -118,7 +118,7 @@ def _plot_panel(frame: pd.DataFrame, study: Study, pi: int, path: Path) -> Path:
     fixed = ", ".join(f"{k}={v}" for k, v in panel.fixed.items())
     fig.suptitle(f"{title}{f' ({fixed})' if fixed else ''}", y=1.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    write_atomic(path, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))  # whole or not at all
     plt.close(fig)
     return path
 
@@ -158,16 +158,16 @@ def write_headlines(result: StudyResult, table: pd.DataFrame, sens: pd.DataFrame
              "summary": out / "headlines_summary.json"}  # fmt: skip
     # a realisation column only where it means something: auction mechanisms output their own schedule
     csv = table if study.family == "fair-share" else table.drop(columns="realisation")
-    csv.to_csv(paths["headlines"], index=False)
+    write_atomic(paths["headlines"], lambda p: csv.to_csv(p, index=False))
     if not sens.empty:
         paths["sensitivity"] = out / "headlines_sensitivity.csv"
-        sens.to_csv(paths["sensitivity"], index=False)
+        write_atomic(paths["sensitivity"], lambda p: sens.to_csv(p, index=False))
     cells = [headline_cells(result.frame, h) for h in study.headlines]
-    pd.concat([c for c in cells if not c.empty] or [pd.DataFrame(columns=["id"])], ignore_index=True).to_csv(
-        paths["cells"], index=False)
+    every = pd.concat([c for c in cells if not c.empty] or [pd.DataFrame(columns=["id"])], ignore_index=True)
+    write_atomic(paths["cells"], lambda p: every.to_csv(p, index=False))
     summary = {"study": study.name, "rule": "analysis/engine/headlines.py", "csv": "headlines.csv",
                **headline_counts(table)}  # fmt: skip
-    paths["summary"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_atomic(paths["summary"], lambda p: p.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8"))
     return paths
 
 
@@ -190,22 +190,24 @@ def _per_cell_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
 
 
 def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write Parquet, meta, one PNG per panel and ``report.md``; returns the paths by role."""
+    """Write Parquet, one PNG per panel, ``report.md`` and ``meta.json`` last (each file whole or not
+    at all: :func:`analysis.engine.run_status.write_atomic`; under ``claim`` meta.json waits for the
+    end of the command: :func:`~analysis.engine.run_status.write_meta`); returns the paths by role."""
     out = Path(out_dir)
     guard(out)  # an earlier run there that this process does not hold is moved aside, never overwritten
     out.mkdir(parents=True, exist_ok=True)
     study = result.study
     paths: dict[str, Path] = {}
     paths["results"] = out / "results.parquet"
-    result.frame.to_parquet(paths["results"], index=False)
+    write_atomic(paths["results"], lambda p: result.frame.to_parquet(p, index=False))
     if not result.tenants.empty:
         paths["tenants"] = out / "tenants.parquet"
-        result.tenants.to_parquet(paths["tenants"], index=False)
-    paths["meta"] = out / "meta.json"
-    paths["meta"].write_text(json.dumps(result.meta(), indent=2, default=str) + "\n", encoding="utf-8")
+        write_atomic(paths["tenants"], lambda p: result.tenants.to_parquet(p, index=False))
+    paths["meta"] = out / "meta.json"  # written last, below
     if result.errors:
         paths["errors"] = out / "errors.txt"
-        paths["errors"].write_text("".join(f"{rid}: {msg}\n" for rid, msg in result.errors), encoding="utf-8")
+        text = "".join(f"{rid}: {msg}\n" for rid, msg in result.errors)
+        write_atomic(paths["errors"], lambda p: p.write_text(text, encoding="utf-8"))
     lines = [f"# {study.name}: reproduction study ({study.paper})", ""]
     table, sens = study_headlines(result.frame, study, seed=result.seed) if study.headlines else (None, None)
     if study.description:
@@ -238,7 +240,8 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
                   "", *_lead_markdown(lt, lead), ""]  # fmt: skip
     if lead_frames:
         paths["lead"] = out / "lead.csv"
-        pd.concat(lead_frames, ignore_index=True).to_csv(paths["lead"], index=False)
+        leads = pd.concat(lead_frames, ignore_index=True)
+        write_atomic(paths["lead"], lambda p: leads.to_csv(p, index=False))
     for pi, panel in enumerate(study.panels):
         lines += [f"## Panel {pi}: {panel.label or panel.x}", ""]
         if not result.frame.empty and (result.frame["panel"] == pi).any():
@@ -329,5 +332,7 @@ def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
         lines += ["### Claims that are not headlines, and why", "", "| the paper's claim | why no verdict |",
                   "|---|---|", *(f"| {a} | {b} |" for a, b in study.unmeasured), ""]  # fmt: skip
     paths["report"] = out / "report.md"
-    paths["report"].write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(paths["report"], lambda p: p.write_text("\n".join(lines), encoding="utf-8"))
+    # last: says what the files above hold (JSON-ready: ``default=str`` as the file writer had)
+    write_meta(out, json.loads(json.dumps(result.meta(), default=str)))
     return paths

@@ -487,6 +487,7 @@ def size_table(runs: Sequence[RunTrace]) -> pd.DataFrame:
 def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = "truthful") -> Path:
     """Daily utilisation (GPU-seconds used / the cluster's GPU-seconds of the day) and the daily
     time-averaged number of active jobs, one line per policy (mean over replications)."""
+    from analysis.engine.run_status import write_atomic
     from analysis.frontends.plots import _figure
 
     sel = [r for r in runs if r.variant == variant] or list(runs)
@@ -511,7 +512,7 @@ def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = 
     ax1.legend(fontsize=7, ncol=2)
     ax1.set_title(f"Utilisation over time ({variant})")
     out = Path(path)
-    fig.savefig(out, dpi=110, bbox_inches="tight")
+    write_atomic(out, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))  # whole or not at all
     return out
 
 
