@@ -147,6 +147,24 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+#: the longest dot product :func:`_dot` hands to BLAS at once (OpenBLAS splits a longer one over threads)
+DOT_CHUNK = 10_000
+
+
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """``x @ y`` of two 1-d float arrays, in chunks of at most :data:`DOT_CHUNK` entries summed in
+    order. Up to that length it is exactly ``x @ y``; beyond it OpenBLAS would split the product
+    over its threads, so the last bits would depend on the thread count (``OPENBLAS_NUM_THREADS``,
+    which Dask's workers set to 1) and waking the threads costs ~0.5 ms of CPU per call."""
+    n = x.size
+    if n <= DOT_CHUNK:
+        return float(x @ y)
+    out = 0.0
+    for i in range(0, n, DOT_CHUNK):
+        out += float(x[i : i + DOT_CHUNK] @ y[i : i + DOT_CHUNK])
+    return out
+
+
 def _empty(dtype: Any) -> np.ndarray:
     a = np.zeros(0, dtype=dtype)
     a.flags.writeable = False  # shared by every result: read-only
@@ -719,6 +737,8 @@ class TraceRounds:
 
     #: candidates of a type above which the lease ranks only the head of the queue (:meth:`_ranked`)
     PARTIAL_RANK_MIN = 512
+    #: the smallest block of candidates :meth:`_fill` takes at once
+    FILL_BLOCK_MIN = 64
 
     @classmethod
     def _ranked(cls, prio: np.ndarray, room: int) -> list[np.ndarray]:
@@ -800,8 +820,10 @@ class TraceRounds:
             return pos_out[0], np.full(pos_out[0].size, typ_out[0], dtype=np.int64)
         return np.concatenate(pos_out), np.repeat(np.asarray(typ_out, dtype=np.int64), [p.size for p in pos_out])
 
-    @staticmethod
-    def _fill(c: np.ndarray, prio: np.ndarray, pieces: list[np.ndarray], sizes: np.ndarray, room: int) -> np.ndarray:
+    @classmethod
+    def _fill(
+        cls, c: np.ndarray, prio: np.ndarray, pieces: list[np.ndarray], sizes: np.ndarray, room: int
+    ) -> np.ndarray:
         """Greedy over the candidates ``c`` in priority order (``pieces`` of :meth:`_ranked`, the
         third sorted here if reached): a job is taken if its GPUs fit in what is left, until
         nothing is left. Block by block, the longest prefix that fits is taken at once (a
@@ -811,7 +833,7 @@ class TraceRounds:
         for q, piece in enumerate(pieces):
             if q == 2:  # the rest of the queue, in the stable order
                 piece = piece[np.argsort(-prio[piece], kind="stable")]
-            block = max(2 * room, 64)
+            block = max(2 * room, cls.FILL_BLOCK_MIN)
             for b0 in range(0, piece.size, block):
                 cs = c[piece[b0 : b0 + block]]
                 g = sizes[cs]
@@ -977,7 +999,7 @@ class TraceRounds:
         if self._counts is None:  # recomputed only when the active set or the allocation changed
             rows = A.size if (self.per_job or self.native) else np.count_nonzero(np.bincount(self.klass[A]))
             # _est_job[j] = (alloc_est[j] * T[j]).sum(), set at each solve (0 before the job's first)
-            est = float(self._est_job[A] @ self._inv_unit[A])
+            est = _dot(self._est_job[A], self._inv_unit[A])
             self._counts = (int(np.count_nonzero(np.bincount(self.tenant[A]))), int(rows), est)
         res.active_tenants, res.active_rows, res.total_est = self._counts
         if jobs.size == 0:  # a class realisation left every GPU idle this round
