@@ -24,7 +24,8 @@ DATA = Path(__file__).parent / "data"
 
 def _small(name: str, jobs: int, gpus: tuple[int, ...] | None = None):  # noqa: ANN202 - a Scenario
     if name == "multigpu":  # Gavel's generated trace with 1-, 2-, 4- and 8-GPU jobs
-        data = {"policies": ["maxmin"], "replications": 1, "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [8, 8, 8]},
+        data = {"policies": ["maxmin"], "replications": 1,
+                "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [8, 8, 8]},
                 "workload": {"trace": str(DATA / "gavel_generated_multigpu_100.trace")}}  # fmt: skip
         s = parse_scenario(data, "mg")
     else:
@@ -77,7 +78,6 @@ def test_the_kept_lease_state_equals_a_rebuild_every_round(name: str, jobs: int,
     eng.step = checked
     model.run()
     assert eng.n_done == jobs
-    print(kept)
     assert kept["completions"] > 20 and kept["arrivals"] > 5, kept
 
 
@@ -120,7 +120,6 @@ def test_ranking_the_head_of_the_queue_leases_what_a_full_sort_leases(
     monkeypatch.setattr(TraceRounds, "_fill", classmethod(spying_fill))
     part = run(True)
     assert (full == part).all()
-    print(seen)
     assert seen["ties"] > 10
     if name == "multigpu":
         assert seen["rest"] > 0
