@@ -147,6 +147,24 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+#: the longest dot product :func:`_dot` hands to BLAS at once (OpenBLAS splits a longer one over threads)
+DOT_CHUNK = 10_000
+
+
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """``x @ y`` of two 1-d float arrays, in chunks of at most :data:`DOT_CHUNK` entries summed in
+    order. Up to that length it is exactly ``x @ y``; beyond it OpenBLAS would split the product
+    over its threads, so the last bits would depend on the thread count (``OPENBLAS_NUM_THREADS``,
+    which Dask's workers set to 1) and waking the threads costs ~0.5 ms of CPU per call."""
+    n = x.size
+    if n <= DOT_CHUNK:
+        return float(x @ y)
+    out = 0.0
+    for i in range(0, n, DOT_CHUNK):
+        out += float(x[i : i + DOT_CHUNK] @ y[i : i + DOT_CHUNK])
+    return out
+
+
 def _empty(dtype: Any) -> np.ndarray:
     a = np.zeros(0, dtype=dtype)
     a.flags.writeable = False  # shared by every result: read-only
@@ -370,7 +388,11 @@ class TraceRounds:
         #: allocation that ``est`` values (OEF spec §5.4) and the class realisers round
         self.alloc_est = np.zeros((n, k))
         self.has_alloc = np.zeros(n, dtype=bool)
-        self.job_time = np.zeros((n, k))  # Gavel's _job_time_so_far (s since the reset, per type)
+        #: each job's ``(alloc_est * T).sum()`` at the last solve it took part in (steps/s; for ``est``)
+        self._est_job = np.zeros(n)
+        self._inv_unit = 1.0 / self.unit
+        #: Gavel's _job_time_so_far (s since the reset, per type); column-major: the lease reads a type's column
+        self.job_time = np.zeros((n, k), order="F")
         self.worker_time = np.zeros(k)  # Gavel's _worker_time_so_far
         self.deficit = np.zeros((n, k))
         self.last_reset: float | None = None
@@ -469,10 +491,11 @@ class TraceRounds:
                     return False
         self.arrived_now.append(new)
         self.active = np.concatenate([self.active, new])
-        self._counts = self._lease_st = None
+        self._counts = None
         self.job_time[new] = self.dt / 2.0  # Gavel's add_job: every type starts at half a round
         self.deficit[new] = 0.0
         self.has_alloc[new] = False
+        self._lease_append(new)
         return True
 
     def _withdraw(self) -> bool:
@@ -482,8 +505,7 @@ class TraceRounds:
         if not out.any():
             return False
         self._withdrawn(self.active[out])
-        self.active = self.active[~out]
-        self._counts = self._lease_st = None
+        self._remove_active(~out)
         return True
 
     def _withdrawn(self, jobs: np.ndarray) -> None:
@@ -525,6 +547,7 @@ class TraceRounds:
         self.solves += 1
         self.solve_log.append((int(A.size), dt))
         self.alloc_est[A] = x
+        self._est_job[A] = (x * self.T[A]).sum(axis=1)
         tot = x.sum(axis=1)
         over = tot > 1.0
         if over.any():  # a job cannot run more than all of the time: the leases use the row scaled to 1
@@ -659,24 +682,81 @@ class TraceRounds:
         return out
 
     def _lease_state(self) -> tuple:
-        """What the lease needs of the active jobs that changes only when the active set or the
-        allocation does (cached like :attr:`_counts`), per GPU type (rows): ``(A, alloc, alloc *
-        1e9, may-lease mask, tie orders, GPUs per job, every job has 1 GPU)``. The tie order of
+        """What the lease needs of the active jobs, per GPU type (rows): ``(A, alloc, alloc * 1e9,
+        may-lease mask, tie orders, GPUs per job, every job has 1 GPU)``. Built at a solve (or
+        when dropped), then kept up to date as jobs arrive (:meth:`_lease_append`) and leave
+        (:meth:`_remove_active`) instead of being rebuilt over the whole queue. The tie order of
         type ``t`` (computed when ``t`` first needs ranking) lists the positions in ``A`` by
         (deficit, alloc) descending, ties in arrival order: the lease's order after the priority
-        (a stable sort by priority keeps it)."""
+        (a stable sort by priority keeps it). Deficits and allocations change only at a solve."""
         st = self._lease_st
         if st is None:
             A = self.active
-            a = np.ascontiguousarray(self.alloc[A].T)
-            TA = self.T[A].T
-            ok = (TA > 0) & self.has_alloc[A][None, :]
+            a2 = np.ascontiguousarray(self.alloc[A].T)
+            ok2 = (self.T[A].T > 0) & self.has_alloc[A][None, :]
             if self.policy in ALLOCATED_ONLY:  # not work-conserving, as Gavel's FIFO
-                ok &= a > 0
+                ok2 &= a2 > 0
+            # one 1-d array per type (compressing a row is cheaper than a column selection)
+            a = [a2[t].copy() for t in range(self.k)]
+            ok = [ok2[t].copy() for t in range(self.k)]
             ties: list[np.ndarray | None] = [None] * self.k  # filled when a type first needs ranking
             sizes = self.s[A]
-            st = self._lease_st = (A, a, a * 1e9, ok, ties, sizes, bool((sizes == 1).all()))
+            st = self._lease_st = (A, a, [x * 1e9 for x in a], ok, ties, sizes, bool((sizes == 1).all()))
         return st
+
+    def _lease_append(self, new: np.ndarray) -> None:
+        """The lease state after jobs ``new`` joined the end of :attr:`active`: they have no
+        allocation yet (not leasable until the next solve, which rebuilds the state), so they get
+        columns of zeros and stay out of the tie orders."""
+        st = self._lease_st
+        if st is None:
+            return
+        A, a, a9, ok, ties, sizes, unit = st
+        z = np.zeros(new.size)
+        f = np.zeros(new.size, dtype=bool)
+        sn = self.s[new]
+        self._lease_st = (np.concatenate([A, new]), [np.concatenate([x, z]) for x in a],
+                          [np.concatenate([x, z]) for x in a9], [np.concatenate([x, f]) for x in ok], ties,
+                          np.concatenate([sizes, sn]), unit and bool((sn == 1).all()))  # fmt: skip
+
+    def _remove_active(self, keep: np.ndarray) -> None:
+        """Drop the active jobs at the positions where ``keep`` is False (finished or withdrawn):
+        :attr:`active` and the lease state are compressed (the tie orders renumbered, their order
+        kept) instead of being rebuilt."""
+        self.active = self.active[keep]
+        self._counts = None
+        st = self._lease_st
+        if st is None:
+            return
+        A, a, a9, ok, ties, sizes, _ = st
+        newpos = np.cumsum(keep) - 1
+        ties = [None if c is None else newpos[c[keep[c]]] for c in ties]
+        sizes = sizes[keep]
+        self._lease_st = (A[keep], [x[keep] for x in a], [x[keep] for x in a9], [x[keep] for x in ok], ties, sizes,
+                          bool((sizes == 1).all()))  # fmt: skip
+
+    #: candidates of a type above which the lease ranks only the head of the queue (:meth:`_ranked`)
+    PARTIAL_RANK_MIN = 512
+    #: the smallest block of candidates :meth:`_fill` takes at once
+    FILL_BLOCK_MIN = 64
+
+    @classmethod
+    def _ranked(cls, prio: np.ndarray, room: int) -> list[np.ndarray]:
+        """``argsort(-prio, kind="stable")`` in pieces, concatenated: the entries above the
+        ``room``-th largest priority ``v`` (sorted), then those equal to ``v`` (in position order,
+        as a stable sort leaves them), then the rest (unsorted: :meth:`_fill` sorts it only if it
+        gets there). The first two hold at least ``room`` entries, so the lease rarely needs the
+        rest, and a long queue of tied waiting jobs costs a partition, not a sort."""
+        n = prio.size
+        if n < cls.PARTIAL_RANK_MIN or room >= n:
+            return [np.argsort(-prio, kind="stable")]
+        v = np.partition(prio, n - room)[n - room]  # the room-th largest
+        gt = np.flatnonzero(prio > v)
+        eq = np.flatnonzero(prio == v)
+        out = [gt[np.argsort(-prio[gt], kind="stable")], eq]
+        if gt.size + eq.size < n:
+            out.append(np.flatnonzero(prio < v))
+        return out
 
     def _lease(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gavel's priority-ordered greedy lease (module docstring, step 4): positions in
@@ -715,25 +795,20 @@ class TraceRounds:
                 # jobs since the reset; alloc * 1e9 at fraction 0). It is 0 where alloc = 0 (0 / x
                 # and 0 * 1e9), and a candidate has T > 0 (``ok``)
                 w = float(wt[t])
-                frac = self.job_time[A[c], t] / w if w > 0 else np.zeros(c.size)
+                frac = self.job_time[:, t][A[c]] / w if w > 0 else np.zeros(c.size)
+                at = a[t][c]
                 if frac.min() > 0:
-                    prio = a[t, c] / frac
+                    prio = at / frac
                 else:
                     pos = frac > 0
-                    prio = np.where(pos, a[t, c] / np.where(pos, frac, 1.0), a9[t, c])
+                    prio = np.where(pos, at / np.where(pos, frac, 1.0), a9[t][c])
                 # descending (priority, deficit, alloc), ties in arrival order
-                c = c[np.argsort(-prio, kind="stable")]
-                if unit:
-                    pick = c[:room]
+                pieces = self._ranked(prio, room)
+                if unit:  # the first two pieces hold >= room candidates
+                    head = pieces[0] if len(pieces) == 1 or pieces[0].size >= room else np.concatenate(pieces[:2])
+                    pick = c[head[:room]]
                 else:
-                    chosen = []
-                    for p, g in zip(c.tolist(), sizes[c].tolist(), strict=True):
-                        if g <= room:
-                            chosen.append(p)
-                            room -= g
-                            if room == 0:
-                                break
-                    pick = np.asarray(chosen, dtype=np.int64)
+                    pick = self._fill(c, prio, pieces, sizes, room)
             left[t] -= pick.size if unit else int(sizes[pick].sum())
             taken[pick] = True
             pos_out.append(pick)
@@ -744,6 +819,47 @@ class TraceRounds:
         if len(pos_out) == 1:
             return pos_out[0], np.full(pos_out[0].size, typ_out[0], dtype=np.int64)
         return np.concatenate(pos_out), np.repeat(np.asarray(typ_out, dtype=np.int64), [p.size for p in pos_out])
+
+    @classmethod
+    def _fill(
+        cls, c: np.ndarray, prio: np.ndarray, pieces: list[np.ndarray], sizes: np.ndarray, room: int
+    ) -> np.ndarray:
+        """Greedy over the candidates ``c`` in priority order (``pieces`` of :meth:`_ranked`, the
+        third sorted here if reached): a job is taken if its GPUs fit in what is left, until
+        nothing is left. Block by block, the longest prefix that fits is taken at once (a
+        cumulative sum); after it only jobs no larger than what is left can still be taken (the
+        room only shrinks)."""
+        chosen: list[np.ndarray] = []
+        for q, piece in enumerate(pieces):
+            if q == 2:  # the rest of the queue, in the stable order
+                piece = piece[np.argsort(-prio[piece], kind="stable")]
+            block = max(2 * room, cls.FILL_BLOCK_MIN)
+            for b0 in range(0, piece.size, block):
+                cs = c[piece[b0 : b0 + block]]
+                g = sizes[cs]
+                cum = np.cumsum(g)
+                n0 = int(np.searchsorted(cum, room, side="right"))  # the first n0 fit together
+                if n0:
+                    chosen.append(cs[:n0])
+                    room -= int(cum[n0 - 1])
+                if room > 0 and n0 < cs.size:
+                    later = np.flatnonzero(g[n0:] <= room) + n0
+                    more = []
+                    for i, gi in zip(later.tolist(), g[later].tolist(), strict=True):
+                        if gi <= room:
+                            more.append(i)
+                            room -= gi
+                            if room == 0:
+                                break
+                    if more:
+                        chosen.append(cs[more])
+                if room == 0:
+                    break
+            if room == 0:
+                break
+        if not chosen:
+            return np.zeros(0, dtype=np.int64)
+        return chosen[0] if len(chosen) == 1 else np.concatenate(chosen)
 
     # -- class realisations (step 3: OEF's rounding, Gandiva_fair's lottery) --------------------------
     def _realise_counts(self, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[int, tuple[tuple[int, int], ...]]]:
@@ -881,9 +997,10 @@ class TraceRounds:
         A = self.active
         res.active_jobs = int(A.size)
         if self._counts is None:  # recomputed only when the active set or the allocation changed
-            rows = A.size if (self.per_job or self.native) else np.unique(self.klass[A]).size
-            est = float((self.alloc_est[A] * self.T[A]).sum(axis=1) @ (1.0 / self.unit[A]))
-            self._counts = (int(np.unique(self.tenant[A]).size), int(rows), est)
+            rows = A.size if (self.per_job or self.native) else np.count_nonzero(np.bincount(self.klass[A]))
+            # _est_job[j] = (alloc_est[j] * T[j]).sum(), set at each solve (0 before the job's first)
+            est = _dot(self._est_job[A], self._inv_unit[A])
+            self._counts = (int(np.count_nonzero(np.bincount(self.tenant[A]))), int(rows), est)
         res.active_tenants, res.active_rows, res.total_est = self._counts
         if jobs.size == 0:  # a class realisation left every GPU idle this round
             res.length_s = self.dt
@@ -949,8 +1066,13 @@ class TraceRounds:
             res.finished_at = self.now + need[fin]
             self.done_at[f] = res.finished_at
             self.n_done += int(f.size)
-            self.active = A[~np.isin(A, f)]
-            self._counts = self._lease_st = None
+            keep = np.ones(A.size, dtype=bool)
+            at = np.searchsorted(A, f)  # the active jobs ascend (arrivals are in trace order)
+            if at.max() < A.size and (A[at] == f).all():
+                keep[at] = False
+            else:  # an active set not in ascending order (set by hand)
+                keep = ~np.isin(A, f)
+            self._remove_active(keep)
             self.need_realloc = True
         self.now += length
         self.rounds += 1

@@ -132,7 +132,10 @@ class TraceTenants:
         self.R = np.array(engine.R, dtype=float, copy=True) if self.strategic else engine.R
         # per-round caches and the record blocks
         self._key: tuple[int, int, int] | None = None
-        self._slot = np.full(engine.n, -1, dtype=np.int64)
+        self._tslot = np.zeros(0, dtype=np.int64)
+        #: per job: est, est_reported, alloc_gpus at the last solve (:meth:`_job_values`), and that solve
+        self._jval = np.zeros((engine.n, 3))
+        self._jver = np.full(engine.n, -1, dtype=np.int64)
         self._ut = np.zeros(0, dtype=np.int64)
         self._static = np.zeros((0, 4))
         #: recorded blocks: (round, tenant codes (n,), measures (n, 6)) per round
@@ -265,27 +268,19 @@ class TraceTenants:
         key = (eng.solves, eng.next_arrival, eng.n_done + eng.n_gone - int(res.finished.size))
         if key != self._key:  # the active set or the allocation changed
             self._key = key
-            ut, inv = np.unique(self.code[A], return_inverse=True)
-            inv = inv.ravel()
+            jv = self._job_values(A)
+            code = self.code[A]
+            nt = self.names.size
+            cnt = np.bincount(code, minlength=nt)
+            ut = np.flatnonzero(cnt)  # the tenants with an active job, ascending
             self._ut = ut
-            self._slot[A] = inv
-            x = eng.alloc_est[A]
-            unit = eng.unit[A]
-            est = (x * eng.T[A]).sum(axis=1) / unit
-            R = self.R[A]
-            unit_r = R[np.arange(A.size), self.ref[A]] / eng.s[A]
-            est_r = (x * R).sum(axis=1) / unit_r
-            n = ut.size
+            self._tslot = np.cumsum(cnt > 0) - 1  # tenant code -> its row
+            # per tenant the jobs' values summed in the order of A (as a bincount over row numbers)
             self._static = np.column_stack(
-                [
-                    np.bincount(inv, est, minlength=n),
-                    np.bincount(inv, est_r, minlength=n),
-                    np.bincount(inv, x.sum(axis=1) * eng.s[A], minlength=n),
-                    np.bincount(inv, minlength=n).astype(float),
-                ]
+                [np.bincount(code, jv[:, q], minlength=nt)[ut] for q in range(3)] + [cnt[ut].astype(float)]
             )
         n = self._ut.size
-        slot = self._slot[res.leased]
+        slot = self._tslot[self.code[res.leased]]
         act = np.zeros(n)
         if res.length_s > 0 and res.leased.size:
             act = np.bincount(slot, res.done_steps / eng.unit[res.leased], minlength=n) / res.length_s
@@ -309,6 +304,22 @@ class TraceTenants:
                 else:
                     a.est = a.est_reported = a.act = a.alloc_gpus = 0.0
                     a.gpus = a.runnable_jobs = 0
+
+    def _job_values(self, A: np.ndarray) -> np.ndarray:
+        """Per active job (|A|, 3): its ``est``, ``est_reported`` and ``alloc_gpus`` (module
+        docstring). Each is a function of the job's allocation and reports at the last solve, so
+        it is computed once per job and solve (:attr:`TraceRounds.solves`) and kept."""
+        eng = self.engine
+        stale = A[self._jver[A] != eng.solves]
+        if stale.size:
+            x = eng.alloc_est[stale]
+            est = (x * eng.T[stale]).sum(axis=1) / eng.unit[stale]
+            R = self.R[stale]
+            unit_r = R[np.arange(stale.size), self.ref[stale]] / eng.s[stale]
+            est_r = (x * R).sum(axis=1) / unit_r
+            self._jval[stale] = np.column_stack([est, est_r, x.sum(axis=1) * eng.s[stale]])
+            self._jver[stale] = eng.solves
+        return self._jval[A]
 
     def take_blocks(self) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """The recorded blocks, forgotten here (the model drains them)."""
