@@ -113,7 +113,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"marketsim {version('marketsim')}\n"
+    assert capsys.readouterr().out == f"marketsim {version('marketsim-cluster')}\n"
 
 
 def test_help_imports_no_heavy_module() -> None:

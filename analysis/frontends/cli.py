@@ -47,6 +47,8 @@ except KeyboardInterrupt:
 __all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
 
 PROG = "marketsim"
+# the distribution (pyproject [project] name; `marketsim` on the package index is an unrelated project)
+DISTRIBUTION = "marketsim-cluster"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -970,7 +972,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
     except ImportError as exc:  # solara / altair missing: the extra is optional
         print(
             f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
-            "install it with: pip install 'marketsim[viz]' (in a clone: pip install -e '.[viz]')",
+            "install it with: pip install 'marketsim-cluster[viz]' (in a clone: pip install -e '.[viz]')",
             file=sys.stderr,
         )
         return 2
@@ -988,12 +990,12 @@ def cmd_gavel_sim(args: argparse.Namespace) -> int:
 
 
 def package_version() -> str:
-    """The installed ``marketsim`` distribution's version (``importlib.metadata``), or ``"unknown"``
+    """The installed ``marketsim-cluster`` distribution's version (``importlib.metadata``), or ``"unknown"``
     when the package runs from a source tree that was never installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("marketsim")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
 
@@ -1156,7 +1158,7 @@ def build_parser() -> argparse.ArgumentParser:
         "lie factor on the fast GPU types and a seed; step or play the rounds and watch the allocation, true vs "
         "reported throughput, the liar's gain against a truthful twin and the topology. An auction study serves "
         "the auction page (admission timeline, prices and payments, the liar's paired gain, resources). "
-        "Needs: pip install 'marketsim[viz]'.",
+        "Needs: pip install 'marketsim-cluster[viz]'.",
     )
     vz.add_argument(
         "scenario", nargs="?", default="default", help="embedded fair-share scenario or auction study, or a TOML path"
