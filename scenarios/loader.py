@@ -414,6 +414,29 @@ class Scenario:
         """``truthful`` followed by the lying variants."""
         return (TRUTHFUL, *(v.name for v in self.variants))
 
+    def with_policies(self, policies: Sequence[str], field: str = "--policies") -> Scenario:
+        """This scenario comparing ``policies`` instead of its own list: any registered fair-share
+        mechanism (a plugin's too), validated as the ``policies`` key is (unknown or repeated names
+        raise :class:`InputError` naming ``field``; with a trace, every job must be runnable under
+        every policy). Its workload, seeds and variants are unchanged (common random numbers)."""
+        pols = tuple(policies)
+        if not pols:
+            raise InputError(field, list(pols), f"names no policy; choose from {mechanism_names('fair-share')}")
+        known = mechanism_names("fair-share")
+        for p in pols:
+            if p not in known:
+                raise InputError(field, p, f"is not a registered fair-share policy; known: {known}")
+        if len(set(pols)) != len(pols):
+            raise InputError(field, list(pols), "must not repeat a policy")
+        new = replace(self, policies=pols)
+        if self.workload.trace is not None:
+            tw, built = new.trace_workload(), self.cluster.build()
+            for p in pols:
+                if p not in self.policies:
+                    ModelConfig(built, (), policy=p, rounds=1, trace=tw, placement=self.placement or "ideal",
+                                kappa=self.kappa, realisation=self.realisation)  # fmt: skip
+        return new
+
     def tenant_ids(self, seed: int | None = None) -> list[str]:
         """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically; of a trace scenario:
         its tenants' names in order of their first job (``seed``: the trace's, default the

@@ -408,13 +408,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_study(args)
     scenario = load_scenario(args.scenario)
     policies = None
-    if args.policies is not None:
+    if args.policies is not None:  # any registered fair-share policy, a plugin's too (not only the scenario's)
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-        if not policies:
-            raise InputError("--policies", args.policies, f"names no policy; choose from {list(scenario.policies)}")
-        for p in policies:
-            if p not in scenario.policies:
-                raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
+        scenario = scenario.with_policies(policies)
     from analysis.engine.runner import MAX_RUNS
 
     reps = scenario.replications if args.reps is None else args.reps
@@ -1033,7 +1029,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
     run.add_argument("--seed", type=int, default=None, help="experiment seed (default: the scenario's)")
     run.add_argument("--out", default=None, help="output directory (default: ./results/<scenario>)")
-    run.add_argument("--policies", default=None, help="comma-separated subset of the scenario's policies")
+    run.add_argument("--policies", default=None,
+                     help="comma-separated fair-share policies to compare instead of the scenario's own: any "
+                     "registered one, a plugin's too (`marketsim list`); a study: a subset of its mechanisms")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--check", action="store_true",
                      help="validate the scenario and print its workload (jobs, span, offered load, tenants, job "
