@@ -226,6 +226,22 @@ def test_markers_that_github_would_mangle_are_refused(repo: Path) -> None:
     assert F.render(literal, "q", strip=True, root=repo) == (literal, [], [])
 
 
+def test_nofig_tags_that_open_a_line_of_text_are_refused() -> None:
+    """A ``<!--nofig-->`` tag before text at the start of a line turns the line into raw HTML on GitHub
+    (an HTML comment can interrupt a paragraph); alone on its line (around a table) it is a block."""
+    text = (
+        "a paragraph\n"
+        "  <!--nofig input-->1e-7<!--/nofig--> GPUs\n"  # opens a continuation line
+        "and 1% of <!--nofig input-->f<!--/nofig-->\n"  # inside the line: fine
+        "\n<!--nofig example-->\n\n| x |\n|---|\n| 1.5 |\n\n<!--/nofig-->\n"  # blocks of their own: fine
+        "* <!--nofig input-->2.5<!--/nofig--> s\n"  # opens a list item
+        "`<!--nofig x-->1.0<!--/nofig-->` in code\n"  # literal
+    )
+    errors = F.parse(text, "p.md")[1]
+    assert [e.split(":")[1] for e in errors] == ["2", "12"], errors
+    assert all("a nofig tag opens a line of text" in e for e in errors)
+
+
 def test_write_joins_continuation_lines_that_open_with_a_marker() -> None:
     text = (
         "A paragraph of\n  <!--fig a b-->1<!--/fig-->x and\n<!--fig a b-->2<!--/fig--> more.\n\n"
@@ -263,6 +279,19 @@ def test_write_command_refreshes_a_stale_figure(repo: Path) -> None:
     assert F.main(["--write", str(page)], root=repo) == 0
     assert F.main(["--check", str(page)], root=repo) == 0  # no git checkout here: commits are not checked
     assert page.read_text() == "Median <!--fig speed.json median(pairs.ratio):.1f-->13.5<!--/fig-->x.\n"
+
+
+def test_scan_command_skips_pending_pages_only_when_no_page_is_named(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = repo / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text("It took 4.5 s.\n")
+    (repo / "README.md").write_text("Nothing measured.\n")
+    monkeypatch.setattr(F, "PENDING", frozenset({"docs/p.md"}))
+    assert F.main(["--scan"], root=repo) == 0  # the pending page is left out of the whole-repository scan
+    assert F.main(["--scan", str(page)], root=repo) == 1  # but a page named on the command line is scanned
+    assert "docs/p.md:1: '4.5 s'" in capsys.readouterr().err
 
 
 def test_eval_prints_the_value_and_the_marker(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
