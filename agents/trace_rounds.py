@@ -587,7 +587,7 @@ class TraceRounds:
                 x = self._mean_ties(np.column_stack([T, s, w]), x)
             row, nrows = np.arange(A.size), A.size
         elif self.per_job:
-            alloc = self.mechanism.fn(T, m, weights=pw, caps=s.astype(float))
+            alloc = self.mechanism.fn(T, m, weights=pw, caps=s.astype(float) if self.mechanism.caps else None)
             X = np.asarray(alloc.X, dtype=float)
             if self._ties:
                 X = self._break_ties(np.column_stack([T / T[:, :1], s, pw]), X, lambda r: self._job_ident(A[r]))
@@ -601,7 +601,7 @@ class TraceRounds:
             _, cinv, ccnt = np.unique(ct, return_inverse=True, return_counts=True)
             cw = 1.0 / ccnt[cinv.ravel()] if self.tw is None else self.tw[ct] / ccnt[cinv.ravel()]
             Tc = T[first]
-            alloc = self.mechanism.fn(Tc, m, weights=cw, caps=caps)
+            alloc = self.mechanism.fn(Tc, m, weights=cw, caps=caps if self.mechanism.caps else None)
             X = np.asarray(alloc.X, dtype=float)
             if self._ties:
                 X = self._break_ties(

@@ -169,7 +169,7 @@ def plugins() -> dict[str, Plugin]:
         raise InputError(
             "plugins",
             GROUP,
-            "no marketsim plugins are installed: install marketsim itself (`pip install marketsim`, in a clone "
+            "no marketsim plugins are installed: install marketsim itself (`pip install marketsim-cluster`, in a clone "
             "`pip install -e .` or `.ci/setup`) "
             "so its entry points are registered",
         )

@@ -33,7 +33,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class IncentiveChecks:
-    """The :mod:`market.testing` assertions with a fixed search ``budget``."""
+    """What the ``incentive`` fixture gives a test: the :mod:`market.testing` assertions, with this
+    run's misreport-search ``budget`` (``--marketsim-budget``) as the default of
+    :meth:`assert_strategyproof`.
+
+    Attributes: ``budget`` (``"fast"``, ``"default"`` or ``"thorough"``), ``IncentiveViolation``
+    (the exception every assertion raises). Also forwarded unchanged from :mod:`market.testing`:
+    ``assert_envy_free``, ``assert_sharing_incentive``, ``assert_individually_rational``,
+    ``assert_budget_balanced``, ``assert_no_counterexample``, ``auction_instance``,
+    ``FairShareInstance`` and ``AuctionInstance``.
+    """
 
     def __init__(self, budget: str) -> None:
         import market.testing as mt
@@ -43,7 +52,12 @@ class IncentiveChecks:
         self.IncentiveViolation = mt.IncentiveViolation
 
     def assert_strategyproof(self, mechanism: str | Callable[..., Any], instances: Any, **kw: Any) -> Any:
-        """:func:`market.testing.assert_strategyproof` with this run's budget (overridable)."""
+        """:func:`market.testing.assert_strategyproof` with this run's budget (a ``budget=`` keyword
+        overrides it). ``mechanism``: a registered name or a fair-share callable; ``instances``: an
+        iterable of ``(W, m)`` pairs, :class:`market.testing.FairShareInstance` or
+        :class:`market.testing.AuctionInstance`; ``kw``: ``dims`` (``["weight"]`` searches the
+        weight), ``direction``, ``rel_tol``, ``agents``, ``seed``. Returns every audit result;
+        raises ``IncentiveViolation`` naming the lie and the gain."""
         __tracebackhide__ = True  # pytest: show the violation, not this library's source
         kw.setdefault("budget", self.budget)
         return self._mt.assert_strategyproof(mechanism, instances, **kw)
@@ -57,8 +71,12 @@ class IncentiveChecks:
 @pytest.fixture(scope="session")
 def incentive(request: pytest.FixtureRequest) -> IncentiveChecks:
     """Incentive-property assertions (strategy-proofness, IR, envy-freeness, sharing incentive,
-    budget balance) using ``--marketsim-budget``. Session-scoped and stateless, so it can be used
-    in hypothesis ``@given`` tests."""
+    budget balance) using ``--marketsim-budget``: an :class:`IncentiveChecks`. Session-scoped and
+    stateless, so it can be used in hypothesis ``@given`` tests::
+
+        def test_my_rule_is_strategyproof(incentive):
+            incentive.assert_strategyproof("my-rule", [([[1, 2], [1, 5]], [1, 1])])
+    """
     return IncentiveChecks(request.config.getoption("--marketsim-budget"))
 
 

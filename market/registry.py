@@ -9,7 +9,9 @@ Families:
 
 * ``"fair-share"``: ``fn(W, m, *, weights=None, caps=None, **options) -> market.allocation.Allocation``
   where ``W`` (n x k) are reported speedups (column 0 = slowest type), ``m`` (k,) GPUs per type,
-  ``weights`` (n,) priorities > 0 and ``caps`` (n,) most GPUs a row can use at once.
+  ``weights`` (n,) priorities > 0 and ``caps`` (n,) most GPUs a row can use at once. A mechanism
+  that does not implement caps is registered with ``caps=False``: the round engine (every
+  ``marketsim run``, the live page) then calls it without them and caps its rows itself.
 * ``"auction"``: online / batch posted-price mechanisms (see each mechanism's module).
 """
 
@@ -31,7 +33,8 @@ _REGISTRY: dict[str, MechanismInfo] = {}
 @dataclass(frozen=True)
 class MechanismInfo:
     """A registered mechanism: stable ``name``, ``family``, callable ``fn``, one-line ``summary``,
-    source ``paper`` key (e.g. ``"oef"``) and whether the paper claims it is strategy-proof."""
+    source ``paper`` key (e.g. ``"oef"``), whether the paper claims it is strategy-proof and
+    (fair-share) whether ``fn`` implements row ``caps`` (see :func:`register`)."""
 
     name: str
     family: str
@@ -41,6 +44,7 @@ class MechanismInfo:
     claims_truthful: bool = False
     screen: Callable[..., Any] | None = None
     plugin: str = ""
+    caps: bool = True
 
 
 def register(
@@ -50,6 +54,7 @@ def register(
     paper: str = "",
     claims_truthful: bool = False,
     screen: Callable[..., Any] | None = None,
+    caps: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``fn`` under ``name`` (names are unique).
 
@@ -58,6 +63,15 @@ def register(
     resolver's ``allocation(agent, row) -> X`` (n, k) must equal ``fn`` with ``agent``'s row replaced
     by ``row``. The auditor screens with it and confirms every family's best with ``fn``.
 
+    ``caps`` (fair-share only): ``True`` (default) when ``fn`` implements the row caps ``caps=``
+    (most GPUs a row can use at once: a class's or a job's GPU count). The round engine of
+    ``marketsim run`` and ``marketsim viz`` always has caps; it passes them only to mechanisms
+    registered with ``caps=True``. With ``caps=False`` it calls ``fn`` without caps and a row's
+    share beyond what its jobs can use stays idle that round (a job's time fractions are scaled to
+    sum to at most 1). Callers given caps by the user (``FairShareTarget(caps=...)``, a
+    ``market.testing`` instance with caps) still pass them, so ``fn`` should reject caps it does not
+    implement with an :class:`InputError`.
+
     Names are unique across families. When a plugin's module (imported by :mod:`market.plugins`)
     registers a name that is already taken, the mechanism is NOT registered: the clash is warned
     about and listed by :func:`market.plugins.clashes` (marketsim's own modules are imported first,
@@ -65,6 +79,8 @@ def register(
     :class:`InputError`."""
     if family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
+    if not isinstance(caps, bool):
+        raise InputError("caps", caps, "must be True or False (does fn implement row caps?)")
     from market import plugins
 
     owner = plugins.importing() or ""
@@ -80,7 +96,7 @@ def register(
                 )  # fmt: skip
                 return fn
             raise InputError("mechanism name", name, f"is already registered ({old.family}, paper {old.paper!r})")
-        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful, screen, owner)
+        _REGISTRY[name] = MechanismInfo(name, family, fn, summary, paper, claims_truthful, screen, owner, caps)
         return fn
 
     return deco

@@ -115,6 +115,14 @@ PHILLY_SALT = 0x7A11
 MAX_TRACE_JOBS = 1_000_000
 MAX_TRACE_SECONDS = 1e9
 MAX_TOTAL_STEPS = 1e12
+#: GPUs one job may ask for (``scale_factor``, ``num_gpus``): the scenario limit on a cluster's GPUs
+MAX_JOB_GPUS = 1_000_000
+#: range of a job's priority weight (``priority_weight``, ``priority``): weights far apart make the
+#: policies' LPs ill-conditioned (1e-308 underflowed in them, 1e308 overflowed)
+PRIORITY_RANGE = (1e-6, 1e6)
+#: size of a trace file on disk (plain or gzip), checked before it is opened: 1,000,000 jobs of the
+#: packaged formats take under 100 MB (the full Philly CSV: 3.4 MB for 117,325 jobs)
+MAX_TRACE_BYTES = 256 * 2**20
 
 _GAVEL_COLUMNS = (
     "job_type",
@@ -286,11 +294,40 @@ def _int(where: str, text: str) -> int:
     return int(x)
 
 
+def _gpus(where: str, text: str) -> int:
+    """A job's GPU count: an integer in 1 .. :data:`MAX_JOB_GPUS` (checked before any int64 array)."""
+    g = _int(where, text)
+    if g < 1:
+        raise InputError(where, text, "must be >= 1")
+    if g > MAX_JOB_GPUS:
+        raise InputError(where, text, f"must be at most {MAX_JOB_GPUS:,} GPUs (size limit)")
+    return g
+
+
+def _priority(where: str, text: str) -> float:
+    """A job's priority weight in :data:`PRIORITY_RANGE`."""
+    w = check_finite(where, text)
+    if w <= 0:
+        raise InputError(where, text, "must be > 0")
+    lo, hi = PRIORITY_RANGE
+    if not lo <= w <= hi:
+        raise InputError(where, text, f"must be between {lo:g} and {hi:g} (the policies' LPs need comparable weights)")
+    return w
+
+
+def _check_size(p: Path) -> None:
+    """Refuse a trace file over :data:`MAX_TRACE_BYTES` before reading it."""
+    size = p.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise InputError("trace", str(p), f"is {size:,} bytes; at most {MAX_TRACE_BYTES:,} (size limit)")
+
+
 def read_gavel_trace(path: str | Path) -> Trace:
     """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column."""
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
+    _check_size(p)
     types, steps, scale, prio, arr = [], [], [], [], []
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
@@ -306,8 +343,8 @@ def read_gavel_trace(path: str | Path) -> Trace:
         if not f[0].strip():
             raise InputError(f"{where} column 'job_type'", f[0], "must not be empty")
         t = _int(f"{where} column 'total_steps'", f[5])
-        s = _int(f"{where} column 'scale_factor'", f[6])
-        w = check_finite(f"{where} column 'priority_weight'", f[7])
+        s = _gpus(f"{where} column 'scale_factor'", f[6])
+        w = _priority(f"{where} column 'priority_weight'", f[7])
         a = check_finite(f"{where} column 'arrival_time'", f[9])
         if t <= 0:
             raise InputError(f"{where} column 'total_steps'", f[5], "must be > 0")
@@ -375,8 +412,13 @@ def _philly_fast(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
         header = next(reader, None)
         if header is None or any(c not in header for c in _PHILLY_COLUMNS):
             return None
-        rows = [r for r in reader if r]  # blank lines are skipped, as csv.DictReader does
-    if not rows or len(rows) > MAX_TRACE_JOBS or any(len(r) != len(header) for r in rows):
+        rows = []
+        for r in reader:
+            if r:  # blank lines are skipped, as csv.DictReader does
+                rows.append(r)
+                if len(rows) > MAX_TRACE_JOBS:  # the row-by-row reader names the limit
+                    return None
+    if not rows or any(len(r) != len(header) for r in rows):
         return None
     cols = list(zip(*rows, strict=True))
     ts_s, d_s, g_s, u_s = (cols[header.index(c)] for c in _PHILLY_COLUMNS)
@@ -392,7 +434,7 @@ def _philly_fast(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     except ValueError:
         return None
     if (np.isnat(stamp).any() or not (np.isfinite(d) & (d > 0) & (d <= MAX_TRACE_SECONDS)).all()
-            or not (np.isfinite(g) & (g >= 1) & (g == np.floor(g))).all()):  # fmt: skip
+            or not (np.isfinite(g) & (g >= 1) & (g <= MAX_JOB_GPUS) & (g == np.floor(g))).all()):  # fmt: skip
         return None
     # strptime and datetime64 agree on a well-formed YYYY-MM-DD HH:MM:SS; check the round trip
     if not (np.datetime_as_string(stamp, unit="s") == np.char.replace(ts_a, " ", "T", count=1)).all():
@@ -411,6 +453,7 @@ def read_philly_csv(path: str | Path) -> Trace:
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
+    _check_size(p)
     try:
         fast = _philly_fast(p)
         if fast is None:
@@ -419,6 +462,8 @@ def read_philly_csv(path: str | Path) -> Trace:
         raise InputError("trace", str(p), f"is not UTF-8 text ({exc.reason})") from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise InputError("trace", str(p), f"is not a readable gzip file ({exc})") from None
+    except csv.Error as exc:  # e.g. a field over the csv module's 131,072-character limit
+        raise InputError("trace", str(p), f"is not a readable CSV file ({exc})") from None
     ts, dur, gpus, users = fast
     order = np.argsort(ts, kind="stable")  # ties keep file order
     t0 = float(ts[order[0]])
@@ -458,7 +503,7 @@ def _philly_rows(p: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
                 raise InputError(f"{where} column 'timestamp'", r["timestamp"], reason) from None
             ts = stamp.replace(tzinfo=UTC).timestamp()  # wall clock as given: no DST shifts
             d = check_finite(f"{where} column 'duration'", r["duration"] or "")
-            g = _int(f"{where} column 'num_gpus'", r["num_gpus"] or "")
+            g = _gpus(f"{where} column 'num_gpus'", r["num_gpus"] or "")
             if d <= 0:
                 raise InputError(f"{where} column 'duration'", r["duration"], "must be > 0")
             if d > MAX_TRACE_SECONDS:
@@ -505,6 +550,7 @@ def read_generic_csv(path: str | Path) -> Trace:
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
+    _check_size(p)
     try:
         with open_text(p) as fh:
             reader = csv.DictReader(fh)
@@ -537,9 +583,7 @@ def read_generic_csv(path: str | Path) -> Trace:
                 if a > MAX_TRACE_SECONDS:
                     why = f"must be at most {MAX_TRACE_SECONDS:.0e} s (size limit)"
                     raise InputError(f"{where} column 'arrival_s'", vals["arrival_s"], why)
-                g = _int(f"{where} column 'num_gpus'", vals["num_gpus"])
-                if g < 1:
-                    raise InputError(f"{where} column 'num_gpus'", vals["num_gpus"], "must be >= 1")
+                g = _gpus(f"{where} column 'num_gpus'", vals["num_gpus"])
                 col = "duration_s" if has_d else "total_steps"
                 x = check_finite(f"{where} column '{col}'", vals[col])
                 if x <= 0:
@@ -551,9 +595,7 @@ def read_generic_csv(path: str | Path) -> Trace:
                     raise InputError(f"{where} column 'job_type'", r["job_type"], "must not be empty")
                 w = 1.0
                 if has_w and vals["priority"]:
-                    w = check_finite(f"{where} column 'priority'", vals["priority"])
-                    if w <= 0:
-                        raise InputError(f"{where} column 'priority'", vals["priority"], "must be > 0")
+                    w = _priority(f"{where} column 'priority'", vals["priority"])
                 jid = vals["job_id"] if has_id else ""
                 if has_id:
                     if not jid:

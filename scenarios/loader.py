@@ -140,6 +140,11 @@ MAX_GPUS = 1_000_000
 MIN_ROUND_SECONDS = 1.0
 MAX_ROUND_SECONDS = 86_400.0
 MAX_ROUNDS = 10_000_000
+#: range of a lying variant's report factors (``factors``, ``factor``, ``vector``, hedge ``low`` / ``high``):
+#: beyond it a report is no longer a misreport of a speedup but a float overflow (1e308) or underflow
+FACTOR_RANGE = (1e-6, 1e6)
+#: most report vectors a hedge tenant learns over (``points``; the learn command's grid limit)
+MAX_HEDGE_POINTS = 10_000
 
 # ---------------------------------------------------------------------------------------------------
 # typed getters that name the offending key
@@ -413,6 +418,29 @@ class Scenario:
     def variant_names(self) -> tuple[str, ...]:
         """``truthful`` followed by the lying variants."""
         return (TRUTHFUL, *(v.name for v in self.variants))
+
+    def with_policies(self, policies: Sequence[str], field: str = "--policies") -> Scenario:
+        """This scenario comparing ``policies`` instead of its own list: any registered fair-share
+        mechanism (a plugin's too), validated as the ``policies`` key is (unknown or repeated names
+        raise :class:`InputError` naming ``field``; with a trace, every job must be runnable under
+        every policy). Its workload, seeds and variants are unchanged (common random numbers)."""
+        pols = tuple(policies)
+        if not pols:
+            raise InputError(field, list(pols), f"names no policy; choose from {mechanism_names('fair-share')}")
+        known = mechanism_names("fair-share")
+        for p in pols:
+            if p not in known:
+                raise InputError(field, p, f"is not a registered fair-share policy; known: {known}")
+        if len(set(pols)) != len(pols):
+            raise InputError(field, list(pols), "must not repeat a policy")
+        new = replace(self, policies=pols)
+        if self.workload.trace is not None:
+            tw, built = new.trace_workload(), self.cluster.build()
+            for p in pols:
+                if p not in self.policies:
+                    ModelConfig(built, (), policy=p, rounds=1, trace=tw, placement=self.placement or "ideal",
+                                kappa=self.kappa, realisation=self.realisation)  # fmt: skip
+        return new
 
     def tenant_ids(self, seed: int | None = None) -> list[str]:
         """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically; of a trace scenario:
@@ -721,6 +749,15 @@ def _cached_trace_at(
 # parsing
 
 
+def _factor(key: str, v: Any) -> float:
+    """A report factor > 0 within :data:`FACTOR_RANGE`."""
+    f = _number(key, v, positive=True)
+    lo, hi = FACTOR_RANGE
+    if not lo <= f <= hi:
+        raise InputError(key, v, f"must be between {lo:g} and {hi:g} (size limit)")
+    return f
+
+
 def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
     kind = t.string("strategy", required=True)
     job_types = t.array("job_types")
@@ -736,16 +773,16 @@ def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
         for name, f in factors.items():
             if name not in gpu_types:
                 raise InputError(f"{t.key('factors')}.{name}", f, f"names no GPU type of the cluster {list(gpu_types)}")
-            idx[gpu_types.index(name)] = _number(f"{t.key('factors')}.{name}", f, positive=True)
+            idx[gpu_types.index(name)] = _factor(f"{t.key('factors')}.{name}", f)
         return ScaleDims(idx, job_types=jts)
     if kind == "fast":
         f = t.number("factor", positive=True)
         if f is None:
             return _need(t, "factor")
-        return ScaleDims.fast(f, k, job_types=jts)
+        return ScaleDims.fast(_factor(t.key("factor"), f), k, job_types=jts)
     if kind == "report":
         vec = t.array("vector", required=True)
-        v = _numbers(t.key("vector"), vec or [], positive=True)
+        v = tuple(_factor(f"{t.key('vector')}[{i}]", x) for i, x in enumerate(vec or []))
         if len(v) != k:
             raise InputError(t.key("vector"), vec, f"must have one entry per GPU type ({k})")
         return ReportVector(v, job_types=jts)
@@ -762,13 +799,30 @@ def _strategy(t: _Table, gpu_types: Sequence[str]) -> Strategy:
             raw = t.raw(key)
             if raw is None:
                 continue
-            kw[key] = raw if key == "points" and isinstance(raw, int) else _number(t.key(key), raw, positive=pos)
+            if key == "points" and isinstance(raw, int) and not isinstance(raw, bool):
+                kw[key] = raw
+            elif key in ("low", "high"):
+                kw[key] = _factor(t.key(key), raw)
+            else:
+                kw[key] = _number(t.key(key), raw, positive=pos)
         if "points" in kw and not isinstance(kw["points"], int):
             raise InputError(t.key("points"), kw["points"], "must be an integer >= 2")
+        if "points" in kw and kw["points"] > MAX_HEDGE_POINTS:
+            raise InputError(t.key("points"), kw["points"], f"must be at most {MAX_HEDGE_POINTS:,} (size limit)")
         return HedgeLearner(**kw)
     raise InputError(
         t.key("strategy"), kind, "must be one of ['truthful', 'scale', 'fast', 'report', 'noise', 'hedge']"
     )
+
+
+def _racks(c: _Table, gpus: Sequence[int]) -> int:
+    """``[cluster] racks``: at least 1 and at most the cluster's hosts (a rack holds at least one host)."""
+    gph = c.integer("gpus_per_host", 4, minimum=1)
+    hosts = sum(-(-g // gph) for g in gpus)
+    racks = c.integer("racks", 1, minimum=1)
+    if racks > hosts:
+        raise InputError(c.key("racks"), racks, f"must be at most the cluster's {hosts:,} hosts")
+    return racks
 
 
 def _choice(t: _Table, name: str, default: str, allowed: tuple[str, ...]) -> str:
@@ -846,7 +900,7 @@ def parse_scenario(data: Mapping[str, Any], name: str, base_dir: Path | None = N
         gpu_types,
         gpus,
         gpus_per_host=c.integer("gpus_per_host", 4, minimum=1),
-        racks=c.integer("racks", 1, minimum=1),
+        racks=_racks(c, gpus),
         round_seconds=_round_seconds(c, 360.0 if is_trace else 300.0),
         reallocation_interval_s=c.number(
             "reallocation_interval_s", GAVEL_REALLOCATION_S if is_trace else 0.0, minimum=0.0

@@ -113,7 +113,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     from importlib.metadata import version
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"marketsim {version('marketsim')}\n"
+    assert capsys.readouterr().out == f"marketsim {version('marketsim-cluster')}\n"
 
 
 def test_help_imports_no_heavy_module() -> None:
@@ -142,7 +142,8 @@ def test_run_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good.write_text(TINY, encoding="utf-8")
     assert main(["run", str(good), "--reps", "0"]) == 2
     assert "--reps" in capsys.readouterr().err
-    assert main(["run", str(good), "--policies", "gavel"]) == 2
+    assert main(["run", str(good), "--policies", "no-such-rule"]) == 2
+    assert "--policies is not a registered fair-share policy" in capsys.readouterr().err
 
 
 def test_run_tiny_scenario_writes_parquet_and_pngs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

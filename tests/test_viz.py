@@ -1,7 +1,7 @@
 """``marketsim viz`` (analysis/frontends/viz.py): the page model without a browser, then the served page
 driven in real headless Chromium through the Chrome DevTools Protocol (CDP).
 
-Needs the optional ``viz`` extra (``pip install 'marketsim[viz]'``); the browser test also needs
+Needs the optional ``viz`` extra (``pip install 'marketsim-cluster[viz]'``); the browser test also needs
 ``/usr/bin/chromium`` (or ``$CHROMIUM``). Both skip with a reason when missing, except that under CI
 (``CI=true``, where ``.ci/setup`` installs Chromium) a missing Chromium fails the browser test.
 """
@@ -28,7 +28,7 @@ import pytest
 
 from market.errors import InputError
 
-pytest.importorskip("solara", reason="the viz extra is not installed (pip install 'marketsim[viz]')")
+pytest.importorskip("solara", reason="the viz extra is not installed (pip install 'marketsim-cluster[viz]')")
 
 from analysis.frontends import viz  # noqa: E402  (after the importorskip guard)
 
@@ -218,7 +218,7 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
     r = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip install 'marketsim[viz]'" in lines[0]
+    assert len(lines) == 1 and "pip install 'marketsim-cluster[viz]'" in lines[0]
 
 
 def test_cli_viz_rejects_unknown_name(capsys):

@@ -27,7 +27,7 @@ __all__ = ["DaskExecutor", "import_distributed", "INSTALL_HINT", "LEAN_CONFIG"]
 T = TypeVar("T")
 R = TypeVar("R")
 
-INSTALL_HINT = "pip install 'marketsim[dask]'"
+INSTALL_HINT = "pip install 'marketsim-cluster[dask]'"
 
 
 def import_distributed() -> Any:

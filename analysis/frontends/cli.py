@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -48,6 +49,8 @@ except KeyboardInterrupt:
 __all__ = ["main", "build_parser", "parse_matrix", "parse_vector"]
 
 PROG = "marketsim"
+# the distribution (pyproject [project] name; `marketsim` on the package index is an unrelated project)
+DISTRIBUTION = "marketsim-cluster"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,6 +62,30 @@ class _Parser(argparse.ArgumentParser):
 
 # ---------------------------------------------------------------------------------------------------
 # parsing helpers
+
+
+def int_arg(text: str) -> int:
+    """argparse ``type`` of every integer flag: ASCII digits only (``int`` also reads full-width
+    ``２`` and ``1_000``), so ``--reps ２`` is refused with one line naming the flag."""
+    t = text.strip()
+    if not t.isascii() or not t.lstrip("+-").isdigit() or t.count("-") + t.count("+") > 1:
+        raise argparse.ArgumentTypeError(f"must be an integer written in ASCII digits (0-9), got {text!r}")
+    return int(t)
+
+
+def float_arg(text: str) -> float:
+    """argparse ``type`` of every real-number flag: ASCII only (``float`` also reads full-width
+    digits and ``1_0``); a finite number."""
+    t = text.strip()
+    try:
+        if not t.isascii() or "_" in t:
+            raise ValueError
+        v = float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number written in ASCII digits (0-9), got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return v
 
 
 def parse_vector(field: str, text: str) -> np.ndarray:
@@ -73,6 +100,18 @@ def parse_vector(field: str, text: str) -> np.ndarray:
 #: streamed line by line), so a huge input fails at once (exit 2) instead of after minutes or a MemoryError.
 MAX_ROWS = 100_000
 MAX_COLUMNS = 1_000
+#: most entries (rows x columns) of a ``--speedups`` matrix: 1,000,000 keeps the matrix and the
+#: solvers' copies in well under 1 GB (100,000 x 1,000 = 10^8 entries needed several GB and failed)
+MAX_CELLS = 1_000_000
+#: most tenants of a fair-share ``audit`` (each tenant's misreport search solves the rule hundreds of
+#: times on the whole instance: 500 tenants x 3 types ran past 120 s)
+MAX_AUDIT_ROWS = 50
+#: most rows of an ``allocate --policy oef-coop`` (the cooperative LP's constraint generation grows with
+#: the rows: 50,000 x 2 ran past 120 s)
+MAX_COOP_ROWS = 2_000
+#: most evaluations of one claim's hunt (``claims --hunt-evals``): the documented hunts use 8 to 600;
+#: 100,000 is hours of CPU for the slowest claims (a hunt evaluation re-runs the claim's measurement)
+MAX_HUNT_EVALS = 100_000
 
 
 def _check_shape(field: str, rows: int, cols: int, where: str) -> None:
@@ -80,6 +119,9 @@ def _check_shape(field: str, rows: int, cols: int, where: str) -> None:
         raise InputError(field, where, f"has more than {MAX_ROWS:,} rows (tenants); that is the size limit")
     if cols > MAX_COLUMNS:
         raise InputError(field, where, f"has {cols:,} columns; at most {MAX_COLUMNS:,} GPU types (size limit)")
+    if rows * cols > MAX_CELLS:
+        raise InputError(field, where, f"has more than {MAX_CELLS:,} entries (rows x GPU types); that is the size "
+                         "limit")  # fmt: skip
 
 
 def read_matrix_file(field: str, ref: str) -> np.ndarray:
@@ -242,6 +284,9 @@ def cmd_allocate(args: argparse.Namespace) -> int:
 
     W = parse_matrix("--speedups", args.speedups)
     n, k = W.shape
+    if args.policy == "oef-coop" and n > MAX_COOP_ROWS:
+        why = f"is more than {MAX_COOP_ROWS:,} tenants for oef-coop (size limit)"
+        raise InputError("--speedups", f"{n:,} rows", why)
     raw = args.policy in RAW_THROUGHPUT_POLICIES
     bad = np.argwhere(W < 0) if raw else np.argwhere(W <= 0)
     if bad.size:
@@ -407,13 +452,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _run_study(args)
     scenario = load_scenario(args.scenario)
     policies = None
-    if args.policies is not None:
+    if args.policies is not None:  # any registered fair-share policy, a plugin's too (not only the scenario's)
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-        if not policies:
-            raise InputError("--policies", args.policies, f"names no policy; choose from {list(scenario.policies)}")
-        for p in policies:
-            if p not in scenario.policies:
-                raise InputError("--policies", p, f"is not one of the scenario's policies {list(scenario.policies)}")
+        scenario = scenario.with_policies(policies)
     from analysis.engine.runner import MAX_RUNS
 
     reps = scenario.replications if args.reps is None else args.reps
@@ -794,6 +835,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise InputError("--speedups", None, f"is required to audit the fair-share allocator {args.mechanism}")
     W = _positive_matrix("--speedups", args.speedups)
     n, k = W.shape
+    if n > MAX_AUDIT_ROWS:
+        raise InputError("--speedups", f"{n:,} rows", f"is more than {MAX_AUDIT_ROWS} tenants to audit (size limit)")
     if args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
     if args.capacity is None:
@@ -891,6 +934,8 @@ def cmd_claims(args: argparse.Namespace) -> int:
                          "seed, same result), and cap its CPU time with --hunt-max-seconds S if needed")  # fmt: skip
     if args.hunt_evals is not None and args.hunt_evals < 1:
         raise InputError("--hunt-evals", args.hunt_evals, "must be >= 1")
+    if args.hunt_evals is not None and args.hunt_evals > MAX_HUNT_EVALS:
+        raise InputError("--hunt-evals", args.hunt_evals, f"must be at most {MAX_HUNT_EVALS:,} per claim (size limit)")
     if args.hunt_max_seconds is not None:
         if args.hunt_evals is None:
             raise InputError("--hunt-max-seconds", args.hunt_max_seconds, "caps a hunt: give --hunt-evals N too")
@@ -935,9 +980,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
     sc = load_learning(args.scenario)
     if args.rounds is not None:
+        from analysis.frontends.learn import check_rounds
         from market.errors import check_int
 
-        sc = replace(sc, rounds=check_int("--rounds", args.rounds, minimum=1))
+        sc = replace(sc, rounds=check_rounds("--rounds", check_int("--rounds", args.rounds, minimum=1)))
     if args.seed is not None:
         from market.errors import check_int
 
@@ -976,7 +1022,7 @@ def cmd_viz(args: argparse.Namespace) -> int:
     except ImportError as exc:  # solara / altair missing: the extra is optional
         print(
             f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
-            "install it with: pip install 'marketsim[viz]' (in a clone: pip install -e '.[viz]')",
+            "install it with: pip install 'marketsim-cluster[viz]' (in a clone: pip install -e '.[viz]')",
             file=sys.stderr,
         )
         return 2
@@ -994,12 +1040,12 @@ def cmd_gavel_sim(args: argparse.Namespace) -> int:
 
 
 def package_version() -> str:
-    """The installed ``marketsim`` distribution's version (``importlib.metadata``), or ``"unknown"``
+    """The installed ``marketsim-cluster`` distribution's version (``importlib.metadata``), or ``"unknown"``
     when the package runs from a source tree that was never installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("marketsim")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return "unknown"
 
@@ -1032,12 +1078,14 @@ def build_parser() -> argparse.ArgumentParser:
         "results.parquet (tidy), runs.csv, meta.json, PNG plots and report.md into --out.",
     )
     run.add_argument("scenario", nargs="?", default="default", help="embedded scenario name or a TOML path")
-    run.add_argument("--reps", type=int, default=None, help="replications (default: the scenario's)")
-    run.add_argument("--workers", type=int, default=1, help="worker processes (>1 uses the process executor)")
+    run.add_argument("--reps", type=int_arg, default=None, help="replications (default: the scenario's)")
+    run.add_argument("--workers", type=int_arg, default=1, help="worker processes (>1 uses the process executor)")
     run.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
-    run.add_argument("--seed", type=int, default=None, help="experiment seed (default: the scenario's)")
+    run.add_argument("--seed", type=int_arg, default=None, help="experiment seed (default: the scenario's)")
     run.add_argument("--out", default=None, help="output directory (default: ./results/<scenario>)")
-    run.add_argument("--policies", default=None, help="comma-separated subset of the scenario's policies")
+    run.add_argument("--policies", default=None,
+                     help="comma-separated fair-share policies to compare instead of the scenario's own: any "
+                     "registered one, a plugin's too (`marketsim list`); a study: a subset of its mechanisms")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--check", action="store_true",
                      help="validate the scenario and print its workload (jobs, span, offered load, tenants, job "
@@ -1073,10 +1121,10 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("config", help="sweep TOML file or embedded sweep name (e.g. sweep_lie_factor)")
     sw.add_argument("--executor", choices=["local", "process", "dask"], default="local", help="where runs execute")
     sw.add_argument("--address", default=None, help="Dask scheduler tcp://HOST:PORT (default: a LocalCluster)")
-    sw.add_argument("--workers", type=int, default=None, help="processes / Dask LocalCluster workers")
+    sw.add_argument("--workers", type=int_arg, default=None, help="processes / Dask LocalCluster workers")
     sw.add_argument("--resume", action="store_true", help="continue the sweep in --out, skipping finished runs")
     sw.add_argument("--retry-failed", action="store_true", help="with --resume: run failed runs again")
-    sw.add_argument("--chunk-size", type=int, default=None, help="runs per task and part file")
+    sw.add_argument("--chunk-size", type=int_arg, default=None, help="runs per task and part file")
     sw.add_argument("--out", default=None, help="output directory (default: ./results/sweep-<name>)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)
@@ -1095,7 +1143,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="fair-share: true speedup matrix, e.g. '1,2;1,5', or @file.csv / @- (stdin)")  # fmt: skip
     aud.add_argument("--capacity", default=None, help="GPUs per type, e.g. '1,1' (default: 1 each)")
     aud.add_argument("--weights", default=None, help="agent weights, e.g. '1,2' (default: equal)")
-    aud.add_argument("--seed", type=int, default=0, help="seed of the joint sampling and probes")
+    aud.add_argument("--seed", type=int_arg, default=0, help="seed of the joint sampling and probes")
     aud.add_argument("--search", choices=["default", "hunt"], default="default",
                      help="fair-share: the misreport search, default or the hunt's inner search (re-derives a hunt "
                      "witness's figure exactly)")  # fmt: skip
@@ -1108,7 +1156,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", default=None, help="also write DIR/report.md with gain-vs-factor curves and a regret plot"
     )
     aud.add_argument(
-        "--instances", type=int, default=20, help="random instances of the --report regret plot (auctions: try 3-5)"
+        "--instances", type=int_arg, default=20, help="random instances of the --report regret plot (auctions: try 3-5)"
     )
     aud.add_argument("--scenario", default=None, help="auction: study whose [audit] instance to use (default: first)")
     aud.add_argument("--set", action="append", default=None, metavar="KEY=VALUE", help="auction: instance override")
@@ -1123,16 +1171,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cl.add_argument("--paper", default=None, help="paper key (e.g. oef); default: all papers")
     cl.add_argument("--size", choices=["small", "large"], default="small", help="instance sizes / counts")
-    cl.add_argument("--seed", type=int, default=0, help="ledger seed")
+    cl.add_argument("--seed", type=int_arg, default=0, help="ledger seed")
     cl.add_argument("--json", action="store_true", help="print a JSON list of ledger entries")
     cl.add_argument("--report", default=None, help="also write DIR/report.md with the ledger table")
-    cl.add_argument("--width", type=int, default=60, help="column width of the table's texts")
+    cl.add_argument("--width", type=int_arg, default=60, help="column width of the table's texts")
     cl.add_argument("--claim", default=None, help="only this claim id (with --paper)")
-    cl.add_argument("--hunt", type=float, default=None, metavar="SECONDS", help=argparse.SUPPRESS)
-    cl.add_argument("--hunt-evals", type=int, default=None, metavar="N",
+    cl.add_argument("--hunt", type=float_arg, default=None, metavar="SECONDS", help=argparse.SUPPRESS)
+    cl.add_argument("--hunt-evals", type=int_arg, default=None, metavar="N",
                     help="after the sample, search each claim's instance space with N optimiser evaluations (and as "
                     "many random draws; same seed, same result; see docs/hunt.md)")  # fmt: skip
-    cl.add_argument("--hunt-max-seconds", type=float, default=None, metavar="S",
+    cl.add_argument("--hunt-max-seconds", type=float_arg, default=None, metavar="S",
                     help="cap each hunt's optimiser CPU time at S seconds (the evaluations made are recorded)")
     cl.add_argument("--hunt-optimiser", choices=["de", "cma", "random"], default="de",
                     help="hunt optimiser (default: differential evolution, chosen by measurement, docs/hunt.md)")
@@ -1148,9 +1196,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lrn.add_argument("scenario", help="learning TOML file or embedded name (see `marketsim list`)")
     lrn.add_argument("--out", default=None, help="output directory (default: ./results/learn-<name>)")
-    lrn.add_argument("--rounds", type=int, default=None, help="override the scenario's rounds / passes")
-    lrn.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
-    lrn.add_argument("--workers", type=int, default=None, help="worker processes (>1 uses the process executor)")
+    lrn.add_argument("--rounds", type=int_arg, default=None, help="override the scenario's rounds / passes")
+    lrn.add_argument("--seed", type=int_arg, default=None, help="override the scenario's seed")
+    lrn.add_argument("--workers", type=int_arg, default=None, help="worker processes (>1 uses the process executor)")
     lrn.add_argument("--executor", choices=["local", "process"], default=None, help="override the executor choice")
     lrn.add_argument("--quiet", action="store_true", help="no progress line")
     lrn.set_defaults(func=cmd_learn)
@@ -1162,13 +1210,13 @@ def build_parser() -> argparse.ArgumentParser:
         "lie factor on the fast GPU types and a seed; step or play the rounds and watch the allocation, true vs "
         "reported throughput, the liar's gain against a truthful twin and the topology. An auction study serves "
         "the auction page (admission timeline, prices and payments, the liar's paired gain, resources). "
-        "Needs: pip install 'marketsim[viz]'.",
+        "Needs: pip install 'marketsim-cluster[viz]'.",
     )
     vz.add_argument(
         "scenario", nargs="?", default="default", help="embedded fair-share scenario or auction study, or a TOML path"
     )
     vz.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    vz.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    vz.add_argument("--port", type=int_arg, default=8765, help="port to listen on (default: 8765)")
     vz.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     vz.set_defaults(func=cmd_viz)
 

@@ -20,6 +20,7 @@ from agents.strategies import ScaleDims
 from analysis.engine.run_status import claim, mark_complete, write_atomic
 from analysis.engine.runner import run_experiment
 from analysis.engine.stats import gain_summary, paired_gains
+from analysis.frontends.cli import int_arg
 from analysis.frontends.plots import plot_lying_gain
 from market.errors import InputError
 from scenarios.loader import VariantSpec, load_scenario
@@ -31,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", default="oef_lying", help="embedded scenario name or TOML path")
     ap.add_argument("--tenant", default="0", help="deviating tenant (index or id)")
     ap.add_argument("--factors", default="0.8,1.1,1.3,1.5,2.0", help="comma-separated lie factors λ")
-    ap.add_argument("--reps", type=int, default=None, help="replications (default: the scenario's)")
-    ap.add_argument("--workers", type=int, default=1, help="processes (>1 uses the process executor)")
+    ap.add_argument("--reps", type=int_arg, default=None, help="replications (default: the scenario's)")
+    ap.add_argument("--workers", type=int_arg, default=1, help="processes (>1 uses the process executor)")
     ap.add_argument("--measure", choices=["act", "est"], default="act", help="actual or estimated throughput")
     ap.add_argument("--out", default=None, help="directory for lie_sweep.csv and lie_sweep.png")
     args = ap.parse_args(argv)

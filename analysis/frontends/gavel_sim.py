@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from analysis.frontends.cli import int_arg
 from market.errors import InputError
 
 __all__ = ["POLICIES", "UNSUPPORTED", "GPU_ORDER", "build_parser", "main", "read_throughputs_json", "simulate"]
@@ -82,15 +83,15 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                    "packaged copy of Gavel's table)")  # fmt: skip
     p.add_argument("-c", "--cluster_spec", type=str, default="25:0:0", help="#v100s:#p100s:#k80s")
     p.add_argument("--num_gpus_per_server", type=str, default="1:1:1", help="#v100s:#p100s:#k80s per server")
-    p.add_argument("--seed", type=int, default=None, help="seed of the per-round GPU-type shuffle (default 0)")
+    p.add_argument("--seed", type=int_arg, default=None, help="seed of the per-round GPU-type shuffle (default 0)")
     p.add_argument("--solver", type=str, choices=GAVEL_SOLVERS, default="ECOS",
                    help="accepted and reported; marketsim solves the policy LPs with HiGHS")  # fmt: skip
     p.add_argument("-d", "--debug", action="store_true", default=False, help="accepted; no effect")
-    p.add_argument("--checkpoint_threshold", type=int, default=None, help="not supported (an error if given)")
+    p.add_argument("--checkpoint_threshold", type=int_arg, default=None, help="not supported (an error if given)")
     p.add_argument("--checkpoint_file", default=None, help="not supported (an error if given)")
-    p.add_argument("--time_per_iteration", type=int, default=360, help="round length (s)")
-    p.add_argument("-s", "--window-start", type=int, default=None, help="measurement window start (job id)")
-    p.add_argument("-e", "--window-end", type=int, default=None, help="measurement window end (job id)")
+    p.add_argument("--time_per_iteration", type=int_arg, default=360, help="round length (s)")
+    p.add_argument("-s", "--window-start", type=int_arg, default=None, help="measurement window start (job id)")
+    p.add_argument("-e", "--window-end", type=int_arg, default=None, help="measurement window end (job id)")
     return p
 
 

@@ -186,14 +186,16 @@ def resolve_scenario(name: str) -> Scenario:
 
 @lru_cache(maxsize=1)
 def viz_mechanisms() -> tuple[str, ...]:
-    """Fair-share mechanisms the round loop can run: the registered ones that accept the per-class
-    GPU caps the auctioneer always passes (probed once on a 2 x 2 instance)."""
+    """Fair-share mechanisms the round loop can run: the registered ones that run on a 2 x 2 instance
+    (probed once) with the per-class GPU caps the round engine passes to those registered with
+    ``caps=True``, without caps for the others (:func:`market.registry.register`)."""
     W = np.array([[1.0, 2.0], [1.0, 3.0]])
     m = np.array([2, 2])
     out = []
     for name in names("fair-share"):
+        info = get(name, "fair-share")
         try:
-            get(name, "fair-share").fn(W, m, weights=np.ones(2), caps=np.array([2.0, 2.0]))
+            info.fn(W, m, weights=np.ones(2), caps=np.array([2.0, 2.0]) if info.caps else None)
         except InputError:
             continue
         out.append(name)

@@ -339,9 +339,11 @@ def audit(
         wanted = list(dimensions)
         for name in wanted:
             if name not in known:
-                raise InputError(
-                    "dimension", name, f"is not a reportable dimension of agent {agent!r}; known: {sorted(known)}"
-                )
+                hint = ""
+                if name == "weight" and getattr(target, "weight_claims", None) is False:
+                    hint = " (the weight is a dimension of FairShareTarget(..., weight_claims=True))"
+                why = f"is not a reportable dimension of agent {agent!r}; known: {sorted(known)}{hint}"
+                raise InputError("dimension", name, why)
         all_dims = [d for d in all_dims if d.name in wanted]
     ev0 = getattr(target, "evaluations", 0)
     s = _Search(target, agent, all_dims, cfg)

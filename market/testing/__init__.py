@@ -175,11 +175,13 @@ def assert_strategyproof(
     """No agent gains by misreporting (others truthful), on every instance.
 
     The audit (:func:`market.audit.search.audit`) searches each agent's reportable ``dims``
-    (fair share: speedup columns ``"1"``, ``"2"``, ...; auctions: the market's fields such as
-    ``value_scale``; ``None`` = all) in ``direction`` (``"up"`` over-reports only, as OEF's
-    Theorem 5.4 states it, ``"down"`` or ``"any"``) with ``budget`` (a name of :data:`BUDGETS` or an
-    :class:`AuditConfig`). A gain above ``rel_tol × max(1, |truthful utility|)`` (TRUE utility
-    units: normalised throughput, or currency) raises :class:`IncentiveViolation` with the lie,
+    (fair share: speedup columns ``"1"``, ``"2"``, ... and, only when named, the weight
+    ``"weight"`` (a factor on the tenant's weight, 1 when the instance has none); auctions: the
+    market's fields such as ``value_scale``; ``None`` = every speedup column / field) in
+    ``direction`` (``"up"`` over-reports only, as OEF's Theorem 5.4 states it, ``"down"`` or
+    ``"any"``) with ``budget`` (a name of :data:`BUDGETS` or an :class:`AuditConfig`). A gain above
+    ``rel_tol × max(1, |truthful utility|)`` (TRUE utility units: normalised throughput, or
+    currency) raises :class:`IncentiveViolation` with the lie,
     both utilities and the gain. Returns every :class:`AuditResult` when none violates."""
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name, family = _family(mechanism)
@@ -190,9 +192,10 @@ def assert_strategyproof(
     if family == "fair-share":
         from market.audit.fairshare import FairShareTarget
 
+        weight = dims is not None and "weight" in dims  # the weight is a dimension only when asked for
         targets = [(inst, FairShareTarget(mechanism, W=inst.W, m=inst.m, weights=inst.weights, caps=inst.caps,
                                           n_arbitrary=0 if direction != "any" else 4,
-                                          copy_others=direction == "any"))
+                                          copy_others=direction == "any", weight_claims=weight))
                    for inst in _fair_instances(instances)]  # fmt: skip
     else:
         from market.audit.online import OnlineAuctionTarget

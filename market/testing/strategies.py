@@ -14,7 +14,8 @@ try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without the dev extra
     raise ImportError(
-        "market.testing.strategies needs hypothesis: pip install 'marketsim[testing]' (or pip install hypothesis)"
+        "market.testing.strategies needs hypothesis: "
+        "pip install 'marketsim-cluster[testing]' (or pip install hypothesis)"
     ) from exc
 
 from market.audit.instances import FairShareInstance

@@ -19,11 +19,12 @@ from market.registry import register
     "fair-share",
     "Example plugin: split each GPU type in proportion to (weighted) reported speedup",
     paper="proportional",
+    caps=False,  # no row caps: `marketsim run` calls it without them (market.registry.register)
 )
 def proportional_share(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Allocation ``X[l, j] = m_j * pi_l W_lj / sum_i pi_i W_ij`` in GPUs; ``W`` (n, k) reported
     speedups (rows normalised by column 0), ``m`` (k,) GPUs per type, ``weights`` (n,) priorities."""
-    if caps is not None:
+    if caps is not None:  # only a caller given caps passes them (FairShareTarget(caps=...))
         raise InputError("caps", caps, "are not supported by proportional-share")
     if options:
         raise InputError("options", sorted(options), "proportional-share takes no options")
