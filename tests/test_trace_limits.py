@@ -57,6 +57,7 @@ def _trace(tmp_path: Path, steps: str, arrival: str) -> Path:
 )
 def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, monkeypatch, kw: dict, needle: str) -> None:
     import analysis.engine.runner
+    import analysis.engine.sweep  # imported before the patches below: it binds runner.execute_run at import
     import market.traces
 
     def never(*args, **kwargs):
@@ -75,6 +76,7 @@ def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, monke
     monkeypatch.setattr(market.traces, "generate_gavel_trace", draw)
     monkeypatch.setattr(analysis.engine.runner, "run_experiment", never)
     monkeypatch.setattr(analysis.engine.runner, "execute_run", never)
+    monkeypatch.setattr(analysis.engine.sweep, "execute_run", never)
     assert main(["run", str(_gen(tmp_path, **kw)), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert sum(drawn) <= 5, drawn
     err = capsys.readouterr().err
