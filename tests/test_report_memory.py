@@ -110,7 +110,7 @@ def test_report_never_reads_the_results_file_whole(written, tmp_path: Path, monk
     monkeypatch.setattr(pq, "read_table", refuse)
     monkeypatch.setattr(pd, "read_parquet", refuse)
     monkeypatch.setattr(trace_report, "load_records", refuse)
-    plots, report = report_experiment(exp, paths["results"], tmp_path)
+    plots, report, _ = report_experiment(exp, paths["results"], tmp_path)
     text = report.read_text(encoding="utf-8")
     assert "## Gain from lying" in text and "### Per tenant" in text
     assert {p.name for p in plots} == {"jct_cdf.png", "utilisation.png"}

@@ -318,7 +318,7 @@ def test_missing_dask_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> No
     from analysis.engine.executors_dask import DaskExecutor, import_distributed
 
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    with pytest.raises(InputError, match=r"pip install 'marketsim\[dask\]'"):
+    with pytest.raises(InputError, match=r"pip install 'marketsim-cluster\[dask\]'"):
         import_distributed()
     with pytest.raises(InputError, match="marketsim"):
         list(DaskExecutor().map(len, [[1]]))

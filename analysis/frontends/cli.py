@@ -38,6 +38,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from analysis.frontends.args import float_arg, int_arg
+
 try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends quietly, as one later does
     import numpy as np
 
@@ -61,31 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------------------------------------------
-# parsing helpers
-
-
-def int_arg(text: str) -> int:
-    """argparse ``type`` of every integer flag: ASCII digits only (``int`` also reads full-width
-    ``２`` and ``1_000``), so ``--reps ２`` is refused with one line naming the flag."""
-    t = text.strip()
-    if not t.isascii() or not t.lstrip("+-").isdigit() or t.count("-") + t.count("+") > 1:
-        raise argparse.ArgumentTypeError(f"must be an integer written in ASCII digits (0-9), got {text!r}")
-    return int(t)
-
-
-def float_arg(text: str) -> float:
-    """argparse ``type`` of every real-number flag: ASCII only (``float`` also reads full-width
-    digits and ``1_0``); a finite number."""
-    t = text.strip()
-    try:
-        if not t.isascii() or "_" in t:
-            raise ValueError
-        v = float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number written in ASCII digits (0-9), got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return v
+# parsing helpers (int_arg / float_arg: analysis.frontends.args, shared with gavel_sim and explore_lying)
 
 
 def parse_vector(field: str, text: str) -> np.ndarray:
@@ -641,7 +619,6 @@ def _check_audit_sizes(overrides: dict[str, object]) -> None:
     :data:`MAX_AUDIT_INT` in magnitude (:data:`MAX_AUDIT_BIDDERS` for ``jobs`` / ``I``), whole or not
     (``1e308`` is a float): values, slots, sizes and limits alike, so no builder allocates an absurd
     array or overflows a value product; the error names ``--set KEY``."""
-    import math
 
     for key, value in overrides.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -20,7 +20,7 @@ from agents.strategies import ScaleDims
 from analysis.engine.run_status import claim, mark_complete, write_atomic
 from analysis.engine.runner import run_experiment
 from analysis.engine.stats import gain_summary, paired_gains
-from analysis.frontends.cli import int_arg
+from analysis.frontends.args import int_arg
 from analysis.frontends.plots import plot_lying_gain
 from market.errors import InputError
 from scenarios.loader import VariantSpec, load_scenario

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from analysis.frontends.cli import int_arg
+from analysis.frontends.args import int_arg
 from market.errors import InputError
 
 __all__ = ["POLICIES", "UNSUPPORTED", "GPU_ORDER", "build_parser", "main", "read_throughputs_json", "simulate"]
