@@ -46,16 +46,17 @@ def main() -> int:
     a = ap.parse_args()
     key = "slow" if a.slow else "default"
     load0 = os.getloadavg()
-    if a.log:
+    if a.log:  # the load of that run is not known here: recorded as None, never as today's load
         text, how = a.log.read_text(encoding="utf-8", errors="replace"), f"parsed from {a.log.name}"
+        load0 = None
     else:
         cmd = COMMAND + (["-m", "slow"] if a.slow else [])
         t0 = time.time()
         text = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True).stdout
         how = f"run by this script ({time.time() - t0:.0f} s wall)"
     rec = {**parse(text), "command": "pytest -W error::FutureWarning -n 2" + (" -m slow" if a.slow else ""),
-           "how": how, "load_before": [round(x, 2) for x in load0],
-           "load_after": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count(),
+           "how": how, "load_before": None if load0 is None else [round(x, 2) for x in load0],
+           "load_after": None if load0 is None else [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count(),
            "commit": git_commit(ROOT, default="unknown"), "date": time.strftime("%Y-%m-%d", time.gmtime())}  # fmt: skip
     data = json.loads(OUT.read_text()) if OUT.exists() else {}
     data[key] = rec

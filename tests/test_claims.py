@@ -125,6 +125,7 @@ def test_ledger_bad_input() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # the paper-size ledger: run with -m heavy (outside the 30-minute CI budget)
 def test_oef_ledger_large() -> None:
     res = run_claims("oef", size="large", seed=1)
     assert {r.claim_id for r in res} == OEF_IDS

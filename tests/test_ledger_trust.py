@@ -139,6 +139,7 @@ def test_noncoop_envy_and_si_findings_match_the_hand_numbers() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # the paper-size ledger: run with -m heavy (outside the 30-minute CI budget)
 def test_oef_small_and_large_ledgers_do_not_contradict(oef_small_ledger: list) -> None:
     """No claim may read a strong `holds` at one size and `violated` at the other."""
     small = {c.claim_id: c for c in oef_small_ledger}  # run_claims("oef", size="small"), shared (conftest.py)

@@ -302,6 +302,7 @@ def test_audit_has_power_on_the_same_market():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # the paper-size ledger: run with -m heavy (outside the 30-minute CI budget)
 def test_oasis_ledger_large():
     """Large size (every demand/capacity level down to 1/100, 12 markets, full audits): minutes."""
     from market.audit.claims import VERDICTS, recheck_witness, run_claims
