@@ -167,6 +167,7 @@ def test_every_registered_mechanism_has_a_price_of_lying_row() -> None:
     assert not missing, sorted(missing)
 
 
+@pytest.mark.slow  # the longest default test (episodes in the Mesa auction model)
 def test_episode_learning_in_the_mesa_auction_model_from_the_cli(tmp_path: Path) -> None:
     """rule = "episodes": Hedge bidders inside Mesa AuctionModel runs. AntMan's bidder 0 learns to
     inflate 1.41x into the resource-guarantee class (welfare 0 -> positive, its TRUE gain > 0, no

@@ -192,6 +192,7 @@ def test_tenant_measures_from_cached_job_values_equal_the_direct_sums(tmp_path: 
     assert checked["rounds"] > 20 and checked["liar_differs"] > 0 and eng.solves > 5
 
 
+@pytest.mark.slow  # two child processes with different BLAS thread counts
 def test_long_dot_products_do_not_depend_on_blas_threads() -> None:
     """``_dot`` (the round's ``total_est``) is ``x @ y`` up to ``DOT_CHUNK`` entries and, beyond, the
     same number whatever OpenBLAS's thread count (Dask's workers run with 1 thread; a plain ``@``
