@@ -265,6 +265,27 @@ def test_run_prints_the_per_policy_table_also_with_quiet(tmp_path: Path, capsys)
     assert lines[-1].split()[0] in printed  # the table ends the output
 
 
+def test_run_computes_the_per_policy_summary_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    """report.md's per-policy table and the printed one are one computation (it reads every record of
+    a 100k-job trace run: twice cost seconds), and the printed table is that summary."""
+    import analysis.engine.stats as stats
+    import analysis.frontends.report as report
+
+    calls, real = [], stats.policy_summary
+
+    def counted(*a, **k):
+        calls.append(real(*a, **k))
+        return calls[-1]
+
+    monkeypatch.setattr(stats, "policy_summary", counted)
+    monkeypatch.setattr(report, "policy_summary", counted)
+    out = tmp_path / "out"
+    assert main(["run", "default", "--reps", "1", "--policies", "maxmin", "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert len(calls) == 1
+    assert f"{calls[0]['total_act'].iloc[0]:.4g}" in printed.split("per-policy summary")[1]
+
+
 # -- earlier runs, other writers -------------------------------------------------------------------------------
 
 

@@ -477,7 +477,7 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     paths = write_experiment(exp, out)
     shutil.rmtree(out / ".parts", ignore_errors=True)  # only parts of runs cut off by Ctrl-C remain
     incomplete = exp.incomplete  # runs stopped by the round cap: not results (no plot, no table row)
-    plots, report, frame = report_experiment(exp, paths["results"], out)  # reads only the rows it uses
+    plots, report, summary = report_experiment(exp, paths["results"], out)  # reads only the rows it uses
     meta = exp.meta()
     wall = time.perf_counter() - t0
     ok = len(exp.runs) - len(exp.errors) - len(incomplete)
@@ -488,7 +488,7 @@ def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None
     files = [paths["results"], paths.get("completions"), paths["runs"], paths["meta"], *plots, report,
              paths.get("errors")]  # fmt: skip
     code = _report_run(headline, out, files, [(f"run {rid}", msg) for rid, msg in exp.errors])
-    _print_policy_table(frame, scenario.cluster.round_seconds)  # the result, last (also with --quiet)
+    _print_policy_table(summary)  # the result, last (also with --quiet)
     for r in incomplete:
         print(f"{PROG} run: run {r['run_id']} is INCOMPLETE, not a result: {r['reason']}", file=sys.stderr)
     if incomplete:
@@ -504,13 +504,10 @@ POLICY_TABLE_COLUMNS = ("policy", "variant", "total_act", "utilisation", "jobs_c
                         "p95_jct_s")  # fmt: skip
 
 
-def _print_policy_table(frame, round_seconds: float | None) -> None:
-    """Print the report's per-policy summary (:func:`analysis.engine.stats.policy_summary`, means over
-    replications) on stdout: :data:`POLICY_TABLE_COLUMNS`; also with ``--quiet``, which only turns
-    the progress bar off. Runs that are not results (capped) are not in ``frame``."""
-    from analysis.engine.stats import policy_summary
-
-    summ = policy_summary(frame, round_seconds)
+def _print_policy_table(summ) -> None:
+    """Print the report's per-policy summary (``summ``: :func:`analysis.engine.stats.policy_summary`
+    as report.md has it, means over replications) on stdout: :data:`POLICY_TABLE_COLUMNS`; also with
+    ``--quiet``, which only turns the progress bar off. Runs that are not results (capped) are not in it."""
     if summ.empty:
         print("per-policy summary: no results")
         return

@@ -121,6 +121,18 @@ def render_report(
     """The markdown text: experiment header, per-policy summary table, lying-gain table (if the
     scenario has lying variants), extra ``sections`` (markdown, e.g. the trace section of
     :mod:`analysis.frontends.trace_report`), plot links and failed runs."""
+    return _render(meta, frame, deviators, plots, errors, sections)[0]
+
+
+def _render(
+    meta: Mapping[str, Any],
+    frame: pd.DataFrame,
+    deviators: Mapping[str, str],
+    plots: Sequence[Path] = (),
+    errors: Sequence[tuple[str, str]] = (),
+    sections: Sequence[str] = (),
+) -> tuple[str, pd.DataFrame]:
+    """:func:`render_report`'s text and its per-policy summary (:func:`policy_summary`)."""
     pairs = zip(meta.get("gpu_types", []), meta.get("gpus", []), strict=False)
     cluster = ", ".join(f"{c}x {t}" for t, c in pairs)
     out = [f"# {meta.get('scenario', 'experiment')}", ""]
@@ -174,7 +186,7 @@ def render_report(
         out += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     if errors:
         out += ["## Failed runs", ""] + [f"- `{rid}`: {msg}" for rid, msg in errors] + [""]
-    return "\n".join(out)
+    return "\n".join(out), summ
 
 
 def write_report(
@@ -198,8 +210,8 @@ def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[l
     """The report phase of ``marketsim run``: from ``exp`` (an :class:`analysis.engine.runner.Experiment`)
     and its written ``results`` (results.parquet), the figures (trace runs: ``jct_cdf.png`` and the trace
     section's ``utilisation.png``; otherwise ``throughput.png`` and, with lying variants,
-    ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path, the rows the
-    report read)`` (the last for the printed per-policy table).
+    ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path, the report's
+    per-policy summary)`` (:func:`analysis.engine.stats.policy_summary`, computed once: ``run`` prints it).
 
     Memory: the results file is never read whole. The trace section reads one run's records at a time
     (:func:`analysis.frontends.trace_report.trace_section`) and keeps per-run summaries; then the rows the
@@ -233,5 +245,8 @@ def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[l
         sections.append(section)
         if (out / "utilisation.png").is_file():
             plots.append(out / "utilisation.png")
-    report = write_report(out / "report.md", exp.meta(), frame, exp.deviators, plots, exp.errors, sections)
-    return plots, report, frame
+    from analysis.engine.run_status import write_atomic
+
+    text, summ = _render(exp.meta(), frame, exp.deviators, plots, exp.errors, sections)
+    report = write_atomic(out / "report.md", lambda p: p.write_text(text, encoding="utf-8"))
+    return plots, report, summ
