@@ -99,7 +99,7 @@ import numpy as np
 from market.errors import InputError
 from market.hosts import HostPlacement, HostPlacer
 from market.oef.placer import assign_class
-from market.oef.roundlp import row_classes
+from market.oef.roundlp import row_classes, row_groups
 from market.oef.throughput import spread_efficiency
 
 __all__ = [
@@ -622,8 +622,7 @@ class TraceRounds:
         order of ``mix64(identity ^ salt)`` (``ident(rows)``: uint64 identities of the rows from
         their names, so the draw does not depend on the workload's row order; ``salt``: drawn per
         solve from the run's RNG). A symmetric policy (equal output rows) is unchanged."""
-        _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-        inv = inv.ravel()
+        _, inv, cnt = row_groups(key)
         dup = cnt[inv] > 1
         if not dup.any():
             return out
@@ -642,8 +641,7 @@ class TraceRounds:
         symmetric point of the policy's optimal face (permuting tied rows keeps a solution feasible
         and optimal, so their mean is too), which Gavel's interior-point solver reaches by symmetry
         and :data:`NATIVE_OPTIONS`' aggregation gives ``gavel-max-min-perf`` directly."""
-        _, inv, cnt = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-        inv = inv.ravel()
+        _, inv, cnt = row_groups(key)
         if (cnt == 1).all():
             return out
         sums = np.zeros((cnt.size, out.shape[1]))

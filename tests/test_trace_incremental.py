@@ -221,3 +221,25 @@ def test_long_dot_products_do_not_depend_on_blas_threads() -> None:
         runs[threads] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                                        check=True, cwd=Path(__file__).parents[1]).stdout  # fmt: skip
     assert runs["1"] == runs["2"] and len(runs["1"].split()) == 30
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_groups_equal_numpy_unique_rows(seed: int) -> None:
+    """``row_groups`` (one lexsort) finds the groups ``np.unique(axis=0)`` finds, numbered the same:
+    ties, -0.0 against 0.0, integer-valued columns, a NaN key (np.unique's path); ``row_classes``
+    built on it gives the classes in order of first appearance."""
+    from market.oef.roundlp import row_classes, row_groups
+
+    rng = np.random.default_rng(seed)
+    n, q = int(rng.integers(1, 300)), int(rng.integers(1, 7))
+    key = rng.integers(0, 3, (n, q)).astype(float) * rng.choice([1.0, 0.5, 1e-12], q)
+    key[rng.random((n, q)) < 0.2] = -0.0  # equal to 0.0
+    if seed == 3:
+        key[0, 0] = np.nan
+    want = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)[1:]
+    got = row_groups(key)
+    for w, g in zip(want, got, strict=True):
+        assert np.array_equal(np.ravel(w), g)
+    first, cls, counts = row_classes(key[:, :1], key[:, 1:])
+    assert np.array_equal(first, np.sort(first)) and np.array_equal(key[first][cls], key, equal_nan=True)
+    assert np.array_equal(np.bincount(cls), counts) and set(first.tolist()) == set(want[0].tolist())
