@@ -42,11 +42,12 @@ def _scenario(name: str, prefix: int, tmp: Path):  # noqa: ANN202 - scenarios.mo
     return load_scenario(str(path))
 
 
-def run_one(scen, policy: str):  # noqa: ANN001, ANN201
-    """(completions, tidy, stats) of one run of ``policy`` (replication 0, first variant)."""
+def run_one(scen, policy: str, variant: int = 0):  # noqa: ANN001, ANN201
+    """(completions, tidy, stats) of one run of ``policy`` (replication 0, its ``variant``-th variant)."""
     from analysis.engine.runner import plan_runs
 
-    spec = next(s for s in plan_runs(scen, 1, 0) if s.policy == policy)
+    spec = [s for s in plan_runs(scen, 1, 0) if s.policy == policy][variant]
+    assert spec.variant == scen.variant_names[variant]
     model = spec.scenario.build_model(spec.policy, spec.variant, spec.seed_sequence())
     t0 = time.process_time()
     model.run()
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", default="philly_full,gavel_trace")
     ap.add_argument("--prefix", type=int, default=4000, help="philly_full: first N jobs (0 = all)")
     ap.add_argument("--policies", default=None)
+    ap.add_argument("--all-variants", action="store_true", help="every variant (truthful, lying...), not the first")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     import pandas as pd
@@ -78,26 +80,27 @@ def main(argv: list[str] | None = None) -> int:
             for pol in pols:
                 if pol not in scen.policies:
                     continue
-                comp, tidy, st = run_one(scen, pol)
-                tag = f"{scen.name}__{pol}"
-                stats = " ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in st.items())
-                if args.save is not None:
-                    args.save.mkdir(parents=True, exist_ok=True)
-                    comp.to_parquet(args.save / f"{tag}__completions.parquet")
-                    tidy.to_parquet(args.save / f"{tag}__tidy.parquet")
-                    print(f"{tag}: saved {len(comp)} completions, {len(tidy)} records; {stats}", flush=True)
-                    continue
-                verdict = []
-                for what, new in (("completions", comp), ("tidy", tidy)):
-                    old = pd.read_parquet(args.compare / f"{tag}__{what}.parquet")
-                    try:
-                        pd.testing.assert_frame_equal(new.reset_index(drop=True), old.reset_index(drop=True),
-                                                      check_exact=True, check_dtype=False)  # fmt: skip
-                        verdict.append(f"{what} identical ({len(new)})")
-                    except AssertionError as e:
-                        bad += 1
-                        verdict.append(f"{what} DIFFER: {str(e).splitlines()[0:3]}")
-                print(f"{tag}: {'; '.join(verdict)}; {stats}", flush=True)
+                for vi in range(len(scen.variant_names) if args.all_variants else 1):
+                    comp, tidy, st = run_one(scen, pol, vi)
+                    tag = f"{scen.name}__{pol}" + (f"__{scen.variant_names[vi]}" if vi else "")
+                    stats = " ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in st.items())
+                    if args.save is not None:
+                        args.save.mkdir(parents=True, exist_ok=True)
+                        comp.to_parquet(args.save / f"{tag}__completions.parquet")
+                        tidy.to_parquet(args.save / f"{tag}__tidy.parquet")
+                        print(f"{tag}: saved {len(comp)} completions, {len(tidy)} records; {stats}", flush=True)
+                        continue
+                    verdict = []
+                    for what, new in (("completions", comp), ("tidy", tidy)):
+                        old = pd.read_parquet(args.compare / f"{tag}__{what}.parquet")
+                        try:
+                            pd.testing.assert_frame_equal(new.reset_index(drop=True), old.reset_index(drop=True),
+                                                          check_exact=True, check_dtype=False)  # fmt: skip
+                            verdict.append(f"{what} identical ({len(new)})")
+                        except AssertionError as e:
+                            bad += 1
+                            verdict.append(f"{what} DIFFER: {str(e).splitlines()[0:3]}")
+                    print(f"{tag}: {'; '.join(verdict)}; {stats}", flush=True)
     return 1 if bad else 0
 
 
