@@ -138,6 +138,8 @@ class TraceTenants:
         self._jver = np.full(engine.n, -1, dtype=np.int64)
         self._ut = np.zeros(0, dtype=np.int64)
         self._static = np.zeros((0, 4))
+        self._arows: list[tuple[Any, int]] = []  # _agent_rows and the arrays it was built from
+        self._arows_key: tuple[np.ndarray, np.ndarray] | None = None
         #: recorded blocks: (round, tenant codes (n,), measures (n, 6)) per round
         self.blocks: list[tuple[int, np.ndarray, np.ndarray]] = []
 
@@ -294,16 +296,26 @@ class TraceTenants:
             if keep.any():
                 self.blocks.append((self.model.round, self._ut[keep], M[keep]))
         if self.agents:
-            pos = np.searchsorted(self._ut, self._agent_codes)
-            for c, p in zip(self._agent_codes.tolist(), pos.tolist(), strict=True):
-                a = self.agents[c]
-                if p < n and self._ut[p] == c:
-                    r = M[p]
-                    a.est, a.est_reported, a.act, a.alloc_gpus = float(r[0]), float(r[1]), float(r[2]), float(r[3])
-                    a.gpus, a.runnable_jobs = int(r[4]), int(r[5])
+            rows = M.tolist()  # Python floats, converted at once
+            for a, p in self._agent_rows():
+                if p >= 0:
+                    a.est, a.est_reported, a.act, a.alloc_gpus, g, r = rows[p]
+                    a.gpus, a.runnable_jobs = int(g), int(r)
                 else:
                     a.est = a.est_reported = a.act = a.alloc_gpus = 0.0
                     a.gpus = a.runnable_jobs = 0
+
+    def _agent_rows(self) -> list[tuple[Any, int]]:
+        """The present agents with their row in the round's measures (-1: no active job); kept
+        while the active tenants and the agents stay the same."""
+        key = (self._ut, self._agent_codes)
+        if self._arows_key is None or self._arows_key[0] is not key[0] or self._arows_key[1] is not key[1]:
+            n = self._ut.size
+            pos = np.searchsorted(self._ut, self._agent_codes)
+            self._arows = [(self.agents[c], p if p < n and self._ut[p] == c else -1)
+                           for c, p in zip(self._agent_codes.tolist(), pos.tolist(), strict=True)]  # fmt: skip
+            self._arows_key = key
+        return self._arows
 
     def _job_values(self, A: np.ndarray) -> np.ndarray:
         """Per active job (|A|, 3): its ``est``, ``est_reported`` and ``alloc_gpus`` (module

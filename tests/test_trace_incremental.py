@@ -157,7 +157,7 @@ def test_tenant_measures_from_cached_job_values_equal_the_direct_sums(tmp_path: 
     ten = model.auctioneer.tenants
     eng = model.auctioneer.trace
     record = ten.record
-    checked = {"rounds": 0, "liar_differs": 0}
+    checked = {"rounds": 0, "liar_differs": 0, "agents": 0}
 
     def direct(res) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
         A = res.active
@@ -186,10 +186,19 @@ def test_tenant_measures_from_cached_job_values_equal_the_direct_sums(tmp_path: 
             assert np.array_equal(codes, ut) and np.array_equal(M, want)
             checked["rounds"] += 1
             checked["liar_differs"] += int((M[:, 1] != M[:, 0]).any())
+        if res.active.size:  # every present agent holds its tenant's row (zeros without an active job)
+            ut, want = direct(res)
+            for c, a in ten.agents.items():
+                got = (a.est, a.est_reported, a.act, a.alloc_gpus, a.gpus, a.runnable_jobs)
+                i = int(np.searchsorted(ut, c))
+                row = want[i].tolist() if i < ut.size and ut[i] == c else [0.0] * 6
+                assert got == (*row[:4], int(row[4]), int(row[5]))
+                checked["agents"] += 1
 
     ten.record = checking
     model.run()
     assert checked["rounds"] > 20 and checked["liar_differs"] > 0 and eng.solves > 5
+    assert checked["agents"] > 40
 
 
 @pytest.mark.slow  # two child processes with different BLAS thread counts
