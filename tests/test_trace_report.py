@@ -88,6 +88,22 @@ def test_two_tenants_on_one_gpu_hand_computed(tmp_path: Path) -> None:
     assert plot_utilisation(runs, tmp_path / "u.png").is_file()
 
 
+def test_the_section_computes_each_runs_finish_time_fairness_once(tmp_path: Path, monkeypatch) -> None:
+    """rho (isolated times: the tenants' active matrix over every record) is computed once per run
+    for the per-policy and the per-tenant tables, read-only, and equal to a fresh computation."""
+    import analysis.frontends.trace_report as tr
+
+    csv = "job_id,arrival_s,num_gpus,total_steps,job_type,tenant\nju,0,1,720,A,u\njv,0,1,360,A,v\n"
+    _, runs = _runs(tmp_path, csv, "maxmin", '["k80"]', "[1]")
+    calls, real = [], tr.isolated_times
+    monkeypatch.setattr(tr, "isolated_times", lambda run: calls.append(run) or real(run))
+    text = render_trace_section(runs, {})
+    assert "#### maxmin (truthful)" in text and len(calls) == len(runs) == 1
+    (run,) = runs
+    assert not run.rho.flags.writeable
+    assert np.array_equal(run.rho, run.comp["jct_s"].to_numpy(float) / real(run))
+
+
 def test_backfill_share_hand_computed(tmp_path: Path) -> None:
     """Max-sum-throughput on 1 K80 + 1 V100: B (V100 4 steps/s) gets the V100, A (K80 1) the K80.
     B's 3,600 steps end at 900 s; from 1,080 s A runs alone on the idle V100, where the policy gave

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,8 @@ class RunTrace:
     tenants: np.ndarray
     m: np.ndarray
     tenancy: str | int
+    #: :func:`finish_time_fairness` of the run once computed (read-only: both tables use it)
+    rho: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -338,8 +340,12 @@ def isolated_times(run: RunTrace) -> np.ndarray:
 
 
 def finish_time_fairness(run: RunTrace) -> np.ndarray:
-    """``rho = JCT / T_id`` of every completed job of ``run`` (``run.comp`` order)."""
-    return run.comp["jct_s"].to_numpy(float) / isolated_times(run)
+    """``rho = JCT / T_id`` of every completed job of ``run`` (``run.comp`` order; computed once per run)."""
+    if run.rho is None or run.rho.size != len(run.comp):
+        rho = run.comp["jct_s"].to_numpy(float) / isolated_times(run)
+        rho.flags.writeable = False
+        run.rho = rho
+    return run.rho
 
 
 # -- tables -----------------------------------------------------------------------------------------
