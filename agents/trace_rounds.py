@@ -373,7 +373,7 @@ class TraceRounds:
         self._salt = np.uint64(0)
         self._names = (job_names, tenant_names, job_type_names)
         self._jhash: np.ndarray | None = None
-        self._chash: dict[int, int] = {}
+        self._chash_arr: np.ndarray | None = None  # uint64 identity per class (_class_ident), where _chash_ok
         # state
         self.now = 0.0
         self.next_arrival = 0  # index of the first job not yet arrived
@@ -665,19 +665,21 @@ class TraceRounds:
     def _class_ident(self, classes: np.ndarray) -> np.ndarray:
         """uint64 identity of each class (its tenant, job type and speedup vector; cached)."""
         _, tnames, jnames = self._names
-        out = np.empty(len(classes), dtype=np.uint64)
-        for i, c in enumerate(np.asarray(classes).tolist()):
-            h = self._chash.get(c)
-            if h is None:
-                j = int(self._klass_first[c])
-                t, jt = int(self.tenant[j]), int(self.job_type[j])
-                row = self.T[j] / self.T[j][self.T[j] > 0][0]
-                text = "\x1f".join([str(tnames[t]) if tnames is not None else str(t),
-                                    str(jnames[jt]) if jnames is not None else str(jt),
-                                    ",".join(f"{v:.12g}" for v in row.tolist())]).encode()  # fmt: skip
-                h = self._chash[c] = zlib.crc32(text) | (zlib.crc32(b"class:" + text) << 32)
-            out[i] = h
-        return out
+        classes = np.asarray(classes, dtype=np.int64)
+        if self._chash_arr is None:
+            self._chash_arr = np.zeros(self._klass_first.size, dtype=np.uint64)
+            self._chash_ok = np.zeros(self._klass_first.size, dtype=bool)
+        need = classes[~self._chash_ok[classes]]
+        for c in np.unique(need).tolist():
+            j = int(self._klass_first[c])
+            t, jt = int(self.tenant[j]), int(self.job_type[j])
+            row = self.T[j] / self.T[j][self.T[j] > 0][0]
+            text = "\x1f".join([str(tnames[t]) if tnames is not None else str(t),
+                                str(jnames[jt]) if jnames is not None else str(jt),
+                                ",".join(f"{v:.12g}" for v in row.tolist())]).encode()  # fmt: skip
+            self._chash_arr[c] = zlib.crc32(text) | (zlib.crc32(b"class:" + text) << 32)
+            self._chash_ok[c] = True
+        return self._chash_arr[classes]
 
     def _lease_state(self) -> tuple:
         """What the lease needs of the active jobs, per GPU type (rows): ``(A, alloc, alloc * 1e9,

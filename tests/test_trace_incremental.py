@@ -252,3 +252,28 @@ def test_row_groups_equal_numpy_unique_rows(seed: int) -> None:
     first, cls, counts = row_classes(key[:, :1], key[:, 1:])
     assert np.array_equal(first, np.sort(first)) and np.array_equal(key[first][cls], key, equal_nan=True)
     assert np.array_equal(np.bincount(cls), counts) and set(first.tolist()) == set(want[0].tolist())
+
+
+def test_class_identities_cached_per_class_equal_the_named_hash(tmp_path: Path) -> None:
+    """``TraceRounds._class_ident`` (the seeded tie draw's identity of a class, cached in an array)
+    gives each class the crc of its tenant, job type and speedup vector, whatever the order and
+    repeats of the classes asked for, before and after the cache is filled."""
+    import zlib
+
+    path = tmp_path / "t4.toml"
+    path.write_text(TENANT4.format(trace=data_path(GAVEL_TRACE)))
+    eng = load_scenario(path).build_model("oef-noncoop", "liar", 2).auctioneer.trace
+    _, tnames, jnames = eng._names
+
+    def named(c: int) -> int:
+        j = int(eng._klass_first[c])
+        row = eng.T[j] / eng.T[j][eng.T[j] > 0][0]
+        text = "\x1f".join([str(tnames[eng.tenant[j]]), str(jnames[eng.job_type[j]]),
+                            ",".join(f"{v:.12g}" for v in row.tolist())]).encode()  # fmt: skip
+        return zlib.crc32(text) | (zlib.crc32(b"class:" + text) << 32)
+
+    n = eng._klass_first.size
+    assert n > 3 and tnames is not None and jnames is not None
+    rng = np.random.default_rng(0)
+    for ask in (rng.integers(0, n, 2 * n), np.arange(n)[::-1], rng.permutation(n)):
+        assert eng._class_ident(ask).tolist() == [named(c) for c in ask.tolist()]
