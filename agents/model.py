@@ -216,16 +216,22 @@ class MarketModel(mesa.Model):
         """Add the jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``."""
         tw = self.workload
         tr = tw.trace
-        for j, t in zip(jobs.tolist(), times.tolist(), strict=True):
-            arrival = float(tr.arrival_s[j])
-            self.datacollector.add_table_row(
+        jobs = np.asarray(jobs, dtype=np.int64)
+        # the jobs' fields gathered at once (Python scalars, as indexing one job at a time gives them)
+        cols = zip(np.asarray(tw.tenants)[jobs].tolist(), np.asarray(tr.job_id)[jobs].tolist(),
+                   np.asarray(tr.job_type)[jobs].tolist(), np.asarray(tr.scale)[jobs].tolist(),
+                   np.asarray(tr.arrival_s, dtype=float)[jobs].tolist(), np.asarray(times, dtype=float).tolist(),
+                   strict=True)  # fmt: skip
+        add = self.datacollector.add_table_row
+        for tenant, job_id, job_type, workers, arrival, t in cols:
+            add(
                 "completions",
                 {
                     "round": self.round,
-                    "tenant": str(tw.tenants[j]),
-                    "job_id": str(tr.job_id[j]),
-                    "job_type": str(tr.job_type[j]),
-                    "workers": int(tr.scale[j]),
+                    "tenant": str(tenant),
+                    "job_id": str(job_id),
+                    "job_type": str(job_type),
+                    "workers": int(workers),
                     "arrival_s": arrival,
                     "completion_s": t,
                     "jct_s": t - arrival,

@@ -196,6 +196,8 @@ class TraceTenants:
             return
         codes = self.code[res.finished]
         np.subtract.at(self.left, codes, 1)
+        if not self.agents:  # nobody to exit (tenancy "job" without strategies: no agents at all)
+            return
         for c in np.unique(codes).tolist():
             if self.left[c] == 0 and c in self.agents:
                 self._remove(c, "exit")
