@@ -277,3 +277,53 @@ def test_class_identities_cached_per_class_equal_the_named_hash(tmp_path: Path) 
     rng = np.random.default_rng(0)
     for ask in (rng.integers(0, n, 2 * n), np.arange(n)[::-1], rng.permutation(n)):
         assert eng._class_ident(ask).tolist() == [named(c) for c in ask.tolist()]
+
+
+IDLE_TABLE = "job_type,gpu_type,num_gpus,throughput_steps_per_s\nA,k80,1,1.0\nA,v100,1,2.0\n"
+IDLE_TRACE = """job_id,arrival_s,num_gpus,total_steps,job_type,tenant
+u1,0,1,400,A,u
+v1,0,1,40000,A,v
+w1,0,1,40000,A,w
+u2,20000,1,400,A,u
+"""
+
+
+def test_an_agent_without_active_jobs_holds_zeros_while_others_run(tmp_path: Path) -> None:
+    """Tenant u is present but idle between its two jobs while v and w run: its agent's measures
+    are 0 then, and every agent's job count and GPUs are its own (the agents' rows follow the
+    active tenants, not only arrivals and exits)."""
+    (tmp_path / "table.csv").write_text(IDLE_TABLE)
+    (tmp_path / "t.csv").write_text(IDLE_TRACE)
+    (tmp_path / "s.toml").write_text("""name = "idle"
+policies = ["maxmin"]
+replications = 1
+[cluster]
+gpu_types = ["k80", "v100"]
+gpus = [1, 2]
+round_seconds = 360.0
+[profiles]
+file = "table.csv"
+[workload]
+trace = "t.csv"
+trace_format = "csv"
+tenancy = "user"
+""")
+    model = load_scenario(tmp_path / "s.toml").build_model("maxmin", "truthful", 0)
+    model.progress = False
+    ten = model.auctioneer.tenants
+    record = ten.record
+    seen = {"idle": 0, "busy": 0}
+
+    def checking(res) -> None:  # noqa: ANN001
+        record(res)
+        for c, a in ten.agents.items():
+            jobs = int((ten.code[res.active] == c).sum())
+            gpus = int((ten.code[res.leased] == c).sum())
+            assert (a.runnable_jobs, a.gpus) == (jobs, gpus)
+            if jobs == 0:
+                assert (a.est, a.est_reported, a.act, a.alloc_gpus) == (0.0, 0.0, 0.0, 0.0)
+            seen["idle" if jobs == 0 else "busy"] += 1
+
+    ten.record = checking
+    model.run()
+    assert seen["idle"] > 0 and seen["busy"] > 10
