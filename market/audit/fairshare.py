@@ -34,7 +34,12 @@ FAKE_PREFIX = "fake:"
 
 def resolve_fair_share(mechanism: str | Callable[..., Allocation]) -> tuple[str, Callable[..., Allocation]]:
     """``(name, fn)`` of a registered fair-share mechanism name, or of a callable with the
-    fair-share signature. Unknown names raise :class:`InputError` listing the known ones."""
+    fair-share signature. Unknown names raise :class:`InputError` listing the known ones.
+
+    :param mechanism: a registered fair-share name or a callable
+    :returns: ``(name, fn)``
+    :raises InputError: neither a string nor a callable, or an unknown name
+    """
     if callable(mechanism):
         return getattr(mechanism, "__name__", "fair-share"), mechanism
     if not isinstance(mechanism, str):
@@ -62,6 +67,23 @@ class FairShareTarget(BaseTarget):
     each speedup dimension; ``weight_claims`` adds a ``"weight"`` factor dimension (then families
     that move the weight are out of the paper's scope); ``n_arbitrary`` random vectors and
     ``copy_others`` copies of other rows as ``ARBITRARY`` probes; ``max_speedup`` caps reports.
+
+    :param mechanism: a registered fair-share name or a callable with the fair-share signature
+    :param W: (n, k) TRUE speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0, or ``None``
+    :param caps: (n,) most GPUs a row can use at once, or ``None``
+    :param options: extra keywords passed to the mechanism
+    :param factor_bounds: ``(low, high)`` search box of every speedup factor
+    :param weight_claims: add a ``"weight"`` factor dimension (out of the paper's scope)
+    :param n_arbitrary: random report vectors tried as ``ARBITRARY`` probes
+    :param copy_others: try copying every other row's report
+    :param max_speedup: the largest reported normalised speedup
+    :param dimension_bounds: dimension name -> ``(low, high)`` overriding ``factor_bounds``
+    :param fast: search on the mechanism's registered screen and confirm family bests with the mechanism
+    :param name: the target's name (set from the mechanism)
+    :param cache_size: the most cached report utilities
+    :raises InputError: bad ``W``, ``m``, ``weights`` or ``caps``, an unknown mechanism or dimension
     """
 
     mechanism: Any = "oef-noncoop"
@@ -121,7 +143,12 @@ class FairShareTarget(BaseTarget):
 
     def evaluate(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``report`` (cached): from the screen when :attr:`screening`, else from
-        the registered mechanism."""
+        the registered mechanism.
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: the row's TRUE throughput (slowest-GPU equivalents)
+        """
         if self._resolver is None:
             return super().evaluate(agent, report)
         key = self.report_key(agent, report)
@@ -139,7 +166,12 @@ class FairShareTarget(BaseTarget):
     def confirm(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``report`` under the registered mechanism (cached): never from the screen,
         unless the screen declares ``exact`` (it returns the mechanism's allocation bit for bit, as
-        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested)."""
+        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested).
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: the row's TRUE throughput under the mechanism
+        """
         key = self.report_key(agent, report)
         if self._resolver is not None and getattr(self._resolver, "exact", False):
             if key not in self._confirmed:
@@ -163,7 +195,11 @@ class FairShareTarget(BaseTarget):
         """The factor dimensions of ``agent``; each speedup's hard limits keep the reported
         normalised speedup within ``[1 / max_speedup, max_speedup]`` (the validator's conditioning
         bound, mirrored below 1), so the audit's tails and boundary walk never leave what the
-        mechanism accepts."""
+        mechanism accepts.
+
+        :param agent: the deviating row (0..n-1)
+        :returns: one factor dimension per speedup column ``1..k-1`` (and ``"weight"``)
+        """
         key = int(agent)
         cached = self._dims_by_agent.get(key)
         if cached is not None:
@@ -181,7 +217,12 @@ class FairShareTarget(BaseTarget):
         return out
 
     def report(self, agent: Hashable, params: Mapping[str, float]) -> tuple[tuple[float, ...], float | None]:
-        """``(reported row, reported weight or None)``; the row is clipped to ``max_speedup``."""
+        """``(reported row, reported weight or None)``; the row is clipped to ``max_speedup``.
+
+        :param agent: the deviating row (0..n-1)
+        :param params: column index (as text) or ``"weight"`` -> factor; missing: 1
+        :returns: the report
+        """
         l = int(agent)
         row = self.Wt[l].copy()
         for j in range(1, row.size):
@@ -194,7 +235,12 @@ class FairShareTarget(BaseTarget):
         return tuple(row.tolist()), w
 
     def profile(self, agent: Hashable, report: tuple[tuple[float, ...], float | None]) -> tuple[np.ndarray, Any]:
-        """The full reported matrix and weights when ``agent`` submits ``report``."""
+        """The full reported matrix and weights when ``agent`` submits ``report``.
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: ``(W reported (n, k), weights or None)``
+        """
         l = int(agent)
         row, w = report
         Wr = self.Wt.copy()
@@ -214,7 +260,11 @@ class FairShareTarget(BaseTarget):
         return float(self.Wt[l] @ outcome.X[l])
 
     def utilities(self, outcome: Allocation) -> np.ndarray:
-        """TRUE throughput of every row under ``outcome``."""
+        """TRUE throughput of every row under ``outcome``.
+
+        :param outcome: an allocation
+        :returns: (n,) throughput per row
+        """
         return np.einsum("lj,lj->l", self.Wt, outcome.X)
 
     def truthful(self) -> Allocation:
@@ -240,7 +290,11 @@ class FairShareTarget(BaseTarget):
         return out
 
     def in_scope(self, family: str) -> bool:
-        """The paper's SP scope: inflating speedups only (``UP_j``, ``UP_all``)."""
+        """The paper's SP scope: inflating speedups only (``UP_j``, ``UP_all``).
+
+        :param family: a family label
+        :returns: ``True`` for the speedup inflation families
+        """
         if not family.startswith("UP_"):
             return False
         return not (self.weight_claims and family in ("UP_weight", "UP_all"))
