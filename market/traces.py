@@ -139,7 +139,12 @@ _GAVEL_COLUMNS = (
 
 
 def data_path(name: str) -> Path:
-    """Absolute path of a file shipped in ``market/data`` (e.g. :data:`GAVEL_THROUGHPUTS`)."""
+    """Absolute path of a file shipped in ``market/data`` (e.g. :data:`GAVEL_THROUGHPUTS`).
+
+    :param name: the file's name
+    :returns: its path
+    :raises InputError: no such file is shipped
+    """
     p = Path(str(resources.files("market.data").joinpath(name)))
     if not p.is_file():
         raise InputError("packaged data file", name, f"is not shipped in market/data ({p} does not exist)")
@@ -323,7 +328,12 @@ def _check_size(p: Path) -> None:
 
 
 def read_gavel_trace(path: str | Path) -> Trace:
-    """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column."""
+    """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column.
+
+    :param path: the trace file
+    :returns: the trace
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -449,7 +459,12 @@ def read_philly_csv(path: str | Path) -> Trace:
     """Parse the Philly per-job CSV (columns timestamp, duration, num_gpus, cluster; gpu_time is
     ignored), plain or gzip-compressed. Job types are left empty and ``total_steps`` NaN: see
     :func:`assign_philly_job_types`. A well-formed file is parsed vectorised; otherwise the rows are
-    read one by one and the first bad value is named (file, line, column)."""
+    read one by one and the first bad value is named (file, line, column).
+
+    :param path: the CSV file
+    :returns: the trace (job types empty, ``total_steps`` NaN)
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -546,7 +561,12 @@ def read_generic_csv(path: str | Path) -> Trace:
     plus ``duration_s`` or (``job_type`` and ``total_steps``). Rows are sorted by arrival (stable).
     Jobs with a ``duration_s`` and no ``job_type`` get one by :func:`assign_philly_job_types` in
     :func:`load_trace`; with a ``job_type``, ``total_steps`` = duration x its reference throughput.
-    Errors name the file, line, column and value; a missing column is named with what it is for."""
+    Errors name the file, line, column and value; a missing column is named with what it is for.
+
+    :param path: the CSV file
+    :returns: the trace
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -641,7 +661,16 @@ def assign_philly_job_types(
     trace: Trace, table: ThroughputTable, gpu_types: Sequence[str], seed: int, reference: str = "v100"
 ) -> Trace:
     """Give every Philly job a Gavel job type and ``total_steps`` by the seeded rule of the module
-    docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count)."""
+    docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count).
+
+    :param trace: a trace without job types (Philly, or a generic CSV)
+    :param table: the throughput table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param seed: the seed of the assignment
+    :param reference: the GPU type durations are measured on
+    :returns: the trace with job types and ``total_steps``
+    :raises InputError: ``reference`` is not a GPU type of the table, or a job's GPU count has no usable row
+    """
     if reference not in table.gpu_types:
         raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
     cols = type_columns(table, gpu_types)
@@ -704,7 +733,17 @@ def load_trace(
     """Read a trace of format ``fmt`` ("gavel" | "philly" | "csv"); a Philly trace, and a generic
     CSV without job types, gets its job types and steps from ``table`` (default: the packaged Gavel
     table) by :func:`assign_philly_job_types`; a generic CSV with job types and durations gets
-    ``total_steps = duration x`` the reference throughput of its job type at its GPU count."""
+    ``total_steps = duration x`` the reference throughput of its job type at its GPU count.
+
+    :param path: the trace file (Philly and generic CSV may be gzip-compressed)
+    :param fmt: ``"gavel"``, ``"philly"`` or ``"csv"``
+    :param table: the throughput table for job types and steps; ``None``: the packaged Gavel table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param seed: the seed of the job-type assignment (Philly, CSV without job types)
+    :param reference: the GPU type durations are measured on
+    :returns: the trace, sorted by arrival
+    :raises InputError: an unknown format, a missing or malformed file (naming file, line and column)
+    """
     if fmt not in TRACE_FORMATS:
         raise InputError("workload.trace_format", fmt, f"must be one of {list(TRACE_FORMATS)}")
     if fmt == "gavel":
@@ -850,7 +889,17 @@ def generate_gavel_trace(
 
     Draws (numpy, ``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``), each a vector over the jobs
     in this order: gaps, job types, the short/long coin, the short exponents, the long exponents.
-    Same arguments, same trace. Job ids ``"0", "1", ...`` in arrival order; priority 1; no users."""
+    Same arguments, same trace. Job ids ``"0", "1", ...`` in arrival order; priority 1; no users.
+
+    :param table: the throughput table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param jobs: the number of jobs
+    :param jobs_per_hour: the arrival rate, > 0
+    :param seed: the seed of every draw
+    :param reference: the GPU type the durations are run times on
+    :returns: the trace
+    :raises InputError: a bad job count or rate, an unknown reference, or no job type runs on every GPU type
+    """
     n = int(jobs)
     if n < 1:
         raise InputError("workload.jobs", jobs, "must be an integer >= 1")
@@ -895,7 +944,13 @@ def generate_gavel_trace(
 
 
 def tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:
-    """Tenant name per job (str array) under ``tenancy`` (module docstring)."""
+    """Tenant name per job (str array) under ``tenancy`` (module docstring).
+
+    :param trace: the trace
+    :param tenancy: ``"job"``, ``"user"`` or a number of tenants >= 1 (jobs hashed to them)
+    :returns: (N,) tenant names
+    :raises InputError: ``"user"`` on a trace without users, or a bad tenancy
+    """
     if tenancy == "job":
         return trace.job_id.astype(str)
     if tenancy == "user":
