@@ -115,6 +115,14 @@ def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point. With
     ``solver="auto"`` a program still that large is solved by exact price decomposition
     (:mod:`market.oef.maxmin`; ``info["lp_path"]`` is ``"decomposition"`` or ``"full"``).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
     """
     opts, v = prepare("gavel", W, m, weights, caps, options, _GAVEL_OPTIONS)
     check_choice("tiebreak", opts["tiebreak"], ("none", "max_total"))
@@ -269,6 +277,14 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``info["trades"]`` is the trade log, ``info["stop_reason"]`` why trading stopped. Options:
     ``two_party_price`` in ``{"midpoint", "seller", "buyer"}``, ``max_trades`` (default
     ``100 n k^2``), ``exact`` (``None`` = auto-detect Fractions).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
     """
     extra = {"two_party_price": "midpoint", "max_trades": None, "exact": None}
     opts, v = prepare("gandiva-fair", W, m, weights, caps, options, extra)
@@ -326,7 +342,16 @@ def _maxmin(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
 
 @register("maxmin", "fair-share", "Max-min: (weighted) equal split of every GPU type; progressive filling with caps")
 def equal_split(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
-    """Max-Min (spec §4.3): ``x_l = (pi_l / sum pi) m``; with ``caps`` progressive filling."""
+    """Max-Min (spec §4.3): ``x_l = (pi_l / sum pi) m``; with ``caps`` progressive filling.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     opts, v = prepare("maxmin", W, m, weights, caps, options, {})
     triv = trivial_allocation("maxmin", v)
     return triv if triv is not None else _maxmin(v, opts)
@@ -357,7 +382,16 @@ def _maxthr(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
 )
 def max_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """LP (4) (spec §4.4): closed form (all of ``m_j`` to ``argmax_l w_l^j``, ties to the lowest
-    index); with finite ``caps`` an LP with ``sum_j x_l^j <= d_l``. ``weights`` are ignored."""
+    index); with finite ``caps`` an LP with ``sum_j x_l^j <= d_l``. ``weights`` are ignored.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     opts, v = prepare("max-throughput", W, m, weights, caps, options, {})
     triv = trivial_allocation("max-throughput", v)
     if triv is not None:
