@@ -417,14 +417,23 @@ class AstraeaMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
-        """A fresh mechanism (none of them is randomised with the default job order; ``rng`` unused)."""
+        """A fresh mechanism (none of them is randomised with the default job order; ``rng`` unused).
+
+        :param name: one of :meth:`mechanisms`
+        :param rng: the generator of randomised mechanisms' draws
+        :returns: a fresh mechanism on this instance
+        """
         check_choice("mechanism", name, MECHANISMS)
         if name == "astraea":
             return _AstraeaAuction(self)
         return _BatchBaseline(self, name)
 
     def dimensions(self, bid: AstraeaBid) -> list[Dimension]:
-        """value_scale (utility × factor), size_scale (epochs × factor, reported work), arrival_delay (h)."""
+        """value_scale (utility × factor), size_scale (epochs × factor, reported work), arrival_delay (h).
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         return [
             Dimension("value_scale", "factor", 0.25, 4.0),
             Dimension("size_scale", "factor", 0.5, 2.0),
@@ -432,7 +441,13 @@ class AstraeaMarket:
         ]
 
     def misreport(self, bid: AstraeaBid, params: Mapping[str, float]) -> AstraeaBid:
-        """``bid`` with the named parameters misreported; truthful values leave the job unchanged."""
+        """``bid`` with the named parameters misreported; truthful values leave the job unchanged.
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         known = {d.name: d for d in self.dimensions(bid)}
         for k in params:
             if k not in known:
@@ -447,7 +462,13 @@ class AstraeaMarket:
 
     def true_surplus(self, bid: AstraeaBid, report: AstraeaBid, decision: Decision | None) -> float:
         """Job level: true utility at the true completion on the decided schedule minus the payment
-        (the tenant's Eq. (2) income is tenant-level: :meth:`tenant_revenue`)."""
+        (the tenant's Eq. (2) income is tenant-level: :meth:`tenant_revenue`).
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        """
         pay = 0.0 if decision is None else float(decision.payment)
         return self.true_value(bid, report, decision) - pay
 
@@ -562,7 +583,12 @@ class AstraeaMarket:
         min r, completed), ``revenue_per_job`` (R / N, Table 2), ``income`` (Eq. 2 total),
         ``budget_residual`` (Σ incomes − Σ payments), ``alpha_variance`` (population variance of α_u,
         NaN when R ≤ 0), ``si_gap`` (min over tenants of g_u − g_u^exclusive) and ``si_fraction``
-        (share of tenants with g_u ≥ g_u^exclusive)."""
+        (share of tenants with g_u ≥ g_u^exclusive).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        """
         by_id = decisions_by_id(decisions)
         real = [r for r in reports if not r.phantom]
         n = len(real)

@@ -222,7 +222,11 @@ class OasisMarket:
             )
 
     def dimensions(self, bid: OasisJob) -> list[Dimension]:
-        """C-O6 misreports of ``bid`` (factors in [1/4, 4] unless noted)."""
+        """C-O6 misreports of ``bid`` (factors in [1/4, 4] unless noted).
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         self._strategic_ok()
         f = bid.utility
         dims = [Dimension("value_scale")]
@@ -247,7 +251,13 @@ class OasisMarket:
     def misreport(self, bid: OasisJob, params: Mapping[str, float]) -> OasisJob:
         """``bid`` reported with ``params`` (``{dimension: value}``; missing = truthful). A truthful
         parameter leaves its field untouched, so all-truthful params return ``bid`` itself. A delay
-        past the horizon arrives in the last slot."""
+        past the horizon arrives in the last slot.
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         dims = {d.name: d for d in self.dimensions(bid)}
         changed: dict[str, float] = {}
         for name, value in params.items():
@@ -314,7 +324,13 @@ class OasisMarket:
 
     def true_surplus(self, bid: OasisJob, report: OasisJob, decision: Decision | None) -> float:
         """True utility at the realised true completion (0 if the reserved schedule cannot finish
-        the TRUE work) minus the payment; 0 for no decision."""
+        the TRUE work) minus the payment; 0 for no decision.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        """
         if decision is None:
             return 0.0
         return float(self.realised(bid, report, decision).utility - decision.payment)
@@ -326,7 +342,13 @@ class OasisMarket:
         resources), ``utilisation_max`` (that of the most used resource), ``mean_jct`` (true
         elapsed slots of completed jobs), ``lateness_sensitive`` / ``lateness_critical`` (mean
         true elapsed − γ3 of completed jobs of that class) and their standard deviations
-        ``lateness_sd_*``, ``unfinished`` (jobs not completed)."""
+        ``lateness_sd_*``, ``unfinished`` (jobs not completed).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        :raises InputError: a decision for a job that is not a bidder of the instance
+        """
         byid = decisions_by_id(decisions)
         reps = {int(r.job_id): r for r in reports}
         bids = self._byid
