@@ -813,7 +813,13 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> AstraeaMarket:
     """Build one Astraea instance from study parameters (see :data:`DEFAULTS`; unknown or invalid
-    keys raise :class:`InputError` naming the key); all randomness from ``rng``."""
+    keys raise :class:`InputError` naming the key); all randomness from ``rng``.
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator")
     p = _validate(params)

@@ -180,7 +180,13 @@ _KEYS = {"jobs", "T", "capacity", "price", "value_low", "value_high", "max_units
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ControlMarket:
     """Random control instance: ``jobs`` bids over ``T`` slots, arrivals uniform, sizes uniform in
     ``1..max_units`` × ``1..max_duration``, value per unit-slot uniform in ``[value_low, value_high]``
-    (defaults 20 jobs, T 20, capacity 4, price 1, values 0.5..2, 3 units, 4 slots)."""
+    (defaults 20 jobs, T 20, capacity 4, price 1, values 0.5..2, 3 units, 4 slots).
+
+    :param params: study parameters (the keys above); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     for k in params:
         if k not in _KEYS:
             raise InputError(f"control parameter {k}", params[k], f"is not one of {sorted(_KEYS)}")

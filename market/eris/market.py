@@ -323,7 +323,13 @@ def _bool(key: str, v: Any) -> bool:
 
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMarket:
     """Build one Eris instance from study parameters (keys: :data:`PARAMS`; unknown or invalid keys
-    raise :class:`InputError` naming the key and value). All randomness comes from ``rng``."""
+    raise :class:`InputError` naming the key and value). All randomness comes from ``rng``.
+
+    :param params: study parameters (:data:`PARAMS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy.random.Generator")
     if not isinstance(params, Mapping):

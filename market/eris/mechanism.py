@@ -74,7 +74,15 @@ def setup_market(
     horizon: int | None,
 ) -> None:
     """Common constructor of Eris and its baselines: ``cfg``, ``sites``, ``network``, ``links`` and
-    a zero ``state`` on ``mech``; base slots ``0..T`` (slot 0 unused)."""
+    a zero ``state`` on ``mech``; base slots ``0..T`` (slot 0 unused).
+
+    :param mech: the mechanism being built
+    :param sites: the edge sites
+    :param network: the network; ``None``: defaults
+    :param config: the constants; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :raises InputError: neither ``config`` nor ``horizon``
+    """
     if config is None:
         if horizon is None:
             raise InputError("config", None, "ErisConfig (or horizon=T) is required")
@@ -88,7 +96,13 @@ def setup_market(
 
 
 class ErisAuction(OnlineMechanism):
-    """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T)."""
+    """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T).
+
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    """
 
     name = "eris"
 
@@ -110,7 +124,7 @@ class ErisAuction(OnlineMechanism):
         self.primal_history: list[float] = []
         self._primal = 0.0
         self._mu_sum = 0.0
-        self._duals = np.zeros(config.horizon + 1)  # per-slot price part of Lambda (0 at zero usage)
+        self._duals = np.zeros(self.cfg.horizon + 1)  # per-slot price part of Lambda (0 at zero usage)
 
     # --- public audit helpers (same code path as step) ---
     def validate(self, bid: ErisJob) -> None:

@@ -125,7 +125,13 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> OasisMarket:
     """One OASiS instance from study parameters (keys and defaults: :data:`DEFAULTS`; unknown or
     invalid keys raise :class:`InputError` naming the key). Cluster, jobs and calibration jobs come
-    from three child streams of ``rng``."""
+    from three child streams of ``rng``.
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator (explicit seeding)")
     p = _validate(params)

@@ -132,6 +132,13 @@ class Oasis(PostedPriceMechanism):
     ``decide(report)`` accepts an :class:`OasisRequest` or an :class:`OasisJob` (converted with
     ``to_request``). ``search`` selects the vectorised search or the pure-Python reference (same
     decisions; benchmark only). Dual bookkeeping (§3.10) in ``primal`` / ``dual`` after each job.
+
+    :param cluster: the worker and PS pools and the horizon ``T``
+    :param constants: the price constants (L, U per resource)
+    :param admit_tol: the payoff a job needs above 0 to be admitted, >= 0
+    :param max_units: the most work units of the schedule search (coarser units above), >= 1
+    :param search: ``"vectorised"`` or ``"reference"``
+    :raises InputError: constants of the wrong type or length, or a bad option
     """
 
     name = "oasis"

@@ -320,7 +320,13 @@ class PdorsMarket:
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> PdorsMarket:
     """Build one PD-ORS instance from study parameters (see :data:`DEFAULTS`; unknown or invalid
     keys raise :class:`InputError` naming the key); all randomness from ``rng`` (two independent
-    child streams: the jobs, and the calibration jobs for the price constants)."""
+    child streams: the jobs, and the calibration jobs for the price constants).
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator")
     p = _validate(params)

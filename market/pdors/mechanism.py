@@ -292,7 +292,14 @@ def pdors_realised(
 
 
 class Pdors(PostedPriceMechanism):
-    """The PD-ORS online auctioneer on a :class:`PdorsCluster` with fixed :class:`PdorsConstants`."""
+    """The PD-ORS online auctioneer on a :class:`PdorsCluster` with fixed :class:`PdorsConstants`.
+
+    :param cluster: the servers and the horizon ``T``
+    :param constants: the price constants
+    :param config: the search and rounding settings; ``None``: :class:`PdorsConfig` defaults
+    :param search: ``"vectorised"`` or ``"reference"`` (same decisions; benchmark only)
+    :raises InputError: constants of the wrong type or an unknown search
+    """
 
     name = "pdors"
 
