@@ -358,7 +358,13 @@ def _charge(
 
 
 def resolve_theta(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams) -> tuple[float, float]:
-    """(θ_w, θ_p): given, or the A9 rule on ``jobs`` (then frozen for the run)."""
+    """(θ_w, θ_p): given, or the A9 rule on ``jobs`` (then frozen for the run).
+
+    :param cluster: the cluster
+    :param jobs: the workload's job reports
+    :param params: the mechanism's parameters (``theta_mode``)
+    :returns: ``(theta_w, theta_p)``
+    """
     if params.theta_mode == "given":
         return float(params.theta_w), float(params.theta_p)  # type: ignore[arg-type]
     return theta_rule(cluster, jobs, params)
@@ -373,7 +379,15 @@ def run_astraea(
 ) -> AstraeaResult:
     """Run Astraea on a whole workload (Alg. 1). Jobs are reports; θ is given or from the A9 rule.
 
-    ``search`` replaces BEST_SCHEDULE (instrumentation, e.g. the benchmark's cross-check)."""
+    ``search`` replaces BEST_SCHEDULE (instrumentation, e.g. the benchmark's cross-check).
+
+    :param cluster: the cluster
+    :param jobs: the job reports
+    :param params: the mechanism's parameters; ``None``: :class:`AstraeaParams` defaults
+    :param search: a replacement of BEST_SCHEDULE; ``None``: the mechanism's own
+    :returns: the run's outcomes, round logs and unscheduled jobs
+    :raises InputError: not an Astraea cluster, or invalid jobs
+    """
     params = params or AstraeaParams()
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", cluster, "must be a market.astraea.Cluster")
@@ -415,7 +429,14 @@ def run_astraea(
 def astraea(
     cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams | None = None, **overrides: Any
 ) -> AstraeaResult:
-    """Registered entry point: ``astraea(cluster, jobs, params, **param_overrides) -> AstraeaResult``."""
+    """Registered entry point: ``astraea(cluster, jobs, params, **param_overrides) -> AstraeaResult``.
+
+    :param cluster: the cluster
+    :param jobs: the job reports
+    :param params: the mechanism's parameters; ``None``: defaults
+    :param overrides: parameter fields to replace (``AstraeaParams.with_``)
+    :returns: the run's result (:func:`run_astraea`)
+    """
     params = params or AstraeaParams()
     if overrides:
         params = params.with_(**overrides)
@@ -427,7 +448,14 @@ class AstraeaOnline(OnlineMechanism):
     (JobSpecs with arrival ≤ now) and, when ``now`` = τ_l = 2^l, decides batch l; decisions of
     admitted jobs are returned then, rejections at :meth:`finish`. ``Decision.job_id`` is the
     report's submission index; ``Decision.log["jid"]`` its JobSpec id. θ must be fixed beforehand
-    (``theta_mode="given"`` or ``theta_w``/``theta_p`` arguments)."""
+    (``theta_mode="given"`` or ``theta_w``/``theta_p`` arguments).
+
+    :param cluster: the cluster
+    :param params: the mechanism's parameters (horizon ``T``); ``None``: defaults
+    :param theta_w: the worker price threshold θ_w; ``None``: from ``params`` (``theta_mode="given"``)
+    :param theta_p: the PS price threshold θ_p; ``None``: from ``params``
+    :raises InputError: θ neither given nor fixed in ``params``
+    """
 
     name = "astraea"
 

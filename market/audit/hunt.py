@@ -329,7 +329,22 @@ def hunt(
     Edges: when the space says which of its bounds the confirmed witness sits on (``edges``) and can
     grow them (``grow``), the hunt is repeated on the grown box (``evals`` more evaluations,
     warm-started from the witness, no baseline) until the witness is interior, a bound's limit is
-    hit, or ``max_grow`` rounds; ``edge`` records every round (box, figure, edges) and the status."""
+    hit, or ``max_grow`` rounds; ``edge`` records every round (box, figure, edges) and the status.
+
+    :param space: what to search (instances, the effect, the shrinker)
+    :param evals: the optimiser's evaluation budget
+    :param seconds: a CPU-time cap in seconds; ``None``: none
+    :param seed: the seed of the optimiser and the baseline
+    :param optimiser: ``"de"`` (scipy's differential evolution) or ``"cma"`` (CMA-ES)
+    :param warm: witnesses to evaluate first
+    :param baseline: also run the ledger's random sampler on as many evaluations
+    :param shrink: shrink a violating witness to a smaller instance
+    :param max_shrink: the most shrinking evaluations
+    :param grow: grow the box when the witness sits on a growable bound
+    :param max_grow: the most growing rounds
+    :returns: the best instance, its effect and witness, the baseline's, and the budget used
+    :raises InputError: no ``evals`` budget, or ``seconds`` not finite and > 0
+    """
     check_choice("optimiser", optimiser, OPTIMISERS)
     if evals is None:
         raise InputError("hunt budget", None, "give evals (a number of evaluations); seconds is only a cap on them")
