@@ -2,9 +2,10 @@
 and its result, so mkdocstrings (``docstring_style: sphinx``) shows Parameters/Returns sections.
 
 The objects are found the way the reference pages name them: each ``::: identifier`` line of
-docs/reference/*.md (with its ``show_submodules`` option) is imported, and the walk takes what
-mkdocstrings renders there: the module's public functions and classes (its own, and imported ones
-listed in ``__all__``) and the public methods a class defines. A function or method with
+docs/reference/*.md (with its ``show_submodules`` and ``members`` options) is imported, and the walk
+takes what mkdocstrings renders there: the module's public functions and classes (its own, and
+imported ones listed in ``__all__``; only the listed ones when the line has a ``members:`` list,
+which also selects a package's submodules) and the public methods a class defines. A function or method with
 parameters besides ``self``/``cls`` needs a ``:param name:`` field for each, and a ``:returns:``
 field unless it is annotated to return ``None``; a constructor (the class's own ``__init__``, a
 dataclass's fields) needs a ``:param`` for each parameter in the class or ``__init__`` docstring; a
@@ -32,25 +33,36 @@ ROOT = Path(__file__).resolve().parents[1]
 TODO = ROOT / "tests" / "data" / "api_docstring_todo.txt"
 NO_RESULT = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never"}
 _DIRECTIVE = re.compile(r"^::: ([\w.]+)[ \t]*\n((?:[ \t]+\S.*\n?)*)", re.M)
+_MEMBERS = re.compile(r"^([ \t]+)members:[ \t]*\n((?:\1[ \t]+- \w+[ \t]*\n?)+)", re.M)
 _PARAM = re.compile(r"^\s*:param(?:\s+[^:]+?)?\s+\\?\*{0,2}(\w+):", re.M)
 _RETURNS = re.compile(r"^\s*:(?:returns?|yields?):", re.M)
 _RAISES_INPUT = re.compile(r"^\s*:raises\s+(?:[\w.~`:]*\.)?InputError`?:", re.M)
 
 
-def reference_identifiers(pages: Path = ROOT / "docs" / "reference") -> list[tuple[str, bool]]:
-    """``(identifier, show_submodules)`` for every ``:::`` line of the reference pages."""
+def reference_identifiers(
+    pages: Path = ROOT / "docs" / "reference",
+) -> list[tuple[str, bool, frozenset[str] | None]]:
+    """``(identifier, show_submodules, members)`` for every ``:::`` line of the reference pages;
+    ``members`` is the line's ``members:`` list (``None`` without one)."""
     out = []
     for page in sorted(pages.glob("*.md")):
         for m in _DIRECTIVE.finditer(page.read_text(encoding="utf-8")):
-            out.append((m.group(1), bool(re.search(r"^\s+show_submodules:\s*true\s*$", m.group(2), re.M))))
+            listed = _MEMBERS.search(m.group(2))
+            members = frozenset(re.findall(r"- (\w+)", listed.group(2))) if listed else None
+            out.append((m.group(1), bool(re.search(r"^\s+show_submodules:\s*true\s*$", m.group(2), re.M)), members))
     return out
 
 
-def _modules(identifier: str, submodules: bool) -> Iterator[ModuleType]:
+def _modules(identifier: str, submodules: bool, members: frozenset[str] | None) -> Iterator[ModuleType]:
+    """The module and (``submodules``) its public submodules; a ``members`` list keeps the
+    submodules whose first level below ``identifier`` it names."""
     module = importlib.import_module(identifier)
     yield module
     if submodules and hasattr(module, "__path__"):
         for info in pkgutil.walk_packages(module.__path__, module.__name__ + "."):
+            below = info.name.removeprefix(module.__name__ + ".").split(".")
+            if members is not None and below[0] not in members:
+                continue
             if not any(part.startswith("_") for part in info.name.split(".")):
                 yield importlib.import_module(info.name)
 
@@ -75,10 +87,12 @@ def rendered_objects() -> dict[str, Callable[..., object]]:
             if inspect.isfunction(fn):
                 found[f"{cls.__module__}.{cls.__qualname__}.{name}"] = fn
 
-    for identifier, submodules in reference_identifiers():
-        for module in _modules(identifier, submodules):
+    for identifier, submodules, members in reference_identifiers():
+        for module in _modules(identifier, submodules, members):
             exported = set(getattr(module, "__all__", ()))
             for name, obj in vars(module).items():
+                if members is not None and module.__name__ == identifier and name not in members:
+                    continue
                 if hasattr(obj, "__wrapped__") and not inspect.isclass(obj):
                     obj = inspect.unwrap(obj)  # a pytest fixture renders as its function
                 if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
@@ -186,7 +200,7 @@ def audit(objects: dict[str, Callable[..., object]], todo: dict[str, set[str]]) 
 
 
 def test_reference_pages_name_importable_identifiers() -> None:
-    idents = {_key(name): whole for name, whole in reference_identifiers()}
+    idents = {_key(name): whole for name, whole, _ in reference_identifiers()}
     assert len(idents) >= 20 and idents["market.audit"] is True and idents["market.registry"] is False
     objects = rendered_objects()
     # one of each kind: a module function, a class with its constructor, a method, an __all__ re-export
@@ -194,6 +208,10 @@ def test_reference_pages_name_importable_identifiers() -> None:
     assert any(k.endswith("market.errors.InputError") for k in objects)
     assert any(k.endswith("market.audit.fairshare.FairShareTarget") for k in objects)
     assert len(objects) > 500
+    # a members: list restricts a module to the names it lists and a package to the submodules it lists
+    keys = {_key(k) for k in objects}
+    assert "market.oef.validate.validate_inputs" in keys and "market.oef.validate.prepare" not in keys
+    assert "market.oef.claims.c1" in keys and not any(k.startswith("market.oef.programs.") for k in keys)
 
 
 def test_every_rendered_function_documents_its_parameters_and_result() -> None:
