@@ -104,6 +104,12 @@ def _check_si(w: dict[str, Any]) -> bool:
     "micro instances; violation if g_u < g_u^excl − 1e-9·max(1,|g|) for some tenant.",
 )
 def claim_si(ctx: ClaimContext) -> Measurement:
+    """Claim SI of Astraea: Batch sharing incentive (§4.1, abstract): the performance of each tenant in the shared
+    cluster is at least the same as in its exclusive cluster partition.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(10, 120), (TOY_ELASTIC, TOY_FIXED))
     viol = pairs = ok_pairs = 0
     worst, witness = 0.0, None
@@ -165,6 +171,12 @@ def _kw(params: dict[str, float]) -> dict[str, Any]:
     "gains > 1e-7·max(1,|g_u|). Worked example (fixed) then random micro instances, every tenant.",
 )
 def claim_sp(ctx: ClaimContext) -> Measurement:
+    """Claim SP of Astraea: Strategy-proofness (Theorem 4): tenants cannot make more profits by lying about their
+    resource demands.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(3, 25), (TOY_FIXED,))
     cfg = _tenant_config(ctx.size)
     viol, worst, witness = 0, 0.0, None
@@ -236,6 +248,12 @@ def _check_job(w: dict[str, Any]) -> bool:
     "completion on the decided schedule minus payment; income is tenant-level and not counted).",
 )
 def claim_sp_job(ctx: ClaimContext) -> Measurement:
+    """Claim SP-job of Astraea: Strategy-proofness per job (Theorem 4 read per report): a job's owner cannot gain by
+    misreporting the job's utility, size or arrival.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(4, 25))
     cfg = AuditConfig(n_grid=ctx.pick(3, 6), n_joint=ctx.pick(4, 16), refine_starts=0, probes=False)
     viol, worst, witness = 0, 0.0, None
@@ -267,6 +285,12 @@ def claim_sp_job(ctx: ClaimContext) -> Measurement:
     "seen as a deviation).",
 )
 def claim_sp_ext(ctx: ClaimContext) -> Measurement:
+    """Claim SP-ext of Astraea: Framework extension of SP (outside the paper's scope): a tenant gains nothing by
+    withholding jobs or by leaving the coalition for its exclusive partition.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(3, 25), (TOY_ELASTIC,))
     cfg = AuditConfig(n_grid=ctx.pick(3, 8), n_joint=0, refine_starts=0, probes=True)
     viol, worst, witness = 0, 0.0, None
@@ -310,6 +334,12 @@ def _check_deviation(w: dict[str, Any]) -> bool:
     "Details: share of admitted jobs whose REALISED true utility (arrival clock) minus payment is < 0.",
 )
 def claim_ir(ctx: ClaimContext) -> Measurement:
+    """Claim IR of Astraea: Admission control / individual rationality (Eq. 7, Fig. 12, claim 16): every admitted job's
+    ideal revenue exceeds its posted cost (μ_j > 0).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED, TOY_ELASTIC))
     viol, worst, admitted, neg = 0, 0.0, 0, 0
     witness = None
@@ -366,6 +396,11 @@ def _free_rides(m: AstraeaMarket, d: Decision) -> tuple[int, int, float]:
     "> 0. Violation = such a slot with no positive transfer (e.g. a zero posted price at an empty slot).",
 )
 def claim_nfr(ctx: ClaimContext) -> Measurement:
+    """Claim NFR of Astraea: No free-riding (§1 goal): tenants cannot use the idle resources of others for free.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
     viol, slots, free = 0, 0, 0
     transfer = 0.0
@@ -475,6 +510,12 @@ def _check_pareto(w: dict[str, Any]) -> bool:
     "g by > 1e-9·max(1,|gain|); effect = largest improvement relative to max(1,|R|).",
 )
 def claim_pe(ctx: ClaimContext) -> Measurement:
+    """Claim PE of Astraea: Pareto efficiency (Theorem 5): no tenant can gain more without reducing the income of
+    others.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(10, 120), (TOY_FIXED, TOY_ELASTIC))
     viol, worst, witness = 0, 0.0, None
     kinds = {"drop": 0, "insert": 0}
@@ -562,6 +603,12 @@ def _eq2_error(m: AstraeaMarket, decs: Sequence[Decision], d: Decision) -> tuple
     "payment); violation if they differ by > 1e-9·max(1, payment) or a zero-contribution tenant is paid.",
 )
 def claim_gayc(ctx: ClaimContext) -> Measurement:
+    """Claim GAYC of Astraea: Gain-as-you-contribute fairness (Eq. 2): each tenant's income from a pooled job at slot t
+    is the job's cost times the tenant's share of the unused quota; a tenant with no unused quota receives nothing.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
     viol, worst, jobs = 0, 0.0, 0
     witness = None
@@ -596,6 +643,12 @@ def _check_gayc(w: dict[str, Any]) -> bool:
     "payment| and per run |Σ g_u − R| against 1e-9·max(1, value).",
 )
 def claim_bb(ctx: ClaimContext) -> Measurement:
+    """Claim BB of Astraea: Budget balance (§2.9, claim 11): incomes sum to the payments for every pooled job, and Σ_u
+    g_u = R.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300))
     viol, worst = 0, 0.0
     witness = None
@@ -662,6 +715,12 @@ def _opt_pairs(ctx: ClaimContext, utility: str) -> list[dict[str, Any]]:
     "micro instances are far smaller than the paper's (5–15 jobs, 5–45 servers).",
 )
 def claim_ratio(ctx: ClaimContext) -> Measurement:
+    """Claim RATIO of Astraea: Practical performance ratio (§1, Fig. 5): Astraea's collective revenue is > 0.6 of the
+    offline optimum.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     rows = _opt_pairs(ctx, "linear") + _opt_pairs(ctx, "convex")
     ratios = []
     viol, worst, witness = 0, math.inf, None
@@ -698,6 +757,12 @@ def _check_ratio(w: dict[str, Any]) -> bool:
     "evaluated with the arrival revenue clock (the theorem is written for the absolute clock t⁺).",
 )
 def claim_t1(ctx: ClaimContext) -> Measurement:
+    """Claim T1 of Astraea: Performance guarantee (Theorem 1): OPT − R_ALG ≤ gap_bound for linear utilities, R_ALG /
+    OPT ≥ ratio_bound for convex utilities.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     viol, n = 0, 0
     slack: list[float] = []
     witness = None

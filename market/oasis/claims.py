@@ -474,6 +474,13 @@ def _check_subroutine(w: dict[str, Any]) -> bool:
     "payoff, capacity or work differ by more than 1e-9.",
 )
 def c_o1(ctx: ClaimContext) -> Measurement:
+    """Claim C-O1 of OASiS: Theorem 1: COST_t (cheapest-first greedy) solves the single-slot ILP (32) exactly and
+    BEST_SCHEDULE returns μ = max{0, max_l f(elapsed_l) − cost_l} over all schedules within the residual capacity,
+    with a schedule attaining it.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     seeds = ctx.rng.integers(2**31, size=ctx.pick(40, 400))
     viol, worst, witness = 0, 0.0, None
     for sd in seeds:
@@ -688,6 +695,12 @@ def _check_empty(w: dict[str, Any]) -> bool:
     "feasibility by an independent count of what fits per slot.",
 )
 def c_o5b(ctx: ClaimContext) -> Measurement:
+    """Claim C-O5b of OASiS: Appendix A (empty system): a job with any feasible schedule in [a_i, T−1] on the empty
+    cluster gets μ > 0 and is admitted.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     cases: list[tuple[str, dict[str, Any], OasisCluster, list[OasisRequest], Any]] = []
     for run in _tiny_runs(ctx, False):
         cases.append(("tiny/oracle", {"spec": run.spec}, run.cluster, run.reqs, run.mech.constants))
@@ -776,6 +789,12 @@ def _timing_point(T: int, S: int, W: int, reps: int) -> float:
     "growth). Benchmarks: benchmarks/bench_online.py.",
 )
 def c_o3(ctx: ClaimContext) -> Measurement:
+    """Claim C-O3 of OASiS: Theorem 3: the per-job running time is polynomial in T, the number of servers and the
+    workload (spec: O(T·W·N) for the DP).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     base = {"T": 16, "S": 4, "W": 200}
     grids = ctx.pick(
         {"T": (16, 32, 64), "S": (4, 8, 16), "W": (200, 400, 800)},
@@ -839,6 +858,13 @@ def _markets(ctx: ClaimContext) -> list[dict[str, Any]]:
     "1e-7·max(1, |u|). Small: 2 bidders of one market; large: every bidder of 12 markets.",
 )
 def c_o6_truthful(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-truthful of OASiS: Framework framing (the paper makes no incentive claim): with payment = posted
+    cost, no bidder gains TRUE surplus by misreporting utility (γ1 scale, γ2, γ3), workload (E, N, M), speed (τ, e),
+    demands (w, s, b, B) or by delaying its arrival, others truthful.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     specs = _markets(ctx)[: ctx.pick(1, None)]
     cfg = _audit_config(ctx.size)
     viol, worst, witness, audited, fams = 0, 0.0, None, 0, {}
@@ -905,6 +931,12 @@ def _check_ir(w: dict[str, Any]) -> bool:
     "< −1e-9·max(1, f) or a rejected bidder pays.",
 )
 def c_o6_ir(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-IR of OASiS: Framework framing: individual rationality: a truthful admitted bidder's TRUE surplus is
+    ≥ 0 and a rejected bidder pays 0.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, worst, witness = 0, 0, 0.0, None
     for spec, m, decs in _truthful_runs(ctx):
         for bid in m.bids():
@@ -981,6 +1013,12 @@ def _check_prices(w: dict[str, Any]) -> bool:
     "full run) equal, bit for bit, those of the run without the bidder at the same (slot, job-id) point.",
 )
 def c_o6_prices(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-prices of OASiS: Framework framing: the prices a bidder faces do not depend on its own report (U, L
+    fixed before the auction; bit-equal pre-arrival price state across all its reports).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, checked, witness = 0, 0, 0, None
     for spec, m, _ in _truthful_runs(ctx)[: ctx.pick(1, None)]:
         bids = list(m.bids())
@@ -1013,6 +1051,12 @@ def _check_monotone(w: dict[str, Any]) -> bool:
     "Every admitted bidder of the paper-setup markets re-run with γ1 × {1.25, 2, 4} (others truthful).",
 )
 def c_o6_monotone(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-monotone of OASiS: Framework framing (monotonicity): raising γ1 with everything else fixed never
+    turns admission into rejection.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, witness = 0, 0, None
     for spec, m, decs in _truthful_runs(ctx):
         t = OnlineAuctionTarget(m, "oasis")

@@ -486,6 +486,12 @@ def _sp_measure(pairs: list[tuple[FairShareTarget, AuditResult]], scope: bool) -
     "W_i.x_i(W') > W_i.x_i(W) + 1e-7 max(1,|u|). Strictness of the decrease recorded.",
 )
 def c1(ctx: ClaimContext) -> Measurement:
+    """Claim C1 of OEF: Non-cooperative OEF is strategy-proof: reporting W'_i >= W_i element-wise does not raise the
+    deviator's true throughput (Theorem 5.4, SP definition §2.3.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _sp_measure(_audits(ctx, "oef-noncoop", "sp"), scope=True)
 
 
@@ -497,6 +503,12 @@ def c1(ctx: ClaimContext) -> Measurement:
     "Same audits as C1; families DOWN_j, DOWN_all, MIXED, ARBITRARY (random vectors, copies of other rows).",
 )
 def c1_ext(ctx: ClaimContext) -> Measurement:
+    """Claim C1-ext of OEF: Framework extension of C1 (outside the paper's scope): no gain from deflating (DOWN_*),
+    mixed, arbitrary or copied reports under non-cooperative OEF.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _sp_measure(_audits(ctx, "oef-noncoop", "sp"), scope=False)
 
 
@@ -524,6 +536,12 @@ def _check_honest(w: dict[str, Any]) -> bool:
     "or an honest user loses while the liar does not (statement 2).",
 )
 def c1b(ctx: ClaimContext) -> Measurement:
+    """Claim C1b of OEF: Side statements of Theorem 5.4 / Fig. 4(b): honest users' throughput improves when someone
+    inflates; if honest users' efficiency decreases, the cheater's decreases too.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.rng, ctx.pick(8, 40))
     n1 = n2 = 0
     worst, witness = 0.0, None
@@ -584,6 +602,11 @@ def c1b(ctx: ClaimContext) -> Measurement:
     "W_l.x_l/pi_l >= W_l.x_i/pi_i - eps via market.oef.properties.envy.",
 )
 def c2(ctx: ClaimContext) -> Measurement:
+    """Claim C2 of OEF: Cooperative OEF is envy-free (Theorem 5.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop",), ("envy",), (20, 200), weighted=True)
 
 
@@ -604,6 +627,12 @@ def _rate_finding(ctx: ClaimContext, mechanism: str, prop: str) -> Measurement:
     "violation rate is the finding.",
 )
 def c2_noncoop(ctx: ClaimContext) -> Measurement:
+    """Claim C2-noncoop of OEF: Table 1 read literally: OEF is envy-free, which would include non-cooperative OEF (the
+    text assigns EF to the cooperative mode only).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _rate_finding(ctx, "oef-noncoop", "envy")
 
 
@@ -616,6 +645,12 @@ def c2_noncoop(ctx: ClaimContext) -> Measurement:
     "W_l.m/n by more than eps; the violation rate is the finding.",
 )
 def c3_noncoop(ctx: ClaimContext) -> Measurement:
+    """Claim C3-noncoop of OEF: Table 1 read literally: OEF has sharing incentive, which would include non-cooperative
+    OEF (the text assigns SI to the cooperative mode only).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _rate_finding(ctx, "oef-noncoop", "si")
 
 
@@ -627,6 +662,11 @@ def c3_noncoop(ctx: ClaimContext) -> Measurement:
     "sum_l x_l^j = m_j (used by the proof).",
 )
 def c3(ctx: ClaimContext) -> Measurement:
+    """Claim C3 of OEF: Cooperative OEF is sharing-incentive (Theorem 5.1, via EF and full allocation).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop",), ("si", "full_allocation"), (20, 200), weighted=True)
 
 
@@ -638,6 +678,11 @@ def c3(ctx: ClaimContext) -> Measurement:
     "re-build; U(X) >= U(equal split) - eps; price of fairness U(X)/U(LP 4) reported.",
 )
 def c4(ctx: ClaimContext) -> Measurement:
+    """Claim C4 of OEF: Cooperative OEF achieves optimal resource efficiency among envy-free allocations (Theorem 5.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     meas = _property_claim(ctx, ("oef-coop",), ("optimality_gap", "below_equal_split"), (10, 100))
     rng = np.random.default_rng(ctx.seq.spawn(1)[0])
     pof = []
@@ -656,6 +701,11 @@ def c4(ctx: ClaimContext) -> Measurement:
     "pe_gap LP over all capacity-feasible allocations <= eps, for oef-coop and oef-noncoop.",
 )
 def c5(ctx: ClaimContext) -> Measurement:
+    """Claim C5 of OEF: OEF is Pareto-efficient (strong DRF definition) in both environments (Theorem 5.3, §3.2).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop"), ("pe",), (15, 150))
 
 
@@ -671,6 +721,11 @@ def c5(ctx: ClaimContext) -> Measurement:
     "the face's slack lets that much mass move only along objective rates tied within 1e-6·max|c|.",
 )
 def c6(ctx: ClaimContext) -> Measurement:
+    """Claim C6 of OEF: Users are allocated adjacent GPU types (Theorem 5.2).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     out = {}
     total = Measurement(0)
     for kind in ("unrestricted", "ordered"):
@@ -707,6 +762,12 @@ def c6(ctx: ClaimContext) -> Measurement:
     "Both modes, highs-ds vertex solutions on random truthful instances.",
 )
 def c7(ctx: ClaimContext) -> Measurement:
+    """Claim C7 of OEF: At most n + k - 1 non-zeros in OEF's allocation (paper §4.4, m read as k); hence when k < n
+    most tenants get one type (fraction >= (n - k + 1)/n).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop"), ("nnz_excess", "single_type_shortfall"), (15, 150))
 
 
@@ -719,6 +780,12 @@ def c7(ctx: ClaimContext) -> Measurement:
     "(m_0, ..., m_{q-1}, x^q, 0, ...); violation = largest shortfall m_j - x_0^j left of q.",
 )
 def c8(ctx: ClaimContext) -> Measurement:
+    """Claim C8 of OEF: Lemma 3.1: an element-wise slowest user with strictly increasing speedups gets full columns
+    from the left with only its right-most non-zero partial.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop", "si-constrained"), ("lemma31",), (12, 120), "slowest")
 
 
@@ -766,6 +833,12 @@ def _existential_inflation(
     kind="existential",
 )
 def c9(ctx: ClaimContext) -> Measurement:
+    """Claim C9 of OEF: Theorem 3.2: no mechanism with optimal efficiency can guarantee both EF and SP (user 0 gains by
+    inflating with W_0 <= W'_0 <= W_1 under the EF-optimal mechanism).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances searched, example instances found (``found``) and a witness of one
+    """
     return _existential_inflation(ctx, "oef-coop", [[[1, 2], [1, 4]]], only_last=False)
 
 
@@ -779,6 +852,12 @@ def c9(ctx: ClaimContext) -> Measurement:
     kind="existential",
 )
 def c10(ctx: ClaimContext) -> Measurement:
+    """Claim C10 of OEF: Theorem 3.3: no mechanism with optimal efficiency can guarantee both SI and SP (user 0 gains
+    by raising only its last coordinate slightly).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances searched, example instances found (``found``) and a witness of one
+    """
     return _existential_inflation(ctx, "si-constrained", [[[1, 2], [1, 5]]], only_last=True)
 
 
@@ -809,6 +888,12 @@ def _replication_gap(mech: str, W: np.ndarray, m: np.ndarray, weights: list[floa
     "throughput (non-coop) / total (coop); SP at tenant level (the lie applies to all replicas) over UP_*.",
 )
 def c11(ctx: ClaimContext) -> Measurement:
+    """Claim C11 of OEF: Weighted OEF: with pi_2 = 2 pi_1, u2 gets twice u1's throughput; replication keeps all
+    fairness properties (§4.2.3).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.rng, ctx.pick(8, 60))
     viol, worst, witness = 0, 0.0, None
     cells: dict[str, int] = {"weighted_equal": 0, "envy": 0, "si": 0, "replication": 0}
@@ -916,6 +1001,12 @@ def _check_tenant_mis(w: dict[str, Any]) -> bool:
     "for one tenant: true tenant utility (spec §2.2) must not rise.",
 )
 def c12(ctx: ClaimContext) -> Measurement:
+    """Claim C12 of OEF: Multiple job types as virtual users with the weight split equally avoid an unfair increase of
+    a user's overall throughput (§4.2.4); Fig. 5(b): a user's two job types each get half of the others.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n_inst = ctx.pick(6, 40)
     viol, worst, witness = 0, 0.0, None
     parts = {"equal_share": 0, "types_gain": 0}
@@ -1050,6 +1141,12 @@ def _check_placer(w: dict[str, Any]) -> bool:
     "class with eff_c > 0 <= ceil(min_demand_c / eff_c).",
 )
 def c13(ctx: ClaimContext) -> Measurement:
+    """Claim C13 of OEF: Rounding placer (§4.3): the real share gradually approximates the assigned value; a starving
+    tenant is assured a real share >= its min demand and will run at least one job.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     rounds = ctx.pick(200, 400)
     n_inst = ctx.pick(10, 60)
     worst = {"b": 0.0, "c": 0.0}
@@ -1141,6 +1238,13 @@ def _sp_audit(
     "the top-ratio user within the range that keeps it top.",
 )
 def c14(ctx: ClaimContext) -> Measurement:
+    """Claim C14 of OEF: Table 1 / §2.4 / §3.1.1 baselines: Gavel SI yes, EF/SP/PE/optimal no; Gandiva_fair PE and SI
+    yes, EF/SP/optimal no, its second price stops the top user lying on fast GPUs; Gavel's total on eq. (1) is below
+    Gandiva_fair's; LP (4) violates SI, EF and SP.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     f1 = FairShareInstance(np.array([[1.0, 2.0], [1.0, 3.0], [1.0, 4.0]]), np.array([1, 1]), "fixture")
     insts = [f1] + _instances(ctx, ctx.rng, ctx.pick(5, 40))
     yes: dict[str, list[tuple[str, str, dict | None]]] = {}
@@ -1290,6 +1394,12 @@ instances) said ``holds`` while ``--size large`` said ``violated``."""
     "verdict on the cells the text assigns (non-coop SP, coop EF/SI/optimal, PE for both).",
 )
 def c15(ctx: ClaimContext) -> Measurement:
+    """Claim C15 of OEF: Table 1: OEF has PE, EF, SI, SP and optimal efficiency; the text assigns SP to non-coop and EF
+    + SI + optimal efficiency to coop.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = [FairShareInstance(np.array(C15_PE_FIXTURE[0]), np.array(C15_PE_FIXTURE[1]), "fixture")]
     insts += _instances(ctx, ctx.rng, ctx.pick(6, 40))
     props = ("pe", "envy", "si", "optimality_gap")
@@ -1355,6 +1465,12 @@ _C16_SECONDS = 3.0  # "negligible": at most 1% of a 300 s round
     "of 3 repetitions must be <= 1% of round_seconds = 300 s ('negligible' read as <= 3 s).",
 )
 def c16(ctx: ClaimContext) -> Measurement:
+    """Claim C16 of OEF: Complexity (§6.4.1): coop has O(n^2) constraints, non-coop O(n); the overhead is negligible
+    against multi-minute rounds.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     ns = ctx.pick((10, 20, 40), (10, 20, 50, 100, 200))
     k = 10
     viol, worst, witness = 0, 0.0, None
