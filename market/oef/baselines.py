@@ -160,6 +160,14 @@ def gandiva_trades(
     ``W`` normalised speedups (n lists of k), ``m`` capacities, ``weights`` priorities. Returns
     ``(X, trades, stop_reason)``; each trade records ``p, q, buyer, seller, gap, price, rule, qty``
     where ``qty`` is the type-``p`` share paid and ``qty / price`` the type-``q`` share bought.
+
+    :param W: normalised speedups, n lists of k numbers (column 0 = 1)
+    :param m: GPUs per type, k numbers
+    :param weights: n priorities > 0
+    :param tol: the gain a trade must exceed (relative), in the number type of ``W``
+    :param max_trades: most trades before stopping (default ``100·n·k²``)
+    :param two_party_price: how a trade's price is set between the two parties' rates (``"midpoint"`` or ``"seller"``)
+    :returns: ``(X, trades, stop_reason)``: n lists of k GPU shares, the trades made, why trading stopped
     """
     n, k = len(W), len(m)
     if max_trades is None:
@@ -307,7 +315,13 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
 
 
 def progressive_filling(m: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """Spec §4.3: weighted equal split of ``m`` with per-row caps ``d`` (progressive filling)."""
+    """Spec §4.3: weighted equal split of ``m`` with per-row caps ``d`` (progressive filling).
+
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities > 0
+    :param caps: (n,) most GPUs each row can use (``inf`` = none)
+    :returns: (n, k) fractional GPUs per row and type
+    """
     n, k = weights.size, m.size
     X = np.zeros((n, k))
     rem = m.astype(float).copy()

@@ -35,7 +35,11 @@ def _eps(scale: float) -> float:
 
 
 def audit_config(size: str) -> AuditConfig:
-    """Search budget of the OEF claims per run size."""
+    """Search budget of the OEF claims per run size.
+
+    :param size: ``"small"`` or any other value for a large run
+    :returns: the misreport search's budget (grid points, joint samples, refinement) for the OEF claims
+    """
     if size == "small":
         return AuditConfig(n_grid=5, n_joint=10, refine_starts=1, refine_maxfev=16, probes=False)
     return AuditConfig(n_grid=12, n_joint=32, refine_starts=1, refine_maxfev=40, probes=False)
@@ -116,7 +120,13 @@ def c6_tolerances(c: np.ndarray, m: np.ndarray) -> tuple[float, float]:
     C6_TIE_REL · max|c| · support_tol / 2``, a mass of ``support_tol`` is reachable only along rates
     ``g <= C6_TIE_REL · max|c| / 2``, i.e. true ties; a fixed slack (1e-9 · |f*|) against a fixed
     threshold (1e-7) let a unique non-contiguous optimum pass as contiguous (``s = 1.3e-7`` on
-    ``W = [[1, 1.5019, 1.6983], [1, 1.4480, 2.0830]], m = [2, 2, 1]``)."""
+    ``W = [[1, 1.5019, 1.6983], [1, 1.4480, 2.0830]], m = [2, 2, 1]``).
+
+    :param c: the LP's objective coefficients
+    :param m: (k,) GPUs per type
+    :returns: ``(support_tol, face_slack)``: GPUs below which an entry counts as zero, and the slack
+        of the optimal face
+    """
     ma = np.asarray(m, dtype=float)
     support_tol = C6_SUPPORT_REL * max(1.0, float(ma.max()) if ma.size else 1.0)
     cmax = float(np.max(np.abs(c))) if np.size(c) else 1.0
@@ -290,7 +300,17 @@ PROPERTIES: dict[str, Callable[..., float]] = {
 
 
 def measure(prop: str, mechanism: str, W: Any, m: Any, weights: Any = None, caps: Any = None) -> float:
-    """Violation amount of property ``prop`` of ``mechanism``'s allocation for TRUE ``W`` (truthful)."""
+    """Violation amount of property ``prop`` of ``mechanism``'s allocation for TRUE ``W`` (truthful).
+
+    :param prop: a property name of the claims (``PROPERTIES``: envy, SI, PE gap, support, ...)
+    :param mechanism: a registered fair-share mechanism
+    :param W: (n, k) true speedups (normalised here by column 0)
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None`` for equal
+    :param caps: (n,) most GPUs per row, or ``None``
+    :returns: the amount by which the truthful allocation violates ``prop`` (0 when it holds)
+    :raises InputError: an unknown ``prop``
+    """
     if prop not in PROPERTIES:
         raise InputError("property", prop, f"is unknown; known: {sorted(PROPERTIES)}")
     Wa = np.asarray(W, dtype=float)
