@@ -54,7 +54,16 @@ def _tol(scale: float) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class TinyRun:
-    """One OASiS run on a tiny instance with the price/usage state before and after each job."""
+    """One OASiS run on a tiny instance with the price/usage state before and after each job.
+
+    :param spec: the instance's spec (:func:`tiny_spec` or explicit job rows)
+    :param cluster: its cluster
+    :param reqs: its requests in decision order
+    :param mech: the OASiS instance that decided them
+    :param decs: one decision per request
+    :param states: (worker prices, PS prices, worker usage, PS usage) before each job, then the final state
+    :param opt: the offline optimum when computed, else ``None``
+    """
 
     spec: dict[str, Any]
     cluster: OasisCluster
@@ -66,6 +75,14 @@ class TinyRun:
 
 
 def tiny_spec(seed: int, H: int, cpu: float, gamma1: tuple[float, float]) -> dict[str, Any]:
+    """The spec of one tiny OASiS instance (JSON-ready, the witness format of the claims).
+
+    :param seed: the tiny generator's seed
+    :param H: worker hosts
+    :param cpu: CPU capacity per host
+    :param gamma1: the range of the utilities' γ1
+    :returns: the spec dict
+    """
     return {"seed": int(seed), "H": int(H), "cpu": float(cpu), "gamma1": [float(gamma1[0]), float(gamma1[1])]}
 
 
@@ -73,7 +90,11 @@ def tiny_run(spec: dict[str, Any]) -> TinyRun:
     """Run OASiS job by job in (arrival, id) order on the instance of ``spec`` (a seed of the tiny
     generator, :func:`tiny_spec`, or explicit job rows ``{"jobs", "H", "cpu", "T"}`` of
     :func:`~market.oasis.generators.oasis_tiny_from_params`); ``states[i]`` = (worker prices, PS prices,
-    worker usage, PS usage) before job i, ``states[-1]`` the final state."""
+    worker usage, PS usage) before job i, ``states[-1]`` the final state.
+
+    :param spec: a :func:`tiny_spec` or explicit job rows ``{"jobs", "H", "cpu", "T"}``
+    :returns: the run with its decisions and price/usage states
+    """
     if "jobs" in spec:  # explicit parameters (the hunt's instances, market.oasis.hunt)
         cl, reqs, consts = oasis_tiny_from_params(spec["jobs"], T=int(spec.get("T", 8)), H=spec["H"], cpu=spec["cpu"])
     else:
@@ -98,7 +119,14 @@ def best_unrestricted(
 ) -> float:
     """``max_{l ∈ L_i} f(elapsed_l) − cost_l`` at prices ``P`` (T, H, R), ``Q`` (T, K, R) with
     capacities ignored (``-inf`` if no schedule). ``forced = (pool, server, t)`` keeps only
-    schedules with at least one worker (``"worker"``) or PS (``"ps"``) on that server in slot t."""
+    schedules with at least one worker (``"worker"``) or PS (``"ps"``) on that server in slot t.
+
+    :param q: the request
+    :param P: (T, H, R) worker prices per slot, host and resource
+    :param Q: (T, K, R) PS prices
+    :param forced: ``(pool, server, t)`` to keep only schedules using that server in slot t, or ``None``
+    :returns: the best payoff (utility − cost, currency), ``-inf`` if no schedule
+    """
     a, T = q.arrival, P.shape[0]
     pi = P[a:] @ q.worker_demand
     sg = Q[a:] @ q.ps_demand
@@ -420,7 +448,11 @@ def _enum_slot(q: OasisRequest, led_w: PriceLedger, led_p: PriceLedger, t: int) 
 
 
 def subroutine_error(seed: int) -> float:
-    """Largest |μ − μ_enum|, COST_t vs enumeration and schedule-cost mismatch of one case."""
+    """Largest |μ − μ_enum|, COST_t vs enumeration and schedule-cost mismatch of one case.
+
+    :param seed: the case's seed
+    :returns: the largest absolute error (currency)
+    """
     q, wl, pl = _subroutine_case(seed)
     a, T = q.arrival, wl.T
     slot = [_enum_slot(q, wl, pl, t) for t in range(a, T)]
@@ -611,7 +643,13 @@ def _feasible_alone(q: OasisRequest, cl: OasisCluster) -> bool:
 
 
 def empty_admission_failures(cl: OasisCluster, reqs: Sequence[OasisRequest], consts: Any) -> list[int]:
-    """Job ids that could run on the empty cluster but that a fresh OASiS rejects."""
+    """Job ids that could run on the empty cluster but that a fresh OASiS rejects.
+
+    :param cl: the cluster
+    :param reqs: the requests
+    :param consts: the price constants
+    :returns: the job ids
+    """
     return [j for j, _ in _empty_rejections(cl, reqs, consts)]
 
 
@@ -827,7 +865,13 @@ def _audit_config(size: str) -> AuditConfig:
 
 
 def misreport_gain(spec: dict[str, Any], job_id: int, params: dict[str, float]) -> tuple[float, float]:
-    """``(true surplus of the lie − truthful true surplus, truthful surplus)`` on a market."""
+    """``(true surplus of the lie − truthful true surplus, truthful surplus)`` on a market.
+
+    :param spec: the market's spec
+    :param job_id: the misreporting bidder
+    :param params: the misreport's parameters (the audit's dimensions)
+    :returns: ``(gain, truthful surplus)`` in currency
+    """
     m = _market(spec)
     t = OnlineAuctionTarget(m, "oasis")
     bid = next(b for b in m.bids() if b.job_id == job_id)
@@ -953,7 +997,13 @@ def c_o6_ir(ctx: ClaimContext) -> Measurement:
 
 def prices_faced(m: OasisMarket, job_id: int, report: Any) -> tuple[np.ndarray, np.ndarray]:
     """Worker and PS price arrays of the run WITHOUT bidder ``job_id`` at the point where OASiS
-    would decide ``report`` (its reported arrival slot, after the same-slot jobs with smaller ids)."""
+    would decide ``report`` (its reported arrival slot, after the same-slot jobs with smaller ids).
+
+    :param m: the market
+    :param job_id: the bidder left out
+    :param report: the bidder's report (its arrival slot is used)
+    :returns: ``(worker prices, PS prices)`` at that point
+    """
     at = report.arrival
     others = sorted((b for b in m.bids() if b.job_id != job_id), key=lambda b: (b.arrival, b.job_id))
     mech = m.mechanism("oasis", np.random.default_rng(0))

@@ -163,7 +163,11 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> OasisMar
 
 def job_class(f: Any) -> str:
     """``"insensitive"`` (γ2 = 0), ``"sensitive"`` (0 < γ2 < 2) or ``"critical"`` (γ2 >= 2): the
-    generator's classes are γ2 = 0, U[0.01, 1] and U[4, 6]; other utilities are ``"other"``."""
+    generator's classes are γ2 = 0, U[0.01, 1] and U[4, 6]; other utilities are ``"other"``.
+
+    :param f: a job's utility function
+    :returns: the class name
+    """
     if not isinstance(f, SigmoidUtility):
         return "other"
     if f.gamma2 == 0:
@@ -172,7 +176,14 @@ def job_class(f: Any) -> str:
 
 
 class OasisMarket:
-    """An OASiS auction instance: ``cluster``, true ``jobs`` (bids), fixed ``constants``."""
+    """An OASiS auction instance: ``cluster``, true ``jobs`` (bids), fixed ``constants``.
+
+    :param cluster: the cluster
+    :param jobs: the bidders' true types (unique ids)
+    :param constants: the price constants, fixed for every run
+    :param dorm_time_limit: seconds per Dorm MILP solve (> 0)
+    :raises InputError: arguments of the wrong type, duplicate job ids
+    """
 
     paper = "oasis"
 
@@ -214,6 +225,12 @@ class OasisMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
+        """A fresh instance of the registered auction ``name`` on this market.
+
+        :param name: ``oasis`` or a baseline of the market
+        :param rng: the baselines' randomness
+        :returns: the online mechanism
+        """
         check_choice("mechanism", name, MECHANISMS)
         fn = registry.get(name, "auction").fn
         if name == "oasis":
@@ -315,7 +332,11 @@ class OasisMarket:
         return replace(bid, **fields)
 
     def true_request(self, job_id: int) -> OasisRequest:
-        """The request (W, N, demands, utility) of bidder ``job_id``'s TRUE type."""
+        """The request (W, N, demands, utility) of bidder ``job_id``'s TRUE type.
+
+        :param job_id: the bidder
+        :returns: its true request
+        """
         return self._true[int(job_id)]
 
     def _request(self, report: OasisJob) -> OasisRequest:
@@ -324,7 +345,13 @@ class OasisMarket:
 
     def realised(self, bid: OasisJob, report: OasisJob, decision: Decision | None):
         """Realised outcome (completed?, completion slot, TRUE utility) of ``decision`` for the
-        bidder with truth ``bid`` that reported ``report``."""
+        bidder with truth ``bid`` that reported ``report``.
+
+        :param bid: the bidder's true type
+        :param report: what it reported
+        :param decision: the mechanism's decision, or ``None``
+        :returns: the realised outcome
+        """
         sched = None if decision is None or not decision.admitted else decision.schedule
         return realised_outcome(self._true[int(bid.job_id)], sched, self._request(report))
 
