@@ -101,7 +101,16 @@ def _cluster(T: int, capacity: np.ndarray, resources: ResourceSpace, racks: int)
 class PdorsMarket:
     """One PD-ORS instance: true jobs, cluster, fixed PD-ORS and OASiS constants, algorithm config
     (``pdors`` runs ``config``; ``pdors-paper`` the spec's reproduction profile with the same G, grid
-    and per-slot solver: no repair, the job is discarded when 5000 roundings of one option fail)."""
+    and per-slot solver: no repair, the job is discarded when 5000 roundings of one option fail).
+
+    :param cluster: the cluster
+    :param jobs: the bidders' true types
+    :param constants: PD-ORS's price constants
+    :param oasis_constants: the constants of the OASiS baseline
+    :param config: PD-ORS's algorithm options
+    :param params: the parameters the market was built from
+    :param paper: the paper key
+    """
 
     cluster: PdorsCluster
     jobs: list[PdorsJob]
@@ -227,7 +236,13 @@ class PdorsMarket:
 
         Decision (the spec is silent on misreported demands): units run in containers of the
         REPORTED per-unit size, so a report below the true per-unit worker or PS demand in any
-        resource leaves the units unable to run and the job makes no progress (it still pays)."""
+        resource leaves the units unable to run and the job makes no progress (it still pays).
+
+        :param bid: the bidder's true type
+        :param decision: the mechanism's decision, or ``None``
+        :param report: what it reported (its per-unit container size), or ``None``
+        :returns: ``(completed, completion slot or None, TRUE utility in currency)``
+        """
         if decision is None or not decision.admitted or decision.schedule is None:
             return False, None, 0.0
         if report is not None and (
