@@ -63,7 +63,18 @@ def micro_instance(
 ) -> Instance:
     """A random micro instance (spec §7 C1/C4 ranges): capacities U{0..6}, budgets in {4, 10, 50,
     1000} MB, path or complete graphs in topology mode, gamma in {10, 1000}, and (``options``) random
-    ps_rule / repair_sources / overflow_moves."""
+    ps_rule / repair_sources / overflow_moves.
+
+    :param rng: the draws
+    :param max_R: most sites
+    :param max_K: most resource types
+    :param max_T: longest horizon
+    :param max_I: most jobs
+    :param max_D: most chunks per job
+    :param topology: topology mode (``None``: drawn)
+    :param options: draw the mechanism options too
+    :returns: ``(sites, network, config, jobs)``
+    """
     R = int(rng.integers(1, max_R + 1))
     K = int(rng.integers(1, max_K + 1))
     T = int(rng.integers(1, max_T + 1))
@@ -116,7 +127,12 @@ def micro_instance(
 
 
 def instance_to_dict(inst: Instance) -> dict[str, Any]:
-    """JSON-ready form of an instance with sigmoid utilities."""
+    """JSON-ready form of an instance with sigmoid utilities.
+
+    :param inst: ``(sites, network, config, jobs)``
+    :returns: its JSON-ready form
+    :raises InputError: a utility other than a sigmoid
+    """
     sites, net, cfg, jobs = inst
     out: dict[str, Any] = {
         "sites": {"ids": list(sites.ids), "capacity": sites.capacity.tolist(), "resources": list(sites.resources)},
@@ -147,7 +163,11 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
 
 
 def instance_from_dict(d: dict[str, Any]) -> Instance:
-    """Inverse of :func:`instance_to_dict`."""
+    """Inverse of :func:`instance_to_dict`.
+
+    :param d: the JSON-ready form
+    :returns: ``(sites, network, config, jobs)``
+    """
     s = d["sites"]
     sites = ErisSites(tuple(s["ids"]), np.array(s["capacity"], float), tuple(s["resources"]))
     n = d["network"]
@@ -704,7 +724,11 @@ _C3_TEXT = {
 
 
 def audit_config(size: str) -> AuditConfig:
-    """Search budget of the Eris truthfulness claims per run size."""
+    """Search budget of the Eris truthfulness claims per run size.
+
+    :param size: ``"small"`` or any other value for a large run
+    :returns: the misreport search's budget
+    """
     if size == "small":
         return AuditConfig(n_grid=3, n_joint=6, refine_starts=0, refine_maxfev=0, probes=False)
     return AuditConfig(n_grid=8, n_joint=24, refine_starts=1, refine_maxfev=30, probes=False)

@@ -76,7 +76,11 @@ PARAMS: dict[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class ScaledUtility:
-    """``factor * base(d)``: a value-scale misreport of an arbitrary utility function."""
+    """``factor * base(d)``: a value-scale misreport of an arbitrary utility function.
+
+    :param base: the utility of the duration (slots)
+    :param factor: the scale
+    """
 
     base: Utility
     factor: float
@@ -94,7 +98,15 @@ def _scaled(u: Utility, f: float) -> Utility:
 
 
 class ErisMarket:
-    """One Eris instance: ``sites``, ``network``, ``config`` and the true ``jobs``; see the module doc."""
+    """One Eris instance: ``sites``, ``network``, ``config`` and the true ``jobs``; see the module doc.
+
+    :param sites: the edge sites
+    :param network: the network
+    :param config: the configuration
+    :param jobs: the bidders' true types (unique ids)
+    :param baseline_options: keyword arguments of the baselines
+    :raises InputError: duplicate job ids, a job that does not fit the market, a bad network
+    """
 
     paper = "eris"
 
