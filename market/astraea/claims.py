@@ -48,7 +48,13 @@ def _rel(gain: float, base: float) -> float:
 
 
 def instance_params(ctx: ClaimContext, rng: np.random.Generator, **over: Any) -> dict[str, Any]:
-    """Random micro-instance parameters (2–3 tenants, both worker-count modes)."""
+    """Random micro-instance parameters (2–3 tenants, both worker-count modes).
+
+    :param ctx: the claim's context (run size)
+    :param rng: the draws
+    :param over: parameters to override
+    :returns: :func:`market.astraea.market.make_market` parameters
+    """
     U = int(rng.integers(2, 4))
     p = {
         "workload": "micro",
@@ -447,7 +453,12 @@ def pareto_moves(m: AstraeaMarket, decisions: list[Decision]) -> list[dict[str, 
     """Pareto improvements of a truthful outcome that move no other job (spec claim 15): drop an
     admitted job whose TRUE realised utility is negative (its owner keeps its transfers), or insert
     a never-admitted job centralized into capacity idle in the realised schedule (free), when its
-    true utility there is positive. Each move raises one tenant's g and lowers nobody's."""
+    true utility there is positive. Each move raises one tenant's g and lowers nobody's.
+
+    :param m: the market
+    :param decisions: the truthful run's decisions
+    :returns: the moves found
+    """
     by_id = decisions_by_id(decisions)
     moves: list[dict[str, Any]] = []
     free_w, free_p = _occupancy(m, decisions)
@@ -543,7 +554,15 @@ def claim_pe(ctx: ClaimContext) -> Measurement:
 def eq2_incomes(unused_w: Any, unused_p: Any, cost_w: Any, cost_p: Any) -> np.ndarray:
     """Astraea Eq. (2) written out slot by slot, independently of :mod:`market.income`:
     ``rho^u = sum_t unused_w^u(t) / a_w(t) * c_w(t) + unused_p^u(t) / a_p(t) * c_p(t)`` (currency);
-    ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises."""
+    ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises.
+
+    :param unused_w: (U, d) unused worker quota per tenant and slot
+    :param unused_p: (U, d) unused PS quota
+    :param cost_w: (d,) worker cost per slot, currency
+    :param cost_p: (d,) PS cost per slot, currency
+    :returns: (U,) incomes, currency
+    :raises InputError: a slot with a cost and no unused pool
+    """
     uw, up = np.asarray(unused_w, float), np.asarray(unused_p, float)
     cw, cp = np.asarray(cost_w, float), np.asarray(cost_p, float)
     out = [0.0] * uw.shape[0]
