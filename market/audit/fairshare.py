@@ -307,6 +307,19 @@ class TenantTarget(BaseTarget):
     ``tenants`` maps tenant id -> {job type -> TRUE speedup vector}; ``weights`` tenant -> pi_u;
     ``n_fake_random`` random fake job types per audit; ``drop_types`` whether dropping a real job
     type is probed. Fake job types are named ``"fake:<label>"``.
+
+    :param policy: a registered fair-share policy
+    :param tenants: tenant -> {job type -> TRUE speedup vector}
+    :param m: (k,) GPUs per type
+    :param weights: tenant -> priority, or ``None``
+    :param options: the policy's options
+    :param factor_bounds: the factor range of a reported entry
+    :param n_fake_random: random fake job types per audit
+    :param drop_types: probe dropping a real job type
+    :param max_speedup: the largest reported normalised speedup
+    :param name: the target's name
+    :param cache_size: the most cached report utilities
+    :raises InputError: no tenant, a tenant without job types, bad vectors
     """
 
     policy: str = "oef-noncoop"
@@ -352,12 +365,23 @@ class TenantTarget(BaseTarget):
         return list(self._true)
 
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
+        """One factor dimension per job type and GPU type of ``agent``.
+
+        :param agent: a tenant
+        :returns: its dimensions
+        :raises InputError: an unknown tenant
+        """
         if agent not in self._dims:
             raise InputError("agent", agent, f"is not a tenant; known: {list(self._dims)}")
         return self._dims[agent]
 
     def report(self, agent: Hashable, params: Mapping[str, float]) -> tuple[tuple[str, tuple[float, ...]], ...]:
-        """``((job type, reported vector), ...)`` of the deviating tenant."""
+        """``((job type, reported vector), ...)`` of the deviating tenant.
+
+        :param agent: the deviating tenant
+        :param params: dimension -> factor
+        :returns: its reported vectors
+        """
         out = []
         for tau, w in self._true[agent].items():
             v = w.copy()
@@ -367,7 +391,12 @@ class TenantTarget(BaseTarget):
         return tuple(out)
 
     def reports(self, agent: Hashable, report: Sequence[tuple[str, Sequence[float]]]) -> list[Any]:
-        """All SpeedupReports of the profile: ``agent``'s ``report``, the others truthful."""
+        """All SpeedupReports of the profile: ``agent``'s ``report``, the others truthful.
+
+        :param agent: the deviating tenant
+        :param report: its reported vectors
+        :returns: every report
+        """
         from market.oef.types import SpeedupReport
 
         out = []
@@ -385,7 +414,12 @@ class TenantTarget(BaseTarget):
 
     def tenant_value(self, tenant: str, X_class: Mapping[tuple[str, str], np.ndarray]) -> float:
         """Spec §2.2 TRUE tenant utility (:func:`market.oef.properties.tenant_utility`): real classes
-        at their true speedups, fake classes at the tenant's best real job type (slowest-GPU eq.)."""
+        at their true speedups, fake classes at the tenant's best real job type (slowest-GPU eq.).
+
+        :param tenant: the tenant
+        :param X_class: class -> (k,) devices
+        :returns: its utility, slowest-GPU equivalents
+        """
         from market.oef.properties import tenant_utility
 
         return tenant_utility(tenant, self._true[tenant], X_class)
@@ -394,7 +428,11 @@ class TenantTarget(BaseTarget):
         return self.tenant_value(agent, outcome.X_class)
 
     def utilities(self, outcome: Any) -> dict[str, float]:
-        """TRUE utility of every tenant under ``outcome``."""
+        """TRUE utility of every tenant under ``outcome``.
+
+        :param outcome: a tenant allocation
+        :returns: tenant -> utility
+        """
         return {u: self.tenant_value(u, outcome.X_class) for u in self._true}
 
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
@@ -411,5 +449,9 @@ class TenantTarget(BaseTarget):
         return out
 
     def in_scope(self, family: str) -> bool:
-        """The paper's SP scope: inflating speedups (``UP_*``); ``TYPES`` and deflation are extensions."""
+        """The paper's SP scope: inflating speedups (``UP_*``); ``TYPES`` and deflation are extensions.
+
+        :param family: the audit family
+        :returns: whether the paper's SP claim covers it
+        """
         return family.startswith("UP_")
