@@ -483,7 +483,20 @@ def exploitability(
     sampling noise is maximised over. For each of ``value_points`` mid-quantile own values the
     best bid is searched over ``bid_points`` bids on ``[0, high]`` (the class's highest value),
     then ``refine`` times on 9 bids around the best so far, each time 4x finer. A rule's utility
-    must be affine in the value (all built-in rules are; checked)."""
+    must be affine in the value (all built-in rules are; checked).
+
+    :param mechanism: a registered payment rule
+    :param bids: the bid function (symmetric) or one per class
+    :param counts: bidders (symmetric) or bidders per class
+    :param values: the value distribution(s) (default U[0, 1])
+    :param options: the rule's options (e.g. ``reserve``)
+    :param value_points: own values searched per class
+    :param bid_points: bids on the first grid
+    :param quadrature: opponents' quantiles
+    :param refine: refinement rounds
+    :returns: each class's best-response gain
+    :raises InputError: bids and counts that do not match, a rule not affine in the value
+    """
     opts = check_options(mechanism, options)
     if isinstance(counts, int | np.integer):
         dists, cnts = _classes(int(counts), values)
