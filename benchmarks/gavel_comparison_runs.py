@@ -114,7 +114,10 @@ STORED: dict[tuple[str, str, str], tuple[str, str]] = {
     ("first200", "4:4:4", key(MMFP)): ("gavel_sim_jcts_max_min_fairness_perf_200.csv", "jct_s"),
     ("first200", "4:4:4", key(MST)): ("gavel_sim_jcts_max_sum_throughput_perf_200.csv", "jct_s"),
     ("first200", "4:4:4", key(MMF)): ("gavel_sim_jcts_max_min_fairness_200.csv", "jct_s"),
-    ("first100", "4:0:0", key(MMFP, "HIGHS", 0, ALL)): ("gavel_sim_jcts_max_min_fairness_perf_100_aligned.csv", "jct_s"),
+    ("first100", "4:0:0", key(MMFP, "HIGHS", 0, ALL)): (
+        "gavel_sim_jcts_max_min_fairness_perf_100_aligned.csv",
+        "jct_s",
+    ),
     **{("first300", "12:12:12", key(MMF, seed=s)): ("gavel_sim_jcts_max_min_fairness_300_121212.csv", f"seed{s}")
        for s in range(5)},  # fmt: skip
     ("generated_multigpu", "8:8:8", key(MMFP)): ("gavel_sim_jcts_888_generated_multigpu.csv", MMFP),
@@ -208,7 +211,7 @@ def _pair(a: pd.Series, b: pd.Series) -> dict[str, Any]:
 
 
 def _ours(policy: str, inp: str, cluster: str, lease_order: str = "fastest", seed: int = 0, per_job: bool = False):
-    """Our JCTs on ``inp`` / ``cluster``; ``per_job``: the per-job LP in the trace's row order (the exact check's mode)."""
+    """Our JCTs (s) on ``inp`` / ``cluster``; ``per_job``: the per-job LP, tied rows in row order (the exact check)."""
     import agents.trace_rounds as tr
 
     saved = tr.NATIVE_OPTIONS, tr.TIE_BREAK
@@ -271,8 +274,8 @@ def comparisons(missing: list[str]) -> list[dict[str, Any]]:
         ("first100", "4:0:0", MST, "gavel-max-sum-throughput"),
         ("first100", "12:0:0", MMFP, "gavel-max-min-perf"),
     ):
-        add(f"ours:{pol}:{inp}:{cl}", inp, cl, f"Gavel {key(gp)}", f"ours {pol}", G(inp, cl, key(gp)), ours(pol, inp, cl),
-            gavel_policy=gp, policy=pol)  # fmt: skip
+        add(f"ours:{pol}:{inp}:{cl}", inp, cl, f"Gavel {key(gp)}", f"ours {pol}", G(inp, cl, key(gp)),
+            ours(pol, inp, cl), gavel_policy=gp, policy=pol)  # fmt: skip
     # maxmin (fixed order) against each of Gavel's max_min_fairness seeds 0-4 on 4:4:4
     for s in range(5):
         add(f"maxminseeds:{s}", "first200", "4:4:4", f"Gavel {key(MMF, seed=s)}", "ours maxmin",
@@ -298,7 +301,7 @@ def comparisons(missing: list[str]) -> list[dict[str, Any]]:
     labels = {
         "": "unmodified (HiGHS)",
         "steps": "only continuous steps per lease",
-        "reset0": "only \"reset interval counted from the first reset\"",
+        "reset0": 'only "reset interval counted from the first reset"',
         "unalloc,idlereset,idlegap": "only unallocated jobs skipped / idle resets / idle-gap time",
         "steps,reset0,noshuffle": "all but unallocated jobs / idle resets / idle-gap time",
         ALL: "all switched",
@@ -415,7 +418,8 @@ def main() -> int:
                     continue
                 res = run_gavel(run, gdir, args.gavel_python, Path(tmp))
                 store(res)
-                print(f"[{i}] {inp} {cl} {res['key']}: mean {res['mean_jct_s']:.3f} s, {res['cpu_s']} s CPU", flush=True)
+                print(f"[{i}] {inp} {cl} {res['key']}: mean {res['mean_jct_s']:.3f} s, {res['cpu_s']} s CPU",
+                      flush=True)  # fmt: skip
     runs_path = OUT_DIR / "runs.json"
     gavel_runs = json.loads(runs_path.read_text())["runs"] if runs_path.exists() else []
     order = {(r[0], r[1], key(r[2], r[3], r[4], r[5])): i for i, r in enumerate(RUNS)}

@@ -48,48 +48,81 @@ FILES = ("scheduler.py", DRIVER)
 # switch -> [(file, old, new, expected count)]
 SWITCHES: dict[str, list[tuple[str, str, str, int]]] = {
     "steps": [
-        ("scheduler.py",
-         "num_steps = int(self._throughputs[job_id][worker_type] *\n                                self._time_per_iteration)",
-         "num_steps = (self._throughputs[job_id][worker_type] *\n                                self._time_per_iteration)", 2),
+        (
+            "scheduler.py",
+            "num_steps = int(self._throughputs[job_id][worker_type] *\n"
+            "                                self._time_per_iteration)",
+            "num_steps = (self._throughputs[job_id][worker_type] *\n"
+            "                                self._time_per_iteration)",
+            2,
+        ),
         ("scheduler.py", "if remaining_steps > 0:", "if remaining_steps > 1e-6:", 1),
     ],
     "reset0": [
-        ("scheduler.py", "reset_interval_elapsed or self._last_reset_time == 0",
-         "reset_interval_elapsed or not getattr(self, '_gvc_reset_done', False)", 1),
-        ("scheduler.py", "        self._last_reset_time = current_time\n",
-         "        self._last_reset_time = current_time\n        self._gvc_reset_done = True\n", 1),
-        ("scheduler.py", "                        self._last_reset_time = 0\n",
-         "                        self._last_reset_time = 0\n                        self._gvc_reset_done = False\n", 1),
+        (
+            "scheduler.py",
+            "reset_interval_elapsed or self._last_reset_time == 0",
+            "reset_interval_elapsed or not getattr(self, '_gvc_reset_done', False)",
+            1,
+        ),
+        (
+            "scheduler.py",
+            "        self._last_reset_time = current_time\n",
+            "        self._last_reset_time = current_time\n        self._gvc_reset_done = True\n",
+            1,
+        ),
+        (
+            "scheduler.py",
+            "                        self._last_reset_time = 0\n",
+            "                        self._last_reset_time = 0\n                        self._gvc_reset_done = False\n",
+            1,
+        ),
     ],
     "unalloc": [
-        ("scheduler.py",
-         "            if num_workers_left[worker_type] == 0:\n                continue\n",
-         "            if num_workers_left[worker_type] == 0:\n                continue\n"
-         "            if self._allocation is None or job_id not in self._allocation:\n                continue\n", 1),
+        (
+            "scheduler.py",
+            "            if num_workers_left[worker_type] == 0:\n                continue\n",
+            "            if num_workers_left[worker_type] == 0:\n                continue\n"
+            "            if self._allocation is None or job_id not in self._allocation:\n                continue\n",
+            1,
+        ),
     ],
     "idlereset": [
-        ("scheduler.py",
-         "        need_to_reset_time_run_so_far = \\\n            reset_interval_elapsed or ",
-         "        _gvc_idle = getattr(self, '_gvc_ran_nothing', False) or not any(\n"
-         "            self._allocation is not None and j in self._allocation for j in self._jobs)\n"
-         "        need_to_reset_time_run_so_far = \\\n            _gvc_idle or reset_interval_elapsed or ", 1),
-        ("scheduler.py",
-         "            # Since we're scheduling in rounds, no jobs should be\n",
-         "            self._gvc_ran_nothing = max_timestamp == 0 and current_round_end_time is not None\n"
-         "            # Since we're scheduling in rounds, no jobs should be\n", 1),
+        (
+            "scheduler.py",
+            "        need_to_reset_time_run_so_far = \\\n            reset_interval_elapsed or ",
+            "        _gvc_idle = getattr(self, '_gvc_ran_nothing', False) or not any(\n"
+            "            self._allocation is not None and j in self._allocation for j in self._jobs)\n"
+            "        need_to_reset_time_run_so_far = \\\n            _gvc_idle or reset_interval_elapsed or ",
+            1,
+        ),
+        (
+            "scheduler.py",
+            "            # Since we're scheduling in rounds, no jobs should be\n",
+            "            self._gvc_ran_nothing = max_timestamp == 0 and current_round_end_time is not None\n"
+            "            # Since we're scheduling in rounds, no jobs should be\n",
+            1,
+        ),
     ],
     "idlegap": [
-        ("scheduler.py",
-         "                if next_job_arrival_time is not None:\n"
-         "                    self._current_timestamp = next_job_arrival_time\n",
-         "                if next_job_arrival_time is not None:\n"
-         "                    self._current_timestamp = next_job_arrival_time\n"
-         "                    if current_round_end_time is not None:\n"
-         "                        current_round_end_time = self._current_timestamp\n", 1),
+        (
+            "scheduler.py",
+            "                if next_job_arrival_time is not None:\n"
+            "                    self._current_timestamp = next_job_arrival_time\n",
+            "                if next_job_arrival_time is not None:\n"
+            "                    self._current_timestamp = next_job_arrival_time\n"
+            "                    if current_round_end_time is not None:\n"
+            "                        current_round_end_time = self._current_timestamp\n",
+            1,
+        ),
     ],
     "noshuffle": [
-        ("scheduler.py", "            self._worker_type_shuffler.shuffle(worker_types)\n",
-         "            pass  # gavel_variant: noshuffle\n", 1),
+        (
+            "scheduler.py",
+            "            self._worker_type_shuffler.shuffle(worker_types)\n",
+            "            pass  # gavel_variant: noshuffle\n",
+            1,
+        ),
     ],
 }
 SOLVER = (DRIVER, "choices=['ECOS', 'GUROBI', 'SCS']", "choices=['ECOS', 'GUROBI', 'SCS', 'HIGHS']", 1)
