@@ -336,6 +336,9 @@ def comparisons(missing: list[str]) -> list[dict[str, Any]]:
     add("perjob:gavel_trace", "first200", "4:4:4", f"Gavel {key(MMFP)}", "ours gavel-max-min-perf (per-job LP)",
         G("first200", "4:4:4", key(MMFP)), ours("gavel-max-min-perf", "first200", "4:4:4", per_job=True),
         trace="gavel_trace")  # fmt: skip
+    for inp, cl in (("first100", "4:0:0"), ("first200", "4:0:0"), ("first100", "12:0:0"), ("first300", "12:12:12")):
+        add(f"perjob:{inp}:{cl}", inp, cl, f"Gavel {key(MMFP)}", "ours gavel-max-min-perf (per-job LP)",
+            G(inp, cl, key(MMFP)), ours("gavel-max-min-perf", inp, cl, per_job=True), trace="gavel_trace")  # fmt: skip
     for trace in multi.TRACES:
         add(f"perjob:{trace}", trace, "8:8:8",
             f"Gavel {key(MMFP)} (tests/data)", "ours gavel-max-min-perf (per-job LP)", multi._gavel(trace)[MMFP],
