@@ -6,7 +6,9 @@ simulator's files of the user's checkout (``--gavel-dir``, Gavel's ``scheduler/`
 temporary folder, applies the chosen switches there as small text substitutions (each must match
 the pinned commit's source exactly, else it stops with an error naming the switch), and runs
 ``scripts/drivers/simulate_scheduler_with_trace.py`` from that copy with the remaining arguments.
-Nothing of Gavel is stored in this repository and the checkout is never modified.
+Nothing of Gavel is stored in this repository and the checkout is never modified. The anchors
+below quote single lines of Gavel's ``scheduler.py`` and driver (MIT licence, the Gavel authors)
+only to locate where a switch applies, as the context lines of a patch do.
 
 Switches (``--switches a,b,...``; none = unmodified Gavel):
 
