@@ -55,7 +55,11 @@ __all__ = [
 class BidStrategy:
     """A bidder's reporting strategy: ``params`` are the market's misreport parameters
     (``{dimension name: value}``, e.g. ``{"value_scale": 2.0}`` or ``{"arrival_delay": 3}``);
-    empty means truthful. ``tags`` follow DESIGN "Truth vs report"."""
+    empty means truthful. ``tags`` follow DESIGN "Truth vs report".
+
+    :param params: misreport parameters by dimension name; empty: truthful
+    :param name: the strategy's label in results
+    """
 
     params: Mapping[str, float] = field(default_factory=dict)
     name: str = "truthful"
@@ -69,7 +73,12 @@ class BidStrategy:
         return {"truthful": self.truthful, "misreports": set(self.params)}
 
     def report(self, market: AuctionMarket, bid: Report) -> Report:
-        """The report this strategy submits for the true ``bid``."""
+        """The report this strategy submits for the true ``bid``.
+
+        :param market: the market (it applies the misreport)
+        :param bid: the TRUE bid
+        :returns: ``bid`` itself when truthful, else ``market.misreport(bid, params)``
+        """
         return bid if self.truthful else market.misreport(bid, dict(self.params))
 
 
@@ -83,7 +92,14 @@ class BidderAgent(mesa.Agent):
         self, model: AuctionModel, bid: Report, strategy: BidStrategy, report: Report | None | str = "strategy"
     ) -> None:
         """``report``: ``"strategy"`` (default) applies ``strategy``; a report object or ``None``
-        (withheld: the bidder never reports) is set by its tenant's strategy."""
+        (withheld: the bidder never reports) is set by its tenant's strategy.
+
+        :param model: the auction model
+        :param bid: the TRUE bid
+        :param strategy: the bidder's strategy
+        :param report: ``"strategy"``, a report, or ``None`` (withheld)
+        :raises InputError: a report that changes the job id or arrives before the true arrival
+        """
         super().__init__(model)
         self.bid = bid
         self.job_id = int(bid.job_id)
@@ -109,14 +125,22 @@ class BidderAgent(mesa.Agent):
         return 0.0 if self.decision is None else float(self.decision.payment)
 
     def receive(self, decision: Decision) -> None:
-        """Take the mechanism's decision and value it with the TRUE type."""
+        """Take the mechanism's decision and value it with the TRUE type.
+
+        :param decision: the mechanism's decision for this bidder
+        """
         self.decision = decision
         self.surplus = float(self.model.market.true_surplus(self.bid, self.report, decision))
 
 
 class TenantAgent(mesa.Agent):
     """A tenant (``info`` from ``market.tenants()``) owning ``bidders``; ``revenue`` etc. are filled
-    from ``market.tenant_rows`` when the run ends (its true value minus payments plus income)."""
+    from ``market.tenant_rows`` when the run ends (its true value minus payments plus income).
+
+    :param model: the auction model
+    :param info: the tenant's entry of ``market.tenants()`` (key ``"tenant"``: its id)
+    :param strategy: the tenant's strategy (applied to all its jobs)
+    """
 
     def __init__(self, model: AuctionModel, info: Mapping[str, Any], strategy: BidStrategy) -> None:
         super().__init__(model)
@@ -134,7 +158,12 @@ class TenantAgent(mesa.Agent):
 
 class ResourceAgent(FixedAgent):
     """A GPU server, PS host or edge site of the market (``info`` from ``market.agents_info()``),
-    fixed on its topology node (``cell`` is ``None`` without a topology)."""
+    fixed on its topology node (``cell`` is ``None`` without a topology).
+
+    :param model: the auction model
+    :param info: the resource's entry (``id``, ``kind``, ``capacity``, ``node``)
+    :param cell: its cell of the model's network space, or ``None``
+    """
 
     def __init__(self, model: AuctionModel, info: Mapping[str, Any], cell: Any) -> None:
         super().__init__(model)
@@ -147,7 +176,11 @@ class ResourceAgent(FixedAgent):
 
 
 class AuctioneerAgent(mesa.Agent):
-    """Runs ``mechanism`` slot by slot on the bidders' reports."""
+    """Runs ``mechanism`` slot by slot on the bidders' reports.
+
+    :param model: the auction model (its market builds the mechanism with the model's mechanism RNG)
+    :param mechanism: a mechanism name of the market
+    """
 
     def __init__(self, model: AuctionModel, mechanism: str) -> None:
         super().__init__(model)
@@ -172,7 +205,11 @@ class AuctioneerAgent(mesa.Agent):
             self.welfare += bidder.surplus + bidder.payment
 
     def run_slot(self, t: int, reports: list[Report]) -> None:
-        """Decide slot ``t``."""
+        """Decide slot ``t``.
+
+        :param t: the slot
+        :param reports: the reports arriving in slot ``t``
+        """
         self._route(self.mechanism.step(t, reports))
 
     def close(self) -> None:
@@ -185,6 +222,14 @@ class AuctionModel(mesa.Model):
 
     ``strategies``: ``{job_id: BidStrategy}``; ``rng``: anything Mesa accepts (int seed,
     ``SeedSequence``, ``Generator``). Run with :meth:`run`.
+
+    :param market: the instance (bids, resources, mechanisms)
+    :param mechanism: one of ``market.mechanisms()``
+    :param strategies: job id -> the bidder's strategy; missing: truthful
+    :param tenant_strategies: tenant id -> a strategy applied to all its jobs (markets with tenants)
+    :param rng: the model's seed
+    :raises InputError: an unknown mechanism, job id or tenant, conflicting strategies, or a report
+        arriving outside the horizon
     """
 
     def __init__(
@@ -298,7 +343,11 @@ class AuctionModel(mesa.Model):
     # -- results ---------------------------------------------------------------------------------
     def summary(self) -> dict[str, float]:
         """The market's metrics of the run (TRUE types) plus ``liar_surplus`` / ``truthful_surplus``
-        (sum of true surplus of deviating / truthful bidders) and ``liars``."""
+        (sum of true surplus of deviating / truthful bidders) and ``liars``.
+
+        :returns: metric name -> value (currency, counts)
+        :raises InputError: the run has not finished its horizon
+        """
         if self.slot < self.T - 1:
             raise InputError("AuctionModel", self.slot, "has not finished its horizon: call run() first")
         reports = [b.report for b in self.bidders.values() if b.report is not None]

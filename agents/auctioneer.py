@@ -36,7 +36,29 @@ __all__ = ["Auctioneer", "RoundStats"]
 class RoundStats:
     """Cluster-level measures of one record (one round, or merged rounds: ``merged_rounds``). GPU
     counts are devices; throughputs are in slowest-GPU equivalents (work-seconds per second, rates
-    over the record's ``round_s``); times in seconds."""
+    over the record's ``round_s``); times in seconds.
+
+    :param available_gpus: GPUs of healthy hosts
+    :param busy_gpus: GPUs leased
+    :param busy_by_type: GPUs leased per type
+    :param utilisation: GPU-seconds used / (GPUs × round length)
+    :param total_est: the allocation's value at TRUE throughputs, slowest-GPU equivalents
+    :param total_act: work done per second of the record, slowest-GPU equivalents
+    :param active_tenants: tenants with an active job
+    :param active_classes: the policy's rows
+    :param resolved: 1 when the policy was re-solved
+    :param cross_type_workers: workers of leases over several GPU types
+    :param cross_host_jobs: jobs spread over several hosts
+    :param max_abs_dev: the largest rounding deviation of OEF's rounder, GPUs
+    :param jobs_completed: jobs completed in the record
+    :param active_jobs: jobs active
+    :param round_start_s: the record's start, s
+    :param round_s: the record's length, s
+    :param migrations: jobs restarted on other GPUs
+    :param migration_lost_s: lease seconds lost to those restarts
+    :param merged_rounds: Gavel rounds the record covers
+    :param backfill_gpu_s: GPU-seconds leased by backfilling
+    """
 
     available_gpus: int = 0
     busy_gpus: int = 0
@@ -61,7 +83,12 @@ class RoundStats:
 
 
 def host_racks(model: MarketModel, agents: list[Any]) -> np.ndarray:
-    """Rack index of each host (the switch its topology node hangs off, numbered in host order)."""
+    """Rack index of each host (the switch its topology node hangs off, numbered in host order).
+
+    :param model: the model (its cluster graph)
+    :param agents: the host agents, in host order
+    :returns: (hosts,) rack indices
+    """
     g = model.cluster.graph
     racks: dict[str, int] = {}
     out = []
@@ -76,7 +103,13 @@ def host_racks(model: MarketModel, agents: list[Any]) -> np.ndarray:
 
 class Auctioneer(mesa.Agent):
     """Cluster manager: holds the round engine (:attr:`trace`), the tenants (:attr:`tenants`) and
-    the hosts' agents, and runs one engine round per Mesa step."""
+    the hosts' agents, and runs one engine round per Mesa step.
+
+    :param model: the model it belongs to (its config and workload)
+    :param policy: the registered fair-share policy solved each round
+    :param placement: how leases are placed on hosts (the model config's placement)
+    :param backfill: the rounder hands GPUs its rounding left idle to other classes (work-conserving)
+    """
 
     def __init__(self, model: MarketModel, policy: str, placement: str, backfill: bool = True) -> None:
         super().__init__(model)

@@ -51,8 +51,14 @@ TENANT_ROWS = ("agents", "all", "none")
 
 @dataclass(frozen=True)
 class JobConfig:
-    """One gang-scheduled training job: ``workers`` GPUs at once, ``work`` slowest-GPU-seconds,
-    submitted at ``arrival`` seconds."""
+    """One gang-scheduled training job.
+
+    :param job_id: the job's id, unique within its tenant
+    :param job_type: one of its tenant's job types
+    :param workers: GPUs it uses at once (gang-scheduled)
+    :param work: its size in slowest-GPU-seconds
+    :param arrival: submission time, seconds since the start
+    """
 
     job_id: str
     job_type: str
@@ -72,7 +78,16 @@ class JobConfig:
 class TenantConfig:
     """A tenant: TRUE speedups per job type, its jobs, priority ``weight``, ``arrival`` time,
     optional forced ``leave_at`` time (its unfinished jobs are withdrawn) and reporting
-    ``strategy``. Without ``leave_at`` the tenant exits once all its jobs are done."""
+    ``strategy``. Without ``leave_at`` the tenant exits once all its jobs are done.
+
+    :param tenant_id: the tenant's unique id
+    :param speedups: job type -> TRUE speedups per GPU type, slowest first
+    :param jobs: its jobs
+    :param weight: its priority, > 0
+    :param arrival: when it joins, seconds since the start
+    :param leave_at: when it is forced to leave, seconds; ``None``: once its jobs are done
+    :param strategy: how it reports its speedups (:mod:`agents.strategies`)
+    """
 
     tenant_id: str
     speedups: Mapping[str, tuple[float, ...]]
@@ -120,24 +135,30 @@ class TenantConfig:
 class TraceWorkload:
     """A trace workload (see :mod:`market.traces` and :mod:`agents.trace_rounds`).
 
-    ``trace``: a :class:`market.traces.Trace` of N jobs; ``throughputs`` (N, k) consolidated
-    steps/s of each job on its scale factor per cluster GPU type (0 = cannot run); ``tenants`` (N,)
-    tenant name per job under ``tenancy`` ("job" | "user" | N); ``reallocation_interval_s``: least
-    time between two policy re-solves (Gavel: 1920 s; 0 = re-solve at every change of the job
-    set); ``until_done``: run until every job has completed (the model's ``rounds`` is then only the
-    safety cap, and reaching it is reported by a warning and :attr:`MarketModel.cap_reached`);
-    ``reported`` (N, k): the throughputs the policy sees (lying tenants,
-    :func:`agents.trace_rounds.lying_throughputs`; None = the truth), while jobs progress at
-    ``throughputs``; ``liars``: the names of the lying tenants (for the results); ``lease_order``:
-    the GPU-type order of each round's leases, ``"fastest"`` or ``"shuffle"`` (Gavel's per-round
-    shuffle, seeded per replication; :mod:`agents.trace_rounds`);
-    ``strategies``: tenant name -> reporting strategy (absent = truthful), played by the tenants of
-    :mod:`agents.trace_tenants` (exclusive with ``reported``); ``tenant_rows``: whose
-    per-tenant per-round measures (``est``, ``act``, ...) to record: ``"agents"`` (the tenants
-    that are Mesa agents: every tenant unless the tenancy is ``"job"``, else those in
-    ``strategies``), ``"all"`` or ``"none"``; ``unconsolidated`` (N, k):
-    steps/s of each job when its GPUs span hosts (placement other than "ideal";
-    :func:`market.traces.unconsolidated_throughputs`; None = the consolidated ``throughputs``)."""
+    :param trace: a :class:`market.traces.Trace` of N jobs
+    :param throughputs: (N, k) consolidated steps/s of each job on its scale factor per cluster GPU
+        type (0 = cannot run)
+    :param tenants: (N,) tenant name per job under ``tenancy``
+    :param tenancy: ``"job"`` (every job its own tenant), ``"user"`` or a number of tenants N
+    :param reallocation_interval_s: least time between two policy re-solves, seconds (Gavel: 1920 s;
+        0 = re-solve at every change of the job set)
+    :param until_done: run until every job has completed (the model's ``rounds`` is then only the
+        safety cap; reaching it is reported by a warning and :attr:`MarketModel.cap_reached`)
+    :param reported: (N, k) the throughputs the policy sees (lying tenants,
+        :func:`agents.trace_rounds.lying_throughputs`; ``None`` = the truth); jobs progress at ``throughputs``
+    :param liars: the names of the lying tenants (for the results)
+    :param lease_order: the GPU-type order of each round's leases, ``"fastest"`` or ``"shuffle"``
+        (Gavel's per-round shuffle, seeded per replication)
+    :param strategies: tenant name -> reporting strategy (absent = truthful), played by the tenants
+        of :mod:`agents.trace_tenants` (exclusive with ``reported``)
+    :param tenant_rows: whose per-tenant per-round measures (``est``, ``act``, ...) to record:
+        ``"agents"`` (the tenants that are Mesa agents: every tenant unless the tenancy is ``"job"``,
+        else those in ``strategies``), ``"all"`` or ``"none"``
+    :param unconsolidated: (N, k) steps/s of each job when its GPUs span hosts (placement other than
+        "ideal"; :func:`market.traces.unconsolidated_throughputs`; ``None`` = ``throughputs``)
+    :param tenant_weights: tenant name -> priority weight (absent = 1)
+    :param leave_at: tenant name -> forced leave time, seconds
+    """
 
     trace: Trace
     throughputs: np.ndarray
@@ -216,7 +237,12 @@ class TraceWorkload:
 @dataclass(frozen=True)
 class ServerFailure:
     """Host ``host_id`` fails at ``at_s`` (its GPUs leave the capacity from the first round starting
-    at or after it) and heals at ``heal_s`` (None: never). Times in seconds since the start."""
+    at or after it) and heals at ``heal_s`` (None: never). Times in seconds since the start.
+
+    :param host_id: a host of the cluster
+    :param at_s: failure time, seconds
+    :param heal_s: heal time, seconds; ``None``: never
+    """
 
     host_id: str
     at_s: float
@@ -231,23 +257,31 @@ class ServerFailure:
 @dataclass(frozen=True)
 class ModelConfig:
     """A whole simulation on the round engine (:mod:`agents.trace_rounds`; a synthetic workload is a
-    generated trace, :func:`agents.trace_from_tenants.tenants_workload`): the cluster, the workload
-    (``tenants`` with their jobs, or a ``trace``), the fair-share ``policy`` (registry name), the
-    horizon in ``rounds`` (of ``cluster.round_seconds``; the safety cap of a trace with
-    ``until_done``), the ``placement`` rule ("auto": "oef" for ``oef-*`` policies, "naive" for
-    baselines; "ideal": no hosts; None = "ideal" with a trace, else "auto"), the ``realisation``
-    (:data:`REALISATION_CHOICES`; None = "oef-rounding" for ``tenants``, "gavel-lease" for a
-    trace), ``kappa`` (the spread penalty per extra host of a lease over several hosts when the
-    workload gives no unconsolidated throughputs; None = :data:`DEFAULT_KAPPA` for ``tenants``, 0
-    with a trace; given explicitly, it must be used: an error with placement "ideal" or with
-    unconsolidated throughputs),
-    ``kappa_rack`` (the extra penalty per extra rack a lease spans), ``migration_cost_s`` (s of dead
-    time at the start of every lease that restarts a job from its checkpoint: it ran before and
-    does not continue the previous round's lease on the same GPU types and hosts),
-    ``reallocation_interval_s`` (``tenants`` workloads: least time between two policy re-solves,
-    None = 0, every change; a trace sets it in :class:`TraceWorkload`), ``failures`` (host
-    failures and heals, :class:`ServerFailure`), the rounder's ``backfill``, and
-    ``stop_when_idle`` (end early once every tenant has left and none is still to arrive)."""
+    generated trace, :func:`agents.trace_from_tenants.tenants_workload`).
+
+    :param cluster: the GPU cluster
+    :param tenants: the synthetic workload: tenants with their jobs (empty with a ``trace``)
+    :param policy: the fair-share policy's registry name
+    :param rounds: the horizon in rounds of ``cluster.round_seconds`` (the safety cap of a trace with
+        ``until_done``)
+    :param placement: "auto" ("oef" for ``oef-*`` policies, "naive" for baselines), "oef", "naive" or
+        "ideal" (no hosts); ``None``: "ideal" with a trace, else "auto"
+    :param kappa: the spread penalty per extra host of a lease over several hosts when the workload
+        gives no unconsolidated throughputs; ``None``: :data:`DEFAULT_KAPPA` for ``tenants``, 0 with a
+        trace; given explicitly it must be used (an error with placement "ideal" or with
+        unconsolidated throughputs)
+    :param migration_cost_s: seconds of dead time at the start of every lease that restarts a job
+        from its checkpoint (it ran before and does not continue the previous round's lease)
+    :param backfill: whether the rounder backfills idle GPUs
+    :param stop_when_idle: end early once every tenant has left and none is still to arrive
+    :param trace: the trace workload (instead of ``tenants``)
+    :param realisation: one of :data:`REALISATION_CHOICES`; ``None``: "oef-rounding" for ``tenants``,
+        "gavel-lease" for a trace
+    :param kappa_rack: the extra penalty per extra rack a lease spans
+    :param reallocation_interval_s: (``tenants`` workloads) least seconds between two policy
+        re-solves; ``None``: 0, every change (a trace sets it in :class:`TraceWorkload`)
+    :param failures: host failures and heals
+    """
 
     cluster: Cluster
     tenants: tuple[TenantConfig, ...]

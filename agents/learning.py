@@ -30,7 +30,17 @@ __all__ = ["EpisodeHedge", "learn_in_episodes"]
 class EpisodeHedge:
     """Hedge weights over report factors for the ``learners`` (job ids; default every bidder) of
     ``market`` under ``mechanism``. ``grid``: factors of ``dimension`` (must contain 1 and lie
-    inside the market's bounds for every learner)."""
+    inside the market's bounds for every learner).
+
+    :param market: the auction instance
+    :param mechanism: one of ``market.mechanisms()``
+    :param grid: report factors (> 0, 1 = truth included)
+    :param dimension: the misreport dimension the factors scale, e.g. ``"value_scale"``
+    :param eta: the Hedge learning rate, > 0
+    :param learners: the learning bidders' job ids; ``None``: every bidder
+    :param weights: job id -> initial weights over ``grid``; missing: uniform
+    :raises InputError: an unknown mechanism, learner or dimension, or a grid without 1 or out of bounds
+    """
 
     market: AuctionMarket
     mechanism: str
@@ -63,7 +73,11 @@ class EpisodeHedge:
             self.weights.setdefault(i, np.full(self.grid.size, 1.0 / self.grid.size))
 
     def strategies(self, rng: np.random.Generator) -> dict[int, BidStrategy]:
-        """This episode's strategies: a factor per learner sampled from its weights (in id order)."""
+        """This episode's strategies: a factor per learner sampled from its weights (in id order).
+
+        :param rng: the random generator of the draws
+        :returns: job id -> the learner's strategy for the episode
+        """
         out = {}
         for i in self.learners:  # type: ignore[union-attr]
             f = float(self.grid[int(rng.choice(self.grid.size, p=self.weights[i]))])
@@ -71,7 +85,12 @@ class EpisodeHedge:
         return out
 
     def counterfactuals(self, model: AuctionModel, job_id: int) -> np.ndarray:
-        """TRUE surplus of ``job_id`` for every grid factor, the others' episode reports fixed."""
+        """TRUE surplus of ``job_id`` for every grid factor, the others' episode reports fixed.
+
+        :param model: the finished episode
+        :param job_id: a learner
+        :returns: (len(grid),) TRUE surplus per factor, currency
+        """
         others = [b.report for b in model.bidders.values() if b.report is not None and b.job_id != job_id]
         bid = self.bids[job_id]
         out = []
@@ -82,7 +101,11 @@ class EpisodeHedge:
         return np.array(out)
 
     def update(self, model: AuctionModel) -> dict[int, np.ndarray]:
-        """Hedge step for every learner after an episode; returns the counterfactual surpluses."""
+        """Hedge step for every learner after an episode; returns the counterfactual surpluses.
+
+        :param model: the finished episode
+        :returns: job id -> its surplus per grid factor
+        """
         cf = {}
         for i in self.learners:  # type: ignore[union-attr]
             u = self.counterfactuals(model, i)
@@ -113,7 +136,19 @@ def learn_in_episodes(
     Returns one row per (episode, learner): the factor played, its TRUE surplus in the episode (and
     the same from the replay), the best factor in hindsight and its surplus, the truthful
     surplus, and the learner's modal factor and weight after the update (truth wins ties); and
-    the learner."""
+    the learner.
+
+    :param market: the auction instance
+    :param mechanism: one of ``market.mechanisms()``
+    :param episodes: the number of episodes, >= 1
+    :param grid: report factors (> 0, 1 included)
+    :param dimension: the misreport dimension the factors scale
+    :param eta: the Hedge learning rate, > 0
+    :param learners: the learning bidders' job ids; ``None``: every bidder
+    :param seed: the seed of the factor draws and of the episodes' models, >= 0
+    :param progress: called as ``progress(episode, episodes)`` after each episode; ``None``: silent
+    :returns: ``(frame, learner)``: the per-(episode, learner) rows and the :class:`EpisodeHedge`
+    """
     episodes = check_int("episodes", episodes, minimum=1)
     learner = EpisodeHedge(market, mechanism, grid, dimension, eta, learners)
     seeds = np.random.SeedSequence(check_int("seed", seed, minimum=0)).spawn(2)

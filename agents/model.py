@@ -97,6 +97,9 @@ class MarketModel(mesa.Model):
 
     The keyword form ``mesa.batch_run`` drives (a scenario name, policy, variant, seed) is the subclass
     :class:`scenarios.model.ScenarioModel`.
+
+    :param config: the cluster, tenants or trace, policy and horizon
+    :param rng: the model's seed: an int, a ``SeedSequence`` or a ``Generator`` (``None``: fresh entropy)
     """
 
     def __init__(self, config: ModelConfig, *, rng: Any = None) -> None:
@@ -209,11 +212,19 @@ class MarketModel(mesa.Model):
         return self._m
 
     def host_caps(self, agents: list[GPUServerAgent]) -> np.ndarray:
-        """Usable GPUs of the hosts ``agents`` this round (0 for a host that is down)."""
+        """Usable GPUs of the hosts ``agents`` this round (0 for a host that is down).
+
+        :param agents: server agents
+        :returns: one GPU count per agent
+        """
         return np.array([a.server.count if a.healthy else 0 for a in agents], dtype=np.int64)
 
     def record_trace_completions(self, jobs: np.ndarray, times: np.ndarray) -> None:
-        """Add the jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``."""
+        """Add the jobs ``jobs`` (indices) finished at ``times`` (s) to ``completions``.
+
+        :param jobs: indices of the finished jobs in the workload's trace
+        :param times: their completion times, seconds since the start
+        """
         tw = self.workload
         tr = tw.trace
         jobs = np.asarray(jobs, dtype=np.int64)
@@ -278,7 +289,11 @@ class MarketModel(mesa.Model):
                 warnings.warn(msg, RuntimeWarning, stacklevel=2)
 
     def run(self, rounds: int | None = None) -> MarketModel:
-        """Step until the horizon (``config.rounds``, or ``rounds`` more steps) or until idle."""
+        """Step until the horizon (``config.rounds``, or ``rounds`` more steps) or until idle.
+
+        :param rounds: how many more rounds to run; ``None``: up to ``config.rounds``
+        :returns: the model itself (so ``MarketModel(cfg).run().tidy()`` chains)
+        """
         limit = self.config.rounds if rounds is None else self.steps + rounds
         eng = self.auctioneer.trace
         show = sys.stderr.isatty() if self.progress is None else self.progress

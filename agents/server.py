@@ -24,6 +24,11 @@ class GPUServerAgent(FixedAgent):
     ``healthy=False`` removes the host's GPUs from the available capacity (``m_avail``) from the
     next round on. ``outages``: ``(fail_at_s, heal_at_s or None)`` intervals in which the host is
     down; the engine calls :meth:`update` at the start of every round (when any host has outages).
+
+    :param model: the model it belongs to
+    :param server: the host's GPU type and count
+    :param cell: its topology cell
+    :param outages: ``(fail_at_s, heal_at_s or None)`` intervals, s
     """
 
     def __init__(
@@ -51,7 +56,11 @@ class GPUServerAgent(FixedAgent):
 
     def update(self, now: float) -> bool:
         """Fail or heal at the start of a round at ``now`` (s) by the host's outage schedule;
-        returns True if its health changed (a failed host drops the leases it held)."""
+        returns True if its health changed (a failed host drops the leases it held).
+
+        :param now: the round's start, s
+        :returns: whether the host's health changed
+        """
         down = any(at <= now and (heal is None or now < heal) for at, heal in self.outages)
         if down == (not self.healthy):
             return False
@@ -62,7 +71,10 @@ class GPUServerAgent(FixedAgent):
         return True
 
     def hold(self, leases: Mapping[str, int]) -> None:
-        """Hold this round's leases (job id -> GPUs on this host)."""
+        """Hold this round's leases (job id -> GPUs on this host).
+
+        :param leases: job id -> GPUs on this host
+        """
         self.assigned = dict(leases)
 
     def clear(self) -> None:

@@ -42,7 +42,15 @@ class Strategy(Protocol):
 
     tags: Mapping[str, Any]
 
-    def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
+    def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The vector reported for one job type.
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        """
+        ...
 
 
 def _job_types(value: Iterable[str] | None) -> frozenset[str] | None:
@@ -68,7 +76,13 @@ class Truthful:
     tags: ClassVar[Mapping[str, Any]] = _TRUTHFUL_TAGS
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The true vector, unchanged."""
+        """The true vector, unchanged.
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        """
         return np.array(true_w, dtype=float)
 
 
@@ -79,6 +93,10 @@ class ScaleDims:
     ``factors`` maps GPU type index -> factor > 0 (> 1 inflates, < 1 deflates); e.g. ``{2: 1.3}``
     inflates the fastest of three types by λ = 1.3 and ``ScaleDims.fast(1.3, k)`` scales every
     ``j >= 1`` (spec S2). ``job_types`` limits the lie to those job types (default: all).
+
+    :param factors: GPU type index -> factor > 0
+    :param job_types: the job types that lie; ``None``: all
+    :raises InputError: no factor, a key that is no index >= 0, or a factor not > 0
     """
 
     factors: Mapping[int, float]
@@ -98,13 +116,27 @@ class ScaleDims:
 
     @classmethod
     def fast(cls, factor: float, k: int, job_types: Iterable[str] | None = None) -> ScaleDims:
-        """Scale every dimension ``j >= 1`` by ``factor`` (the spec's ``w'^j = λ·w^j``)."""
+        """Scale every dimension ``j >= 1`` by ``factor`` (the spec's ``w'^j = λ·w^j``).
+
+        :param factor: λ > 0
+        :param k: the number of GPU types, >= 2
+        :param job_types: the job types that lie; ``None``: all
+        :returns: the strategy
+        :raises InputError: ``k < 2`` or a factor not > 0
+        """
         if k < 2:
             raise InputError("k", k, "must be >= 2 to have a fast dimension")
         return cls({j: factor for j in range(1, k)}, job_types=_job_types(job_types))
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The true vector with the chosen dimensions scaled (for the chosen job types)."""
+        """The true vector with the chosen dimensions scaled (for the chosen job types).
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        :raises InputError: a factor's index >= k, or a report outside (0, ``MAX_SPEEDUP``]
+        """
         w = np.array(true_w, dtype=float)
         if not _applies(self.job_types, job_type):
             return w
@@ -117,7 +149,12 @@ class ScaleDims:
 
 @dataclass(frozen=True)
 class ReportVector:
-    """Report a fixed vector (any positive vector, also non-monotone) for the chosen job types."""
+    """Report a fixed vector (any positive vector, also non-monotone) for the chosen job types.
+
+    :param vector: (k,) the reported speedups, each in (0, ``MAX_SPEEDUP``]
+    :param job_types: the job types that lie; ``None``: all
+    :raises InputError: an empty vector or an entry out of range
+    """
 
     vector: tuple[float, ...]
     job_types: frozenset[str] | None = None
@@ -131,7 +168,14 @@ class ReportVector:
         object.__setattr__(self, "job_types", _job_types(self.job_types))
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``vector`` (for the chosen job types), else the truth."""
+        """``vector`` (for the chosen job types), else the truth.
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        :raises InputError: ``vector`` does not have length k
+        """
         if not _applies(self.job_types, job_type):
             return np.array(true_w, dtype=float)
         if len(self.vector) != len(true_w):
@@ -145,6 +189,10 @@ class MultiplicativeNoise:
 
     ``w[0]`` stays 1 (the reference). ``0 <= e < 1``; ``e = 0`` is truthful. Draws come from the
     generator passed to :meth:`report` (the model RNG).
+
+    :param e: the noise's half-width, in [0, 1)
+    :param job_types: the job types with noisy reports; ``None``: all
+    :raises InputError: ``e`` outside [0, 1)
     """
 
     e: float
@@ -159,7 +207,14 @@ class MultiplicativeNoise:
         object.__setattr__(self, "job_types", _job_types(self.job_types))
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The true vector with independent multiplicative noise on every ``j >= 1``."""
+        """The true vector with independent multiplicative noise on every ``j >= 1``.
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        :raises InputError: a report outside (0, ``MAX_SPEEDUP``]
+        """
         w = np.array(true_w, dtype=float)
         if not _applies(self.job_types, job_type) or w.size < 2:
             return w
@@ -181,7 +236,14 @@ class HedgeLearner:
     throughput the strategy would have earned against the others' reports of that round
     (full-information counterfactuals: the auctioneer re-scores the policy), scaled by the best
     one: ``w_s <- w_s · exp(eta · u_s / max_s u_s)``. Parameters only; the weights live in the
-    tenant agent (one set per job type), so one object can serve many runs."""
+    tenant agent (one set per job type), so one object can serve many runs.
+
+    :param points: grid points from ``low`` to ``high``, >= 2 (1 is added when missing)
+    :param low: the smallest factor, in (0, 1)
+    :param high: the largest factor, > 1
+    :param eta: the Hedge learning rate, > 0
+    :raises InputError: a parameter out of range
+    """
 
     points: int = 7
     low: float = 0.5
@@ -200,12 +262,22 @@ class HedgeLearner:
             raise InputError("HedgeLearner.low/high", (self.low, self.high), "must satisfy low < 1 < high")
 
     def grid(self, k: int) -> np.ndarray:
-        """All factor vectors (S, k − 1), truth (all ones) included; S = len(values) ** (k − 1)."""
+        """All factor vectors (S, k − 1), truth (all ones) included; S = len(values) ** (k − 1).
+
+        :param k: the number of GPU types
+        :returns: (S, k − 1) factors for the dimensions ``j >= 1``
+        """
         import itertools
 
         vals = np.unique(np.r_[np.geomspace(self.low, self.high, self.points), 1.0])
         return np.array(list(itertools.product(vals, repeat=k - 1)), dtype=float).reshape(-1, k - 1)
 
     def report(self, job_type: str, true_w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The truth (the tenant agent replaces it by the learned report each round)."""
+        """The truth (the tenant agent replaces it by the learned report each round).
+
+        :param job_type: the job type whose vector is reported
+        :param true_w: (k,) its TRUE speedups, slowest type first
+        :param rng: the random generator (the model's strategy stream)
+        :returns: (k,) the reported speedups
+        """
         return np.array(true_w, dtype=float)

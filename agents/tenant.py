@@ -35,7 +35,14 @@ def report_factors(strategy: Strategy, job_type: str, row: np.ndarray, rng: np.r
     """Per-type factors (k,) turning a job's TRUE throughput row (k,) into its reported row: the
     report of the job's true speedup vector (the row over its first entry > 0) divided by that
     vector; 1 where the job cannot run (throughput 0, which the report keeps). Per-dimension
-    strategies (:class:`ScaleDims`, :class:`MultiplicativeNoise`) give exactly ``report(ones)``."""
+    strategies (:class:`ScaleDims`, :class:`MultiplicativeNoise`) give exactly ``report(ones)``.
+
+    :param strategy: the reporting strategy
+    :param job_type: the job's type
+    :param row: (k,) TRUE throughputs
+    :param rng: the strategy's draws
+    :returns: (k,) factors
+    """
     T = np.asarray(row, dtype=float)
     k = T.size
     if isinstance(strategy, (ScaleDims, MultiplicativeNoise)):
@@ -56,7 +63,16 @@ class TenantAgent(mesa.Agent):
     job, else 0): ``est`` = true value of its jobs' time fractions, ``est_reported`` = the same at
     its reports, ``act`` = work done per second of the round, ``alloc_gpus`` = fractional GPUs,
     ``gpus`` = whole GPUs leased, ``runnable_jobs`` = its active jobs. ``report_calls`` counts the
-    solves at which its strategy was consulted."""
+    solves at which its strategy was consulted.
+
+    :param model: the model it belongs to
+    :param tenant_id: its name
+    :param code: its index among the workload's tenants
+    :param jobs: its job indices, arrival order
+    :param strategy: its reporting strategy
+    :param weight: its priority π, > 0
+    :param config: its tenant config (synthetic workloads), or ``None``
+    """
 
     def __init__(
         self,
@@ -103,7 +119,13 @@ class TenantAgent(mesa.Agent):
         ``T`` (n, k), job type names and GPU counts: the strategy consulted at this solve
         (module docstring). Per-dimension strategies act per job type, others per (job type, GPU
         count); a learner plays the factors it sampled for the round (truth before its first
-        feedback)."""
+        feedback).
+
+        :param T: (n, k) TRUE throughputs of its active jobs
+        :param job_types: (n,) their job types
+        :param scale: (n,) their GPU counts
+        :returns: (n, k) reported rows
+        """
         self.report_calls += 1
         R = np.array(T, dtype=float)
         if self.learning:
@@ -129,7 +151,11 @@ class TenantAgent(mesa.Agent):
         return R
 
     def report(self, job_type: str) -> np.ndarray:
-        """The speedup vector it reports for ``job_type`` (synthetic tenants: of its TRUE vector)."""
+        """The speedup vector it reports for ``job_type`` (synthetic tenants: of its TRUE vector).
+
+        :param job_type: the job type
+        :returns: (k,) reported speedups
+        """
         w = self.true_speedups[job_type]
         return self.report_rows(w[None, :], np.array([job_type]), np.array([1]))[0]
 
@@ -151,7 +177,11 @@ class TenantAgent(mesa.Agent):
     def learn(self, job_type: str, utilities: np.ndarray) -> None:
         """Hedge update of ``job_type``'s weights (:data:`ALL_JOBS` on the round engine) with every
         strategy's TRUE counterfactual throughput ``utilities`` (S,) of the round just solved:
-        ``w_s <- w_s · exp(eta · (u_s − max u) / max |u|)``."""
+        ``w_s <- w_s · exp(eta · (u_s − max u) / max |u|)``.
+
+        :param job_type: the Hedge key (:data:`ALL_JOBS` on the round engine)
+        :param utilities: (S,) each strategy's TRUE counterfactual throughput
+        """
         u = np.asarray(utilities, dtype=float)
         w = self._weights.setdefault(job_type, np.full(u.size, 1.0 / u.size))
         scale = float(np.abs(u).max()) or 1.0
@@ -166,7 +196,11 @@ class TenantAgent(mesa.Agent):
         )  # fmt: skip
 
     def learning_weights(self, job_type: str = ALL_JOBS) -> np.ndarray | None:
-        """The current Hedge weights (None before its first feedback)."""
+        """The current Hedge weights (None before its first feedback).
+
+        :param job_type: the Hedge key
+        :returns: (S,) weights, or ``None``
+        """
         w = self._weights.get(job_type)
         return None if w is None else w.copy()
 

@@ -87,13 +87,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 #: pages that still carry hand-typed figures; each leaves this list when it is converted to figure
 #: markers (the scan of tests/test_figures.py skips them, and fails on a listed page that is clean)
-PENDING: frozenset[str] = frozenset(
-    {
-        # its rows with stored Gavel JCTs read gavel_parity_rows.json; the rest are Gavel runs whose
-        # outputs are not stored (Gavel against itself, the patched-Gavel ablations, 12:12:12 / 4:0:0 rows)
-        "docs/gavel_comparison.md",
-    }
-)
+PENDING: frozenset[str] = frozenset()  # every page is converted (the last: docs/gavel_comparison.md)
 
 
 class FigureError(Exception):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the environment in which benchmarks/bench_trace_scale.py and benchmarks/gavel_sim_parity.py run
+# Build the environment in which benchmarks/bench_trace_scale.py, benchmarks/gavel_sim_parity.py and
+# benchmarks/gavel_comparison_runs.py run
 # Gavel's own simulator (scheduler/scripts/drivers/simulate_scheduler_with_trace.py of
 # stanford-futuredata/gavel, MIT), from pinned versions, so the CPU comparison can be re-run by anyone.
 #

@@ -128,26 +128,9 @@ def rows() -> list[dict]:
     )
     # 300 jobs on Gavel's own 12 + 12 + 12 cluster (Gavel seeds 0-4 stored)
     g300 = [_gavel_col("gavel_sim_jcts_max_min_fairness_300_121212.csv", f"seed{s}") for s in SEEDS]
-    add(
-        "gavel_trace",
-        "gavel_trace",
-        "12:12:12",
-        "max_min_fairness",
-        "maxmin",
-        "fastest",
-        [_ours_single_seeded("maxmin", 300, (12, 12, 12), "fastest", 0)],
-        g300,
-    )
-    add(
-        "gavel_trace",
-        "gavel_trace",
-        "12:12:12",
-        "max_min_fairness",
-        "maxmin",
-        "shuffle",
-        [_ours_single_seeded("maxmin", 300, (12, 12, 12), "shuffle", s) for s in SEEDS],
-        g300,
-    )
+    for order, seeds in (("fastest", (0,)), ("shuffle", SEEDS)):
+        ours = [_ours_single_seeded("maxmin", 300, (12, 12, 12), order, s) for s in seeds]
+        add("gavel_trace", "gavel_trace", "12:12:12", "max_min_fairness", "maxmin", order, ours, g300)
     # 100 jobs on 4 V100s against Gavel patched to our documented semantics (HiGHS), per-job program
     import agents.trace_rounds as tr
 

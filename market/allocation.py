@@ -20,6 +20,14 @@ class Allocation:
     ``sum_l W_l . x_l`` under the REPORTED speedups, in slowest-GPU equivalents.
     ``common_value`` is the equalised per-row value ``t*`` of the non-cooperative OEF LP (per unit
     weight), else ``None``. ``info`` holds policy-specific diagnostics (trade log, LP sizes, ...).
+
+    :param X: (n, k) GPUs of each type per row, time-averaged (fractional)
+    :param policy: the registered name of the allocator
+    :param objective: ``sum_l W_l . x_l`` under the reported speedups (slowest-GPU equivalents)
+    :param common_value: the equalised per-row value ``t*`` (non-cooperative OEF), else ``None``
+    :param status: the solver's status, ``"optimal"`` when solved
+    :param solve_seconds: wall time of the solve, in seconds
+    :param info: policy-specific diagnostics
     """
 
     X: np.ndarray
@@ -31,11 +39,20 @@ class Allocation:
     info: Mapping[str, Any] = field(default_factory=dict)
 
     def throughput(self, W: np.ndarray) -> np.ndarray:
-        """Per-row normalised throughput ``W_l . x_l`` under the speedups ``W`` (e.g. TRUE ones)."""
+        """Per-row normalised throughput ``W_l . x_l`` under the speedups ``W`` (e.g. TRUE ones).
+
+        :param W: (n, k) speedups, column 0 the slowest type
+        :returns: (n,) throughput per row, in slowest-GPU equivalents
+        """
         return np.einsum("lj,lj->l", np.asarray(W, dtype=float), self.X)
 
     def to_dict(self, W: np.ndarray | None = None) -> dict[str, Any]:
-        """JSON-ready dict: ``allocation`` (rows x types), ``throughput`` per row and ``total``."""
+        """JSON-ready dict: ``allocation`` (rows x types), ``throughput`` per row and ``total``.
+
+        :param W: (n, k) speedups to measure throughput with; ``None``: no throughput keys
+        :returns: ``policy``, ``allocation``, ``status``, ``solve_seconds``, and ``throughput``/``total``
+            (with ``W``) and ``common_value`` (when set)
+        """
         out: dict[str, Any] = {"policy": self.policy, "allocation": self.X.tolist(), "status": self.status}
         if W is not None:
             thr = self.throughput(W)

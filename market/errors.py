@@ -29,7 +29,13 @@ __all__ = [
 
 
 class InputError(ValueError):
-    """Invalid input: ``field`` had ``value``, which violates ``reason``."""
+    """Invalid input: ``field`` had ``value``, which violates ``reason``. The message reads
+    ``"{field} {reason}, got {value}"`` (the value shortened to 120 characters).
+
+    :param field: the key, flag or argument that was wrong, as the user wrote it
+    :param value: the value given
+    :param reason: what it must be, e.g. ``"must be > 0"``
+    """
 
     def __init__(self, field: str, value: Any, reason: str) -> None:
         self.field = field
@@ -39,7 +45,12 @@ class InputError(ValueError):
 
 
 class SolveError(RuntimeError):
-    """A solver (HiGHS) failed on an instance that should be solvable."""
+    """A solver (HiGHS) failed on an instance that should be solvable.
+
+    :param policy: the mechanism or LP that failed
+    :param status: the solver's status code or name
+    :param message: the solver's message
+    """
 
     def __init__(self, policy: str, status: int | str, message: str) -> None:
         self.policy = policy
@@ -67,7 +78,13 @@ def _ascii_number(field: str, value: Any, what: str) -> None:
 
 def check_finite(field: str, value: float) -> float:
     """Return ``float(value)``; raise :class:`InputError` if it is not a finite real number (text
-    must use ASCII digits: :func:`_ascii_number`)."""
+    must use ASCII digits: :func:`_ascii_number`).
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: a number or ASCII numeric text
+    :returns: ``float(value)``
+    :raises InputError: not a real number, or not finite
+    """
     _ascii_number(field, value, "a real number")
     try:
         x = float(value)
@@ -79,7 +96,13 @@ def check_finite(field: str, value: float) -> float:
 
 
 def check_positive(field: str, value: float) -> float:
-    """Return ``float(value)``; raise unless it is finite and > 0."""
+    """Return ``float(value)``; raise unless it is finite and > 0.
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: a number or ASCII numeric text
+    :returns: ``float(value)``
+    :raises InputError: not a finite number > 0
+    """
     x = check_finite(field, value)
     if x <= 0:
         raise InputError(field, value, "must be > 0")
@@ -87,7 +110,13 @@ def check_positive(field: str, value: float) -> float:
 
 
 def check_nonneg(field: str, value: float) -> float:
-    """Return ``float(value)``; raise unless it is finite and >= 0."""
+    """Return ``float(value)``; raise unless it is finite and >= 0.
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: a number or ASCII numeric text
+    :returns: ``float(value)``
+    :raises InputError: not a finite number >= 0
+    """
     x = check_finite(field, value)
     if x < 0:
         raise InputError(field, value, "must be >= 0")
@@ -95,7 +124,14 @@ def check_nonneg(field: str, value: float) -> float:
 
 
 def check_int(field: str, value: Any, minimum: int | None = None) -> int:
-    """Return ``int(value)``; raise unless it is an integer (>= ``minimum`` when given)."""
+    """Return ``int(value)``; raise unless it is an integer (>= ``minimum`` when given).
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: an int, an integral float or ASCII numeric text (not a bool)
+    :param minimum: the smallest accepted value; ``None``: no bound
+    :returns: ``int(value)``
+    :raises InputError: not an integer, or below ``minimum``
+    """
     if isinstance(value, bool):
         raise InputError(field, value, "must be an integer")
     if isinstance(value, (int, np.integer)):
@@ -115,7 +151,14 @@ def check_int(field: str, value: Any, minimum: int | None = None) -> int:
 
 
 def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
-    """Return ``value`` if it is one of ``choices``; otherwise raise naming the valid ones."""
+    """Return ``value`` if it is one of ``choices``; otherwise raise naming the valid ones.
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: the value given
+    :param choices: the accepted values
+    :returns: ``value``
+    :raises InputError: ``value`` is not one of ``choices``
+    """
     options = list(choices)
     if value not in options:
         raise InputError(field, value, f"must be one of {options}")
@@ -146,6 +189,15 @@ def as_float_array(
 
     ``shape`` entries that are ``None`` are free. Raises :class:`InputError` naming ``field``
     and the first offending entry.
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: anything ``np.array(value, dtype=float)`` accepts (text in ASCII digits only)
+    :param ndim: the required number of dimensions; ``None``: any
+    :param shape: the required shape; ``None`` entries are free
+    :param positive: require every entry > 0
+    :param nonneg: require every entry >= 0
+    :returns: the float array
+    :raises InputError: not numeric, wrong dimension or shape, or an entry not finite or of the wrong sign
     """
     _ascii_texts(field, value)
     try:
@@ -177,7 +229,13 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 def check_name(field: str, value: Any) -> str:
     """A scenario / study / sweep name that becomes an output directory name: 1-100 characters
     from letters, digits, ``-``, ``_`` and ``.``, not starting with ``.`` (so no ``..``, no path
-    separators, no hidden directories). Raises :class:`InputError` naming the field otherwise."""
+    separators, no hidden directories). Raises :class:`InputError` naming the field otherwise.
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param value: the name given
+    :returns: ``value``
+    :raises InputError: not such a name
+    """
     if not isinstance(value, str) or not value:
         raise InputError(field, value, "must be a non-empty string")
     if len(value) > 100 or value.startswith(".") or not set(value) <= _NAME_CHARS:
@@ -190,14 +248,25 @@ def check_name(field: str, value: Any) -> str:
 
 def slug(text: str) -> str:
     """``text`` with every character :func:`check_name` rejects replaced by ``_`` (and a leading
-    ``.`` dropped): turns a file stem into a default name."""
+    ``.`` dropped): turns a file stem into a default name.
+
+    :param text: any text (converted with ``str``)
+    :returns: a name :func:`check_name` accepts, at most 100 characters (``"unnamed"`` if nothing is left)
+    """
     out = "".join(c if c in _NAME_CHARS else "_" for c in str(text)).lstrip(".")[:100]
     return out or "unnamed"
 
 
 def check_rows(field: str, rows: Any, columns: Sequence[str]) -> np.ndarray:
     """``rows`` as a finite float array of shape (n >= 1, len(columns)), else :class:`InputError`
-    naming ``field`` (e.g. one row of parameters per job)."""
+    naming ``field`` (e.g. one row of parameters per job).
+
+    :param field: the input's name, as the user wrote it (shown first in the message)
+    :param rows: a list of rows
+    :param columns: the names of the columns, in order
+    :returns: the (n, len(columns)) float array
+    :raises InputError: not a non-empty 2-D array with that many columns, or not finite
+    """
     a = np.asarray(rows, dtype=float)
     if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] != len(columns):
         raise InputError(field, np.shape(a), f"must be a non-empty list of rows ({', '.join(columns)})")

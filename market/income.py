@@ -43,7 +43,14 @@ EXACT_SHAPLEY_MAX_PLAYERS = 12
 def balance(shares: np.ndarray, total: float, eligible: object | None = None) -> np.ndarray:
     """Return ``shares`` with the float residual ``total − Σ shares`` added to the largest share among
     ``eligible`` (boolean mask; default: the non-zero shares, else all), so that ``math.fsum(result)``
-    equals ``total`` up to one rounding of that entry and ineligible tenants keep exactly their share."""
+    equals ``total`` up to one rounding of that entry and ineligible tenants keep exactly their share.
+
+    :param shares: (U,) incomes, currency
+    :param total: the amount they must sum to, currency
+    :param eligible: (U,) bool: who may absorb the residual; ``None``: the non-zero shares (else all)
+    :returns: (U,) the corrected shares
+    :raises InputError: an empty or wrongly shaped ``eligible`` mask, or empty shares with a non-zero total
+    """
     out = np.array(shares, dtype=float)
     if eligible is None:
         elig = out != 0 if np.any(out) else np.ones(out.shape, dtype=bool)
@@ -84,6 +91,12 @@ def gain_as_you_contribute(unused: object, cost: object, *, exact_balance: bool 
     per-slot payment c(t) (currency). Returns (U,) incomes. Raises when a slot has a positive cost and
     no unused quota at all (a(t) = 0). With ``exact_balance`` the float residual goes to the largest
     share so the incomes sum to Σ_t c(t).
+
+    :param unused: (U,) or (U, T) unused quota per tenant (and slot), resource units, >= 0
+    :param cost: (T,) or a scalar: the payment c(t) per slot, currency, >= 0
+    :param exact_balance: correct the float residual with :func:`balance`
+    :returns: (U,) incomes, currency
+    :raises InputError: bad shapes or signs, or a slot with a payment and no unused quota
     """
     u, c = _unused_and_cost(unused, cost)
     a = u.sum(axis=0)
@@ -100,7 +113,14 @@ def gain_as_you_contribute(unused: object, cost: object, *, exact_balance: bool 
 
 
 def equal_split(payment: float, n_tenants: int, members: object | None = None) -> np.ndarray:
-    """``payment`` divided equally among ``members`` (boolean mask of length ``n_tenants``; all by default)."""
+    """``payment`` divided equally among ``members`` (boolean mask of length ``n_tenants``; all by default).
+
+    :param payment: the amount to divide, currency, finite and >= 0
+    :param n_tenants: U, >= 1
+    :param members: (U,) bool: who shares it; ``None``: everyone
+    :returns: (U,) incomes (0 for non-members), summing to ``payment``
+    :raises InputError: a bad payment, count or mask, or no member
+    """
     n = check_int("n_tenants", n_tenants, minimum=1)
     p = float(payment)
     if not math.isfinite(p) or p < 0:
@@ -115,7 +135,14 @@ def equal_split(payment: float, n_tenants: int, members: object | None = None) -
 
 
 def capacity_game_values(masks: np.ndarray, unused: np.ndarray, demand: np.ndarray, price: np.ndarray) -> np.ndarray:
-    """v(S) = Σ_t price(t)·min(demand(t), Σ_{u∈S} unused^u(t)) for each row of ``masks`` (m, U)."""
+    """v(S) = Σ_t price(t)·min(demand(t), Σ_{u∈S} unused^u(t)) for each row of ``masks`` (m, U).
+
+    :param masks: (m, U) bool: one coalition per row
+    :param unused: (U, T) unused quota per tenant and slot, resource units
+    :param demand: (T,) units bought per slot
+    :param price: (T,) unit price per slot, currency
+    :returns: (m,) the coalitions' values, currency
+    """
     pool = masks.astype(float) @ unused  # (m, T)
     return (np.minimum(pool, demand[None, :]) * price[None, :]).sum(axis=1)
 
@@ -125,7 +152,13 @@ def _shapley_weights(n: int) -> np.ndarray:
 
 
 def shapley_exact(value: Callable[[np.ndarray], np.ndarray], n_players: int) -> np.ndarray:
-    """Exact Shapley values of a game given by ``value(masks (m, n) bool) -> (m,)`` over all 2^n coalitions."""
+    """Exact Shapley values of a game given by ``value(masks (m, n) bool) -> (m,)`` over all 2^n coalitions.
+
+    :param value: the characteristic function, vectorised over coalitions (with ``v(∅)`` among them)
+    :param n_players: n, 1..``EXACT_SHAPLEY_MAX_PLAYERS``
+    :returns: (n,) Shapley values, in the game's units
+    :raises InputError: ``n_players`` out of range
+    """
     n = check_int("n_players", n_players, minimum=1)
     if n > EXACT_SHAPLEY_MAX_PLAYERS:
         raise InputError("n_players", n, f"must be <= {EXACT_SHAPLEY_MAX_PLAYERS} for exact Shapley; use sampling")
@@ -144,7 +177,12 @@ def shapley_exact(value: Callable[[np.ndarray], np.ndarray], n_players: int) -> 
 
 @dataclass(frozen=True)
 class ShapleyEstimate:
-    """Monte Carlo Shapley values with per-player standard errors (same units as the game)."""
+    """Monte Carlo Shapley values with per-player standard errors (same units as the game).
+
+    :param values: (n,) the estimated Shapley values
+    :param std_error: (n,) their standard errors (``inf`` with one sample)
+    :param n_samples: the number of permutations averaged
+    """
 
     values: np.ndarray
     std_error: np.ndarray
@@ -157,6 +195,13 @@ def shapley_sampled(
     """Shapley values by averaging marginal contributions over ``n_samples`` random permutations.
 
     Each permutation's marginals sum to v(N) − v(∅), so the estimate is budget balanced by construction.
+
+    :param value: the characteristic function, vectorised over coalitions (rows of an (m, n) bool mask)
+    :param n_players: n, >= 1
+    :param n_samples: permutations to average, >= 1
+    :param rng: the random generator (seeded by the caller)
+    :returns: the estimate with its standard errors
+    :raises InputError: a bad count or a missing generator
     """
     n = check_int("n_players", n_players, minimum=1)
     m = check_int("n_samples", n_samples, minimum=1)
@@ -194,6 +239,16 @@ def shapley_sharing(
     ``price`` (T,) unit price per slot. Returns (U,) incomes summing to Σ_t price·demand (the payment)
     when the pool covers the demand. ``method``: "exact", "sampled" or "auto" (exact for
     U <= 12). Sampling needs ``rng``.
+
+    :param unused: (U, T) (or (U,) for one slot) unused quota per tenant and slot, resource units, >= 0
+    :param demand: (T,) or a scalar: units bought per slot, >= 0
+    :param price: (T,) or a scalar: unit price per slot, currency, >= 0
+    :param method: ``"exact"``, ``"sampled"`` or ``"auto"``
+    :param n_samples: permutations for ``"sampled"``
+    :param rng: the random generator, required for sampling
+    :returns: (U,) incomes, currency
+    :raises InputError: bad shapes or signs, a demand above the pooled quota, an unknown method, or
+        sampling without ``rng``
     """
     u = as_float_array("unused", unused, nonneg=True)
     if u.ndim == 1:

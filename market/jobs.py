@@ -25,6 +25,21 @@ class PSJob:
     mini-batch; ``worker_bw`` / ``ps_bw`` Gbps reserved per worker / PS; ``worker_demand`` and
     ``ps_demand`` per-resource demands (resource name -> amount); ``arrival`` time slot;
     ``utility`` value of elapsed time.
+
+    :param job_id: the job's unique id
+    :param owner: the bidder (tenant) that submits it
+    :param arrival: the arrival slot, >= 0
+    :param epochs: passes over the data, >= 1
+    :param chunks: equal data chunks, >= 1 (also the most concurrent workers)
+    :param minibatches: mini-batches per chunk, >= 1
+    :param compute_time: seconds of gradient computation per mini-batch on one worker, >= 0
+    :param grad_mb: MB pushed (and pulled) per mini-batch, >= 0
+    :param utility: the job's value (currency) as a function of its elapsed time (:mod:`market.utility`)
+    :param worker_bw: Gbit/s reserved per worker, > 0
+    :param ps_bw: Gbit/s reserved per parameter server, > 0
+    :param worker_demand: resource name -> amount per worker, each >= 0
+    :param ps_demand: resource name -> amount per parameter server, each >= 0
+    :raises InputError: a field out of range, or a utility that is not callable
     """
 
     job_id: str

@@ -34,7 +34,10 @@ _quiet = False
 def run_interruptibly(h: highspy.Highs) -> None:
     """``h.run()`` that Ctrl-C can stop: the solve runs in HiGHS' worker thread while this thread
     polls every 0.1 s; a ``KeyboardInterrupt`` cancels the solve, waits for HiGHS to stop (a few
-    milliseconds: it checks at every iteration) and is re-raised, so callers exit promptly."""
+    milliseconds: it checks at every iteration) and is re-raised, so callers exit promptly.
+
+    :param h: a HiGHS instance with its model passed
+    """
     thread = h.startSolve()
     try:
         while not h.wait(0.1)[0]:
@@ -88,7 +91,15 @@ MIP_ABS_GAP = 1e-6
 
 @dataclass
 class MilpResult:
-    """Solution of :func:`milp` (scipy field names)."""
+    """Solution of :func:`milp` (scipy field names).
+
+    :param x: the solution, ``None`` when there is none
+    :param fun: the objective ``c @ x`` (``nan`` without a solution)
+    :param status: 0 optimal, 1 a limit was reached, 2 infeasible, 3 unbounded, 4 other
+    :param message: the solver's status text
+    :param mip_dual_bound: the MIP's dual bound, ``None`` for a pure LP
+    :param mip_gap: the MIP's relative gap, ``None`` for a pure LP
+    """
 
     x: np.ndarray | None
     fun: float
@@ -128,7 +139,15 @@ def milp(
 
     ``options``: ``time_limit`` (s), ``mip_rel_gap``, ``mip_abs_gap`` (default :data:`MIP_ABS_GAP`),
     ``presolve`` (default on); ``disp`` is
-    accepted and ignored (HiGHS output is always off)."""
+    accepted and ignored (HiGHS output is always off).
+
+    :param c: (n,) the costs
+    :param integrality: (n,) or a scalar: 1 integer, 0 continuous; ``None``: all continuous
+    :param bounds: variable bounds; ``None``: ``0 <= x < inf``
+    :param constraints: the rows ``lb <= A x <= ub`` (dense or sparse ``A``); ``None``: none
+    :param options: solver options (above)
+    :returns: the solution and status, as :func:`scipy.optimize.milp` names them
+    """
     c = np.asarray(c, dtype=float)
     n = c.size
     integ = np.broadcast_to(np.asarray(0 if integrality is None else integrality, dtype=float), (n,))

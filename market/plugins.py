@@ -59,14 +59,17 @@ _FAMILIES = ("fair-share", "auction")
 class Plugin:
     """What one package contributes (module names are imported lazily, only when needed).
 
-    * ``name``: the plugin's key; it is also the ``paper`` key of its claims and studies.
-    * ``mechanisms``: family (``"fair-share"`` / ``"auction"``) -> modules whose import registers
-      mechanisms with :func:`market.registry.register`. A family is imported only when one of its
-      mechanisms is asked for.
-    * ``claims``: modules whose import registers claims (:func:`market.audit.claims.register_claim`).
-    * ``market``: module with ``make_market(params, rng) -> AuctionMarket`` used by studies whose
-      ``paper`` is ``name`` (auction plugins).
-    * ``studies``: a package holding scenario / study TOML files (found by ``marketsim run NAME``).
+    :param name: the plugin's key (letters, digits, ``-``, ``_``); also the ``paper`` key of its
+        claims and studies
+    :param summary: one line for ``marketsim list``
+    :param mechanisms: family (``"fair-share"`` / ``"auction"``) -> modules whose import registers
+        mechanisms with :func:`market.registry.register`; a family is imported only when one of its
+        mechanisms is asked for
+    :param claims: modules whose import registers claims (:func:`market.audit.claims.register_claim`)
+    :param market: module with ``make_market(params, rng) -> AuctionMarket``, used by the studies whose
+        ``paper`` is ``name`` (auction plugins)
+    :param studies: a package holding scenario / study TOML files (found by ``marketsim run NAME``)
+    :raises InputError: a bad name, an unknown family or a module name that is not dotted identifiers
     """
 
     name: str
@@ -133,7 +136,11 @@ def _mark_broken(name: str, why: str) -> None:
 
 
 def is_builtin_module(mod: str) -> bool:
-    """Whether ``mod`` is one of marketsim's own modules (``market.*``)."""
+    """Whether ``mod`` is one of marketsim's own modules (``market.*``).
+
+    :param mod: a dotted module name
+    :returns: ``True`` for ``market`` and its submodules
+    """
     return mod == "market" or mod.startswith("market.")
 
 
@@ -144,7 +151,11 @@ def importing() -> str | None:
 
 
 def note_clash(plugin: str, why: str) -> None:
-    """Record (and warn once about) a name clash of ``plugin``; listed by :func:`clashes`."""
+    """Record (and warn once about) a name clash of ``plugin``; listed by :func:`clashes`.
+
+    :param plugin: the plugin's name
+    :param why: the message (one clash, one sentence)
+    """
     seen = _CLASHES.setdefault(plugin, [])
     if why not in seen:
         seen.append(why)
@@ -160,7 +171,10 @@ def clashes() -> dict[str, list[str]]:
 
 def plugins() -> dict[str, Plugin]:
     """Every plugin by name: the installed entry points (discovered once) plus :func:`add_plugin`'s.
-    Raises :class:`InputError` when none is installed (marketsim itself not installed)."""
+
+    :returns: plugin name -> :class:`Plugin`
+    :raises InputError: when none is installed (marketsim itself not installed)
+    """
     global _PLUGINS
     if _PLUGINS is None:
         _PLUGINS = _discover()
@@ -177,7 +191,11 @@ def plugins() -> dict[str, Plugin]:
 
 
 def add_plugin(plugin: Plugin) -> None:
-    """Register ``plugin`` for this process without installing a package (tests, notebooks)."""
+    """Register ``plugin`` for this process without installing a package (tests, notebooks).
+
+    :param plugin: the descriptor to add
+    :raises InputError: not a :class:`Plugin`, or its name is taken by a different plugin
+    """
     if not isinstance(plugin, Plugin):
         raise InputError("plugin", plugin, "must be a market.plugins.Plugin")
     if plugin.name in plugins() and plugins()[plugin.name] != plugin:
@@ -194,7 +212,14 @@ def broken() -> dict[str, str]:
 def modules(kind: str, family: str | None = None, *, builtin: bool | None = None) -> list[tuple[str, str]]:
     """``(plugin, module)`` pairs of ``kind`` (``"mechanisms"`` of ``family``, ``"claims"``,
     ``"market"`` or ``"studies"``) over every plugin, in plugin-name order; ``builtin`` keeps only
-    marketsim's own modules (True) or only third-party ones (False)."""
+    marketsim's own modules (True) or only third-party ones (False).
+
+    :param kind: ``"mechanisms"``, ``"claims"``, ``"market"`` or ``"studies"``
+    :param family: with ``"mechanisms"``: ``"fair-share"`` or ``"auction"``; ``None`` for both
+    :param builtin: ``True``: marketsim's own modules only, ``False``: third-party only, ``None``: all
+    :returns: ``(plugin name, module name)`` pairs
+    :raises InputError: an unknown ``kind``
+    """
     out: list[tuple[str, str]] = []
     for name, p in sorted(plugins().items()):
         if kind == "mechanisms":
@@ -215,7 +240,10 @@ def modules(kind: str, family: str | None = None, *, builtin: bool | None = None
 
 def import_modules(pairs: Sequence[tuple[str, str]]) -> None:
     """Import each ``(plugin, module)`` once. A module that fails marks its plugin broken (warning)
-    unless the plugin is one of marketsim's own, whose failure is a bug and is raised."""
+    unless the plugin is one of marketsim's own, whose failure is a bug and is raised.
+
+    :param pairs: ``(plugin name, module name)`` pairs, e.g. from :func:`modules`
+    """
     for plugin, mod in pairs:
         if mod in _IMPORTED or plugin in _BROKEN:
             continue

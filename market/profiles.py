@@ -60,7 +60,12 @@ OEF_ASSUMED_SPEEDUPS: Mapping[str, tuple[float, float, float]] = {
 class ThroughputTable:
     """Measured throughputs: ``values[(job_type, num_gpus)]`` is a (k,) float array over
     ``gpu_types`` (column order, slowest first when given so); 0 marks an infeasible entry.
-    Units are the file's (Gavel: training steps per second). ``source`` is the file path."""
+    Units are the file's (Gavel: training steps per second). ``source`` is the file path.
+
+    :param source: the file it was read from
+    :param gpu_types: the GPU type names, in column order
+    :param values: ``(job_type, num_gpus)`` -> (k,) throughputs (0: infeasible, NaN: not measured)
+    """
 
     source: str
     gpu_types: tuple[str, ...]
@@ -72,7 +77,11 @@ class ThroughputTable:
         return sorted({jt for jt, _ in self.values})
 
     def scale_factors(self, job_type: str) -> list[int]:
-        """The ``num_gpus`` values recorded for ``job_type``, ascending."""
+        """The ``num_gpus`` values recorded for ``job_type``, ascending.
+
+        :param job_type: a job type of the table
+        :returns: its GPU counts, ascending (empty for an unknown job type)
+        """
         return sorted(n for jt, n in self.values if jt == job_type)
 
 
@@ -86,6 +95,12 @@ def load_throughput_table(
     per GPU type, unless ``allow_missing`` (then an absent GPU type is NaN: "not measured", e.g.
     Gavel's unconsolidated table). Throughputs must be finite and >= 0 (0 = infeasible). Raises
     :class:`InputError` naming the file, line and column of the first problem.
+
+    :param path: the CSV file
+    :param gpu_types: the column order, slowest first; ``None``: the order of first appearance
+    :param allow_missing: accept (job type, GPU count) pairs without a row for some GPU type (NaN)
+    :returns: the validated table
+    :raises InputError: a missing file or column, a bad field, a duplicate or missing row
     """
     p = Path(path)
     if not p.is_file():
@@ -162,6 +177,13 @@ def speedup_vectors(
     cannot run on it raise). Infeasible entries (0) stay 0: such a job cannot run on that type;
     use :func:`feasible` to filter before handing vectors to a mechanism (which requires > 0).
     ``job_types`` restricts (and orders) the output; default all job types with such rows, sorted.
+
+    :param table: the throughput table
+    :param num_gpus: the GPU count whose rows to use, >= 1
+    :param reference: ``"slowest"`` or a GPU type name to divide by
+    :param job_types: the job types to return, in order; ``None``: all with such rows
+    :returns: job type -> (k,) speedups (1.0 at the reference, 0 where infeasible)
+    :raises InputError: an unknown reference or job type, a job infeasible everywhere or on the reference
     """
     check_int("num_gpus", num_gpus, minimum=1)
     if reference != "slowest" and reference not in table.gpu_types:
@@ -196,7 +218,11 @@ def speedup_vectors(
 
 
 def feasible(vectors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The vectors whose every entry is > 0 (the job can run on every GPU type)."""
+    """The vectors whose every entry is > 0 (the job can run on every GPU type).
+
+    :param vectors: job type -> speedup vector
+    :returns: the same mapping without the vectors holding a 0
+    """
     return {jt: v for jt, v in vectors.items() if bool(np.all(np.asarray(v) > 0))}
 
 
@@ -210,6 +236,12 @@ def jittered_profile(
     Multiplies every entry ``j >= 1`` by an independent ``U(1 - jitter, 1 + jitter)`` factor, then
     takes the cumulative maximum (monotone) and keeps ``w[0] = 1`` (the base is first divided by
     its ``w[0]``). ``jitter = 0`` returns the normalised base.
+
+    :param base: (k,) the base speedups, each > 0, slowest type first
+    :param rng: the random generator
+    :param jitter: the half-width of the multiplicative noise, in [0, 1)
+    :returns: (k,) non-decreasing speedups with ``w[0] = 1``
+    :raises InputError: an empty or non-positive base, or a jitter outside [0, 1)
     """
     w = np.asarray(base, dtype=float)
     if w.ndim != 1 or w.size == 0:
@@ -240,6 +272,14 @@ def ordered_random_speedups(
     ``ordered=True`` sorts each step column's log ratio ascending over rows, so every step ratio
     is non-decreasing in the row index and row 0 is element-wise slowest (the structure assumed by
     Theorem 5.2 / Lemma 3.1).
+
+    :param n: rows (tenants), >= 1
+    :param k: GPU types, >= 1
+    :param rng: the random generator
+    :param step: ``(low, high)`` bounds of the uniform ratio between adjacent types, ``0 < low <= high``
+    :param ordered: sort the step ratios over rows (row 0 slowest)
+    :returns: (n, k) speedups with column 0 = 1
+    :raises InputError: a bad size or step range
     """
     check_int("n", n, minimum=1)
     check_int("k", k, minimum=1)

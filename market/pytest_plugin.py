@@ -22,7 +22,10 @@ _BUDGETS = ("fast", "default", "thorough")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register ``--marketsim-budget``."""
+    """Register ``--marketsim-budget`` (pytest hook).
+
+    :param parser: pytest's option parser
+    """
     group = parser.getgroup("marketsim", "marketsim incentive checks")
     group.addoption(
         "--marketsim-budget",
@@ -42,6 +45,8 @@ class IncentiveChecks:
     ``assert_envy_free``, ``assert_sharing_incentive``, ``assert_individually_rational``,
     ``assert_budget_balanced``, ``assert_no_counterexample``, ``auction_instance``,
     ``FairShareInstance`` and ``AuctionInstance``.
+
+    :param budget: the default search budget: ``"fast"``, ``"default"`` or ``"thorough"``
     """
 
     def __init__(self, budget: str) -> None:
@@ -57,7 +62,13 @@ class IncentiveChecks:
         iterable of ``(W, m)`` pairs, :class:`market.testing.FairShareInstance` or
         :class:`market.testing.AuctionInstance`; ``kw``: ``dims`` (``["weight"]`` searches the
         weight), ``direction``, ``rel_tol``, ``agents``, ``seed``. Returns every audit result;
-        raises ``IncentiveViolation`` naming the lie and the gain."""
+        raises ``IncentiveViolation`` naming the lie and the gain.
+
+        :param mechanism: a registered name or a fair-share callable
+        :param instances: the instances to audit
+        :param kw: keywords of :func:`market.testing.assert_strategyproof`
+        :returns: every audit result
+        """
         __tracebackhide__ = True  # pytest: show the violation, not this library's source
         kw.setdefault("budget", self.budget)
         return self._mt.assert_strategyproof(mechanism, instances, **kw)
@@ -76,6 +87,9 @@ def incentive(request: pytest.FixtureRequest) -> IncentiveChecks:
 
         def test_my_rule_is_strategyproof(incentive):
             incentive.assert_strategyproof("my-rule", [([[1, 2], [1, 5]], [1, 1])])
+
+    :param request: pytest's fixture request (pytest passes it)
+    :returns: the assertions with this run's budget
     """
     return IncentiveChecks(request.config.getoption("--marketsim-budget"))
 

@@ -32,9 +32,18 @@ _REGISTRY: dict[str, MechanismInfo] = {}
 
 @dataclass(frozen=True)
 class MechanismInfo:
-    """A registered mechanism: stable ``name``, ``family``, callable ``fn``, one-line ``summary``,
-    source ``paper`` key (e.g. ``"oef"``), whether the paper claims it is strategy-proof and
-    (fair-share) whether ``fn`` implements row ``caps`` (see :func:`register`)."""
+    """A registered mechanism (built by :func:`register`).
+
+    :param name: the stable name (unique across families)
+    :param family: ``"fair-share"`` or ``"auction"``
+    :param fn: the mechanism's callable (fair-share: ``fn(W, m, *, weights, caps, **options)``)
+    :param summary: one line for ``marketsim list``
+    :param paper: the source paper's key, e.g. ``"oef"`` (comma-separated when several)
+    :param claims_truthful: whether the paper claims it is strategy-proof
+    :param screen: the optional fast misreport screen (see :func:`register`)
+    :param plugin: the plugin that registered it (``""``: imported outside a plugin import)
+    :param caps: (fair-share) whether ``fn`` implements the row ``caps``
+    """
 
     name: str
     family: str
@@ -76,7 +85,19 @@ def register(
     registers a name that is already taken, the mechanism is NOT registered: the clash is warned
     about and listed by :func:`market.plugins.clashes` (marketsim's own modules are imported first,
     so built-in names always win). Registering a taken name outside a plugin import raises
-    :class:`InputError`."""
+    :class:`InputError`.
+
+    :param name: the stable name to register ``fn`` under
+    :param family: ``"fair-share"`` or ``"auction"``
+    :param summary: one line for ``marketsim list``
+    :param paper: the source paper's key, e.g. ``"oef"``
+    :param claims_truthful: whether the paper claims the mechanism is strategy-proof
+    :param screen: (fair-share, optional) the fast misreport screen described above
+    :param caps: (fair-share) whether ``fn`` implements row caps
+    :returns: the decorator; it returns ``fn`` unchanged
+    :raises InputError: an unknown family, a non-bool ``caps``, or (when decorating) a taken name
+        outside a plugin import
+    """
     if family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
     if not isinstance(caps, bool):
@@ -142,7 +163,13 @@ def check_name_clashes() -> dict[str, list[str]]:
 def get(name: str, family: str | None = None) -> MechanismInfo:
     """The mechanism registered as ``name``; a clear :class:`InputError` listing the known names
     otherwise (restricted to ``family`` when given). marketsim's own families are imported one at a
-    time until ``name`` is found; third-party plugins only when it is not a built-in name."""
+    time until ``name`` is found; third-party plugins only when it is not a built-in name.
+
+    :param name: a registered name, e.g. ``"oef-noncoop"``
+    :param family: ``"fair-share"`` or ``"auction"`` to require that family; ``None``: any
+    :returns: its :class:`MechanismInfo`
+    :raises InputError: no mechanism of that name (and family)
+    """
     info = _REGISTRY.get(name)
     for fam in FAMILIES if family is None else (family,):
         if info is not None:
@@ -159,6 +186,10 @@ def get(name: str, family: str | None = None) -> MechanismInfo:
 
 
 def names(family: str | None = None) -> list[str]:
-    """Registered names, sorted, optionally of one family."""
+    """Registered names, sorted, optionally of one family.
+
+    :param family: ``"fair-share"`` or ``"auction"``; ``None``: every family
+    :returns: the names, sorted
+    """
     _load(family)
     return sorted(n for n, i in _REGISTRY.items() if family is None or i.family == family)

@@ -32,6 +32,17 @@ def multi_rack_tree(
 
     ``racks[r]`` lists ``(gpu type name, number of GPUs)`` in rack ``r``; ``type_names`` fixes the
     column order (slowest first). Host ids are ``r{rack}h{i}``.
+
+    :param racks: per rack, ``(GPU type name, number of GPUs)`` pairs
+    :param type_names: the GPU type names, slowest first (the column order)
+    :param gpus_per_host: GPUs per host, >= 1
+    :param rack_bandwidth_gbps: each host's link to its top-of-rack switch, Gbit/s, > 0
+    :param core_bandwidth_gbps: each top-of-rack switch's link to the core, Gbit/s, > 0
+    :param rack_latency_ms: host link latency, ms
+    :param core_latency_ms: rack-to-core latency, ms
+    :param round_seconds: the scheduling round length in seconds
+    :returns: the cluster
+    :raises InputError: no rack, a non-positive bandwidth or an unknown GPU type name
     """
     if len(racks) == 0:
         raise InputError("racks", list(racks), "must contain at least one rack")
@@ -69,6 +80,15 @@ def random_geometric_edge(
     joined to its nearest neighbour component (so data can always move). Edge ``latency_ms`` is
     proportional to distance; ``bandwidth_gbps`` is drawn uniformly from ``bandwidth_range_gbps``.
     All randomness comes from ``rng``. Returns the graph (nodes ``s0..``) and the sites.
+
+    :param n_sites: the number of sites, >= 1
+    :param rng: the random generator
+    :param radius: the connection radius in the unit square, > 0
+    :param capacity: each site's capacity by resource; ``None``: ``{"gpu": 4, "cpu": 32}``
+    :param bandwidth_range_gbps: ``(low, high)`` of the uniform edge bandwidth, Gbit/s
+    :param latency_per_unit_ms: edge latency per unit of distance, ms
+    :returns: ``(graph, sites)``
+    :raises InputError: a bad count, radius or bandwidth range
     """
     check_int("n_sites", n_sites, minimum=1)
     check_positive("radius", radius)
@@ -112,7 +132,14 @@ def random_geometric_edge(
 
 
 def shortest_path_latency(g: nx.Graph, a: str, b: str) -> float:
-    """Latency in ms of the lowest-latency path between nodes ``a`` and ``b``."""
+    """Latency in ms of the lowest-latency path between nodes ``a`` and ``b``.
+
+    :param g: the topology (edges carry ``latency_ms``)
+    :param a: a node of ``g``
+    :param b: a node of ``g``
+    :returns: the path's total latency, ms
+    :raises InputError: a node not in ``g``, or no path
+    """
     for node in (a, b):
         if node not in g:
             raise InputError("node", node, "is not in the topology")

@@ -139,7 +139,12 @@ _GAVEL_COLUMNS = (
 
 
 def data_path(name: str) -> Path:
-    """Absolute path of a file shipped in ``market/data`` (e.g. :data:`GAVEL_THROUGHPUTS`)."""
+    """Absolute path of a file shipped in ``market/data`` (e.g. :data:`GAVEL_THROUGHPUTS`).
+
+    :param name: the file's name
+    :returns: its path
+    :raises InputError: no such file is shipped
+    """
     p = Path(str(resources.files("market.data").joinpath(name)))
     if not p.is_file():
         raise InputError("packaged data file", name, f"is not shipped in market/data ({p} does not exist)")
@@ -148,7 +153,20 @@ def data_path(name: str) -> Path:
 
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """A job trace, one array entry per job, sorted by ``arrival_s`` (see the module docstring)."""
+    """A job trace, one array entry per job, sorted by ``arrival_s`` (see the module docstring).
+
+    :param job_id: (N,) job ids
+    :param job_type: (N,) job types
+    :param scale: (N,) GPUs per job, >= 1
+    :param total_steps: (N,) training steps, > 0
+    :param arrival_s: (N,) seconds from the trace start, ascending
+    :param priority: (N,) Gavel priority weights, > 0
+    :param user: (N,) users ("" when the format has none)
+    :param duration_s: (N,) the trace's run times, s (NaN when the format has none)
+    :param source: where it came from
+    :param format: ``gavel``, ``philly`` or ``csv``
+    :param table_scale: (N,) the throughput-table scale of each job (Philly), or ``None``
+    """
 
     job_id: np.ndarray
     job_type: np.ndarray
@@ -167,7 +185,11 @@ class Trace:
         return int(self.job_id.size)
 
     def head(self, n: int) -> Trace:
-        """The first ``n`` jobs (by arrival)."""
+        """The first ``n`` jobs (by arrival).
+
+        :param n: jobs to keep
+        :returns: the shorter trace
+        """
         sl = slice(0, int(n))
         ts = None if self.table_scale is None else self.table_scale[sl]
         return replace(
@@ -187,7 +209,12 @@ class Trace:
         """(N, k) consolidated throughputs (steps/s of the whole job on ``scale`` GPUs of type j),
         columns in ``gpu_types`` order; 0 = the job cannot run on that type. Counts beyond the
         table use :func:`scale_row`. Raises :class:`InputError` naming the job for an unknown job
-        type or a GPU type the table lacks."""
+        type or a GPU type the table lacks.
+
+        :param table: the throughput table
+        :param gpu_types: the cluster's GPU types
+        :returns: (N, k) steps/s
+        """
         cols = type_columns(table, gpu_types)
         out = np.zeros((len(self), len(cols)))
         cache: dict[tuple[str, int], np.ndarray] = {}
@@ -203,7 +230,13 @@ class Trace:
 
 def type_columns(table: ThroughputTable, gpu_types: Sequence[str]) -> list[int]:
     """The table's column of each name in ``gpu_types``; an absent name is an error naming
-    ``cluster.gpu_types``."""
+    ``cluster.gpu_types``.
+
+    :param table: the throughput table
+    :param gpu_types: the GPU types
+    :returns: the column indices
+    :raises InputError: a type absent from the table
+    """
     missing = [g for g in gpu_types if g not in table.gpu_types]
     if missing:
         raise InputError("cluster.gpu_types", list(gpu_types), f"names {missing} absent from {table.source}")
@@ -215,7 +248,12 @@ def order_by_speed(table: ThroughputTable, gpu_types: Sequence[str]) -> tuple[st
     type's score is its mean log throughput over the table's rows (job type, GPU count) that are
     > 0 on every one of ``gpu_types``, so two types compare by the mean log ratio of their
     throughputs on the same rows (Gavel's table: k80 < p100 < v100). Exact ties, and all types
-    when no row runs on every type, keep their listed order."""
+    when no row runs on every type, keep their listed order.
+
+    :param table: the throughput table
+    :param gpu_types: the GPU types
+    :returns: the types, slowest first
+    """
     cols = type_columns(table, gpu_types)
     rows = np.array([r[cols] for r in table.values.values()], dtype=float).reshape(-1, len(cols))
     ok = rows[(rows > 0).all(axis=1)]
@@ -228,7 +266,15 @@ def order_by_speed(table: ThroughputTable, gpu_types: Sequence[str]) -> tuple[st
 def scale_row(table: ThroughputTable, job_type: str, gpus: int, where: str = "job") -> np.ndarray:
     """Throughputs (k,) of ``job_type`` on ``gpus`` GPUs in the table's GPU-type order: the table's
     row when it measures that count, else the largest measured count ``s < gpus`` scaled by
-    ``gpus / s`` (linear extrapolation, documented in the module docstring)."""
+    ``gpus / s`` (linear extrapolation, documented in the module docstring).
+
+    :param table: the throughput table
+    :param job_type: the job type
+    :param gpus: GPUs of the job
+    :param where: names the job in messages
+    :returns: (k,) steps/s
+    :raises InputError: an unknown job type, no measured count <= ``gpus``
+    """
     row = table.values.get((job_type, gpus))
     if row is not None:
         return row
@@ -260,7 +306,14 @@ def unconsolidated_throughputs(
       sizes 64 and 128 on 2, 4 and 8 K80s): the consolidated value (no penalty; on K80s the
       measured unconsolidated / consolidated ratio has a median of 1.01 to 1.04);
     * 0 wherever the consolidated value is 0 (a job that cannot run on a type cannot run there
-      spread either)."""
+      spread either).
+
+    :param trace: the trace
+    :param consolidated: (N, k) :meth:`Trace.throughputs`
+    :param table: the unconsolidated table, or ``None``
+    :param gpu_types: the types
+    :returns: (N, k) steps/s
+    """
     C = np.asarray(consolidated, dtype=float)
     out = C.copy()
     if table is None:
@@ -323,7 +376,12 @@ def _check_size(p: Path) -> None:
 
 
 def read_gavel_trace(path: str | Path) -> Trace:
-    """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column."""
+    """Parse a trace in Gavel's format (module docstring). Errors name the file, line and column.
+
+    :param path: the trace file
+    :returns: the trace
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -391,7 +449,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def open_text(p: Path) -> io.TextIOBase:
     """``p`` opened as UTF-8 text for the csv module; a gzip file (recognised by its magic bytes,
-    whatever its name) is decompressed on the fly. The caller closes it."""
+    whatever its name) is decompressed on the fly. The caller closes it.
+
+    :param p: the file
+    :returns: the open text stream
+    """
     with p.open("rb") as fh:
         magic = fh.read(2)
     if magic == GZIP_MAGIC:
@@ -449,7 +511,12 @@ def read_philly_csv(path: str | Path) -> Trace:
     """Parse the Philly per-job CSV (columns timestamp, duration, num_gpus, cluster; gpu_time is
     ignored), plain or gzip-compressed. Job types are left empty and ``total_steps`` NaN: see
     :func:`assign_philly_job_types`. A well-formed file is parsed vectorised; otherwise the rows are
-    read one by one and the first bad value is named (file, line, column)."""
+    read one by one and the first bad value is named (file, line, column).
+
+    :param path: the CSV file
+    :returns: the trace (job types empty, ``total_steps`` NaN)
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -546,7 +613,12 @@ def read_generic_csv(path: str | Path) -> Trace:
     plus ``duration_s`` or (``job_type`` and ``total_steps``). Rows are sorted by arrival (stable).
     Jobs with a ``duration_s`` and no ``job_type`` get one by :func:`assign_philly_job_types` in
     :func:`load_trace`; with a ``job_type``, ``total_steps`` = duration x its reference throughput.
-    Errors name the file, line, column and value; a missing column is named with what it is for."""
+    Errors name the file, line, column and value; a missing column is named with what it is for.
+
+    :param path: the CSV file
+    :returns: the trace
+    :raises InputError: a missing, oversized or malformed file
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace", str(p), "does not exist or is not a file")
@@ -641,7 +713,16 @@ def assign_philly_job_types(
     trace: Trace, table: ThroughputTable, gpu_types: Sequence[str], seed: int, reference: str = "v100"
 ) -> Trace:
     """Give every Philly job a Gavel job type and ``total_steps`` by the seeded rule of the module
-    docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count)."""
+    docstring (steps = duration x throughput on ``reference`` GPUs at the job's GPU count).
+
+    :param trace: a trace without job types (Philly, or a generic CSV)
+    :param table: the throughput table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param seed: the seed of the assignment
+    :param reference: the GPU type durations are measured on
+    :returns: the trace with job types and ``total_steps``
+    :raises InputError: ``reference`` is not a GPU type of the table, or a job's GPU count has no usable row
+    """
     if reference not in table.gpu_types:
         raise InputError("workload.duration_reference", reference, f"must be one of {list(table.gpu_types)}")
     cols = type_columns(table, gpu_types)
@@ -704,7 +785,17 @@ def load_trace(
     """Read a trace of format ``fmt`` ("gavel" | "philly" | "csv"); a Philly trace, and a generic
     CSV without job types, gets its job types and steps from ``table`` (default: the packaged Gavel
     table) by :func:`assign_philly_job_types`; a generic CSV with job types and durations gets
-    ``total_steps = duration x`` the reference throughput of its job type at its GPU count."""
+    ``total_steps = duration x`` the reference throughput of its job type at its GPU count.
+
+    :param path: the trace file (Philly and generic CSV may be gzip-compressed)
+    :param fmt: ``"gavel"``, ``"philly"`` or ``"csv"``
+    :param table: the throughput table for job types and steps; ``None``: the packaged Gavel table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param seed: the seed of the job-type assignment (Philly, CSV without job types)
+    :param reference: the GPU type durations are measured on
+    :returns: the trace, sorted by arrival
+    :raises InputError: an unknown format, a missing or malformed file (naming file, line and column)
+    """
     if fmt not in TRACE_FORMATS:
         raise InputError("workload.trace_format", fmt, f"must be one of {list(TRACE_FORMATS)}")
     if fmt == "gavel":
@@ -740,7 +831,24 @@ class TraceProfile:
     ``offered_load`` = demand / (all GPUs x span); ``effective_load`` = demand / (span x sum_t
     gpus_t x speed_t): the load on the cluster's capacity counted in fastest-type GPUs (above 1: the
     jobs arrive faster than the cluster can run them, on average over the span); duration
-    quantiles (s, on the fastest type); ``largest_job`` GPUs against ``largest_type`` GPUs."""
+    quantiles (s, on the fastest type); ``largest_job`` GPUs against ``largest_type`` GPUs.
+
+    :param jobs: jobs
+    :param span_s: first to last arrival, s
+    :param tenants: tenant -> jobs
+    :param sizes: GPUs per job -> jobs
+    :param demand_gpu_s: GPU-seconds on each job's fastest type
+    :param gpu_types: the cluster's types
+    :param gpus: GPUs per type
+    :param speed: demand-weighted relative speed per type
+    :param offered_load: demand / (GPUs × span)
+    :param effective_load: demand / (span × Σ gpus × speed)
+    :param duration_median_s: median duration on the fastest type, s
+    :param duration_p99_s: 99th percentile, s
+    :param duration_max_s: longest, s
+    :param largest_job: GPUs of the largest job
+    :param largest_type: GPUs of the largest type
+    """
 
     jobs: int
     span_s: float
@@ -760,7 +868,11 @@ class TraceProfile:
 
     def lines(self, per_job: bool = False) -> list[str]:
         """Human-readable summary, one fact a line (hours and days); ``per_job``: every job is its
-        own tenant (tenancy "job"), so the tenants are not listed."""
+        own tenant (tenancy "job"), so the tenants are not listed.
+
+        :param per_job: tenancy ``job`` (tenants not listed)
+        :returns: the lines
+        """
         d = 86400.0
         ten = ", ".join(f"{k} {v:,}" for k, v in list(self.tenants.items())[:20])
         more = f", ... ({len(self.tenants) - 20:,} more)" if len(self.tenants) > 20 else ""
@@ -790,7 +902,16 @@ def trace_profile(
 ) -> TraceProfile:
     """The :class:`TraceProfile` of ``trace`` on a cluster of ``gpus`` per type (``gpu_types``
     order, the columns of ``throughputs``: steps/s of each whole job, 0 = cannot run there) with
-    ``tenants`` the tenant of each job (:func:`tenant_of_jobs`)."""
+    ``tenants`` the tenant of each job (:func:`tenant_of_jobs`).
+
+    :param trace: the trace
+    :param throughputs: (N, k) steps/s of each job per type
+    :param gpus: GPUs per type
+    :param gpu_types: the types
+    :param tenants: (N,) tenant of each job
+    :returns: the profile
+    :raises InputError: a job that runs on no GPU type
+    """
     T = np.asarray(throughputs, dtype=float)
     m = np.asarray(gpus, dtype=float)
     best = T.max(axis=1)
@@ -850,7 +971,17 @@ def generate_gavel_trace(
 
     Draws (numpy, ``SeedSequence(seed, spawn_key=(GENERATOR_SALT,))``), each a vector over the jobs
     in this order: gaps, job types, the short/long coin, the short exponents, the long exponents.
-    Same arguments, same trace. Job ids ``"0", "1", ...`` in arrival order; priority 1; no users."""
+    Same arguments, same trace. Job ids ``"0", "1", ...`` in arrival order; priority 1; no users.
+
+    :param table: the throughput table
+    :param gpu_types: the cluster's GPU type names, in column order
+    :param jobs: the number of jobs
+    :param jobs_per_hour: the arrival rate, > 0
+    :param seed: the seed of every draw
+    :param reference: the GPU type the durations are run times on
+    :returns: the trace
+    :raises InputError: a bad job count or rate, an unknown reference, or no job type runs on every GPU type
+    """
     n = int(jobs)
     if n < 1:
         raise InputError("workload.jobs", jobs, "must be an integer >= 1")
@@ -895,7 +1026,13 @@ def generate_gavel_trace(
 
 
 def tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:
-    """Tenant name per job (str array) under ``tenancy`` (module docstring)."""
+    """Tenant name per job (str array) under ``tenancy`` (module docstring).
+
+    :param trace: the trace
+    :param tenancy: ``"job"``, ``"user"`` or a number of tenants >= 1 (jobs hashed to them)
+    :returns: (N,) tenant names
+    :raises InputError: ``"user"`` on a trace without users, or a bad tenancy
+    """
     if tenancy == "job":
         return trace.job_id.astype(str)
     if tenancy == "user":

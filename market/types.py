@@ -20,7 +20,12 @@ __all__ = ["GpuType", "GpuServer", "EdgeSite", "JobType", "Tenant", "Cluster"]
 @dataclass(frozen=True)
 class GpuType:
     """A GPU model. ``rank`` orders types from slowest (0) to fastest; it is the column index of
-    every speedup and allocation matrix."""
+    every speedup and allocation matrix.
+
+    :param name: the model's name, e.g. ``"V100"``
+    :param rank: 0 for the slowest type, k-1 for the fastest
+    :raises InputError: an empty name or a negative rank
+    """
 
     name: str
     rank: int
@@ -37,6 +42,15 @@ class GpuServer:
 
     ``cpu`` (vCPUs), ``mem_gb`` and ``bandwidth_gbps`` are the host's other capacities (used by the
     auction mechanisms; OEF only reads the GPU count).
+
+    :param host_id: the host's unique id
+    :param gpu_type: the index (rank) of its GPU type
+    :param count: GPUs on the host, >= 0
+    :param node: its node in the cluster's topology graph (``None``: none)
+    :param cpu: vCPUs, >= 0
+    :param mem_gb: memory in GB, >= 0
+    :param bandwidth_gbps: network bandwidth in Gbit/s, >= 0
+    :raises InputError: an empty id, a negative count, index or capacity
     """
 
     host_id: str
@@ -59,7 +73,13 @@ class GpuServer:
 
 @dataclass(frozen=True)
 class EdgeSite:
-    """An edge site: compute capacity per resource type and local data chunks per data set."""
+    """An edge site: compute capacity per resource type and local data chunks per data set.
+
+    :param site_id: the site's unique id
+    :param capacity: resource name -> capacity (units of that resource), each >= 0
+    :param data_chunks: data set name -> chunks stored at the site, each an integer >= 0
+    :raises InputError: an empty id, a negative capacity or chunk count
+    """
 
     site_id: str
     capacity: Mapping[str, float]
@@ -77,7 +97,12 @@ class EdgeSite:
 @dataclass(frozen=True)
 class JobType:
     """A kind of job a tenant runs: its true per-GPU-type speedup vector (``speedups[0]`` is the
-    slowest type, normalised to 1 by the mechanisms) and the job sizes."""
+    slowest type, normalised to 1 by the mechanisms) and the job sizes.
+
+    :param name: the job type's name, unique within its tenant
+    :param speedups: throughput on each GPU type, slowest type first, each > 0 (relative units)
+    :raises InputError: an empty name or speedup vector, or a speedup that is not finite and > 0
+    """
 
     name: str
     speedups: tuple[float, ...]
@@ -93,7 +118,13 @@ class JobType:
 
 @dataclass(frozen=True)
 class Tenant:
-    """A tenant: priority ``weight`` > 0 and one or more job types with true speedup vectors."""
+    """A tenant: priority ``weight`` > 0 and one or more job types with true speedup vectors.
+
+    :param tenant_id: the tenant's unique id
+    :param job_types: its job types (distinct names, the same number of GPU types each)
+    :param weight: its priority, > 0 (1 = equal share)
+    :raises InputError: an empty id, no job types, duplicate names, unequal lengths or a weight <= 0
+    """
 
     tenant_id: str
     job_types: tuple[JobType, ...]
@@ -119,6 +150,12 @@ class Cluster:
 
     ``graph`` nodes carry a ``kind`` attribute (``"server"``, ``"switch"``, ``"site"``); edges carry
     ``bandwidth_gbps`` and ``latency_ms``. ``round_seconds`` is the scheduling round length.
+
+    :param types: the GPU types, sorted by rank 0..k-1
+    :param servers: the hosts (distinct ids)
+    :param graph: the topology; empty when there is none
+    :param round_seconds: the scheduling round length in seconds, > 0
+    :raises InputError: no types, unsorted ranks, duplicate host ids, a host of an unknown type or node
     """
 
     types: tuple[GpuType, ...]
@@ -156,7 +193,12 @@ class Cluster:
         return m
 
     def type_index(self, name: str) -> int:
-        """Column index of the GPU type called ``name``."""
+        """Column index of the GPU type called ``name``.
+
+        :param name: a GPU type's name
+        :returns: its rank (0 = slowest)
+        :raises InputError: no type of that name
+        """
         for t in self.types:
             if t.name == name:
                 return t.rank
@@ -169,7 +211,13 @@ class Cluster:
         round_seconds: float = 300.0,
     ) -> Cluster:
         """A single-rack cluster with ``counts[name]`` GPUs per type (slowest first), packed
-        ``gpus_per_host`` to a host on one switch."""
+        ``gpus_per_host`` to a host on one switch.
+
+        :param counts: GPU type name -> number of GPUs (a mapping or ``(name, count)`` pairs), slowest first
+        :param gpus_per_host: GPUs per host, >= 1
+        :param round_seconds: the scheduling round length in seconds
+        :returns: the cluster (see :func:`single_rack`)
+        """
         items = list(counts.items()) if isinstance(counts, Mapping) else list(counts)
         check_int("gpus_per_host", gpus_per_host, minimum=1)
         for name, c in items:
@@ -183,7 +231,14 @@ MAX_GPUS_PER_TYPE = 10**7
 
 def check_capacity_vector(field_name: str, m: object, k: int | None = None) -> np.ndarray:
     """Validate a GPU capacity vector: integers in ``[0, MAX_GPUS_PER_TYPE]`` (length ``k`` when
-    given). Returns int array."""
+    given).
+
+    :param field_name: the input's name, shown in errors
+    :param m: GPUs per type
+    :param k: the required length; ``None``: any
+    :returns: ``m`` as an int array of shape (k,)
+    :raises InputError: not a vector of length ``k``, or an entry that is not a whole number in range
+    """
     arr = np.asarray(m, dtype=float) if not isinstance(m, np.ndarray) else m.astype(float)
     if arr.ndim != 1 or (k is not None and arr.size != k):
         raise InputError(field_name, m, f"must be a vector of length {k if k is not None else 'k'}")
@@ -247,6 +302,13 @@ def single_rack(
 
     ``counts`` lists ``(gpu type name, number of GPUs)`` slowest first, e.g. the OEF testbed
     ``[("RTX3070", 8), ("RTX3080", 8), ("RTX3090", 8)]`` gives six 4-GPU hosts h0..h5.
+
+    :param counts: ``(GPU type name, number of GPUs)`` pairs, slowest type first
+    :param gpus_per_host: GPUs per host, >= 1 (the last host of a type may hold fewer)
+    :param bandwidth_gbps: each host's link to the switch, Gbit/s, > 0
+    :param latency_ms: each link's latency in ms, >= 0
+    :param round_seconds: the scheduling round length in seconds
+    :returns: the cluster
     """
     check_int("gpus_per_host", gpus_per_host, minimum=1)
     check_positive("bandwidth_gbps", bandwidth_gbps)

@@ -33,7 +33,13 @@ class Utility(Protocol):
 
     def __call__(self, x: float | np.ndarray) -> float | np.ndarray: ...
 
-    def scaled(self, factor: float) -> Utility: ...
+    def scaled(self, factor: float) -> Utility:
+        """The same shape with values multiplied by ``factor`` (the "valuation scale" misreport).
+
+        :param factor: the value scale, > 0
+        :returns: the scaled utility
+        """
+        ...
 
 
 def _arg(x: float | np.ndarray) -> np.ndarray:
@@ -56,6 +62,11 @@ class SigmoidUtility:
     ``gamma1`` > 0 is the priority (value scale), ``gamma2`` >= 0 the decay rate per unit of
     elapsed time, ``gamma3`` the target elapsed time. ``gamma2 = 0`` is the constant ``gamma1/2``.
     Eris' ``3000*tau / (1 + e^(d/3))`` is ``SigmoidUtility(3000*tau, 1/3, 0)``.
+
+    :param gamma1: the priority (value scale), > 0, currency units
+    :param gamma2: the decay rate per unit of elapsed time, >= 0
+    :param gamma3: the target elapsed time (the value is ``gamma1/2`` there)
+    :raises InputError: a parameter out of range
     """
 
     gamma1: float
@@ -73,12 +84,21 @@ class SigmoidUtility:
         return _out(self.gamma1 * np.exp(-np.logaddexp(0.0, z)), x)
 
     def log(self, x: float | np.ndarray) -> float | np.ndarray:
-        """``log f(x)`` without underflow."""
+        """``log f(x)`` without underflow.
+
+        :param x: elapsed time (scalar or array)
+        :returns: ``log f(x)``, of the shape of ``x``
+        """
         z = self.gamma2 * (_arg(x) - self.gamma3)
         return _out(np.log(self.gamma1) - np.logaddexp(0.0, z), x)
 
     def scaled(self, factor: float) -> SigmoidUtility:
-        """The same shape with values multiplied by ``factor`` (> 0)."""
+        """The same shape with values multiplied by ``factor`` (> 0).
+
+        :param factor: the value scale, > 0
+        :returns: the scaled utility
+        :raises InputError: ``factor`` not finite and > 0
+        """
         return replace(self, gamma1=self.gamma1 * check_positive("factor", factor))
 
 
@@ -87,6 +107,11 @@ class LinearUtility:
     """``f(x) = k * x + g`` with ``k <= 0`` and ``g > 0`` (Astraea's linear utility).
 
     ``floor_at_zero`` clips negative values to 0 (a late job is worth nothing, not a debt).
+
+    :param k: the slope, <= 0, currency per unit of elapsed time
+    :param g: the value at elapsed time 0, > 0
+    :param floor_at_zero: clip negative values to 0
+    :raises InputError: ``k > 0`` or ``g <= 0``
     """
 
     k: float
@@ -103,13 +128,25 @@ class LinearUtility:
         return _out(np.maximum(v, 0.0) if self.floor_at_zero else v, x)
 
     def scaled(self, factor: float) -> LinearUtility:
+        """The same line with slope and intercept multiplied by ``factor``.
+
+        :param factor: the value scale, > 0
+        :returns: the scaled utility
+        :raises InputError: ``factor`` not finite and > 0
+        """
         f = check_positive("factor", factor)
         return replace(self, k=self.k * f, g=self.g * f)
 
 
 @dataclass(frozen=True)
 class ConvexUtility:
-    """``f(x) = (e / x) ** kappa`` for ``x > 0`` (Astraea's convex utility), ``e, kappa > 0``."""
+    """``f(x) = scale * (e / x) ** kappa`` for ``x > 0`` (Astraea's convex utility).
+
+    :param e: the elapsed time at which ``f = scale``, > 0
+    :param kappa: the exponent, > 0
+    :param scale: the value scale, > 0 (1 = the paper's utility)
+    :raises InputError: a parameter not finite and > 0
+    """
 
     e: float
     kappa: float
@@ -127,6 +164,12 @@ class ConvexUtility:
         return _out(self.scale * (self.e / xa) ** self.kappa, x)
 
     def scaled(self, factor: float) -> ConvexUtility:
+        """The same curve with ``scale`` multiplied by ``factor``.
+
+        :param factor: the value scale, > 0
+        :returns: the scaled utility
+        :raises InputError: ``factor`` not finite and > 0
+        """
         return replace(self, scale=self.scale * check_positive("factor", factor))
 
 
@@ -135,6 +178,9 @@ class TabularUtility:
     """Arbitrary non-increasing table: ``values[d]`` for integer elapsed ``d = 0..len-1``.
 
     Past the table the last value holds. Used for arbitrary (mis)reported shapes.
+
+    :param values: the value at elapsed time 0, 1, ..., finite, >= 0 and non-increasing
+    :raises InputError: empty, not finite, negative or rising values
     """
 
     values: tuple[float, ...]
@@ -154,12 +200,24 @@ class TabularUtility:
         return _out(table[idx], x)
 
     def scaled(self, factor: float) -> TabularUtility:
+        """The table with every value multiplied by ``factor``.
+
+        :param factor: the value scale, > 0
+        :returns: the scaled utility
+        :raises InputError: ``factor`` not finite and > 0
+        """
         f = check_positive("factor", factor)
         return TabularUtility(tuple(v * f for v in self.values))
 
 
 def check_non_increasing(field: str, values: np.ndarray, tol: float = 1e-12) -> None:
-    """Raise :class:`InputError` if ``values`` (a utility sampled on increasing times) ever rises."""
+    """Raise :class:`InputError` if ``values`` (a utility sampled on increasing times) ever rises.
+
+    :param field: the input's name, shown in the error
+    :param values: the utility's values at increasing elapsed times
+    :param tol: the rise tolerated, relative to ``max(1, |value|)``
+    :raises InputError: a rise larger than ``tol``
+    """
     d = np.diff(np.asarray(values, dtype=float))
     if (d > tol * np.maximum(1.0, np.abs(values[1:]))).any():
         i = int(np.argmax(d > tol))

@@ -31,6 +31,14 @@ class ScenarioModel(MarketModel):
     ``mesa.batch_run(rng=[...])`` passes it) and optionally ``rounds`` (overrides the scenario's horizon,
     in rounds). :attr:`scenario_name` holds the scenario's name. Its DataCollector also has a reporter
     per cluster measure and the tenant agents' measures (``MESA_REPORTERS``: what ``mesa.batch_run`` reads).
+
+    :param scenario_name: a shipped scenario's name, a TOML path or a :class:`scenarios.loader.Scenario`
+    :param policy: a policy of the scenario; ``None``: its first
+    :param variant: a variant of the scenario, e.g. ``"truthful"`` or ``"lying"``
+    :param seed: an int or ``SeedSequence``; ``None``: fresh OS entropy (not reproducible)
+    :param rounds: the horizon in rounds; ``None``: the scenario's
+    :param rng: a synonym of ``seed`` (how ``mesa.batch_run`` passes it); give one of the two
+    :raises InputError: no scenario, both ``seed`` and ``rng``, or an unknown policy or variant
     """
 
     MESA_REPORTERS = True

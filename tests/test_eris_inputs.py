@@ -142,3 +142,15 @@ def test_unschedulable_job_is_rejected_not_an_error():
     auc = ErisAuction(_sites(((0.0,), (0.0,))), NetworkSpec(), ErisConfig(horizon=2))
     d = auc.step(1, [_job()])[0]
     assert not d.admitted and d.menu_size == 0 and d.payment == 0.0
+
+
+def test_auction_built_from_a_horizon_alone() -> None:
+    """``ErisAuction(sites, horizon=T)`` (no config) builds the default config: base slots 0..T, and
+    without either it is an InputError naming ``config``."""
+    from market.types import EdgeSite
+
+    site = [EdgeSite("s0", {"gpu": 4.0, "cpu": 32.0})]
+    auction = ErisAuction(site, horizon=5)
+    assert auction.cfg.horizon == 5 and auction.T == 6 and auction._duals.shape == (6,)
+    with pytest.raises(InputError, match="config"):
+        ErisAuction(site)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from testkit import read_meta, report_first_line, resumable_sweep, signals_not_ignored  # noqa: F401 (fixture)
 
 from analysis.engine import run_status
 from analysis.frontends.cli import main
@@ -50,24 +51,6 @@ W = [[1, 2], [1, 5]]
 m = [1, 1]
 """
 HIDDEN = (run_status.LOCK_NAME,)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _signals_not_ignored():
-    """A suite started in the background inherits SIGINT ignored (see test_interrupt.py)."""
-    old = signal.getsignal(signal.SIGINT)
-    if old is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
-
-
-def _meta(out: Path) -> dict:
-    return json.loads((out / "meta.json").read_text(encoding="utf-8"))
-
-
-def _first_line(out: Path) -> str:
-    return (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
 
 
 def _visible(out: Path) -> set[str]:
@@ -111,7 +94,7 @@ def test_a_kill_at_every_write_point_leaves_a_folder_that_says_what_it_holds(
     assert main(_command(kind, out)) == 0
     capsys.readouterr()
     final = _visible(out)
-    assert _meta(out)["status"] == "complete" and not _first_line(out).startswith("# INCOMPLETE")
+    assert read_meta(out)["status"] == "complete" and not report_first_line(out).startswith("# INCOMPLETE")
     # every file of the finished folder was written whole, then renamed into place (never truncated)
     assert final <= set(written), f"written in place, not via write_atomic: {final - set(written)}"
     assert written[-1] == "meta.json" and written.count("meta.json") == 2  # the running mark first, the status last
@@ -120,18 +103,18 @@ def test_a_kill_at_every_write_point_leaves_a_folder_that_says_what_it_holds(
     assert any("at-finalize" in p.name for p in during)
     # the last point, just before the status is written (finalize, signals held): every file is in place
     # and report.md already reads complete; meta.json, the authority, still says running
-    assert _visible(last) == final and _meta(last)["status"] == "running"
-    assert not _first_line(last).startswith("# INCOMPLETE")
+    assert _visible(last) == final and read_meta(last)["status"] == "running"
+    assert not report_first_line(last).startswith("# INCOMPLETE")
     for snap in during:
         files = _visible(snap)
         if "meta.json" not in files:
             assert not files, f"{snap.name}: files without a meta.json: {files}"
             continue
-        meta = _meta(snap)
+        meta = read_meta(snap)
         assert meta.get("status") in run_status.STATUSES, f"{snap.name}: meta.json without a status"
         assert meta["status"] == "running" and meta["complete"] is False, snap.name  # a kill here reads incomplete
         if (snap / "report.md").exists():  # (killed between the running mark's meta.json and its report.md)
-            assert _first_line(snap).startswith("# INCOMPLETE"), f"{snap.name}: report.md reads complete"
+            assert report_first_line(snap).startswith("# INCOMPLETE"), f"{snap.name}: report.md reads complete"
 
 
 def test_a_study_never_writes_a_meta_json_without_its_status(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -141,7 +124,7 @@ def test_a_study_never_writes_a_meta_json_without_its_status(tmp_path: Path, mon
 
     def replace_file(tmp, path):
         if (out / "meta.json").exists():  # what a kill at this write point leaves
-            on_disk.append(_meta(out).get("status"))
+            on_disk.append(read_meta(out).get("status"))
         if Path(path).name == "meta.json":
             seen.append(json.loads(Path(tmp).read_text(encoding="utf-8")))
         real(tmp, path)
@@ -182,16 +165,16 @@ def test_a_full_disk_or_a_signal_at_a_write_point_of_run_says_so(
     monkeypatch.setattr(run_status, "replace_file", replace_file)
     code = main(_command("run", out))
     err = capsys.readouterr().err.strip().splitlines()
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["complete"] is False and not [p for p in out.iterdir() if ".tmp" in p.name]  # no temporary left
     if point not in ("meta.json", "report.md"):
         assert not (out / point).exists()  # never half a file
     if what == "SIGTERM":
         assert code == 130 and meta["status"] == "interrupted"
-        assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+        assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
     else:
         assert code == 1 and meta["status"] == "failed"
-        assert _first_line(out).startswith("# INCOMPLETE (failed)")
+        assert report_first_line(out).startswith("# INCOMPLETE (failed)")
         assert err == [f"marketsim run: error: cannot write {out / point}: No space left on device (the disk is "
                        "full)"]  # fmt: skip
         assert str(out / point) in meta["error"]
@@ -216,7 +199,7 @@ def test_a_full_disk_in_learn_claims_and_audit_names_the_file_and_says_failed(
     assert main(_command(kind, out)) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"marketsim {kind}: error: cannot write {out / point}: No space left on device (the disk is full)"
-    assert _meta(out)["status"] == "failed" and _first_line(out).startswith("# INCOMPLETE (failed)")
+    assert read_meta(out)["status"] == "failed" and report_first_line(out).startswith("# INCOMPLETE (failed)")
     sizes = {p.name: p.stat().st_size for p in out.iterdir() if p.name != run_status.LOCK_NAME}
     assert point not in sizes or point == "report.md"
     assert all(sizes.values()) and not [n for n in sizes if ".tmp" in n]  # no 0-byte file, no temporary
@@ -238,8 +221,8 @@ def test_a_signal_while_meta_json_is_written_makes_it_interrupted(tmp_path: Path
     monkeypatch.setattr(run_status, "replace_file", replace_file)
     assert main(_command("run", out)) == 130
     capsys.readouterr()
-    assert sent and _meta(out)["status"] == "interrupted" and _meta(out)["complete"] is False
-    assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+    assert sent and read_meta(out)["status"] == "interrupted" and read_meta(out)["complete"] is False
+    assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
     assert set(pd.read_parquet(out / "results.parquet")["policy"]) == {"maxmin"}  # the finished run is kept
 
 
@@ -331,7 +314,7 @@ def test_a_second_writer_that_opens_the_lock_before_the_first_moves_the_folder_l
         monkeypatch.setattr(fcntl, "flock", real_flock)
         fd, dest = held[0]
         run_status._release(out, fd)
-    assert dest is not None and _meta(dest)["status"] == "complete"  # A moved the earlier run aside, whole
+    assert dest is not None and read_meta(dest)["status"] == "complete"  # A moved the earlier run aside, whole
 
 
 # -- SIGTERM exits 130 everywhere; a sweep stopped in its final merge --------------------------------------
@@ -365,24 +348,11 @@ def test_sigterm_exits_130_from_learn_and_claims(
                           cwd=ROOT)  # fmt: skip
     assert code == 130
     if kind == "learn":
-        assert _meta(out)["status"] == "interrupted" and _first_line(out).startswith("# INCOMPLETE (interrupted)")
+        assert read_meta(out)["status"] == "interrupted"
+        assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
 
 
-RESUMABLE = """
-name = "resumable"
-scenarios = ["oef_lying"]
-policies = ["oef-noncoop", "maxmin"]
-replications = 2
-seed = 11
-[grid]
-"workload.tenants" = [6]
-rounds = [8]
-[[strategy]]
-name = "inflate"
-kind = "fast"
-tenant = 0
-factor = [1.3]
-"""
+RESUMABLE = resumable_sweep()
 
 
 def test_a_sweep_stopped_in_its_final_merge_says_interrupted_and_resumes(
@@ -402,7 +372,7 @@ def test_a_sweep_stopped_in_its_final_merge_says_interrupted_and_resumes(
     manifest = json.loads((out / "sweep.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["complete"] is False
     assert manifest["sessions"][-1]["ended"] == "interrupted"
-    assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+    assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
     assert main(["sweep", str(cfg), "--out", str(out), "--resume", "--quiet"]) == 0
     capsys.readouterr()
     manifest = json.loads((out / "sweep.json").read_text())

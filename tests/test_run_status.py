@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from testkit import read_meta, report_first_line, resumable_sweep, signals_not_ignored  # noqa: F401 (fixture)
 
 from analysis.engine import run_status
 from analysis.frontends.cli import main
@@ -31,24 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 STAMP = re.compile(r"\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(-\d+)?$")
 # one policy, one replication of the README's default scenario: the quickest real run
 QUICK = ["run", "default", "--reps", "1", "--policies", "maxmin", "--quiet"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _signals_not_ignored():
-    """A suite started in the background inherits SIGINT ignored (see test_interrupt.py)."""
-    old = signal.getsignal(signal.SIGINT)
-    if old is signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
-
-
-def _meta(out: Path) -> dict:
-    return json.loads((out / "meta.json").read_text(encoding="utf-8"))
-
-
-def _first_line(out: Path) -> str:
-    return (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
 
 
 def _siblings(out: Path) -> list[Path]:
@@ -62,8 +45,8 @@ def test_running_the_same_command_twice_moves_the_first_run_aside(tmp_path: Path
     out = tmp_path / "default"
     assert main([*QUICK, "--out", str(out)]) == 0
     first = (out / "results.parquet").read_bytes()
-    started = _meta(out)["started_at"]
-    assert _meta(out)["status"] == "complete" and _first_line(out) == "# default"
+    started = read_meta(out)["started_at"]
+    assert read_meta(out)["status"] == "complete" and report_first_line(out) == "# default"
     capsys.readouterr()
     assert main([*QUICK, "--out", str(out)]) == 0
     err = capsys.readouterr().err
@@ -71,8 +54,8 @@ def test_running_the_same_command_twice_moves_the_first_run_aside(tmp_path: Path
     stamp = started[:19].replace(":", "-")  # the first run's start time (UTC) names the folder
     assert old.name == f"default.{stamp}"
     assert f"moved it to {old}/" in err and err.count("moved it to") == 1
-    assert (old / "results.parquet").read_bytes() == first and _meta(old)["started_at"] == started
-    assert _meta(out)["status"] == "complete" and _meta(out)["started_at"] >= started
+    assert (old / "results.parquet").read_bytes() == first and read_meta(old)["started_at"] == started
+    assert read_meta(out)["status"] == "complete" and read_meta(out)["started_at"] >= started
     # the same seed gives the same numbers; the lock file is gone once the command ended
     pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet"), pd.read_parquet(old / "results.parquet"))
     assert not (out / run_status.LOCK_NAME).exists() and not (old / run_status.LOCK_NAME).exists()
@@ -115,8 +98,8 @@ def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: P
     out = tmp_path / "claims"
     args = ["claims", "--paper", "oasis", "--claim", "C-O2", "--report", str(out)]
     assert main(args) == 0
-    assert _meta(out)["status"] == "complete" and _meta(out)["claims"] == "oasis"
-    assert _first_line(out) == "# Incentive audit report"
+    assert read_meta(out)["status"] == "complete" and read_meta(out)["claims"] == "oasis"
+    assert report_first_line(out) == "# Incentive audit report"
     first = (out / "report.md").read_text()
 
     def stop(*args, **kwargs):
@@ -127,7 +110,7 @@ def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: P
     assert main(args) == 130
     [old] = _siblings(out)  # the first report, whole and unchanged
     assert (old / "report.md").read_text() == first and f"moved it to {old}/" in capsys.readouterr().err
-    assert _meta(out)["status"] == "interrupted" and _first_line(out).startswith("# INCOMPLETE (interrupted)")
+    assert read_meta(out)["status"] == "interrupted" and report_first_line(out).startswith("# INCOMPLETE (interrupted)")
 
 
 def test_explore_lying_keeps_an_earlier_lie_sweep(tmp_path: Path, capsys) -> None:
@@ -141,7 +124,7 @@ def test_explore_lying_keeps_an_earlier_lie_sweep(tmp_path: Path, capsys) -> Non
     [old] = _siblings(out)
     assert (old / "lie_sweep.csv").read_text() == "an earlier sweep\n"
     assert f"moved it to {old}/" in capsys.readouterr().err
-    assert _meta(out)["status"] == "complete" and "lambda=1.3" in (out / "lie_sweep.csv").read_text()
+    assert read_meta(out)["status"] == "complete" and "lambda=1.3" in (out / "lie_sweep.csv").read_text()
 
 
 def test_a_folder_another_live_process_writes_is_refused(tmp_path: Path, capsys) -> None:
@@ -159,7 +142,7 @@ def test_a_folder_another_live_process_writes_is_refused(tmp_path: Path, capsys)
         assert main([*QUICK, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--out" in err[0] and "another process holds this folder (pid 4242" in err[0]
-        assert _meta(out)["status"] == "running" and not _siblings(out)  # nothing moved, nothing labelled
+        assert read_meta(out)["status"] == "running" and not _siblings(out)  # nothing moved, nothing labelled
         with pytest.raises(InputError, match="in use"):
             run_status.guard(out)
     finally:
@@ -167,7 +150,7 @@ def test_a_folder_another_live_process_writes_is_refused(tmp_path: Path, capsys)
     # its holder gone, the folder reads killed: the next command labels it so and moves it aside
     assert main([*QUICK, "--out", str(out)]) == 0
     [old] = _siblings(out)
-    assert _meta(old)["status"] == "killed" and _first_line(old).startswith("# INCOMPLETE (killed)")
+    assert read_meta(old)["status"] == "killed" and report_first_line(old).startswith("# INCOMPLETE (killed)")
     assert "(killed); moved it to" in capsys.readouterr().err
 
 
@@ -176,7 +159,7 @@ def test_the_current_directory_is_never_moved(tmp_path: Path, monkeypatch, capsy
     assert main([*QUICK, "--out", "."]) == 0
     assert main([*QUICK, "--out", "."]) == 2
     err = capsys.readouterr().err
-    assert "--out" in err and "current directory" in err and _meta(tmp_path)["status"] == "complete"
+    assert "--out" in err and "current directory" in err and read_meta(tmp_path)["status"] == "complete"
 
 
 # -- statuses ------------------------------------------------------------------------------------------
@@ -196,10 +179,10 @@ def test_a_failed_run_says_so_and_the_others_are_results(tmp_path: Path, monkeyp
     out = tmp_path / "o"
     assert main(["run", "default", "--reps", "1", "--policies", "maxmin,gavel", "--out", str(out), "--quiet"]) == 1
     assert "worker exploded" in capsys.readouterr().err
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["status"] == "failed" and meta["complete"] is False and meta["failed_runs"] == 1
     assert "worker exploded" in (out / "errors.txt").read_text()
-    assert _first_line(out) == "# INCOMPLETE (failed): 1 run(s) or cell(s) failed (errors.txt); the others are " \
+    assert report_first_line(out) == "# INCOMPLETE (failed): 1 run(s) or cell(s) failed (errors.txt); the others are " \
                                "reported below"  # fmt: skip
     assert set(pd.read_parquet(out / "results.parquet")["policy"]) == {"gavel"}
 
@@ -214,8 +197,8 @@ def test_a_command_that_raises_after_claiming_its_folder_says_failed(tmp_path: P
     out = tmp_path / "o"
     with pytest.raises(MemoryError):
         main([*QUICK, "--out", str(out)])
-    assert _meta(out)["status"] == "failed" and "out of memory" in _meta(out)["error"]
-    assert _first_line(out).startswith("# INCOMPLETE (failed): the command failed")
+    assert read_meta(out)["status"] == "failed" and "out of memory" in read_meta(out)["error"]
+    assert report_first_line(out).startswith("# INCOMPLETE (failed): the command failed")
 
 
 def test_a_signal_before_any_result_marks_the_folder_interrupted(tmp_path: Path, monkeypatch) -> None:
@@ -229,8 +212,8 @@ def test_a_signal_before_any_result_marks_the_folder_interrupted(tmp_path: Path,
     monkeypatch.setattr(analysis.engine.runner, "run_experiment", stop)
     out = tmp_path / "out"
     assert main([*QUICK, "--out", str(out)]) == 130
-    assert _meta(out)["status"] == "interrupted" and _meta(out)["complete"] is False
-    assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+    assert read_meta(out)["status"] == "interrupted" and read_meta(out)["complete"] is False
+    assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
 
 
 def test_an_interrupted_study_keeps_its_finished_cells(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -248,9 +231,9 @@ def test_an_interrupted_study_keeps_its_finished_cells(tmp_path: Path, monkeypat
     out = tmp_path / "study"
     assert main(["run", "control_auction", "--reps", "1", "--out", str(out), "--quiet"]) == 130
     assert "interrupted; the 2 finished cell(s) were written" in capsys.readouterr().err
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["status"] == "interrupted" and meta["complete"] is False and meta["interrupted"] is True
-    assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+    assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
     rows = pd.read_parquet(out / "results.parquet")
     assert rows[["panel", "x", "replication"]].drop_duplicates().shape[0] == 2
 
@@ -260,9 +243,9 @@ def test_a_study_run_is_marked_complete_at_the_end(tmp_path: Path, capsys) -> No
     code = main(["run", "control_auction", "--reps", "1", "--out", str(out), "--quiet"])
     capsys.readouterr()
     assert code in (0, 1)
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["status"] == ("complete" if code == 0 else "failed") and meta["complete"] is (code == 0)
-    assert _first_line(out).startswith("# control_auction") == (code == 0)
+    assert report_first_line(out).startswith("# control_auction") == (code == 0)
 
 
 # -- signals, from outside -------------------------------------------------------------------------------
@@ -303,11 +286,11 @@ def test_sigterm_and_sigint_keep_the_finished_runs_and_say_interrupted(
 ) -> None:
     code, out = _stopped_run(stop_at_marker, tmp_path, sig)
     assert code == 130
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["status"] == "interrupted" and meta["complete"] is False and meta["interrupted"] is True
     assert meta["runs"] == 2 and len(pd.read_csv(out / "runs.csv")) == 2
     assert set(pd.read_parquet(out / "results.parquet")["policy"]) == {"maxmin", "gavel"}
-    assert _first_line(out) == "# INCOMPLETE (interrupted): interrupted (SIGINT or SIGTERM); only the 2 run(s) " \
+    assert report_first_line(out) == "# INCOMPLETE (interrupted): interrupted (SIGINT or SIGTERM); only the 2 run(s) " \
                                "finished by then are here"  # fmt: skip
     assert not (out / run_status.LOCK_NAME).exists()
 
@@ -315,35 +298,21 @@ def test_sigterm_and_sigint_keep_the_finished_runs_and_say_interrupted(
 def test_a_sigkilled_run_reads_incomplete_and_the_next_run_keeps_it(stop_at_marker, tmp_path: Path, capsys) -> None:
     code, out = _stopped_run(stop_at_marker, tmp_path, signal.SIGKILL)
     assert code == -signal.SIGKILL
-    meta = _meta(out)
+    meta = read_meta(out)
     assert meta["status"] == "running" and meta["complete"] is False and meta["scenario"] == "default"
-    assert _first_line(out) == "# INCOMPLETE (running): run in progress or killed"
+    assert report_first_line(out) == "# INCOMPLETE (running): run in progress or killed"
     spilled = sorted(p.relative_to(out / ".parts") for p in (out / ".parts").rglob("*.parquet"))
     assert len({p.parts[0] for p in spilled}) == 2  # the two finished runs' records, on disk
     # the next run (the same command, here quicker) moves it aside, labelled killed, with its parts
     assert main([*QUICK, "--out", str(out)]) == 0
     [old] = _siblings(out)
     assert "(killed); moved it to" in capsys.readouterr().err
-    assert _meta(old)["status"] == "killed" and _first_line(old).startswith("# INCOMPLETE (killed)")
+    assert read_meta(old)["status"] == "killed" and report_first_line(old).startswith("# INCOMPLETE (killed)")
     assert sorted(p.relative_to(old / ".parts") for p in (old / ".parts").rglob("*.parquet")) == spilled
-    assert _meta(out)["status"] == "complete"
+    assert read_meta(out)["status"] == "complete"
 
 
-RESUMABLE = """
-name = "resumable"
-scenarios = ["oef_lying"]
-policies = ["oef-noncoop", "maxmin"]
-replications = 2
-seed = 11
-[grid]
-"workload.tenants" = [6]
-rounds = [8]
-[[strategy]]
-name = "inflate"
-kind = "fast"
-tenant = 0
-factor = [1.3]
-"""
+RESUMABLE = resumable_sweep()
 
 _STOP_BEFORE_THIRD_CHUNK = """
 import sys, time
@@ -380,10 +349,10 @@ def test_a_stopped_sweep_says_so_keeps_its_parts_and_resumes(
     manifest = json.loads((out / "sweep.json").read_text())
     if sig == signal.SIGKILL:
         assert rc == -signal.SIGKILL and manifest["status"] == "running"
-        assert _first_line(out) == "# INCOMPLETE (running): run in progress or killed"
+        assert report_first_line(out) == "# INCOMPLETE (running): run in progress or killed"
     else:
         assert rc == 130 and manifest["status"] == "interrupted"
-        assert _first_line(out).startswith("# INCOMPLETE (interrupted)")
+        assert report_first_line(out).startswith("# INCOMPLETE (interrupted)")
     assert manifest["complete"] is False
     # without --resume the folder is refused (its parts would be mixed with a new sweep's)
     assert main(["sweep", str(cfg), "--out", str(out), "--quiet"]) == 2
@@ -392,5 +361,5 @@ def test_a_stopped_sweep_says_so_keeps_its_parts_and_resumes(
     manifest = json.loads((out / "sweep.json").read_text())
     assert manifest["status"] == "complete" and manifest["complete"] is True
     assert manifest["sessions"][0]["ended"] == ("killed" if sig == signal.SIGKILL else "interrupted")
-    assert manifest["sessions"][-1]["skipped"] == 2 and _first_line(out) == "# sweep resumable"
+    assert manifest["sessions"][-1]["skipped"] == 2 and report_first_line(out) == "# sweep resumable"
     assert all(p.exists() for p in parts)  # the first session's parts were kept, not recomputed

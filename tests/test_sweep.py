@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from testkit import resumable_sweep
 
 from analysis.engine.sweep import (
     EXECUTION_COLUMNS,
@@ -47,21 +48,7 @@ tenant = 0
 factor = [1.5, 1e5]   # 1e5 pushes reports past max_speedup: fails at run time only
 """
 
-RESUMABLE = """
-name = "resumable"
-scenarios = ["oef_lying"]
-policies = ["oef-noncoop", "maxmin"]
-replications = 4
-seed = 11
-[grid]
-"workload.tenants" = [6]
-rounds = [8]
-[[strategy]]
-name = "inflate"
-kind = "fast"
-tenant = 0
-factor = [1.3, 2.0]
-"""
+RESUMABLE = resumable_sweep(replications=4, factors=(1.3, 2.0))
 
 
 def _write(tmp: Path, name: str, text: str) -> Path:

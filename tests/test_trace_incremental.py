@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from testkit import tenant4_trace
 
 from agents.trace_rounds import TraceRounds
 from market.traces import GAVEL_TRACE, data_path
@@ -125,25 +126,6 @@ def test_ranking_the_head_of_the_queue_leases_what_a_full_sort_leases(
         assert seen["rest"] > 0
 
 
-TENANT4 = """
-name = "tenant4"
-policies = ["gavel-max-min-perf", "oef-noncoop", "maxmin"]
-replications = 1
-seed = 1
-[cluster]
-gpu_types = ["k80", "p100", "v100"]
-gpus = [3, 3, 3]
-round_seconds = 1800.0
-[workload]
-trace = "{trace}"
-tenancy = 4
-max_jobs = 40
-[[variant]]
-name = "liar"
-tenant = "t2"
-strategy = "scale"
-factors = {{ v100 = 2.0 }}
-"""
 
 
 @pytest.mark.parametrize("policy", ["gavel-max-min-perf", "oef-noncoop", "maxmin"])
@@ -151,7 +133,7 @@ def test_tenant_measures_from_cached_job_values_equal_the_direct_sums(tmp_path: 
     """Every recorded per-tenant row (a liar's reports change at every solve) equals, bit for bit,
     the measures summed over the round's active jobs from the engine's arrays."""
     path = tmp_path / "t4.toml"
-    path.write_text(TENANT4.format(trace=data_path(GAVEL_TRACE)))
+    path.write_text(tenant4_trace(data_path(GAVEL_TRACE), ("gavel-max-min-perf", "oef-noncoop", "maxmin"), 40))
     model = load_scenario(path).build_model(policy, "liar", 2)
     model.progress = False
     ten = model.auctioneer.tenants

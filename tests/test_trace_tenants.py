@@ -10,35 +10,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from testkit import tenant4_trace
 
 from market.errors import InputError
 from market.traces import GAVEL_TRACE, data_path
 from scenarios.loader import load_scenario
 
-TENANT4 = """
-name = "tenant4"
-policies = ["gavel-max-min-perf", "oef-noncoop"]
-replications = 1
-seed = 1
-[cluster]
-gpu_types = ["k80", "p100", "v100"]
-gpus = [3, 3, 3]
-round_seconds = 1800.0
-[workload]
-trace = "{trace}"
-tenancy = 4
-max_jobs = 16
-[[variant]]
-name = "liar"
-tenant = "t2"
-strategy = "scale"
-factors = {{ v100 = 2.0 }}
-"""
+
+def _tenant4_text() -> str:
+    return tenant4_trace(data_path(GAVEL_TRACE), ("gavel-max-min-perf", "oef-noncoop"), 16)
 
 
 def _tenant4(tmp_path: Path, extra: str = "") -> Path:
     path = tmp_path / "tenant4.toml"
-    path.write_text(TENANT4.format(trace=data_path(GAVEL_TRACE)) + extra)
+    path.write_text(_tenant4_text() + extra)
     return path
 
 
@@ -281,7 +266,7 @@ def test_tenants_liar_hosts_and_shuffle_together(tmp_path: Path) -> None:
     the servers' held GPUs never exceed a host, the same seed gives the same JCTs, and the liar's
     est_reported differs from its est while the honest tenants' do not."""
     extra_cluster = 'gpus_per_host = 2\nlease_order = "shuffle"\n'
-    text = TENANT4.format(trace=data_path(GAVEL_TRACE)).replace("[cluster]\n", "[cluster]\n" + extra_cluster)
+    text = _tenant4_text().replace("[cluster]\n", "[cluster]\n" + extra_cluster)
     text = 'placement = "auto"\nmigration_cost_s = 20.0\n' + text
     path = tmp_path / "all.toml"
     path.write_text(text)
@@ -327,7 +312,7 @@ def test_merged_rounds_keep_the_tenants_work_and_stay_off_when_rounds_differ(tmp
     pd.testing.assert_series_equal(work[0], work[1], rtol=1e-9)
     np.testing.assert_array_equal(jcts[0], jcts[1])
     for extra, cluster in (("", 'lease_order = "shuffle"\n'), ('placement = "auto"\n', "gpus_per_host = 3\n")):
-        text = TENANT4.format(trace=data_path(GAVEL_TRACE)).replace("[cluster]\n", "[cluster]\n" + cluster)
+        text = _tenant4_text().replace("[cluster]\n", "[cluster]\n" + cluster)
         (tmp_path / "x.toml").write_text(extra + text)
         m = load_scenario(tmp_path / "x.toml").build_model("gavel-max-min-perf", "truthful", 3).run()
         t = m.tidy()

@@ -84,13 +84,27 @@ def _value_true(result: object, jid: str, truth: Mapping[str, JobSpec] | None) -
 
 
 def realised_utility(result: object, jid: str, truth: Mapping[str, JobSpec] | None = None) -> float:
-    """Realised utility of job ``jid`` (0 if not admitted or, with ``truth``, not truly completed)."""
+    """Realised utility of job ``jid`` (0 if not admitted or, with ``truth``, not truly completed).
+
+    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param jid: the job
+    :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
+    :returns: its utility, currency
+    """
     return _value_true(result, jid, truth)
 
 
 @dataclass(frozen=True)
 class TenantRevenue:
-    """g_u split into its parts (§2.10), currency."""
+    """g_u split into its parts (§2.10), currency.
+
+    :param uid: the tenant
+    :param own: value of its pass-1 jobs (free), currency
+    :param income_from_others: Eq. (2) income from other tenants' pass-2 jobs
+    :param self_income: Eq. (2) income from its own pass-2 jobs
+    :param shared_net: its pass-2 jobs' utility minus payments
+    :param total: g_u
+    """
 
     uid: int
     own: float  # (i) pass-1 jobs, free
@@ -103,7 +117,13 @@ class TenantRevenue:
 def tenant_revenue(
     result: object, truth: Mapping[str, JobSpec] | None = None, self_income: bool | None = None
 ) -> list[TenantRevenue]:
-    """g_u for every tenant (cluster order). ``truth`` maps jid → true JobSpec (§7.1 execution)."""
+    """g_u for every tenant (cluster order). ``truth`` maps jid → true JobSpec (§7.1 execution).
+
+    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
+    :param self_income: count self-income in g (default: the run's ``self_income_in_g``)
+    :returns: one :class:`TenantRevenue` per tenant
+    """
     cl: Cluster = result.cluster  # type: ignore[attr-defined]
     params: AstraeaParams = result.params  # type: ignore[attr-defined]
     inc_self = params.self_income_in_g if self_income is None else self_income
@@ -129,7 +149,12 @@ def tenant_revenue(
 
 
 def collective_revenue(result: object, truth: Mapping[str, JobSpec] | None = None) -> float:
-    """R = Σ over completed jobs of f_j(X_j) (negative values counted as they are)."""
+    """R = Σ over completed jobs of f_j(X_j) (negative values counted as they are).
+
+    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
+    :returns: R, currency
+    """
     return math.fsum(_value_true(result, jid, truth) for jid in result.outcomes)  # type: ignore[attr-defined]
 
 
@@ -165,7 +190,12 @@ def variance(values: Sequence[float]) -> float:
 
 
 def alpha(result: object, truth: Mapping[str, JobSpec] | None = None) -> tuple[np.ndarray, float, bool]:
-    """(α per tenant, population variance of α, defined flag) for an Astraea result."""
+    """(α per tenant, population variance of α, defined flag) for an Astraea result.
+
+    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
+    :returns: ``(alpha per tenant, population variance, defined)``
+    """
     cl: Cluster = result.cluster  # type: ignore[attr-defined]
     g = [r.total for r in tenant_revenue(result, truth)]
     a, ok = alpha_from_revenue(g, [t.quota_workers for t in cl.tenants], [t.quota_ps for t in cl.tenants])
@@ -232,7 +262,12 @@ def astraea_makespan(result: object) -> tuple[float, int]:
 
 @dataclass(frozen=True)
 class Violation:
-    """A broken constraint: ``rule`` (spec §2.6 row / A11 item), job id (or ``""``) and detail."""
+    """A broken constraint: ``rule`` (spec §2.6 row / A11 item), job id (or ``""``) and detail.
+
+    :param rule: the broken rule (spec §2.6 row or A11 item)
+    :param jid: the job, or ``""``
+    :param detail: what is wrong
+    """
 
     rule: str
     jid: str
@@ -240,7 +275,11 @@ class Violation:
 
 
 def check_feasible(result: object) -> list[Violation]:
-    """A11: every row of §2.6 on the final schedule, plus round windows and budget balance."""
+    """A11: every row of §2.6 on the final schedule, plus round windows and budget balance.
+
+    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :returns: the violations (empty when feasible)
+    """
     cl: Cluster = result.cluster  # type: ignore[attr-defined]
     params: AstraeaParams = result.params  # type: ignore[attr-defined]
     jobs = result.job_by_id  # type: ignore[attr-defined]

@@ -53,7 +53,17 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 @dataclass
 class AstraeaTenantTarget(BaseTarget):
     """Audit target: agent = tenant uid, report = its tuple of bids (or ``"LEAVE"``), utility = its
-    TRUE g_u under ``mechanism`` with everyone else truthful (``seed`` fixes any random draws)."""
+    TRUE g_u under ``mechanism`` with everyone else truthful (``seed`` fixes any random draws).
+
+    :param market: the instance
+    :param mechanism: one of the market's mechanisms
+    :param tenants: the audited tenant uids (default: all)
+    :param seed: fixes the mechanisms' random draws
+    :param max_delay: largest arrival delay a tenant may report, hours
+    :param name: the target's name
+    :param cache_size: outcomes kept in the target's cache
+    :raises InputError: an unknown mechanism or tenant
+    """
 
     market: AstraeaMarket
     mechanism: str = "astraea"
@@ -86,6 +96,12 @@ class AstraeaTenantTarget(BaseTarget):
         return list(self.market.cluster.uids) if self.tenants is None else list(self.tenants)
 
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
+        """The tenant-level strategy dimensions of ``agent``.
+
+        :param agent: a tenant uid
+        :returns: value and size scales, arrival delay, hidden workers, withheld jobs
+        :raises InputError: an unknown tenant
+        """
         if agent not in self._dims:
             raise InputError("agent", agent, f"is not a tenant uid {list(self._dims)}")
         return self._dims[agent]  # type: ignore[index]
@@ -101,10 +117,22 @@ class AstraeaTenantTarget(BaseTarget):
         return [Probe("LEAVE", "leave the coalition (alone on its exclusive partition)", "LEAVE")]
 
     def profile(self, agent: Hashable, report: Sequence[AstraeaBid]) -> list[AstraeaBid]:
-        """All reports: the deviator's ``report`` and everyone else's true bids."""
+        """All reports: the deviator's ``report`` and everyone else's true bids.
+
+        :param agent: the deviating tenant
+        :param report: its bids
+        :returns: every bid
+        """
         return [b for b in self.market.bids() if b.tenant != agent] + list(report)
 
     def outcome(self, agent: Hashable, report: Any) -> Any:
+        """The run with ``agent`` reporting ``report`` and everyone else truthful.
+
+        :param agent: the deviating tenant
+        :param report: its bids or ``"LEAVE"``
+        :returns: the decisions and reports
+        :raises InputError: a report that is neither bids nor ``"LEAVE"``
+        """
         if isinstance(report, str):
             if report != "LEAVE":
                 raise InputError("report", report, "must be a tuple of bids or 'LEAVE'")
@@ -119,19 +147,33 @@ class AstraeaTenantTarget(BaseTarget):
         return float(self.market.tenant_revenue(res, prof)[int(agent)])  # type: ignore[index]
 
     def all_revenues(self, agent: Hashable, report: Any) -> dict[int, float]:
-        """Every tenant's TRUE g when ``agent`` submits ``report`` (effect on the others)."""
+        """Every tenant's TRUE g when ``agent`` submits ``report`` (effect on the others).
+
+        :param agent: the deviating tenant
+        :param report: its bids or ``"LEAVE"``
+        :returns: uid -> TRUE g_u
+        """
         prof = self.profile(agent, report)
         return self.market.tenant_revenue(run_market(self.market, self.mechanism, prof, self.seed), prof)
 
     def in_scope(self, family: str) -> bool:
         """Theorem 4 covers lies about demands (job parameters, phantom demand); withholding jobs
-        and leaving the coalition are framework extensions."""
+        and leaving the coalition are framework extensions.
+
+        :param family: the audit family
+        :returns: whether Theorem 4 covers it
+        """
         return "withhold" not in family and family != "LEAVE"
 
 
 def strategy_gains(target: AstraeaTenantTarget, tenant: int) -> dict[str, dict[str, float]]:
     """TRUE g of ``tenant`` under every named strategy in :data:`STRATEGIES` and ``LEAVE``: ``{name:
-    {"g": g_u, "gain": g_u − g_u(truthful)}}``."""
+    {"g": g_u, "gain": g_u − g_u(truthful)}}``.
+
+    :param target: the audit target
+    :param tenant: the tenant uid
+    :returns: strategy -> ``{"g", "gain"}``
+    """
     u0 = target.evaluate(tenant, target.report(tenant, {}))
     out: dict[str, dict[str, float]] = {}
     for name, kw in STRATEGIES.items():

@@ -35,7 +35,20 @@ __all__ = [
 class BaselineResult:
     """Outcome of a baseline: completion slot per job (``None`` = not completed), first running slot,
     realised values, per-tenant revenue g (U,) and GPUs in use per slot (index t−1); the slot
-    simulations put each job's GPU-slots used in ``extra["gpu_slots"]`` (jid → int)."""
+    simulations put each job's GPU-slots used in ``extra["gpu_slots"]`` (jid → int).
+
+    :param name: the baseline
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param completion: jid -> completion slot, ``None`` if not completed
+    :param start: jid -> first running slot
+    :param values: jid -> realised value, currency
+    :param g: (U,) revenue per tenant
+    :param gpu_usage: GPUs in use per slot (index t−1)
+    :param theta_w: the worker price base, if any
+    :param theta_p: the PS price base, if any
+    :param extra: baseline details (``gpu_slots``: jid -> GPU-slots used)
+    """
 
     name: str
     cluster: Cluster
@@ -124,7 +137,14 @@ def run_exclusive(
     cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams | None = None, by: str = "owner"
 ) -> BaselineResult:
     """Each tenant alone on its partition, running the Astraea core with pass 2 disabled and the same
-    λ, θ (frozen from the full job population unless given), worker mode and job order (B1)."""
+    λ, θ (frozen from the full job population unless given), worker mode and job order (B1).
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param params: Astraea's parameters (λ, θ, worker mode; default :class:`AstraeaParams`)
+    :param by: ``owner`` (the servers each tenant owns) or ``quota`` (servers split to match the quotas)
+    :returns: the outcome
+    """
     params = params or AstraeaParams()
     jobs = _validate_jobs(cluster, jobs, params)
     theta_w, theta_p = resolve_theta(cluster, jobs, params)
@@ -162,7 +182,13 @@ def run_exclusive(
 
 
 def run_batchsche(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams | None = None) -> BaselineResult:
-    """BatchSche (B1): the Astraea core per tenant on the servers it owns, no sharing, no payments."""
+    """BatchSche (B1): the Astraea core per tenant on the servers it owns, no sharing, no payments.
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param params: Astraea's parameters (λ, θ, worker mode; default :class:`AstraeaParams`)
+    :returns: the outcome
+    """
     return run_exclusive(cluster, jobs, params, by="owner")
 
 
@@ -285,7 +311,17 @@ def run_gandiva_fair(
     """Gandiva_fair as spec B2 models it: weighted max-min GPU shares by quota, free work-conserving
     redistribution, gang time slicing at slot boundaries, affinity-oblivious placement. ``gang_size``
     (:func:`_size_gangs`): ``"placeable"`` (default) or ``"cap"`` (g_j = W_j, the spec's literal
-    reading)."""
+    reading).
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param params: Astraea's parameters (λ, θ, worker mode; default :class:`AstraeaParams`)
+    :param migration_penalty: fraction of a slot lost to a migration, < 1
+    :param placement: ``first_fit`` or ``spread``
+    :param gang_size: ``placeable`` (the largest gang the tenant can host) or ``cap`` (g_j = W_j)
+    :returns: the outcome
+    :raises InputError: a penalty >= 1
+    """
     params = params or AstraeaParams()
     jobs = _validate_jobs(cluster, jobs, params)
     pen = check_nonneg("migration_penalty", migration_penalty)
@@ -418,7 +454,16 @@ def run_hived(
     physical servers of the same GPU count, non-preemptive FIFO queues with backfilling, affinity-first
     placement. (The ``opportunistic`` variant is not implemented.) ``gang_size``
     (:func:`_size_gangs`): ``"placeable"`` (default: the largest gang ≤ W_j the tenant's empty virtual
-    cluster can host) or ``"cap"`` (g_j = W_j)."""
+    cluster can host) or ``"cap"`` (g_j = W_j).
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param params: Astraea's parameters (λ, θ, worker mode; default :class:`AstraeaParams`)
+    :param backfill: let later jobs backfill the queue
+    :param gang_size: ``placeable`` (the largest gang the tenant can host) or ``cap`` (g_j = W_j)
+    :returns: the outcome
+    :raises InputError: a server without an owner
+    """
     params = params or AstraeaParams()
     jobs = _validate_jobs(cluster, jobs, params)
     if any(s.owner is None for s in cluster.servers):

@@ -48,7 +48,13 @@ def _rel(gain: float, base: float) -> float:
 
 
 def instance_params(ctx: ClaimContext, rng: np.random.Generator, **over: Any) -> dict[str, Any]:
-    """Random micro-instance parameters (2–3 tenants, both worker-count modes)."""
+    """Random micro-instance parameters (2–3 tenants, both worker-count modes).
+
+    :param ctx: the claim's context (run size)
+    :param rng: the draws
+    :param over: parameters to override
+    :returns: :func:`market.astraea.market.make_market` parameters
+    """
     U = int(rng.integers(2, 4))
     p = {
         "workload": "micro",
@@ -104,6 +110,12 @@ def _check_si(w: dict[str, Any]) -> bool:
     "micro instances; violation if g_u < g_u^excl − 1e-9·max(1,|g|) for some tenant.",
 )
 def claim_si(ctx: ClaimContext) -> Measurement:
+    """Claim SI of Astraea: Batch sharing incentive (§4.1, abstract): the performance of each tenant in the shared
+    cluster is at least the same as in its exclusive cluster partition.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(10, 120), (TOY_ELASTIC, TOY_FIXED))
     viol = pairs = ok_pairs = 0
     worst, witness = 0.0, None
@@ -165,6 +177,12 @@ def _kw(params: dict[str, float]) -> dict[str, Any]:
     "gains > 1e-7·max(1,|g_u|). Worked example (fixed) then random micro instances, every tenant.",
 )
 def claim_sp(ctx: ClaimContext) -> Measurement:
+    """Claim SP of Astraea: Strategy-proofness (Theorem 4): tenants cannot make more profits by lying about their
+    resource demands.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(3, 25), (TOY_FIXED,))
     cfg = _tenant_config(ctx.size)
     viol, worst, witness = 0, 0.0, None
@@ -236,6 +254,12 @@ def _check_job(w: dict[str, Any]) -> bool:
     "completion on the decided schedule minus payment; income is tenant-level and not counted).",
 )
 def claim_sp_job(ctx: ClaimContext) -> Measurement:
+    """Claim SP-job of Astraea: Strategy-proofness per job (Theorem 4 read per report): a job's owner cannot gain by
+    misreporting the job's utility, size or arrival.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(4, 25))
     cfg = AuditConfig(n_grid=ctx.pick(3, 6), n_joint=ctx.pick(4, 16), refine_starts=0, probes=False)
     viol, worst, witness = 0, 0.0, None
@@ -267,6 +291,12 @@ def claim_sp_job(ctx: ClaimContext) -> Measurement:
     "seen as a deviation).",
 )
 def claim_sp_ext(ctx: ClaimContext) -> Measurement:
+    """Claim SP-ext of Astraea: Framework extension of SP (outside the paper's scope): a tenant gains nothing by
+    withholding jobs or by leaving the coalition for its exclusive partition.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(3, 25), (TOY_ELASTIC,))
     cfg = AuditConfig(n_grid=ctx.pick(3, 8), n_joint=0, refine_starts=0, probes=True)
     viol, worst, witness = 0, 0.0, None
@@ -310,6 +340,12 @@ def _check_deviation(w: dict[str, Any]) -> bool:
     "Details: share of admitted jobs whose REALISED true utility (arrival clock) minus payment is < 0.",
 )
 def claim_ir(ctx: ClaimContext) -> Measurement:
+    """Claim IR of Astraea: Admission control / individual rationality (Eq. 7, Fig. 12, claim 16): every admitted job's
+    ideal revenue exceeds its posted cost (μ_j > 0).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED, TOY_ELASTIC))
     viol, worst, admitted, neg = 0, 0.0, 0, 0
     witness = None
@@ -366,6 +402,11 @@ def _free_rides(m: AstraeaMarket, d: Decision) -> tuple[int, int, float]:
     "> 0. Violation = such a slot with no positive transfer (e.g. a zero posted price at an empty slot).",
 )
 def claim_nfr(ctx: ClaimContext) -> Measurement:
+    """Claim NFR of Astraea: No free-riding (§1 goal): tenants cannot use the idle resources of others for free.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
     viol, slots, free = 0, 0, 0
     transfer = 0.0
@@ -412,7 +453,12 @@ def pareto_moves(m: AstraeaMarket, decisions: list[Decision]) -> list[dict[str, 
     """Pareto improvements of a truthful outcome that move no other job (spec claim 15): drop an
     admitted job whose TRUE realised utility is negative (its owner keeps its transfers), or insert
     a never-admitted job centralized into capacity idle in the realised schedule (free), when its
-    true utility there is positive. Each move raises one tenant's g and lowers nobody's."""
+    true utility there is positive. Each move raises one tenant's g and lowers nobody's.
+
+    :param m: the market
+    :param decisions: the truthful run's decisions
+    :returns: the moves found
+    """
     by_id = decisions_by_id(decisions)
     moves: list[dict[str, Any]] = []
     free_w, free_p = _occupancy(m, decisions)
@@ -475,6 +521,12 @@ def _check_pareto(w: dict[str, Any]) -> bool:
     "g by > 1e-9·max(1,|gain|); effect = largest improvement relative to max(1,|R|).",
 )
 def claim_pe(ctx: ClaimContext) -> Measurement:
+    """Claim PE of Astraea: Pareto efficiency (Theorem 5): no tenant can gain more without reducing the income of
+    others.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(10, 120), (TOY_FIXED, TOY_ELASTIC))
     viol, worst, witness = 0, 0.0, None
     kinds = {"drop": 0, "insert": 0}
@@ -502,7 +554,15 @@ def claim_pe(ctx: ClaimContext) -> Measurement:
 def eq2_incomes(unused_w: Any, unused_p: Any, cost_w: Any, cost_p: Any) -> np.ndarray:
     """Astraea Eq. (2) written out slot by slot, independently of :mod:`market.income`:
     ``rho^u = sum_t unused_w^u(t) / a_w(t) * c_w(t) + unused_p^u(t) / a_p(t) * c_p(t)`` (currency);
-    ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises."""
+    ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises.
+
+    :param unused_w: (U, d) unused worker quota per tenant and slot
+    :param unused_p: (U, d) unused PS quota
+    :param cost_w: (d,) worker cost per slot, currency
+    :param cost_p: (d,) PS cost per slot, currency
+    :returns: (U,) incomes, currency
+    :raises InputError: a slot with a cost and no unused pool
+    """
     uw, up = np.asarray(unused_w, float), np.asarray(unused_p, float)
     cw, cp = np.asarray(cost_w, float), np.asarray(cost_p, float)
     out = [0.0] * uw.shape[0]
@@ -562,6 +622,12 @@ def _eq2_error(m: AstraeaMarket, decs: Sequence[Decision], d: Decision) -> tuple
     "payment); violation if they differ by > 1e-9·max(1, payment) or a zero-contribution tenant is paid.",
 )
 def claim_gayc(ctx: ClaimContext) -> Measurement:
+    """Claim GAYC of Astraea: Gain-as-you-contribute fairness (Eq. 2): each tenant's income from a pooled job at slot t
+    is the job's cost times the tenant's share of the unused quota; a tenant with no unused quota receives nothing.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300), (TOY_FIXED,))
     viol, worst, jobs = 0, 0.0, 0
     witness = None
@@ -596,6 +662,12 @@ def _check_gayc(w: dict[str, Any]) -> bool:
     "payment| and per run |Σ g_u − R| against 1e-9·max(1, value).",
 )
 def claim_bb(ctx: ClaimContext) -> Measurement:
+    """Claim BB of Astraea: Budget balance (§2.9, claim 11): incomes sum to the payments for every pooled job, and Σ_u
+    g_u = R.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.pick(20, 300))
     viol, worst = 0, 0.0
     witness = None
@@ -662,6 +734,12 @@ def _opt_pairs(ctx: ClaimContext, utility: str) -> list[dict[str, Any]]:
     "micro instances are far smaller than the paper's (5–15 jobs, 5–45 servers).",
 )
 def claim_ratio(ctx: ClaimContext) -> Measurement:
+    """Claim RATIO of Astraea: Practical performance ratio (§1, Fig. 5): Astraea's collective revenue is > 0.6 of the
+    offline optimum.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     rows = _opt_pairs(ctx, "linear") + _opt_pairs(ctx, "convex")
     ratios = []
     viol, worst, witness = 0, math.inf, None
@@ -698,6 +776,12 @@ def _check_ratio(w: dict[str, Any]) -> bool:
     "evaluated with the arrival revenue clock (the theorem is written for the absolute clock t⁺).",
 )
 def claim_t1(ctx: ClaimContext) -> Measurement:
+    """Claim T1 of Astraea: Performance guarantee (Theorem 1): OPT − R_ALG ≤ gap_bound for linear utilities, R_ALG /
+    OPT ≥ ratio_bound for convex utilities.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     viol, n = 0, 0
     slack: list[float] = []
     witness = None

@@ -105,7 +105,12 @@ DEFAULTS: dict[str, Any] = {
 @dataclass(frozen=True)
 class AstraeaBid:
     """One job report: ``job_id`` (int, unique), submission slot ``arrival`` = ceil(spec.arrival)
-    and the reported :class:`JobSpec` (``spec.owner`` is the tenant)."""
+    and the reported :class:`JobSpec` (``spec.owner`` is the tenant).
+
+    :param job_id: the bid (unique)
+    :param arrival: submission slot
+    :param spec: the reported job
+    """
 
     job_id: int
     arrival: int
@@ -368,7 +373,16 @@ class _BatchBaseline(OnlineMechanism):
 
 @dataclass
 class AstraeaMarket:
-    """One Astraea instance: cluster (tenants, quotas, owners), true jobs, frozen θ and parameters."""
+    """One Astraea instance: cluster (tenants, quotas, owners), true jobs, frozen θ and parameters.
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the true jobs
+    :param params: parameters with θ frozen (``theta_mode="given"``)
+    :param settings: the market's build settings (e.g. baseline ``gang_size``)
+    :param info: how the workload was built
+    :param paper: the paper key
+    :raises InputError: θ not frozen, an arrival at or after the horizon
+    """
 
     cluster: Cluster
     jobs: list[JobSpec]
@@ -396,12 +410,22 @@ class AstraeaMarket:
         ]
 
     def tenant_of(self, bid: AstraeaBid) -> int:
-        """The tenant owning ``bid``."""
+        """The tenant owning ``bid``.
+
+        :param bid: a bid
+        :returns: its tenant uid
+        """
         return int(bid.tenant)
 
     def tenant_reports(self, tenant: int, params: Mapping[str, float]) -> list[AstraeaBid]:
         """``tenant``'s reports under a tenant-level strategy (:func:`tenant_reports`:
-        ``value_scale``, ``size_scale``, ``arrival_delay`` (h), ``hide_workers``, ``withhold``)."""
+        ``value_scale``, ``size_scale``, ``arrival_delay`` (h), ``hide_workers``, ``withhold``).
+
+        :param tenant: the tenant uid
+        :param params: strategy parameter -> value
+        :returns: its bids
+        :raises InputError: an unknown strategy parameter
+        """
         allowed = {"value_scale", "size_scale", "arrival_delay", "hide_workers", "withhold"}
         for k in params:
             if k not in allowed:
@@ -417,14 +441,23 @@ class AstraeaMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
-        """A fresh mechanism (none of them is randomised with the default job order; ``rng`` unused)."""
+        """A fresh mechanism (none of them is randomised with the default job order; ``rng`` unused).
+
+        :param name: one of :meth:`mechanisms`
+        :param rng: the generator of randomised mechanisms' draws
+        :returns: a fresh mechanism on this instance
+        """
         check_choice("mechanism", name, MECHANISMS)
         if name == "astraea":
             return _AstraeaAuction(self)
         return _BatchBaseline(self, name)
 
     def dimensions(self, bid: AstraeaBid) -> list[Dimension]:
-        """value_scale (utility × factor), size_scale (epochs × factor, reported work), arrival_delay (h)."""
+        """value_scale (utility × factor), size_scale (epochs × factor, reported work), arrival_delay (h).
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         return [
             Dimension("value_scale", "factor", 0.25, 4.0),
             Dimension("size_scale", "factor", 0.5, 2.0),
@@ -432,7 +465,13 @@ class AstraeaMarket:
         ]
 
     def misreport(self, bid: AstraeaBid, params: Mapping[str, float]) -> AstraeaBid:
-        """``bid`` with the named parameters misreported; truthful values leave the job unchanged."""
+        """``bid`` with the named parameters misreported; truthful values leave the job unchanged.
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         known = {d.name: d for d in self.dimensions(bid)}
         for k in params:
             if k not in known:
@@ -447,13 +486,23 @@ class AstraeaMarket:
 
     def true_surplus(self, bid: AstraeaBid, report: AstraeaBid, decision: Decision | None) -> float:
         """Job level: true utility at the true completion on the decided schedule minus the payment
-        (the tenant's Eq. (2) income is tenant-level: :meth:`tenant_revenue`)."""
+        (the tenant's Eq. (2) income is tenant-level: :meth:`tenant_revenue`).
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        """
         pay = 0.0 if decision is None else float(decision.payment)
         return self.true_value(bid, report, decision) - pay
 
     # ------------------------------------------------------------------ true outcomes
     def truth(self, report: AstraeaBid) -> AstraeaBid | None:
-        """The true bid behind ``report`` (``None`` for a phantom job)."""
+        """The true bid behind ``report`` (``None`` for a phantom job).
+
+        :param report: a report
+        :returns: the true bid, or ``None``
+        """
         if report.phantom:
             return None
         return self._true.get(int(report.job_id), report)
@@ -465,7 +514,13 @@ class AstraeaMarket:
         ``t_start`` for at most the reserved ``d`` slots. Slot simulations (Gandiva_fair, HiveD) stop
         a job when its reported work is done: it truly completes iff the reported work at the true /
         reported speed ratio covers the true work, at the simulated completion (an upper bound when
-        the report overstates the work)."""
+        the report overstates the work).
+
+        :param bid: the true bid
+        :param report: the report decided
+        :param decision: its decision, or ``None``
+        :returns: the slot, or ``None``
+        """
         if decision is None or not decision.admitted or decision.completion is None:
             return None
         true, rep = bid.spec, report.spec
@@ -482,7 +537,13 @@ class AstraeaMarket:
 
     def true_value(self, bid: AstraeaBid | None, report: AstraeaBid, decision: Decision | None) -> float:
         """f_j(X_j) with the true utility, true arrival and true completion (0 if not completed; 0 for
-        a phantom job, which has no true value)."""
+        a phantom job, which has no true value).
+
+        :param bid: the true bid, or ``None`` (phantom)
+        :param report: the report decided
+        :param decision: its decision, or ``None``
+        :returns: the value, currency
+        """
         if bid is None or bid.phantom:
             return 0.0
         t = self.true_completion(bid, report, decision)
@@ -495,7 +556,12 @@ class AstraeaMarket:
     def tenant_parts(self, decisions: Sequence[Decision], reports: Sequence[AstraeaBid]) -> dict[str, np.ndarray]:
         """Per tenant (cluster order): ``value`` (true utilities of its jobs), ``payments``,
         ``income`` (Eq. 2, self-income included), ``revenue`` g_u = value − payments + income,
-        ``jobs``, ``admitted``, ``gpu_slots`` and ``own_slots`` (pass-1 / own-partition GPU-slots)."""
+        ``jobs``, ``admitted``, ``gpu_slots`` and ``own_slots`` (pass-1 / own-partition GPU-slots).
+
+        :param decisions: the run's decisions
+        :param reports: the bids of the run
+        :returns: part name -> (U,) array
+        """
         U = len(self.cluster.tenants)
         idx = {t.uid: i for i, t in enumerate(self.cluster.tenants)}
         by_id = decisions_by_id(decisions)
@@ -520,12 +586,21 @@ class AstraeaMarket:
         return out
 
     def tenant_revenue(self, decisions: Sequence[Decision], reports: Sequence[AstraeaBid]) -> dict[int, float]:
-        """``{uid: g_u}`` (TRUE values; see :meth:`tenant_parts`)."""
+        """``{uid: g_u}`` (TRUE values; see :meth:`tenant_parts`).
+
+        :param decisions: the run's decisions
+        :param reports: the bids of the run
+        :returns: uid -> g_u, currency
+        """
         g = self.tenant_parts(decisions, reports)["revenue"]
         return {t.uid: float(g[i]) for i, t in enumerate(self.cluster.tenants)}
 
     def exclusive_revenue(self, reports: Sequence[AstraeaBid]) -> dict[int, float]:
-        """g_u of every tenant alone on its exclusive quota partition with the same reports (cached)."""
+        """g_u of every tenant alone on its exclusive quota partition with the same reports (cached).
+
+        :param reports: the bids of the run
+        :returns: uid -> g_u alone
+        """
         key = repr(sorted(reports, key=lambda r: r.job_id))
         if key not in self._excl_cache:
             mech = self.mechanism("exclusive", np.random.default_rng(0))
@@ -534,7 +609,12 @@ class AstraeaMarket:
 
     def income_division(self, decisions: Sequence[Decision], rule: str) -> np.ndarray:
         """(U,) incomes of the run's pooled purchases divided by ``rule`` ("eq2" as paid, "equal",
-        "shapley"; :func:`market.astraea.accounting.divide_purchases`, sampled Shapley seeded 0)."""
+        "shapley"; :func:`market.astraea.accounting.divide_purchases`, sampled Shapley seeded 0).
+
+        :param decisions: the run's decisions
+        :param rule: ``eq2``, ``equal`` or ``shapley``
+        :returns: (U,) incomes, currency
+        """
         purchases = [
             PooledPurchase(
                 float(d.payment),
@@ -562,7 +642,12 @@ class AstraeaMarket:
         min r, completed), ``revenue_per_job`` (R / N, Table 2), ``income`` (Eq. 2 total),
         ``budget_residual`` (Σ incomes − Σ payments), ``alpha_variance`` (population variance of α_u,
         NaN when R ≤ 0), ``si_gap`` (min over tenants of g_u − g_u^exclusive) and ``si_fraction``
-        (share of tenants with g_u ≥ g_u^exclusive)."""
+        (share of tenants with g_u ≥ g_u^exclusive).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        """
         by_id = decisions_by_id(decisions)
         real = [r for r in reports if not r.phantom]
         n = len(real)
@@ -613,7 +698,12 @@ class AstraeaMarket:
         fairness ratio ``alpha`` (NaN when R ≤ 0),
         ``si_gap`` (g_u − g_u on its exclusive partition) and ``own_quota_utilisation`` (GPU-slots of
         its own-quota jobs — Astraea pass 1, BatchSche/exclusive all — over q_w^u·T; for the slot
-        baselines all its GPU-slots, which may exceed its quota)."""
+        baselines all its GPU-slots, which may exceed its quota).
+
+        :param decisions: the run's decisions
+        :param reports: the bids of the run
+        :returns: one dict per tenant
+        """
         parts = self.tenant_parts(decisions, reports)
         qw, qp = self._shares()
         a, _ = alpha_from_revenue(parts["revenue"], qw, qp)
@@ -787,7 +877,13 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> AstraeaMarket:
     """Build one Astraea instance from study parameters (see :data:`DEFAULTS`; unknown or invalid
-    keys raise :class:`InputError` naming the key); all randomness from ``rng``."""
+    keys raise :class:`InputError` naming the key); all randomness from ``rng``.
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator")
     p = _validate(params)

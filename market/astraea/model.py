@@ -37,21 +37,38 @@ AstraeaUtility = LinearUtility | ConvexUtility
 
 
 def linear_utility(k: float, g: float) -> LinearUtility:
-    """``f(x) = k x + g`` (k < 0, g > 0; value per job, x in hours), never clipped at 0."""
+    """``f(x) = k x + g`` (k < 0, g > 0; value per job, x in hours), never clipped at 0.
+
+    :param k: slope per hour, < 0
+    :param g: intercept, > 0
+    :returns: the utility
+    :raises InputError: ``k >= 0``
+    """
     if check_finite("LinearUtility.k", k) >= 0:
         raise InputError("LinearUtility.k", k, "must be < 0")
     return LinearUtility(k, g, floor_at_zero=False)
 
 
 def convex_utility(e: float, kappa: float) -> ConvexUtility:
-    """``f(x) = (e / x) ** kappa`` (e, kappa > 0; x in hours)."""
+    """``f(x) = (e / x) ** kappa`` (e, kappa > 0; x in hours).
+
+    :param e: scale, > 0
+    :param kappa: exponent, > 0
+    :returns: the utility
+    """
     return ConvexUtility(e, kappa)
 
 
 @dataclass(frozen=True)
 class Server:
     """A machine: ``n_workers`` GPUs (C_sw) and ``n_ps`` parameter-server slots (C_sp);
-    ``owner`` is the tenant (VC) owning it, used only by the baselines and exclusive runs."""
+    ``owner`` is the tenant (VC) owning it, used only by the baselines and exclusive runs.
+
+    :param sid: the server, >= 0
+    :param n_workers: GPUs C_sw
+    :param n_ps: PS slots C_sp
+    :param owner: the owning tenant, or ``None``
+    """
 
     sid: int
     n_workers: int
@@ -68,7 +85,12 @@ class Server:
 
 @dataclass(frozen=True)
 class Tenant:
-    """A tenant ``uid`` with a quota of ``quota_workers`` GPUs and ``quota_ps`` PS slots (counts)."""
+    """A tenant ``uid`` with a quota of ``quota_workers`` GPUs and ``quota_ps`` PS slots (counts).
+
+    :param uid: the tenant
+    :param quota_workers: its GPU quota
+    :param quota_ps: its PS quota
+    """
 
     uid: int
     quota_workers: int
@@ -84,7 +106,13 @@ class Tenant:
 class Cluster:
     """Servers, tenants and the cluster-wide bandwidth reserved per worker / per PS (Mbit/s).
 
-    Quotas must sum to the capacities (spec §2.2)."""
+    Quotas must sum to the capacities (spec §2.2).
+
+    :param servers: the servers, sids 0..S-1
+    :param tenants: the tenants (unique uids)
+    :param bw_worker_mbps: bandwidth per worker, Mbit/s
+    :param bw_ps_mbps: bandwidth per PS, Mbit/s
+    """
 
     servers: tuple[Server, ...]
     tenants: tuple[Tenant, ...]
@@ -136,6 +164,12 @@ class Cluster:
         return tuple(t.uid for t in self.tenants)
 
     def tenant_index(self, uid: int) -> int:
+        """The position of tenant ``uid`` in :attr:`tenants`.
+
+        :param uid: the tenant
+        :returns: its index
+        :raises InputError: an unknown uid
+        """
         for i, t in enumerate(self.tenants):
             if t.uid == uid:
                 return i
@@ -143,7 +177,14 @@ class Cluster:
 
     @staticmethod
     def from_owners(servers: tuple[Server, ...] | list[Server], bw_worker_mbps: float, bw_ps_mbps: float) -> Cluster:
-        """A cluster whose quotas are the owned capacities (q_w^u = Σ owned GPUs, q_p^u = Σ owned PS)."""
+        """A cluster whose quotas are the owned capacities (q_w^u = Σ owned GPUs, q_p^u = Σ owned PS).
+
+        :param servers: servers with owners
+        :param bw_worker_mbps: bandwidth per worker, Mbit/s
+        :param bw_ps_mbps: bandwidth per PS, Mbit/s
+        :returns: the cluster
+        :raises InputError: a server without an owner
+        """
         servers = tuple(servers)
         owners = sorted({s.owner for s in servers if s.owner is not None})
         if any(s.owner is None for s in servers):
@@ -167,6 +208,20 @@ class JobSpec:
     ``m_hours`` hours per mini-batch on one worker; ``G_ms`` PS update time per mini-batch (ms);
     ``eps_MB`` gradient size (MB); ``utility`` f of elapsed hours (linear with k < 0, unclipped, or
     convex). The overrides fix the per-worker speeds in mini-batches per hour (fixtures only).
+
+    :param jid: the job (non-empty)
+    :param owner: its tenant uid
+    :param arrival: r_j, hours >= 0
+    :param epochs: E, >= 1
+    :param chunks: D (the worker cap), >= 1
+    :param minibatches_per_chunk: M, >= 1
+    :param m_hours: hours per mini-batch on one worker, > 0
+    :param G_ms: PS update time per mini-batch, ms
+    :param eps_MB: gradient size, MB
+    :param utility: f of elapsed hours
+    :param gpu_request: the trace's GPU count, or ``None``
+    :param n_central_override: centralized speed, mini-batches per hour (fixtures)
+    :param n_distributed_override: distributed speed, mini-batches per hour (fixtures)
     """
 
     jid: str
@@ -222,7 +277,11 @@ class JobSpec:
         return self.epochs * self.chunks * self.minibatches_per_chunk
 
     def with_(self, **changes: object) -> JobSpec:
-        """A copy with fields replaced (misreports)."""
+        """A copy with fields replaced (misreports).
+
+        :param changes: field -> value
+        :returns: the copy
+        """
         return replace(self, **changes)
 
 
@@ -232,7 +291,31 @@ Mode = Literal["elastic", "fixed"]
 @dataclass(frozen=True)
 class AstraeaParams:
     """Parameters of spec §2.11 plus ``search_impl`` ("fast" vectorised BEST_SCHEDULE or the
-    straightforward "reference" loop; both give identical decisions)."""
+    straightforward "reference" loop; both give identical decisions).
+
+    :param lam: rounds per batch λ, >= 1
+    :param theta_mode: ``rule`` (A9) or ``given``
+    :param theta_w: worker price base > 1 (``given``)
+    :param theta_p: PS price base > 1 (``given``)
+    :param theta_scale: multiplies θ − 1, > 0
+    :param worker_count_mode: ``elastic`` or ``fixed`` worker counts
+    :param worker_cap_source: W_j from ``data_chunks`` or ``trace_gpus``
+    :param admission_time_origin: clock of the admission value, ``round_start`` or ``arrival``
+    :param revenue_time_origin: clock of the realised utility, ``arrival``, ``round_start`` or ``absolute``
+    :param pass1_pricing: ``posted`` or ``zero`` (ablation) prices in pass 1
+    :param pass2_charge: ``full_eq2`` or ``beyond_quota`` (§2.9)
+    :param mincostc_pricing: ``per_slot`` or ``start_slot`` (§2.7)
+    :param centralized_choice: ``least_loaded_round``, ``best_fit`` or ``lowest_index`` (A2)
+    :param mincostd_retry: try the next candidate (A3)
+    :param job_order: ``arrival_owner_id`` or ``random``
+    :param seed: the seed of ``job_order="random"``
+    :param horizon_T: last slot simulated
+    :param self_income_in_g: count self-income in g_u (§2.10)
+    :param tol_admit: admit iff μ exceeds it
+    :param enable_pass2: run the pooled pass (False: BatchSche's core)
+    :param sigma_log_base: log base inside σ (``theoretical_lambda`` only)
+    :param search_impl: ``fast`` or ``reference``
+    """
 
     lam: int = 2
     theta_mode: str = "rule"
@@ -295,6 +378,11 @@ class AstraeaParams:
         check_choice("AstraeaParams.search_impl", self.search_impl, ("fast", "reference"))
 
     def with_(self, **changes: object) -> AstraeaParams:
+        """A copy with fields replaced.
+
+        :param changes: field -> value
+        :returns: the parameters
+        """
         return replace(self, **changes)
 
 

@@ -26,7 +26,13 @@ __all__ = ["OptResult", "opt_exact"]
 @dataclass(frozen=True)
 class OptResult:
     """Optimal collective revenue and the chosen configuration per admitted job
-    (jid → (t_start, t_end, D_w, centralized))."""
+    (jid → (t_start, t_end, D_w, centralized)).
+
+    :param value: optimal collective revenue, currency
+    :param chosen: jid -> (t_start, t_end, D_w, centralized)
+    :param status: the solver status
+    :param mip_gap: the relative MIP gap
+    """
 
     value: float
     chosen: dict[str, tuple[int, int, int, bool]]
@@ -41,7 +47,16 @@ def opt_exact(
     horizon: int,
     time_limit: float = 60.0,
 ) -> OptResult:
-    """OPT-exact of spec B4 on slots 1..``horizon``."""
+    """OPT-exact of spec B4 on slots 1..``horizon``.
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: the jobs
+    :param params: Astraea's parameters (λ, θ, worker mode; default :class:`AstraeaParams`)
+    :param horizon: slots 1..horizon
+    :param time_limit: seconds for the MILP
+    :returns: the optimum
+    :raises InputError: an instance too large for the exact MILP
+    """
     T = check_int("horizon", horizon, minimum=1)
     check_positive("time_limit", time_limit)
     if len(jobs) > 8 or len(cluster.servers) > 8 or T > 64:

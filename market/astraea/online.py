@@ -40,6 +40,22 @@ class JobOutcome:
     ``slot_cost_w`` / ``slot_cost_p`` (d,) are c_jw(t), c_jp(t) (currency) over the job's slots;
     ``unused_w`` / ``unused_p`` (U, d) the frozen post-pass-1 unused quota (pass-2 jobs only);
     ``income`` (U,) what each tenant receives from this job (zeros for pass-1 jobs).
+
+    :param jid: the job
+    :param owner: its tenant uid
+    :param uidx: its tenant's index
+    :param batch: the batch
+    :param round: the round
+    :param pass_: 1 (own quota) or 2 (pooled)
+    :param window: the round's slot window
+    :param sched: the chosen schedule
+    :param mu: its payoff, currency
+    :param payment: what it paid, currency
+    :param slot_cost_w: (d,) worker cost per slot
+    :param slot_cost_p: (d,) PS cost per slot
+    :param unused_w: (U, d) unused worker quota (pass 2), or ``None``
+    :param unused_p: (U, d) unused PS quota, or ``None``
+    :param income: (U,) what each tenant receives from it
     """
 
     jid: str
@@ -77,7 +93,18 @@ class JobOutcome:
 
 @dataclass(frozen=True)
 class RoundLog:
-    """Per-round log (spec §8.5): window, pending ids, admissions per pass, pool snapshot, incomes."""
+    """Per-round log (spec §8.5): window, pending ids, admissions per pass, pool snapshot, incomes.
+
+    :param batch: the batch
+    :param round: the round
+    :param window: its slot window
+    :param pending: jids pending
+    :param admitted_pass1: jids admitted in pass 1
+    :param admitted_pass2: jids admitted in pass 2
+    :param a_w: unused worker pool per slot
+    :param a_p: unused PS pool per slot
+    :param income: (U,) incomes of the round
+    """
 
     batch: int
     round: int
@@ -92,7 +119,20 @@ class RoundLog:
 
 @dataclass
 class AstraeaResult:
-    """Outcome of a run: admitted jobs, unscheduled jobs, per-round logs and the frozen θ."""
+    """Outcome of a run: admitted jobs, unscheduled jobs, per-round logs and the frozen θ.
+
+    :param cluster: servers, tenants and quotas
+    :param jobs: every job
+    :param params: the parameters
+    :param theta_w: the worker price base used
+    :param theta_p: the PS price base used
+    :param outcomes: jid -> admitted job's outcome
+    :param unscheduled: jids never admitted
+    :param rounds: per-round logs
+    :param batches_used: batches run
+    :param search_seconds: time in BEST_SCHEDULE, s
+    :param search_calls: BEST_SCHEDULE calls
+    """
 
     cluster: Cluster
     jobs: tuple[JobSpec, ...]
@@ -358,7 +398,13 @@ def _charge(
 
 
 def resolve_theta(cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams) -> tuple[float, float]:
-    """(θ_w, θ_p): given, or the A9 rule on ``jobs`` (then frozen for the run)."""
+    """(θ_w, θ_p): given, or the A9 rule on ``jobs`` (then frozen for the run).
+
+    :param cluster: the cluster
+    :param jobs: the workload's job reports
+    :param params: the mechanism's parameters (``theta_mode``)
+    :returns: ``(theta_w, theta_p)``
+    """
     if params.theta_mode == "given":
         return float(params.theta_w), float(params.theta_p)  # type: ignore[arg-type]
     return theta_rule(cluster, jobs, params)
@@ -373,7 +419,15 @@ def run_astraea(
 ) -> AstraeaResult:
     """Run Astraea on a whole workload (Alg. 1). Jobs are reports; θ is given or from the A9 rule.
 
-    ``search`` replaces BEST_SCHEDULE (instrumentation, e.g. the benchmark's cross-check)."""
+    ``search`` replaces BEST_SCHEDULE (instrumentation, e.g. the benchmark's cross-check).
+
+    :param cluster: the cluster
+    :param jobs: the job reports
+    :param params: the mechanism's parameters; ``None``: :class:`AstraeaParams` defaults
+    :param search: a replacement of BEST_SCHEDULE; ``None``: the mechanism's own
+    :returns: the run's outcomes, round logs and unscheduled jobs
+    :raises InputError: not an Astraea cluster, or invalid jobs
+    """
     params = params or AstraeaParams()
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", cluster, "must be a market.astraea.Cluster")
@@ -415,7 +469,14 @@ def run_astraea(
 def astraea(
     cluster: Cluster, jobs: Sequence[JobSpec], params: AstraeaParams | None = None, **overrides: Any
 ) -> AstraeaResult:
-    """Registered entry point: ``astraea(cluster, jobs, params, **param_overrides) -> AstraeaResult``."""
+    """Registered entry point: ``astraea(cluster, jobs, params, **param_overrides) -> AstraeaResult``.
+
+    :param cluster: the cluster
+    :param jobs: the job reports
+    :param params: the mechanism's parameters; ``None``: defaults
+    :param overrides: parameter fields to replace (``AstraeaParams.with_``)
+    :returns: the run's result (:func:`run_astraea`)
+    """
     params = params or AstraeaParams()
     if overrides:
         params = params.with_(**overrides)
@@ -427,7 +488,14 @@ class AstraeaOnline(OnlineMechanism):
     (JobSpecs with arrival ≤ now) and, when ``now`` = τ_l = 2^l, decides batch l; decisions of
     admitted jobs are returned then, rejections at :meth:`finish`. ``Decision.job_id`` is the
     report's submission index; ``Decision.log["jid"]`` its JobSpec id. θ must be fixed beforehand
-    (``theta_mode="given"`` or ``theta_w``/``theta_p`` arguments)."""
+    (``theta_mode="given"`` or ``theta_w``/``theta_p`` arguments).
+
+    :param cluster: the cluster
+    :param params: the mechanism's parameters (horizon ``T``); ``None``: defaults
+    :param theta_w: the worker price threshold θ_w; ``None``: from ``params`` (``theta_mode="given"``)
+    :param theta_p: the PS price threshold θ_p; ``None``: from ``params``
+    :raises InputError: θ neither given nor fixed in ``params``
+    """
 
     name = "astraea"
 
@@ -450,6 +518,13 @@ class AstraeaOnline(OnlineMechanism):
         self.jobs: dict[str, JobSpec] = {}
 
     def step(self, now: int, new_reports: Sequence[JobSpec]) -> list[Decision]:  # type: ignore[override]
+        """Submit the jobs arriving at slot ``now`` and run the batches that end by it.
+
+        :param now: the slot, never earlier than the last step
+        :param new_reports: the jobs submitted in slot ``now``
+        :returns: the decisions made
+        :raises InputError: a step back in time, a job submitted twice
+        """
         from market.errors import check_int
 
         now = check_int("now", now, minimum=0)

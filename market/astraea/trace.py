@@ -51,7 +51,15 @@ PHILLY_JOBS_PER_HOUR = 82247 / (
 
 @dataclass(frozen=True)
 class TraceJob:
-    """One trace row: submission time, run time (s), GPUs, GPU-seconds and VC id."""
+    """One trace row: submission time, run time (s), GPUs, GPU-seconds and VC id.
+
+    :param submitted: submission time
+    :param duration_s: run time, s
+    :param num_gpus: GPUs
+    :param gpu_time: GPU-seconds
+    :param vc: the virtual cluster
+    :param row: its CSV row
+    """
 
     submitted: datetime
     duration_s: float
@@ -63,7 +71,15 @@ class TraceJob:
 
 @dataclass(frozen=True)
 class WorkloadInfo:
-    """How a workload was built (report it with results): window start, VCs, bandwidths, flags."""
+    """How a workload was built (report it with results): window start, VCs, bandwidths, flags.
+
+    :param source: ``philly`` or ``synthetic``
+    :param window_start: the trace window start, or ``None``
+    :param vcs: the VCs used as tenants
+    :param bw_worker_mbps: bandwidth per worker, Mbit/s
+    :param bw_ps_mbps: bandwidth per PS, Mbit/s
+    :param flags: notes on the build
+    """
 
     source: str
     window_start: str | None
@@ -74,7 +90,12 @@ class WorkloadInfo:
 
 
 def load_philly_csv(path: str | Path) -> list[TraceJob]:
-    """Read a Philly-format CSV; raises :class:`InputError` naming file, row and column on bad data."""
+    """Read a Philly-format CSV; raises :class:`InputError` naming file, row and column on bad data.
+
+    :param path: the CSV
+    :returns: the rows
+    :raises InputError: a missing file, a bad header or value
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("trace file", str(p), "does not exist")
@@ -173,7 +194,18 @@ def philly_workload(
 ) -> tuple[Cluster, list[JobSpec], WorkloadInfo]:
     """Cluster and jobs from a trace window: the ``n_tenants`` VCs with most jobs from ``window_start``
     on, their first ``n_jobs`` submissions (arrival = hours since the window start, ``gpu_request`` =
-    num_gpus), servers by :func:`sample_servers` with VC shares ∝ job counts in the window."""
+    num_gpus), servers by :func:`sample_servers` with VC shares ∝ job counts in the window.
+
+    :param trace: the trace rows
+    :param n_jobs: jobs, >= 1
+    :param n_servers: servers
+    :param n_tenants: tenants (VCs)
+    :param rng: the draws
+    :param window_start: ``YYYY-MM-DD HH:MM:SS``, or ``None`` for the trace start
+    :param utility: ``linear`` or ``convex``
+    :returns: ``(cluster, jobs, info)``
+    :raises InputError: bad counts, rng or window start
+    """
     N = check_int("n_jobs", n_jobs, minimum=1)
     U = check_int("n_tenants", n_tenants, minimum=1)
     if not isinstance(rng, np.random.Generator):
@@ -233,7 +265,17 @@ def synthetic_workload(
 ) -> tuple[Cluster, list[JobSpec], WorkloadInfo]:
     """A Philly-like workload without a trace file: Poisson arrivals at ``jobs_per_hour`` (default the
     Philly source's mean rate, ≈ 31.5/h), tenant shares following the sample's VC job-count profile
-    (geometric tail beyond 12 VCs), GPU requests from the source's num_gpus mix, §5.2 job parameters."""
+    (geometric tail beyond 12 VCs), GPU requests from the source's num_gpus mix, §5.2 job parameters.
+
+    :param n_jobs: jobs, >= 1
+    :param n_servers: servers
+    :param n_tenants: tenants
+    :param rng: the draws
+    :param utility: ``linear`` or ``convex``
+    :param jobs_per_hour: Poisson arrival rate, per hour
+    :returns: ``(cluster, jobs, info)``
+    :raises InputError: bad counts or rng
+    """
     N = check_int("n_jobs", n_jobs, minimum=1)
     U = check_int("n_tenants", n_tenants, minimum=1)
     rate = check_positive("jobs_per_hour", jobs_per_hour)

@@ -31,7 +31,12 @@ class Report(Protocol):
 
 @dataclass(frozen=True)
 class ResourceSpace:
-    """Resource types, e.g. ``("gpu", "cpu", "mem", "disk", "bw")`` with units; ``R = len(names)``."""
+    """Resource types, e.g. ``("gpu", "cpu", "mem", "disk", "bw")`` with units; ``R = len(names)``.
+
+    :param names: the resource names, unique
+    :param units: one unit label per resource, or empty
+    :raises InputError: no names, duplicates, or a units list of another length
+    """
 
     names: tuple[str, ...]
     units: tuple[str, ...] = ()
@@ -49,7 +54,11 @@ class ResourceSpace:
         return len(self.names)
 
     def index(self, name: str) -> int | None:
-        """Position of resource ``name`` or ``None``."""
+        """Position of resource ``name`` or ``None``.
+
+        :param name: a resource name
+        :returns: its index, or ``None`` when absent
+        """
         return self.names.index(name) if name in self.names else None
 
 
@@ -61,6 +70,13 @@ class Schedule:
     the worker / PS pool in slot ``t`` (one pool for PD-ORS: both index the same machines);
     ``modes[t]`` is a placement label (PD-ORS: "colocated", "split", "split-repaired");
     ``completion`` the last slot with workers; ``work_unit`` the DP coarsening (1 = exact).
+
+    :param job_id: the job
+    :param completion: the last slot with workers
+    :param workers: slot -> worker count per server of the worker pool
+    :param ps: slot -> parameter-server count per server of the PS pool
+    :param modes: slot -> placement label
+    :param work_unit: the DP coarsening (1 = exact)
     """
 
     job_id: int
@@ -75,9 +91,19 @@ class Schedule:
         return sorted(self.workers)
 
     def total_workers(self, t: int) -> int:
+        """Workers in slot ``t``.
+
+        :param t: a slot
+        :returns: the count (0 when the job has none then)
+        """
         return int(self.workers[t].sum()) if t in self.workers else 0
 
     def total_ps(self, t: int) -> int:
+        """Parameter servers in slot ``t``.
+
+        :param t: a slot
+        :returns: the count (0 when the job has none then)
+        """
         return int(self.ps[t].sum()) if t in self.ps else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,7 +117,11 @@ class Schedule:
         }
 
     def same_as(self, other: Schedule | None) -> bool:
-        """Exact equality of completion, slots and per-server counts."""
+        """Exact equality of completion, slots and per-server counts.
+
+        :param other: another schedule, or ``None``
+        :returns: ``True`` when identical (``False`` against ``None``)
+        """
         if other is None:
             return False
         return self.to_dict() == other.to_dict()
@@ -105,6 +135,15 @@ class Decision:
     reported surplus (utility at the planned completion minus payment, ``μ``/``λ`` of the papers);
     ``completion`` the planned (posted-price) or realised (baselines) completion slot, ``None`` if
     none; ``utility`` the reported utility earned at that completion (0 when not completed).
+
+    :param job_id: the report's job
+    :param admitted: whether it was admitted
+    :param schedule: its reserved or realised schedule, or ``None``
+    :param payment: what it is charged, currency
+    :param completion: the completion slot, or ``None``
+    :param payoff: the reported surplus, currency
+    :param utility: the reported utility earned, currency
+    :param log: mechanism-specific details (e.g. ``"income"`` of an income division)
     """
 
     job_id: int
@@ -132,7 +171,11 @@ class Decision:
 
 
 class OnlineMechanism(ABC):
-    """Base of every online mechanism: ``step(now, new_reports) -> decisions``; time never goes back."""
+    """Base of every online mechanism: ``step(now, new_reports) -> decisions``; time never goes back.
+
+    :param T: the horizon in slots, >= 1
+    :raises InputError: ``T < 1``
+    """
 
     name: str = "online"
 
@@ -154,14 +197,24 @@ class OnlineMechanism(ABC):
 
     @abstractmethod
     def step(self, now: int, new_reports: Sequence[Report]) -> list[Decision]:
-        """Process slot ``now`` with the reports that arrive in it (processed in job-id order)."""
+        """Process slot ``now`` with the reports that arrive in it (processed in job-id order).
+
+        :param now: the slot, ``0 <= now < T``, never earlier than the last step
+        :param new_reports: the reports arriving in slot ``now``
+        :returns: the decisions made in this slot
+        """
 
     def finish(self) -> list[Decision]:
         """Flush decisions still pending at the end of the horizon (none for posted-price mechanisms)."""
         return []
 
     def run(self, reports: Iterable[Report]) -> list[Decision]:
-        """Feed ``reports`` slot by slot (every slot ``0..T-1``) and return all decisions in job-id order."""
+        """Feed ``reports`` slot by slot (every slot ``0..T-1``) and return all decisions in job-id order.
+
+        :param reports: every report of the run (unique job ids, arrivals in ``[0, T)``)
+        :returns: the decisions, in job-id order
+        :raises InputError: duplicate job ids or an arrival outside the horizon
+        """
         reps = list(reports)
         ids = [int(r.job_id) for r in reps]
         if len(set(ids)) != len(ids):
@@ -183,8 +236,18 @@ class PostedPriceMechanism(OnlineMechanism):
     """An online mechanism that decides each report on arrival (``decide``) and commits it."""
 
     def step(self, now: int, new_reports: Sequence[Report]) -> list[Decision]:
+        """Decide each report arriving in slot ``now`` with :meth:`decide`, in job-id order.
+
+        :param now: the slot, ``0 <= now < T``, never earlier than the last step
+        :param new_reports: the reports arriving in slot ``now``
+        :returns: the decisions made in this slot
+        """
         return [self.decide(r) for r in self._advance(now, new_reports)]
 
     @abstractmethod
     def decide(self, report: Report) -> Decision:
-        """Admit or reject one report, reserve its schedule and update prices."""
+        """Admit or reject one report, reserve its schedule and update prices.
+
+        :param report: the arriving report
+        :returns: its decision
+        """

@@ -38,7 +38,15 @@ RULES = ("fixed-price", "pay-your-bid")
 
 @dataclass(frozen=True)
 class ControlBid:
-    """``units`` of the resource for ``duration`` slots from ``arrival`` on, worth ``value``."""
+    """``units`` of the resource for ``duration`` slots from ``arrival`` on, worth ``value``.
+
+    :param job_id: the bid's id
+    :param arrival: the arrival slot, >= 0
+    :param value: its value, currency, >= 0
+    :param units: resource units per slot, >= 1
+    :param duration: consecutive slots, >= 1
+    :raises InputError: a field out of range
+    """
 
     job_id: int
     arrival: int
@@ -56,7 +64,18 @@ class ControlBid:
 
 
 class ControlAuction(PostedPriceMechanism):
-    """The control mechanisms (``rule`` in :data:`RULES`) over ``T`` slots of ``capacity`` units."""
+    """The control mechanisms (``rule`` in :data:`RULES`) over ``T`` slots of ``capacity`` units.
+
+    A bid is admitted at the earliest start with ``units`` free for ``duration`` slots when its
+    value exceeds the posted cost ``price * units * duration``; ``"fixed-price"`` charges that cost,
+    ``"pay-your-bid"`` the reported value.
+
+    :param T: the horizon in slots
+    :param capacity: units per slot, >= 1
+    :param price: the posted price per unit-slot, > 0
+    :param rule: ``"fixed-price"`` or ``"pay-your-bid"``
+    :raises InputError: an unknown rule or a parameter out of range
+    """
 
     def __init__(self, T: int, capacity: int, price: float, rule: str = "fixed-price") -> None:
         super().__init__(T)
@@ -69,6 +88,11 @@ class ControlAuction(PostedPriceMechanism):
         self.used = np.zeros(self.T, dtype=np.int64)
 
     def decide(self, report: ControlBid) -> Decision:
+        """Admit ``report`` at its earliest feasible start if its value exceeds the posted cost.
+
+        :param report: the arriving bid
+        :returns: its decision (payment by the rule)
+        """
         d, u = int(report.duration), int(report.units)
         cost = self.price * u * d
         start = None
@@ -105,7 +129,14 @@ register("pay-your-bid", "auction", "Control: posted reserve, winner pays its bi
 
 @dataclass
 class ControlMarket:
-    """An :class:`~market.auction.market.AuctionMarket` of the control auctions."""
+    """An :class:`~market.auction.market.AuctionMarket` of the control auctions.
+
+    :param T: the horizon in slots
+    :param capacity: units per slot
+    :param price: the posted price per unit-slot
+    :param true_bids: the TRUE bids
+    :param paper: the plugin key
+    """
 
     T: int
     capacity: int
@@ -120,9 +151,20 @@ class ControlMarket:
         return RULES
 
     def mechanism(self, name: str, rng: np.random.Generator) -> ControlAuction:
+        """A fresh control auction (deterministic: ``rng`` is not used).
+
+        :param name: ``"fixed-price"`` or ``"pay-your-bid"``
+        :param rng: unused
+        :returns: the auction
+        """
         return ControlAuction(self.T, self.capacity, self.price, name)
 
     def dimensions(self, bid: ControlBid) -> list[Dimension]:
+        """Value scale (0.1..4), units and duration (1..twice the truth) and arrival delay (0..5).
+
+        :param bid: a TRUE bid
+        :returns: its dimensions
+        """
         return [
             Dimension("value_scale", lower=0.1, upper=4.0),
             Dimension("units", kind="value", lower=1, upper=2 * bid.units, truth=bid.units, integer=True),
@@ -131,6 +173,13 @@ class ControlMarket:
         ]
 
     def misreport(self, bid: ControlBid, params: Mapping[str, float]) -> ControlBid:
+        """``bid`` with its value scaled, units and duration replaced and arrival delayed (capped at T - 1).
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: an unknown parameter or a negative delay
+        """
         allowed = {"value_scale", "units", "duration", "arrival_delay"}
         for k in params:
             if k not in allowed:
@@ -147,12 +196,25 @@ class ControlMarket:
         )
 
     def true_surplus(self, bid: ControlBid, report: ControlBid, decision: Decision | None) -> float:
+        """The value (if the reported bundle covers the true one) minus the payment; 0 if not admitted.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: its decision, or ``None``
+        :returns: the TRUE surplus, currency
+        """
         if decision is None or not decision.admitted:
             return 0.0
         done = report.units >= bid.units and report.duration >= bid.duration
         return (bid.value if done else 0.0) - float(decision.payment)
 
     def metrics(self, decisions: Sequence[Decision], reports: Sequence[ControlBid]) -> dict[str, float]:
+        """``welfare``, ``revenue``, ``utility``, ``admission_rate``, ``utilisation``, ``mean_jct`` (TRUE types).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value
+        """
         truth = {b.job_id: b for b in self.true_bids}
         rep = {r.job_id: r for r in reports}
         adm = [d for d in decisions if d.admitted]
@@ -180,7 +242,13 @@ _KEYS = {"jobs", "T", "capacity", "price", "value_low", "value_high", "max_units
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ControlMarket:
     """Random control instance: ``jobs`` bids over ``T`` slots, arrivals uniform, sizes uniform in
     ``1..max_units`` × ``1..max_duration``, value per unit-slot uniform in ``[value_low, value_high]``
-    (defaults 20 jobs, T 20, capacity 4, price 1, values 0.5..2, 3 units, 4 slots)."""
+    (defaults 20 jobs, T 20, capacity 4, price 1, values 0.5..2, 3 units, 4 slots).
+
+    :param params: study parameters (the keys above); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     for k in params:
         if k not in _KEYS:
             raise InputError(f"control parameter {k}", params[k], f"is not one of {sorted(_KEYS)}")

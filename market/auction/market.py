@@ -51,30 +51,60 @@ class AuctionMarket(Protocol):
         ...
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
-        """A fresh mechanism ``name`` on this instance (randomised baselines draw from ``rng``)."""
+        """A fresh mechanism ``name`` on this instance (randomised baselines draw from ``rng``).
+
+        :param name: one of :meth:`mechanisms`
+        :param rng: the generator of randomised mechanisms' draws
+        :returns: the mechanism, ready to run
+        """
         ...
 
     def dimensions(self, bid: Report) -> Sequence[Any]:
-        """The misreportable parameters of ``bid`` (``market.audit.target.Dimension`` objects)."""
+        """The misreportable parameters of ``bid`` (``market.audit.target.Dimension`` objects).
+
+        :param bid: a TRUE bid
+        :returns: its dimensions
+        """
         ...
 
     def misreport(self, bid: Report, params: Mapping[str, float]) -> Report:
-        """``bid`` reported with ``params`` (``{dimension name: value}``; missing names are truthful)."""
+        """``bid`` reported with ``params`` (``{dimension name: value}``; missing names are truthful).
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value
+        :returns: the report
+        """
         ...
 
     def true_surplus(self, bid: Report, report: Report, decision: Decision | None) -> float:
-        """TRUE surplus of the bidder whose truth is ``bid`` and who reported ``report``."""
+        """TRUE surplus of the bidder whose truth is ``bid`` and who reported ``report``.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None`` (never decided)
+        :returns: true utility realised minus payment, currency
+        """
         ...
 
     def metrics(self, decisions: Sequence[Decision], reports: Sequence[Report]) -> dict[str, float]:
         """Run metrics with TRUE types: at least ``welfare`` (sum of true utilities realised),
         ``revenue`` (payments), ``utility`` (welfare − revenue), ``admission_rate``,
-        ``utilisation`` (fraction of capacity-slots used) and ``mean_jct`` (slots, admitted jobs)."""
+        ``utilisation`` (fraction of capacity-slots used) and ``mean_jct`` (slots, admitted jobs).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value
+        """
         ...
 
 
 def decisions_by_id(decisions: Sequence[Decision]) -> dict[int, Decision]:
-    """``{job_id: decision}``; a job decided twice is an error of the mechanism."""
+    """``{job_id: decision}``; a job decided twice is an error of the mechanism.
+
+    :param decisions: a run's decisions
+    :returns: job id -> decision
+    :raises InputError: a job decided twice
+    """
     out: dict[int, Decision] = {}
     for d in decisions:
         if int(d.job_id) in out:
@@ -88,7 +118,15 @@ def run_market(
 ) -> list[Decision]:
     """Replay ``reports`` (default: the true bids) through a fresh mechanism ``name``; decisions in
     job-id order. ``seed`` fixes a randomised mechanism's draws, so two replays that differ in one
-    report differ only through that report."""
+    report differ only through that report.
+
+    :param market: the instance
+    :param name: one of ``market.mechanisms()``
+    :param reports: the reports to replay; ``None``: the TRUE bids
+    :param seed: an int seed or a generator of the mechanism's draws
+    :returns: the decisions, in job-id order
+    :raises InputError: an unknown mechanism (or bad reports)
+    """
     if name not in market.mechanisms():
         raise InputError("mechanism", name, f"must be one of {list(market.mechanisms())} for {market.paper}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

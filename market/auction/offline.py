@@ -20,7 +20,18 @@ __all__ = ["OfflineResult", "RowBuilder", "solve_milp", "competitive_ratio"]
 @dataclass(frozen=True)
 class OfflineResult:
     """Offline optimum: ``welfare`` (incumbent total utility), ``bound`` (dual bound, ``>= welfare``),
-    ``optimal`` (status 0 with the gap closed), per-job ``schedules`` of admitted jobs, runtime."""
+    ``optimal`` (status 0 with the gap closed), per-job ``schedules`` of admitted jobs, runtime.
+
+    :param welfare: the incumbent's total utility, currency
+    :param bound: the dual bound (>= ``welfare``)
+    :param optimal: whether the gap was closed
+    :param status: HiGHS model status
+    :param message: HiGHS status message
+    :param seconds: solve time, s
+    :param schedules: job id -> schedule of each admitted job
+    :param n_vars: MILP variables
+    :param n_rows: MILP rows
+    """
 
     welfare: float
     bound: float
@@ -33,7 +44,11 @@ class OfflineResult:
     n_rows: int = 0
 
     def ratio_interval(self, online_welfare: float) -> tuple[float, float]:
-        """``[incumbent/ALG, bound/ALG]`` (equal when optimal)."""
+        """``[incumbent/ALG, bound/ALG]`` (equal when optimal).
+
+        :param online_welfare: the online mechanism's welfare ALG
+        :returns: ``(low, high)`` bounds on OPT/ALG
+        """
         return competitive_ratio(self.welfare, online_welfare), competitive_ratio(self.bound, online_welfare)
 
 
@@ -76,7 +91,19 @@ def solve_milp(
     """Maximise ``c·x`` (HiGHS). Returns ``(x, incumbent, bound, optimal, status, message, seconds)``;
     ``x`` is ``None`` if no incumbent was found. Integer outputs are rounded with ``np.rint``.
     ``node_limit`` caps the branch-and-bound nodes (a deterministic work limit, unlike the time
-    limit; a solve stopped by it is not ``optimal``)."""
+    limit; a solve stopped by it is not ``optimal``).
+
+    :param c: (n,) objective (maximised)
+    :param rows: the constraint rows
+    :param lb: (n,) lower bounds
+    :param ub: (n,) upper bounds
+    :param integrality: (n,) 1 for integer variables, 0 for continuous
+    :param time_limit: seconds, > 0
+    :param mip_rel_gap: relative gap at which HiGHS stops
+    :param name: the model's name in messages
+    :param node_limit: most branch-and-bound nodes, or ``None``
+    :returns: ``(x, incumbent, bound, optimal, status, message, seconds)``
+    """
     check_positive("time_limit", time_limit)
     check_nonneg("mip_rel_gap", mip_rel_gap)
     t0 = time.perf_counter()
@@ -101,7 +128,13 @@ def solve_milp(
 
 
 def competitive_ratio(opt_welfare: float, online_welfare: float) -> float:
-    """Empirical competitive ratio ``OPT/ALG``; ``inf`` if ALG = 0 < OPT, 1 if both are 0."""
+    """Empirical competitive ratio ``OPT/ALG``; ``inf`` if ALG = 0 < OPT, 1 if both are 0.
+
+    :param opt_welfare: OPT, >= 0
+    :param online_welfare: ALG, >= 0
+    :returns: OPT/ALG
+    :raises InputError: a negative welfare
+    """
     opt, alg = float(opt_welfare), float(online_welfare)
     if not (math.isfinite(opt) or opt == math.inf) or opt < -1e-9:
         raise InputError("opt_welfare", opt_welfare, "must be >= 0")

@@ -22,6 +22,12 @@ def log_exp_price(usage: np.ndarray, capacity: np.ndarray, log_L: np.ndarray | f
     """``log(L·(U/L)^(usage/capacity))``, broadcasting over the last axis (resources).
 
     A zero-capacity resource is priced as full (``U``); the fraction is clipped to [0, 1].
+
+    :param usage: used amounts
+    :param capacity: capacities (0: priced as full)
+    :param log_L: log of the lower bound
+    :param log_U: log of the upper bound
+    :returns: the log prices
     """
     usage = np.asarray(usage, dtype=float)
     capacity = np.asarray(capacity, dtype=float)
@@ -34,7 +40,15 @@ def log_exp_price(usage: np.ndarray, capacity: np.ndarray, log_L: np.ndarray | f
 
 
 def exp_price(usage, capacity, L: float | np.ndarray, U: float | np.ndarray):
-    """``L·(U/L)^(usage/capacity)`` (currency per resource unit per slot); needs ``U > L > 0``."""
+    """``L·(U/L)^(usage/capacity)`` (currency per resource unit per slot); needs ``U > L > 0``.
+
+    :param usage: used amounts
+    :param capacity: capacities
+    :param L: the price at zero usage, > 0
+    :param U: the price at full usage, > L
+    :returns: the prices
+    :raises InputError: ``U <= L`` or a bound <= 0
+    """
     L_arr = as_float_array("L", L, positive=True)
     U_arr = as_float_array("U", U, positive=True)
     if (U_arr <= L_arr).any():
@@ -48,6 +62,12 @@ class PriceLedger:
     ``capacity``: (S, R) per server and resource; ``usage``: (T, S, R), indexed [slot, server,
     resource]; ``log_L``: scalar or (R,); ``log_U``: (R,). Prices are recomputed lazily for the
     slots whose usage changed. ``copy()`` gives an independent ledger (copy-on-write callers).
+
+    :param capacity: (S, R) per server and resource
+    :param T: slots
+    :param log_L: log of the lower price bound, scalar or (R,)
+    :param log_U: (R,) log of the upper bounds
+    :raises InputError: no server, ``U < L``
     """
 
     def __init__(self, capacity, T: int, log_L, log_U) -> None:
@@ -98,7 +118,12 @@ class PriceLedger:
         return self.capacity[None, :, :] - self.usage
 
     def unit_capacity(self, demand: np.ndarray, slots: slice | np.ndarray = slice(None)) -> np.ndarray:
-        """(T', S) how many more units of per-unit ``demand`` (R,) fit per slot and server."""
+        """(T', S) how many more units of per-unit ``demand`` (R,) fit per slot and server.
+
+        :param demand: (R,) resources per unit
+        :param slots: the slots (a slice or an index array)
+        :returns: (T', S) units that fit
+        """
         demand = np.asarray(demand, dtype=float)
         res = self.residual()[slots]
         need = demand > 0
@@ -108,11 +133,22 @@ class PriceLedger:
         return np.maximum(per.min(axis=-1), 0).astype(np.int64)
 
     def unit_prices(self, demand: np.ndarray, slots: slice | np.ndarray = slice(None)) -> np.ndarray:
-        """(T', S) posted price of one unit of ``demand`` (R,) per slot and server."""
+        """(T', S) posted price of one unit of ``demand`` (R,) per slot and server.
+
+        :param demand: (R,) resources per unit
+        :param slots: the slots (a slice or an index array)
+        :returns: (T', S) prices, currency
+        """
         return (self._prices[slots] * np.asarray(demand, dtype=float)).sum(axis=-1)
 
     def reserve(self, t: int, amounts: np.ndarray, tol: float = 1e-7) -> None:
-        """Add ``amounts`` (S, R) to slot ``t``'s usage and update its prices; raises beyond capacity."""
+        """Add ``amounts`` (S, R) to slot ``t``'s usage and update its prices; raises beyond capacity.
+
+        :param t: the slot
+        :param amounts: (S, R) usage to add
+        :param tol: relative slack allowed beyond capacity
+        :raises InputError: usage beyond capacity
+        """
         new = self.usage[t] + amounts
         over = new > self.capacity * (1 + tol) + tol
         if over.any():
@@ -124,7 +160,10 @@ class PriceLedger:
 
     def override_prices(self, prices: np.ndarray) -> None:
         """Set the (T, S, R) prices directly, decoupled from usage (fixtures and audits of arbitrary
-        price states only; the next ``reserve`` of a slot recomputes that slot from usage)."""
+        price states only; the next ``reserve`` of a slot recomputes that slot from usage).
+
+        :param prices: (T, S, R) prices, >= 0
+        """
         p = as_float_array("prices", prices, shape=self._prices.shape, nonneg=True)
         self._prices = p.copy()
         with np.errstate(divide="ignore"):

@@ -21,7 +21,13 @@ INF = np.inf
 def greedy_cost_vector(unit_price: np.ndarray, cap: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
     """Cheapest cost of ``n = 0..N`` units on servers with per-unit prices ``unit_price`` (S,) and
     room for ``cap`` (S,) units; ``+inf`` beyond the total room. Returns ``(cost (N+1,), order)``
-    with ``order`` the servers sorted by (price, id)."""
+    with ``order`` the servers sorted by (price, id).
+
+    :param unit_price: (S,) price of one unit per server
+    :param cap: (S,) units that fit per server
+    :param N: most units
+    :returns: ``(cost, order)``
+    """
     order = np.lexsort((np.arange(unit_price.size), unit_price))
     caps = np.minimum(cap[order], N)
     units = np.repeat(unit_price[order], caps)[:N]
@@ -32,7 +38,13 @@ def greedy_cost_vector(unit_price: np.ndarray, cap: np.ndarray, N: int) -> tuple
 
 
 def greedy_placement(order: np.ndarray, cap: np.ndarray, n: int) -> np.ndarray:
-    """Per-server counts (S,) of ``n`` units filled cheapest-first along ``order``."""
+    """Per-server counts (S,) of ``n`` units filled cheapest-first along ``order``.
+
+    :param order: servers cheapest first
+    :param cap: (S,) room per server
+    :param n: units to place
+    :returns: (S,) units per server
+    """
     out = np.zeros(cap.size, dtype=np.int64)
     c = np.minimum(cap[order], n)
     cum = np.cumsum(c)
@@ -49,6 +61,11 @@ def dp_forward(costs: np.ndarray, W: int, block: int = 1 << 22) -> tuple[np.ndar
     using ``n`` units serves ``n`` work units (capped at what is still needed). Per slot, the whole
     (N+1) x (W+1) candidate matrix ``c[n] + Θ_prev[max(0, x-n)]`` is minimised at once (``argmin``
     keeps the first, i.e. smallest, ``n`` on ties); rows are processed in blocks of ``block`` cells.
+
+    :param costs: (nT, N+1) cost of n units per slot
+    :param W: work units needed
+    :param block: cells per processed block
+    :returns: ``(Θ, arg)``
     """
     nT, N1 = costs.shape
     theta = np.empty((nT, W + 1))
@@ -84,7 +101,13 @@ def dp_forward(costs: np.ndarray, W: int, block: int = 1 << 22) -> tuple[np.ndar
 
 
 def reconstruct(arg: np.ndarray, j_end: int, W: int) -> list[int]:
-    """Units per slot ``0..j_end`` that realise ``Θ[j_end, W]`` (walk back through ``arg``)."""
+    """Units per slot ``0..j_end`` that realise ``Θ[j_end, W]`` (walk back through ``arg``).
+
+    :param arg: the DP's argmin table
+    :param j_end: the last slot
+    :param W: work units
+    :returns: units per slot
+    """
     units = [0] * (j_end + 1)
     x = W
     for j in range(j_end, -1, -1):
@@ -96,7 +119,12 @@ def reconstruct(arg: np.ndarray, j_end: int, W: int) -> list[int]:
 
 def best_completion(utilities: np.ndarray, costs: np.ndarray) -> tuple[float, int | None]:
     """``(μ, j)`` with ``μ = max(0, max_j utilities[j] - costs[j])``, the first ``j`` attaining a
-    strict improvement in ascending order (``None`` if no positive payoff)."""
+    strict improvement in ascending order (``None`` if no positive payoff).
+
+    :param utilities: utility of each completion
+    :param costs: cost of each completion
+    :returns: ``(mu, j)``
+    """
     mu, best = 0.0, None
     for j in range(len(costs)):
         if np.isfinite(costs[j]):

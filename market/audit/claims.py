@@ -64,7 +64,13 @@ WEAK_N = 20
 
 def verdict_label(verdict: str, n_instances: int, kind: str = "universal") -> str:
     """Verdict with its sample size, e.g. ``holds (n=40)``; a universal ``holds`` on fewer than
-    :data:`WEAK_N` instances reads ``holds (n=6, weak)``: too few instances to trust a "for all"."""
+    :data:`WEAK_N` instances reads ``holds (n=6, weak)``: too few instances to trust a "for all".
+
+    :param verdict: ``"holds"``, ``"violated"`` or ``"inconclusive"``
+    :param n_instances: instances measured
+    :param kind: ``"universal"`` or ``"existential"``
+    :returns: the label
+    """
     if verdict == "holds" and kind == "universal" and n_instances < WEAK_N:
         return f"holds (n={n_instances}, weak)"
     return f"{verdict} (n={n_instances})"
@@ -80,7 +86,14 @@ _CHECKERS: dict[str, Callable[[dict[str, Any]], bool]] = {}
 class ClaimContext:
     """What a claim function gets: ``size`` (``"small"``/``"large"``), the run ``seed``, its own
     seeded ``rng`` / ``seq`` and a ``memo`` shared by the claims of one :func:`run_claims` call (so
-    e.g. C1 and C1-ext reuse one set of audits, which then use a seed derived from the memo key)."""
+    e.g. C1 and C1-ext reuse one set of audits, which then use a seed derived from the memo key).
+
+    :param size: ``"small"`` or ``"large"``
+    :param seed: the run's seed
+    :param rng: the claim's own generator
+    :param seq: the claim's own seed sequence
+    :param memo: values shared by the claims of one run
+    """
 
     size: str
     seed: int
@@ -89,11 +102,21 @@ class ClaimContext:
     memo: dict[str, Any] = field(default_factory=dict)
 
     def pick(self, small: Any, large: Any) -> Any:
-        """``small`` or ``large`` by the run size."""
+        """``small`` or ``large`` by the run size.
+
+        :param small: the value for a small run
+        :param large: the value for a large run
+        :returns: one of them
+        """
         return small if self.size == "small" else large
 
     def shared(self, key: str, compute: Callable[[np.random.Generator], Any]) -> Any:
-        """Memoised ``compute(rng)`` with ``rng`` seeded by ``(seed, key)`` only."""
+        """Memoised ``compute(rng)`` with ``rng`` seeded by ``(seed, key)`` only.
+
+        :param key: the memo key (also seeds ``rng``)
+        :param compute: computes the value from a generator
+        :returns: the (memoised) value
+        """
         if key not in self.memo:
             self.memo[key] = compute(np.random.default_rng(_seq(self.seed, "memo", key)))
         return self.memo[key]
@@ -103,7 +126,18 @@ class ClaimContext:
 class Measurement:
     """What a claim function returns. ``effect_size`` is described by ``effect`` (e.g. "max
     relative gain"). ``found`` counts witness instances of existential claims. ``details`` is
-    JSON-ready extra data (per-family tables, rates)."""
+    JSON-ready extra data (per-family tables, rates).
+
+    :param n_instances: instances measured
+    :param violations: instances that violate the claim (universal claims)
+    :param effect_size: the measured effect
+    :param effect: what ``effect_size`` is
+    :param witness: a JSON-ready witness (a violating or an example instance), or ``None``
+    :param details: extra JSON-ready data
+    :param found: witness instances of an existential claim
+    :param verdict: a verdict that overrides the derived one, or ``None``
+    :param reason: why (with ``verdict``, or for inconclusive results)
+    """
 
     n_instances: int
     violations: int = 0
@@ -118,7 +152,15 @@ class Measurement:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """A registered claim."""
+    """A registered claim (see :func:`register_claim`).
+
+    :param paper: the paper's key
+    :param claim_id: the claim's id within the paper
+    :param statement: the claim as the paper states it
+    :param how_tested: how it is measured
+    :param kind: ``"universal"`` or ``"existential"``
+    :param fn: ``fn(ctx) -> Measurement``
+    """
 
     paper: str
     claim_id: str
@@ -130,7 +172,28 @@ class ClaimSpec:
 
 @dataclass
 class Claim:
-    """One ledger entry: the claim, how it was tested, the verdict and its evidence."""
+    """One ledger entry: the claim, how it was tested, the verdict and its evidence.
+
+    :param paper: the paper's key
+    :param claim_id: the claim's id
+    :param statement: the claim
+    :param how_tested: how it was measured
+    :param verdict: ``"holds"``, ``"violated"`` or ``"inconclusive"``
+    :param effect_size: the measured effect
+    :param effect: what ``effect_size`` is
+    :param witness: the deciding witness, or ``None``
+    :param n_instances: instances measured
+    :param violations: violating instances
+    :param seed: the run's seed
+    :param size: ``"small"`` or ``"large"``
+    :param seconds: wall time of the measurement, seconds
+    :param reason: why, for overridden or inconclusive verdicts
+    :param details: extra JSON-ready data
+    :param kind: ``"universal"`` or ``"existential"``
+    :param hunt: the counterexample hunt's summary, or ``None``
+    :param found_by: ``"search"`` when only the hunt found the violation
+    :param oracle: the independent oracle's re-check of the witness, or ``None``
+    """
 
     paper: str
     claim_id: str
@@ -201,7 +264,16 @@ def _num(x: float) -> float | str:
 def register_claim(
     paper: str, claim_id: str, statement: str, how_tested: str, *, kind: str = "universal"
 ) -> Callable[[Callable[[ClaimContext], Measurement]], Callable[[ClaimContext], Measurement]]:
-    """Decorator registering ``fn(ctx) -> Measurement`` as claim ``claim_id`` of ``paper``."""
+    """Decorator registering ``fn(ctx) -> Measurement`` as claim ``claim_id`` of ``paper``.
+
+    :param paper: the paper's key (a plugin's name)
+    :param claim_id: the claim's id, unique within the paper
+    :param statement: the claim as the paper states it
+    :param how_tested: how the function measures it
+    :param kind: ``"universal"`` (a violation refutes it) or ``"existential"`` (an example proves it)
+    :returns: the decorator; it returns ``fn`` unchanged
+    :raises InputError: an unknown kind, or (when decorating) an id already registered
+    """
     check_choice("kind", kind, ("universal", "existential"))
 
     def deco(fn: Callable[[ClaimContext], Measurement]) -> Callable[[ClaimContext], Measurement]:
@@ -218,7 +290,11 @@ def register_witness_checker(
     kind: str,
 ) -> Callable[[Callable[[dict[str, Any]], bool]], Callable[[dict[str, Any]], bool]]:
     """Decorator registering ``check(witness) -> bool`` (True = the witness reproduces) for
-    witnesses whose ``"kind"`` is ``kind``."""
+    witnesses whose ``"kind"`` is ``kind``.
+
+    :param kind: the witness kind it checks
+    :returns: the decorator; it returns the checker unchanged
+    """
 
     def deco(fn: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
         _CHECKERS[kind] = fn
@@ -241,7 +317,12 @@ def papers() -> list[str]:
 
 
 def claims(paper: str | None = None) -> list[ClaimSpec]:
-    """Registered claims (of one paper), in registration order."""
+    """Registered claims (of one paper), in registration order.
+
+    :param paper: a paper key; ``None``: every paper
+    :returns: the claim specs
+    :raises InputError: a paper without registered claims
+    """
     _load()
     if paper is not None and paper not in papers():
         raise InputError("paper", paper, f"has no registered claims; known: {papers()}")
@@ -269,7 +350,12 @@ def _verdict(spec: ClaimSpec, m: Measurement) -> tuple[str, str]:
 
 def flips_verdict(kind: str, verdict: str) -> bool:
     """Whether a witness decides the verdict: a universal claim's violation or an existential
-    claim's example."""
+    claim's example.
+
+    :param kind: ``"universal"`` or ``"existential"``
+    :param verdict: the verdict
+    :returns: ``True`` when the witness decides it
+    """
     return (kind == "universal" and verdict == "violated") or (kind == "existential" and verdict == "holds")
 
 
@@ -278,7 +364,11 @@ def confirm_entry(c: Claim) -> Claim:
     (:func:`market.audit.oracles.confirm_witness`) and record it in ``c.oracle``. A witness the
     oracle rejects is an artefact, not a finding: the verdict becomes ``inconclusive`` with the
     reason "witness is an artefact, not confirmed by <oracle>" (other violating instances of the
-    sample were not re-checked). Returns ``c``."""
+    sample were not re-checked). Returns ``c``.
+
+    :param c: a ledger entry (modified in place)
+    :returns: ``c``
+    """
     from market.audit.oracles import confirm_witness
 
     if c.witness is None or not flips_verdict(c.kind, c.verdict):
@@ -306,7 +396,16 @@ def run_claims(
     entries. ``size="small"`` keeps each paper's ledger fast (default test run);
     ``size="large"`` uses the spec's instance ranges and more instances. With ``confirm`` (default)
     the witness that decides a verdict is re-checked by an independent oracle
-    (:func:`confirm_entry`)."""
+    (:func:`confirm_entry`).
+
+    :param paper: a paper key; ``None``: every paper
+    :param size: ``"small"`` or ``"large"``
+    :param seed: the run's seed, >= 0 (each claim gets its own stream)
+    :param ids: the claim ids to run; ``None``: all of the paper
+    :param confirm: re-check deciding witnesses with an independent oracle
+    :returns: one ledger entry per claim
+    :raises InputError: a bad size or seed, an unknown paper or claim id
+    """
     check_choice("size", size, SIZES)
     seed = check_int("seed", seed, minimum=0)
     specs = claims(paper)
@@ -353,14 +452,22 @@ def run_claims(
 
 
 def to_records(results: Iterable[Claim]) -> list[dict[str, Any]]:
-    """JSON-ready dicts (``json.dumps`` works on them)."""
+    """JSON-ready dicts (``json.dumps`` works on them).
+
+    :param results: ledger entries from :func:`run_claims`
+    :returns: one dict per entry
+    """
     recs = [r.to_dict() for r in results]
     json.dumps(recs)  # fail here, not in the caller, if something is not serialisable
     return recs
 
 
 def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
-    """Tidy table: one row per claim (witness and details as JSON strings)."""
+    """Tidy table: one row per claim (witness and details as JSON strings).
+
+    :param results: ledger entries from :func:`run_claims`
+    :returns: the table
+    """
     rows = []
     for r in results:
         d = r.to_dict()
@@ -393,7 +500,11 @@ def to_frame(results: Iterable[Claim]) -> pd.DataFrame:
 def hunt_cell(h: dict[str, Any] | None) -> str:
     """Short text of a claim's hunt: ``best 0.93 vs random 0.41 (120 evals, cma)`` (plus an
     artefact the oracle rejected, a witness left on the box's edge, a hunt the seconds cap stopped),
-    ``-`` without one, ``no space`` when the claim has no hunt space."""
+    ``-`` without one, ``no space`` when the claim has no hunt space.
+
+    :param h: the entry's ``hunt`` dict, or ``None``
+    :returns: the text
+    """
     if h is None:
         return "-"
     if not h.get("available", True):
@@ -413,7 +524,11 @@ def hunt_cell(h: dict[str, Any] | None) -> str:
 
 def to_markdown(results: Iterable[Claim]) -> str:
     """A Markdown table: claim, verdict, effect, instances, violations, statement (and the hunt
-    beside the sample when some entry was hunted)."""
+    beside the sample when some entry was hunted).
+
+    :param results: ledger entries from :func:`run_claims`
+    :returns: the Markdown table
+    """
     results = list(results)
     hunted = any(r.hunt is not None for r in results)
     lines = [
@@ -435,7 +550,12 @@ def to_markdown(results: Iterable[Claim]) -> str:
 
 def recheck_witness(witness: dict[str, Any]) -> bool:
     """Re-evaluate a witness from scratch; True when it reproduces (the violation, or the existence
-    of a profitable lie for existential claims). Unknown kinds raise :class:`InputError`."""
+    of a profitable lie for existential claims). Unknown kinds raise :class:`InputError`.
+
+    :param witness: a witness dict with a ``"kind"``
+    :returns: ``True`` when it reproduces
+    :raises InputError: not such a dict, or an unknown kind
+    """
     _load()
     if not isinstance(witness, dict) or "kind" not in witness:
         raise InputError("witness", witness, "must be a dict with a 'kind'")

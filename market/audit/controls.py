@@ -37,7 +37,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class AuctionOutcome:
-    """``won[i]`` in {0, 1} (units received), ``payments[i]`` (currency) per bidder."""
+    """``won[i]`` in {0, 1} (units received), ``payments[i]`` (currency) per bidder.
+
+    :param won: (n,) units received, 0 or 1
+    :param payments: (n,) payments, currency
+    """
 
     won: np.ndarray
     payments: np.ndarray
@@ -60,7 +64,13 @@ def _winner(b: np.ndarray, tie: str, reserve: float) -> int:
 
 
 def first_price(bids: Any, *, reserve: float = 0.0, tie: str = "lowest") -> AuctionOutcome:
-    """Highest bid (>= ``reserve``) wins and pays its own bid; ties to the lowest (or highest) index."""
+    """Highest bid (>= ``reserve``) wins and pays its own bid; ties to the lowest (or highest) index.
+
+    :param bids: one bid per bidder, currency
+    :param reserve: the lowest winning bid
+    :param tie: ``lowest`` or ``highest`` index wins a tie
+    :returns: who won and what each pays
+    """
     b = _bids(bids)
     w = _winner(b, tie, check_nonneg("reserve", reserve))
     won, pay = np.zeros(b.size), np.zeros(b.size)
@@ -70,7 +80,13 @@ def first_price(bids: Any, *, reserve: float = 0.0, tie: str = "lowest") -> Auct
 
 
 def second_price(bids: Any, *, reserve: float = 0.0, tie: str = "lowest") -> AuctionOutcome:
-    """Vickrey: highest bid (>= ``reserve``) wins and pays max(second-highest bid, reserve)."""
+    """Vickrey: highest bid (>= ``reserve``) wins and pays max(second-highest bid, reserve).
+
+    :param bids: one bid per bidder, currency
+    :param reserve: the lowest winning bid
+    :param tie: ``lowest`` or ``highest`` index wins a tie
+    :returns: who won and what each pays
+    """
     b = _bids(bids)
     w = _winner(b, tie, check_nonneg("reserve", reserve))
     won, pay = np.zeros(b.size), np.zeros(b.size)
@@ -81,7 +97,12 @@ def second_price(bids: Any, *, reserve: float = 0.0, tie: str = "lowest") -> Auc
 
 
 def posted_price(bids: Any, *, price: float) -> AuctionOutcome:
-    """Every bidder whose bid is >= ``price`` buys one unit at ``price`` (unlimited supply)."""
+    """Every bidder whose bid is >= ``price`` buys one unit at ``price`` (unlimited supply).
+
+    :param bids: one bid per bidder, currency
+    :param price: the posted price, currency
+    :returns: who bought and what each pays
+    """
     b = _bids(bids)
     p = check_nonneg("price", price)
     won = (b >= p).astype(float)
@@ -98,7 +119,15 @@ CONTROL_AUCTIONS: Mapping[str, Callable[..., AuctionOutcome]] = {
 def max_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """LP (4) in closed form: type ``j`` goes wholly to ``argmax_l W[l, j] / W[l, 0]`` (ties to the
     lowest index). ``weights`` and ``caps`` are accepted for signature compatibility and ignored
-    (LP (4) has neither). Units: X in devices, objective in slowest-GPU equivalents (reported)."""
+    (LP (4) has neither). Units: X in devices, objective in slowest-GPU equivalents (reported).
+
+    :param W: (n, k) reported speedups
+    :param m: (k,) GPUs per type
+    :param weights: ignored
+    :param caps: ignored
+    :param options: ignored
+    :returns: the allocation
+    """
     Wa = as_float_array("W", W, ndim=2, positive=True)
     n, k = Wa.shape
     ma = as_float_array("m", m, shape=(k,), nonneg=True)
@@ -118,6 +147,15 @@ class SealedBidTarget(BaseTarget):
     value; over-reporting = bidding above the value). Others bid ``others_bids`` if given, else
     truthfully. ``mechanism`` is a callable or a name in :data:`CONTROL_AUCTIONS` (``options`` are
     passed through, e.g. ``price=7`` for the posted price).
+
+    :param mechanism: a callable ``bids -> AuctionOutcome`` or a name in :data:`CONTROL_AUCTIONS`
+    :param values: the bidders' true values, currency
+    :param others_bids: the others' fixed bids, or ``None`` (truthful)
+    :param options: passed to the mechanism (e.g. ``price``)
+    :param bid_upper_factor: highest bid probed, as a multiple of the value
+    :param name: the target's name (set from the mechanism)
+    :param cache_size: the most cached report utilities
+    :raises InputError: an unknown mechanism, ``others_bids`` of the wrong length
     """
 
     mechanism: Any = None

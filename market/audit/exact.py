@@ -112,7 +112,11 @@ def _scip() -> Any:
 
 
 def available(policy: str) -> tuple[bool, str]:
-    """``(True, "")`` when :func:`best_response` covers ``policy``, else ``(False, reason)``."""
+    """``(True, "")`` when :func:`best_response` covers ``policy``, else ``(False, reason)``.
+
+    :param policy: a registered fair-share policy
+    :returns: ``(covered, reason)``
+    """
     if policy in SUPPORTED:
         return True, ""
     if policy in NOT_AVAILABLE:
@@ -728,6 +732,32 @@ class ExactResult:
       ``solver_gap`` SCIP's own relative gap of its program; ``seconds`` wall time of the whole call,
       ``cpu_seconds`` its CPU time (process), ``solver_cpu_seconds`` SCIP's share of it;
       ``evaluations`` how many reports were re-evaluated through the registered mechanism.
+
+    :param policy: the fair-share policy
+    :param agent: the deviating row
+    :param truthful_utility: its TRUE utility when truthful
+    :param utility: its TRUE utility at ``report``
+    :param gain: ``utility - truthful_utility``
+    :param relative_gain: the gain relative to the truthful utility
+    :param upper_bound: proven upper bound on the relative gain over ``box``
+    :param gap: ``upper_bound - relative_gain``
+    :param certified: ``gap <= tol``
+    :param report: the deviator's reported normalised row
+    :param factors: the free entries relative to the truth
+    :param box: the report box searched
+    :param at_lower: per free type, whether it sits on the lower edge
+    :param at_upper: per free type, whether it sits on the upper edge
+    :param method: ``scip/<formulation>`` or ``report-independent``
+    :param status: SCIP's status
+    :param solver_gap: SCIP's relative gap
+    :param seconds: wall time of the call, s
+    :param nodes: branch-and-bound nodes
+    :param closure_bound: the bound with the lower edges at 0, or ``None``
+    :param tol: the certification tolerance
+    :param notes: remarks on the solve
+    :param cpu_seconds: CPU time of the call, s
+    :param solver_cpu_seconds: SCIP's share of it, s
+    :param evaluations: reports re-evaluated through the mechanism
     """
 
     policy: str
@@ -961,7 +991,26 @@ def best_response(
     ``tol`` the gap (in relative-gain units) below which the result is ``certified``.
 
     Raises :class:`InputError` for a policy not in :data:`SUPPORTED` (with the reason), an unknown
-    row, a bad box or missing ``pyscipopt``."""
+    row, a bad box or missing ``pyscipopt``.
+
+    :param policy: the registered fair-share policy
+    :param W: (n, k) TRUE speedups
+    :param m: (k,) GPUs per type
+    :param i: the deviating row
+    :param weights: (n,) priorities, or ``None``
+    :param caps: (n,) caps, or ``None``
+    :param options: the mechanism's options
+    :param box: the report box (``None``, a factor pair, a mapping or a :class:`ReportBox`)
+    :param formulation: ``strong-duality`` or ``kkt``
+    :param time_limit: wall seconds per SCIP solve
+    :param node_limit: branch-and-bound nodes per SCIP solve, or ``None``
+    :param tol: certification tolerance (relative gain)
+    :param feastol: SCIP's feasibility tolerance
+    :param closure: also bound the box with its touched lower edges at 0
+    :param _steps: the programs' constraint groups (tests only)
+    :returns: the best response with its proven bound
+    :raises InputError: an unsupported policy, an unknown row, a bad box or formulation, missing ``pyscipopt``
+    """
     from market.audit.fairshare import FairShareTarget
 
     ok, why = available(policy)
@@ -1107,7 +1156,14 @@ def best_response(
 
 
 def best_responses(policy: str, W: Any, m: Any, **kwargs: Any) -> list[ExactResult]:
-    """:func:`best_response` for every row of ``W`` (same keyword arguments)."""
+    """:func:`best_response` for every row of ``W`` (same keyword arguments).
+
+    :param policy: the registered fair-share policy
+    :param W: (n, k) TRUE speedups
+    :param m: (k,) GPUs per type
+    :param kwargs: :func:`best_response`'s keyword arguments
+    :returns: one result per row
+    """
     n = len(W)
     return [best_response(policy, W, m, i, **kwargs) for i in range(n)]
 

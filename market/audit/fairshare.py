@@ -34,7 +34,12 @@ FAKE_PREFIX = "fake:"
 
 def resolve_fair_share(mechanism: str | Callable[..., Allocation]) -> tuple[str, Callable[..., Allocation]]:
     """``(name, fn)`` of a registered fair-share mechanism name, or of a callable with the
-    fair-share signature. Unknown names raise :class:`InputError` listing the known ones."""
+    fair-share signature. Unknown names raise :class:`InputError` listing the known ones.
+
+    :param mechanism: a registered fair-share name or a callable
+    :returns: ``(name, fn)``
+    :raises InputError: neither a string nor a callable, or an unknown name
+    """
     if callable(mechanism):
         return getattr(mechanism, "__name__", "fair-share"), mechanism
     if not isinstance(mechanism, str):
@@ -62,6 +67,23 @@ class FairShareTarget(BaseTarget):
     each speedup dimension; ``weight_claims`` adds a ``"weight"`` factor dimension (then families
     that move the weight are out of the paper's scope); ``n_arbitrary`` random vectors and
     ``copy_others`` copies of other rows as ``ARBITRARY`` probes; ``max_speedup`` caps reports.
+
+    :param mechanism: a registered fair-share name or a callable with the fair-share signature
+    :param W: (n, k) TRUE speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0, or ``None``
+    :param caps: (n,) most GPUs a row can use at once, or ``None``
+    :param options: extra keywords passed to the mechanism
+    :param factor_bounds: ``(low, high)`` search box of every speedup factor
+    :param weight_claims: add a ``"weight"`` factor dimension (out of the paper's scope)
+    :param n_arbitrary: random report vectors tried as ``ARBITRARY`` probes
+    :param copy_others: try copying every other row's report
+    :param max_speedup: the largest reported normalised speedup
+    :param dimension_bounds: dimension name -> ``(low, high)`` overriding ``factor_bounds``
+    :param fast: search on the mechanism's registered screen and confirm family bests with the mechanism
+    :param name: the target's name (set from the mechanism)
+    :param cache_size: the most cached report utilities
+    :raises InputError: bad ``W``, ``m``, ``weights`` or ``caps``, an unknown mechanism or dimension
     """
 
     mechanism: Any = "oef-noncoop"
@@ -121,7 +143,12 @@ class FairShareTarget(BaseTarget):
 
     def evaluate(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``report`` (cached): from the screen when :attr:`screening`, else from
-        the registered mechanism."""
+        the registered mechanism.
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: the row's TRUE throughput (slowest-GPU equivalents)
+        """
         if self._resolver is None:
             return super().evaluate(agent, report)
         key = self.report_key(agent, report)
@@ -139,7 +166,12 @@ class FairShareTarget(BaseTarget):
     def confirm(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``report`` under the registered mechanism (cached): never from the screen,
         unless the screen declares ``exact`` (it returns the mechanism's allocation bit for bit, as
-        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested)."""
+        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested).
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: the row's TRUE throughput under the mechanism
+        """
         key = self.report_key(agent, report)
         if self._resolver is not None and getattr(self._resolver, "exact", False):
             if key not in self._confirmed:
@@ -163,7 +195,11 @@ class FairShareTarget(BaseTarget):
         """The factor dimensions of ``agent``; each speedup's hard limits keep the reported
         normalised speedup within ``[1 / max_speedup, max_speedup]`` (the validator's conditioning
         bound, mirrored below 1), so the audit's tails and boundary walk never leave what the
-        mechanism accepts."""
+        mechanism accepts.
+
+        :param agent: the deviating row (0..n-1)
+        :returns: one factor dimension per speedup column ``1..k-1`` (and ``"weight"``)
+        """
         key = int(agent)
         cached = self._dims_by_agent.get(key)
         if cached is not None:
@@ -181,7 +217,12 @@ class FairShareTarget(BaseTarget):
         return out
 
     def report(self, agent: Hashable, params: Mapping[str, float]) -> tuple[tuple[float, ...], float | None]:
-        """``(reported row, reported weight or None)``; the row is clipped to ``max_speedup``."""
+        """``(reported row, reported weight or None)``; the row is clipped to ``max_speedup``.
+
+        :param agent: the deviating row (0..n-1)
+        :param params: column index (as text) or ``"weight"`` -> factor; missing: 1
+        :returns: the report
+        """
         l = int(agent)
         row = self.Wt[l].copy()
         for j in range(1, row.size):
@@ -194,7 +235,12 @@ class FairShareTarget(BaseTarget):
         return tuple(row.tolist()), w
 
     def profile(self, agent: Hashable, report: tuple[tuple[float, ...], float | None]) -> tuple[np.ndarray, Any]:
-        """The full reported matrix and weights when ``agent`` submits ``report``."""
+        """The full reported matrix and weights when ``agent`` submits ``report``.
+
+        :param agent: the deviating row (0..n-1)
+        :param report: ``(reported row, reported weight or None)``
+        :returns: ``(W reported (n, k), weights or None)``
+        """
         l = int(agent)
         row, w = report
         Wr = self.Wt.copy()
@@ -214,7 +260,11 @@ class FairShareTarget(BaseTarget):
         return float(self.Wt[l] @ outcome.X[l])
 
     def utilities(self, outcome: Allocation) -> np.ndarray:
-        """TRUE throughput of every row under ``outcome``."""
+        """TRUE throughput of every row under ``outcome``.
+
+        :param outcome: an allocation
+        :returns: (n,) throughput per row
+        """
         return np.einsum("lj,lj->l", self.Wt, outcome.X)
 
     def truthful(self) -> Allocation:
@@ -240,7 +290,11 @@ class FairShareTarget(BaseTarget):
         return out
 
     def in_scope(self, family: str) -> bool:
-        """The paper's SP scope: inflating speedups only (``UP_j``, ``UP_all``)."""
+        """The paper's SP scope: inflating speedups only (``UP_j``, ``UP_all``).
+
+        :param family: a family label
+        :returns: ``True`` for the speedup inflation families
+        """
         if not family.startswith("UP_"):
             return False
         return not (self.weight_claims and family in ("UP_weight", "UP_all"))
@@ -253,6 +307,19 @@ class TenantTarget(BaseTarget):
     ``tenants`` maps tenant id -> {job type -> TRUE speedup vector}; ``weights`` tenant -> pi_u;
     ``n_fake_random`` random fake job types per audit; ``drop_types`` whether dropping a real job
     type is probed. Fake job types are named ``"fake:<label>"``.
+
+    :param policy: a registered fair-share policy
+    :param tenants: tenant -> {job type -> TRUE speedup vector}
+    :param m: (k,) GPUs per type
+    :param weights: tenant -> priority, or ``None``
+    :param options: the policy's options
+    :param factor_bounds: the factor range of a reported entry
+    :param n_fake_random: random fake job types per audit
+    :param drop_types: probe dropping a real job type
+    :param max_speedup: the largest reported normalised speedup
+    :param name: the target's name
+    :param cache_size: the most cached report utilities
+    :raises InputError: no tenant, a tenant without job types, bad vectors
     """
 
     policy: str = "oef-noncoop"
@@ -298,12 +365,23 @@ class TenantTarget(BaseTarget):
         return list(self._true)
 
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
+        """One factor dimension per job type and GPU type of ``agent``.
+
+        :param agent: a tenant
+        :returns: its dimensions
+        :raises InputError: an unknown tenant
+        """
         if agent not in self._dims:
             raise InputError("agent", agent, f"is not a tenant; known: {list(self._dims)}")
         return self._dims[agent]
 
     def report(self, agent: Hashable, params: Mapping[str, float]) -> tuple[tuple[str, tuple[float, ...]], ...]:
-        """``((job type, reported vector), ...)`` of the deviating tenant."""
+        """``((job type, reported vector), ...)`` of the deviating tenant.
+
+        :param agent: the deviating tenant
+        :param params: dimension -> factor
+        :returns: its reported vectors
+        """
         out = []
         for tau, w in self._true[agent].items():
             v = w.copy()
@@ -313,7 +391,12 @@ class TenantTarget(BaseTarget):
         return tuple(out)
 
     def reports(self, agent: Hashable, report: Sequence[tuple[str, Sequence[float]]]) -> list[Any]:
-        """All SpeedupReports of the profile: ``agent``'s ``report``, the others truthful."""
+        """All SpeedupReports of the profile: ``agent``'s ``report``, the others truthful.
+
+        :param agent: the deviating tenant
+        :param report: its reported vectors
+        :returns: every report
+        """
         from market.oef.types import SpeedupReport
 
         out = []
@@ -331,7 +414,12 @@ class TenantTarget(BaseTarget):
 
     def tenant_value(self, tenant: str, X_class: Mapping[tuple[str, str], np.ndarray]) -> float:
         """Spec §2.2 TRUE tenant utility (:func:`market.oef.properties.tenant_utility`): real classes
-        at their true speedups, fake classes at the tenant's best real job type (slowest-GPU eq.)."""
+        at their true speedups, fake classes at the tenant's best real job type (slowest-GPU eq.).
+
+        :param tenant: the tenant
+        :param X_class: class -> (k,) devices
+        :returns: its utility, slowest-GPU equivalents
+        """
         from market.oef.properties import tenant_utility
 
         return tenant_utility(tenant, self._true[tenant], X_class)
@@ -340,7 +428,11 @@ class TenantTarget(BaseTarget):
         return self.tenant_value(agent, outcome.X_class)
 
     def utilities(self, outcome: Any) -> dict[str, float]:
-        """TRUE utility of every tenant under ``outcome``."""
+        """TRUE utility of every tenant under ``outcome``.
+
+        :param outcome: a tenant allocation
+        :returns: tenant -> utility
+        """
         return {u: self.tenant_value(u, outcome.X_class) for u in self._true}
 
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
@@ -357,5 +449,9 @@ class TenantTarget(BaseTarget):
         return out
 
     def in_scope(self, family: str) -> bool:
-        """The paper's SP scope: inflating speedups (``UP_*``); ``TYPES`` and deflation are extensions."""
+        """The paper's SP scope: inflating speedups (``UP_*``); ``TYPES`` and deflation are extensions.
+
+        :param family: the audit family
+        :returns: whether the paper's SP claim covers it
+        """
         return family.startswith("UP_")

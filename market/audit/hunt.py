@@ -73,7 +73,13 @@ the optimiser; the reported figure keeps the true value."""
 class Evaluation:
     """One instance's figure: ``effect`` (the claim's effect measure; larger = worse for the
     claim), ``violated`` (beyond the claim's tolerance), ``witness`` (JSON-ready, the ledger's
-    witness shape; ``None`` when nothing was found) and ``instance`` (what was evaluated)."""
+    witness shape; ``None`` when nothing was found) and ``instance`` (what was evaluated).
+
+    :param effect: the claim's effect measure (larger = worse for the claim)
+    :param violated: beyond the claim's tolerance
+    :param witness: the JSON-ready witness, or ``None``
+    :param instance: what was evaluated
+    """
 
     effect: float
     violated: bool = False
@@ -88,15 +94,43 @@ class HuntSpace(Protocol):
 
     def variants(self) -> Sequence[tuple[Hashable, int]]: ...
 
-    def decode(self, variant: Hashable, x: np.ndarray) -> Any: ...
+    def decode(self, variant: Hashable, x: np.ndarray) -> Any:
+        """The instance of ``variant`` at the continuous point ``x``.
 
-    def sample(self, rng: np.random.Generator) -> Any: ...
+        :param variant: the discrete part
+        :param x: the point in the unit box ``[0, 1]^d``
+        :returns: the instance
+        """
 
-    def evaluate(self, instance: Any, rng: np.random.Generator) -> Evaluation: ...
+    def sample(self, rng: np.random.Generator) -> Any:
+        """One instance from the ledger's own seeded sampler (the random baseline).
 
-    def shrink(self, instance: Any) -> Iterable[Any]: ...
+        :param rng: the draws
+        :returns: the instance
+        """
 
-    def confirm(self, instance: Any, rng: np.random.Generator) -> Evaluation: ...
+    def evaluate(self, instance: Any, rng: np.random.Generator) -> Evaluation:
+        """The inner search on ``instance``.
+
+        :param instance: an instance
+        :param rng: the draws
+        :returns: its evaluation
+        """
+
+    def shrink(self, instance: Any) -> Iterable[Any]:
+        """Smaller or rounder candidates derived from ``instance`` (fewer agents and types, rounder numbers).
+
+        :param instance: an instance
+        :returns: the candidates
+        """
+
+    def confirm(self, instance: Any, rng: np.random.Generator) -> Evaluation:
+        """The figure reported for the final instance (e.g. the full audit ``marketsim audit`` runs).
+
+        :param instance: an instance
+        :param rng: the draws
+        :returns: its evaluation
+        """
 
 
 @dataclass
@@ -109,7 +143,30 @@ class HuntResult:
     round), ``budget`` the evaluations asked per round and ``stopped_by`` whether the budget
     (``"evaluations"``) or the CPU-time cap (``"seconds cap"``) ended it; ``seconds`` is the whole
     call's wall time, ``hunt_seconds`` / ``random_seconds`` the CPU seconds of the optimiser's and
-    the baseline's evaluations; ``edge`` the growth rounds (spaces with ``edges``/``grow``)."""
+    the baseline's evaluations; ``edge`` the growth rounds (spaces with ``edges``/``grow``).
+
+    :param space: the hunt space
+    :param optimiser: ``de``, ``cma`` or ``random``
+    :param evaluations: the optimiser's evaluations
+    :param best_effect: confirmed figure of the optimiser's best instance
+    :param random_best_effect: confirmed figure of the baseline's best
+    :param search_effect: the optimiser's best inner figure
+    :param violated: whether a confirmed instance violates the claim
+    :param witness: the optimiser's witness, or ``None``
+    :param random_witness: the baseline's witness, or ``None``
+    :param seconds: wall time of the call, s
+    :param hunt_seconds: CPU time of the optimiser's evaluations, s
+    :param random_seconds: CPU time of the baseline's evaluations, s
+    :param seed: the seed
+    :param shrink_steps: shrinking steps applied
+    :param history: best inner figure after each evaluation
+    :param random_history: the baseline's curve
+    :param best_instance: the optimiser's best instance
+    :param random_instance: the baseline's best instance
+    :param stopped_by: ``evaluations`` or ``seconds cap``
+    :param budget: evaluations asked per round
+    :param edge: the growth rounds, or ``None``
+    """
 
     space: str
     optimiser: str
@@ -134,7 +191,11 @@ class HuntResult:
     edge: dict[str, Any] | None = None
 
     def to_dict(self, history: bool = False) -> dict[str, Any]:
-        """JSON-ready summary (with the convergence curves when ``history``)."""
+        """JSON-ready summary (with the convergence curves when ``history``).
+
+        :param history: include the convergence curves
+        :returns: the summary
+        """
         from market.audit.search import jsonable
 
         out = {
@@ -329,7 +390,22 @@ def hunt(
     Edges: when the space says which of its bounds the confirmed witness sits on (``edges``) and can
     grow them (``grow``), the hunt is repeated on the grown box (``evals`` more evaluations,
     warm-started from the witness, no baseline) until the witness is interior, a bound's limit is
-    hit, or ``max_grow`` rounds; ``edge`` records every round (box, figure, edges) and the status."""
+    hit, or ``max_grow`` rounds; ``edge`` records every round (box, figure, edges) and the status.
+
+    :param space: what to search (instances, the effect, the shrinker)
+    :param evals: the optimiser's evaluation budget
+    :param seconds: a CPU-time cap in seconds; ``None``: none
+    :param seed: the seed of the optimiser and the baseline
+    :param optimiser: ``"de"`` (scipy's differential evolution) or ``"cma"`` (CMA-ES)
+    :param warm: witnesses to evaluate first
+    :param baseline: also run the ledger's random sampler on as many evaluations
+    :param shrink: shrink a violating witness to a smaller instance
+    :param max_shrink: the most shrinking evaluations
+    :param grow: grow the box when the witness sits on a growable bound
+    :param max_grow: the most growing rounds
+    :returns: the best instance, its effect and witness, the baseline's, and the budget used
+    :raises InputError: no ``evals`` budget, or ``seconds`` not finite and > 0
+    """
     check_choice("optimiser", optimiser, OPTIMISERS)
     if evals is None:
         raise InputError("hunt budget", None, "give evals (a number of evaluations); seconds is only a cap on them")
@@ -600,7 +676,12 @@ _SPACES: dict[tuple[str, str], HuntFactory] = {}
 def register_hunt_space(paper: str, claim_id: str) -> Callable[[HuntFactory], HuntFactory]:
     """Decorator registering ``factory(size, claim) -> HuntSpace`` for claim ``claim_id`` of
     ``paper`` (``size`` is the ledger's run size, ``claim`` its :class:`~market.audit.claims.Claim`
-    entry, e.g. for the witness as a warm start)."""
+    entry, e.g. for the witness as a warm start).
+
+    :param paper: the paper key
+    :param claim_id: the claim
+    :returns: the decorator (returns the factory unchanged)
+    """
 
     def deco(fn: HuntFactory) -> HuntFactory:
         _SPACES[(paper, claim_id)] = fn
@@ -618,7 +699,14 @@ def hunt_spaces() -> list[tuple[str, str]]:
 
 
 def hunt_space(paper: str, claim_id: str, size: str = "small", claim: Any = None) -> HuntSpace | None:
-    """The hunt space of a claim, or ``None`` when it has none."""
+    """The hunt space of a claim, or ``None`` when it has none.
+
+    :param paper: the paper key
+    :param claim_id: the claim
+    :param size: the run size
+    :param claim: the ledger entry (e.g. its witness as a warm start)
+    :returns: the space, or ``None``
+    """
     hunt_spaces()
     fn = _SPACES.get((paper, claim_id))
     return None if fn is None else fn(size, claim)
@@ -644,7 +732,16 @@ def hunt_claims(
     the random baseline's: ``hunt["flipped_by"]`` says which) only when both re-checks pass (an
     oracle that does not apply, ``confirmed = None``, is recorded as such); a witness the oracle
     rejects is listed in ``hunt["artefacts"]`` ("artefact, not confirmed by <oracle>") and flips
-    nothing. Returns ``results``."""
+    nothing. Returns ``results``.
+
+    :param results: the ledger's entries
+    :param evals: evaluations per hunt
+    :param seconds: optimiser CPU seconds per hunt (a cap)
+    :param seed: the seed
+    :param optimiser: ``de``, ``cma`` or ``random``
+    :returns: ``results``
+    :raises InputError: ``seconds`` without ``evals``
+    """
     from market.audit.claims import recheck_witness
     from market.audit.oracles import confirm_witness
 

@@ -63,7 +63,11 @@ AUCTION_SPACES: dict[str, Callable[[], AuctionSpace]] = {}
 
 
 def register_auction_space(name: str) -> Callable[[Callable[[], AuctionSpace]], Callable[[], AuctionSpace]]:
-    """Decorator registering ``factory() -> AuctionSpace`` under ``name`` (the witness's ``space``)."""
+    """Decorator registering ``factory() -> AuctionSpace`` under ``name`` (the witness's ``space``).
+
+    :param name: the space's name (the witness's ``space``)
+    :returns: the decorator (returns the factory unchanged)
+    """
 
     def deco(fn: Callable[[], AuctionSpace]) -> Callable[[], AuctionSpace]:
         AUCTION_SPACES[name] = fn
@@ -158,7 +162,16 @@ def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest | None 
     (default: the family of ``r``'s best lie) plus, with ``reaudit``, the ``marketsim audit``
     command whose agent ``deviator`` re-derives it (``search``: which inner search produced it).
     ``gain_over_equal_share`` is the gain as a fraction of the deviator's equal-split utility
-    (finite where the relative gain is ``inf``)."""
+    (finite where the relative gain is ``inf``).
+
+    :param t: the audited target
+    :param r: its audit result
+    :param fb: the family's best lie (default: ``r``'s best)
+    :param reaudit: add the ``marketsim audit`` command
+    :param search: the inner search that found it
+    :returns: the witness
+    :raises InputError: a result without a lie
+    """
     if fb is None:
         fb = r.families.get(r.witness_family) if r.witness_family is not None else None
         if fb is None or fb.report is None:

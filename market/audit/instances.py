@@ -32,7 +32,15 @@ SIZES: dict[str, dict[str, tuple[int, int] | int]] = {
 class FairShareInstance:
     """A fair-share instance: TRUE speedups ``W`` (n, k) (column 0 = slowest type), ``m`` (k,) GPUs
     per type, optional priority ``weights`` (n,) and per-row ``caps`` (n,) in GPUs; ``kind`` names
-    the generator (``"given"`` for a hand-made instance). Inputs are validated and stored as arrays."""
+    the generator (``"given"`` for a hand-made instance). Inputs are validated and stored as arrays.
+
+    :param W: (n, k) TRUE speedups, > 0
+    :param m: (k,) GPUs per type, >= 0
+    :param kind: the generator's name
+    :param weights: (n,) priorities > 0, or ``None``
+    :param caps: (n,) most GPUs per row, >= 0, or ``None``
+    :raises InputError: a bad shape or value
+    """
 
     W: Any
     m: Any
@@ -81,7 +89,17 @@ def random_instance(
     ``kind``: ``"unrestricted"``, ``"ordered"`` or ``"slowest"`` (module docstring). ``n`` tenants
     and ``k`` GPU types are fixed ints or inclusive ``(lo, hi)`` ranges; speedup rows start at 1
     (column 0 = slowest type) and grow by a factor drawn from ``step`` per type; ``m_j`` whole GPUs
-    drawn from ``1..m_max``. Returns a :class:`FairShareInstance` (``.W``, ``.m``)."""
+    drawn from ``1..m_max``. Returns a :class:`FairShareInstance` (``.W``, ``.m``).
+
+    :param rng: the random generator
+    :param kind: ``"unrestricted"``, ``"ordered"`` or ``"slowest"``
+    :param n: tenants, an int or an inclusive range, >= 1
+    :param k: GPU types, an int or an inclusive range, >= 1
+    :param m_max: the most GPUs of one type, >= 1
+    :param step: ``(lo, hi)`` range of the ratio between adjacent types' speedups, ``0 < lo <= hi``
+    :returns: the instance
+    :raises InputError: an unknown kind or a bad range
+    """
     check_choice("kind", kind, ("unrestricted", "ordered", "slowest"))
     check_int("m_max", m_max, minimum=1)
 

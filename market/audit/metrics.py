@@ -39,7 +39,12 @@ def _X(X: Any) -> np.ndarray:
 
 def ir_violation(values: Any, payments: Any) -> float:
     """Largest shortfall ``payment_i - value_i`` over agents (0 if every agent's TRUE value of its
-    outcome covers its payment; a rejected agent has value 0 and must pay 0). Currency units."""
+    outcome covers its payment; a rejected agent has value 0 and must pay 0). Currency units.
+
+    :param values: (n,) each agent's TRUE value of its outcome, currency
+    :param payments: (n,) what each paid, currency
+    :returns: the largest shortfall, >= 0
+    """
     v = as_float_array("values", values, ndim=1)
     p = as_float_array("payments", payments, shape=(v.size,))
     if v.size == 0:
@@ -50,7 +55,14 @@ def ir_violation(values: Any, payments: Any) -> float:
 def budget_balance_violation(payments: Any, incomes: Any, *, mode: str = "exact") -> float:
     """Budget balance of a transfer scheme. ``payments`` (what agents pay in) and ``incomes`` (what
     is paid out to agents / income division), any shapes, are summed. ``mode="exact"``:
-    ``|sum payments - sum incomes|``; ``mode="weak"`` (no deficit): ``(sum incomes - sum payments)^+``."""
+    ``|sum payments - sum incomes|``; ``mode="weak"`` (no deficit): ``(sum incomes - sum payments)^+``.
+
+    :param payments: what agents pay in, currency (any shape)
+    :param incomes: what is paid out, currency (any shape)
+    :param mode: ``"exact"`` or ``"weak"``
+    :returns: the violation, >= 0, currency
+    :raises InputError: an unknown mode or non-finite amounts
+    """
     p = as_float_array("payments", payments)
     q = as_float_array("incomes", incomes)
     diff = float(p.sum() - q.sum())
@@ -63,7 +75,13 @@ def budget_balance_violation(payments: Any, incomes: Any, *, mode: str = "exact"
 
 def envy_violation(W: Any, X: Any, weights: Any = None) -> float:
     """Max (weighted) envy ``max_{l,i} W_l.x_i/pi_i - W_l.x_l/pi_l`` (>= 0; throughput units).
-    Pass TRUE ``W`` to measure experienced envy. Uses :func:`market.oef.properties.envy`."""
+    Pass TRUE ``W`` to measure experienced envy. Uses :func:`market.oef.properties.envy`.
+
+    :param W: (n, k) speedups (TRUE ones to measure what agents experience)
+    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param weights: (n,) priorities, or ``None`` (equal)
+    :returns: the max envy, >= 0
+    """
     from market.oef.properties import max_envy
 
     return max(0.0, max_envy(W, _X(X), weights))
@@ -73,7 +91,15 @@ def si_violation(W: Any, X: Any, m: Any, weights: Any = None, quota: Any = None)
     """Max shortfall below the sharing-incentive threshold (>= 0; throughput units).
 
     Threshold: ``(pi_l / sum pi) W_l . m`` (:func:`market.oef.properties.si_gap`), or, when
-    ``quota`` (n, k) is given, ``W_l . quota_l`` (the bundle the agent is entitled to alone)."""
+    ``quota`` (n, k) is given, ``W_l . quota_l`` (the bundle the agent is entitled to alone).
+
+    :param W: (n, k) speedups (TRUE ones to measure what agents experience)
+    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None`` (equal)
+    :param quota: (n, k) each agent's entitled bundle, or ``None`` (the weighted equal split)
+    :returns: the max shortfall, >= 0
+    """
     Xa = _X(X)
     if quota is None:
         from market.oef.properties import si_gap
@@ -90,7 +116,14 @@ def si_violation(W: Any, X: Any, m: Any, weights: Any = None, quota: Any = None)
 
 def pe_violation(W: Any, X: Any, m: Any, solver: str = "highs-ds") -> float:
     """Pareto gap (strong definition): total throughput a capacity-feasible allocation can add
-    while making nobody worse off (:func:`market.oef.properties.pe_gap`; >= 0)."""
+    while making nobody worse off (:func:`market.oef.properties.pe_gap`; >= 0).
+
+    :param W: (n, k) speedups (TRUE ones to measure what agents experience)
+    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param m: (k,) GPUs per type
+    :param solver: the LP method (``scipy.optimize.linprog`` name)
+    :returns: the throughput that could be added, >= 0
+    """
     from market.oef.properties import pe_gap
 
     return float(pe_gap(W, _X(X), m, solver=solver))
@@ -103,7 +136,14 @@ def contribution_violation(contributions: Any, incomes: Any, *, relative: bool =
     ``contributions`` and ``incomes`` have the same shape: (n_tenants,) or (n_events, n_tenants)
     (one row per (job, slot) income division). Per row: ``max_u |income_u - c_u/sum c * sum income|``;
     a row with zero total contribution must pay nothing. Returns the max over rows, in currency
-    units, or relative to the row's total income when ``relative=True``."""
+    units, or relative to the row's total income when ``relative=True``.
+
+    :param contributions: (n_tenants,) or (n_events, n_tenants) contributions, >= 0
+    :param incomes: incomes of the same shape, currency
+    :param relative: divide each row's deviation by its total income
+    :returns: the max deviation over rows
+    :raises InputError: mismatched shapes, negative contributions or more than 2 dimensions
+    """
     c = as_float_array("contributions", contributions, nonneg=True)
     g = as_float_array("incomes", incomes, shape=c.shape)
     if c.ndim == 1:
@@ -125,7 +165,14 @@ def contribution_violation(contributions: Any, incomes: Any, *, relative: bool =
 
 def fair_share_report(W: Any, X: Any, m: Any, weights: Any = None) -> dict[str, float]:
     """All fair-share figures of one allocation: ``envy``, ``si``, ``pe`` (max violations), and
-    ``total`` throughput ``sum_l W_l.x_l`` plus ``capacity`` excess ``max_j (sum_l x_l^j - m_j)^+``."""
+    ``total`` throughput ``sum_l W_l.x_l`` plus ``capacity`` excess ``max_j (sum_l x_l^j - m_j)^+``.
+
+    :param W: (n, k) speedups (TRUE ones to measure what agents experience)
+    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None``
+    :returns: ``{"envy", "si", "pe", "total", "capacity"}``
+    """
     Xa = _X(X)
     Wa = np.asarray(W, dtype=float)
     mm = np.asarray(m, dtype=float)

@@ -29,7 +29,16 @@ __all__ = ["OnlineAuctionTarget"]
 @dataclass
 class OnlineAuctionTarget(BaseTarget):
     """Audit target of mechanism ``mechanism`` on ``market``; ``bidders`` limits who deviates
-    (default: every bid). ``seed`` fixes randomised mechanisms' draws across evaluations."""
+    (default: every bid). ``seed`` fixes randomised mechanisms' draws across evaluations.
+
+    :param market: the auction instance
+    :param mechanism: one of ``market.mechanisms()``
+    :param bidders: the deviating bids' job ids; ``None``: every bid
+    :param seed: the mechanism's seed
+    :param name: the target's name in results (default: the mechanism's)
+    :param cache_size: the most cached report utilities
+    :raises InputError: an unknown mechanism or bidder, or no bids
+    """
 
     market: AuctionMarket
     mechanism: str
@@ -75,5 +84,9 @@ class OnlineAuctionTarget(BaseTarget):
         return float(self.market.true_surplus(self._bids[int(agent)], report, decision))
 
     def in_scope(self, family: str) -> bool:
-        """Posted-price truthfulness claims cover every direction of every reported field."""
+        """Posted-price truthfulness claims cover every direction of every reported field.
+
+        :param family: a family label
+        :returns: ``True`` for every family
+        """
         return True

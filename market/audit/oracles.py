@@ -54,7 +54,13 @@ RESOLUTIONS = (2, 4)
 class OracleResult:
     """What an oracle said about a witness: ``oracle`` (its name), ``confirmed`` (``True`` /
     ``False``; ``None`` when no independent oracle applies), ``independent`` and a JSON-ready
-    ``detail`` (the re-derived figures)."""
+    ``detail`` (the re-derived figures).
+
+    :param oracle: the oracle's name
+    :param confirmed: ``True``/``False``, ``None`` when no oracle applies
+    :param independent: whether it shares no code with the search
+    :param detail: the re-derived figures (JSON-ready)
+    """
 
     oracle: str
     confirmed: bool | None
@@ -82,7 +88,12 @@ _ORACLES: dict[str, list[tuple[str, Oracle]]] = {}
 
 def register_oracle(kind: str, name: str) -> Callable[[Oracle], Oracle]:
     """Decorator registering ``fn(witness) -> OracleResult | None`` for witnesses of ``kind``
-    (``None``: does not apply to this witness; the next oracle of the kind is tried)."""
+    (``None``: does not apply to this witness; the next oracle of the kind is tried).
+
+    :param kind: the witness kind
+    :param name: the oracle's name
+    :returns: the decorator (returns ``fn`` unchanged)
+    """
 
     def deco(fn: Oracle) -> Oracle:
         lst = _ORACLES.setdefault(kind, [])
@@ -107,7 +118,12 @@ def _load() -> None:
 
 def confirm_witness(witness: dict[str, Any]) -> OracleResult:
     """Re-check ``witness`` with the first applicable independent oracle of its kind (module
-    docstring); ``confirmed = None`` when there is none."""
+    docstring); ``confirmed = None`` when there is none.
+
+    :param witness: a ledger witness (a dict with ``kind``)
+    :returns: what the oracle found
+    :raises InputError: a witness that is not a dict with a kind
+    """
     if not isinstance(witness, dict):
         raise InputError("witness", witness, "must be a dict with a 'kind'")
     if "kind" not in witness:

@@ -63,6 +63,19 @@ class AuditConfig:
     Nelder–Mead with at most ``refine_maxfev`` evaluations each; a gain counts as a violation when
     it exceeds ``max(abs_tol, rel_tol * max(1, |truthful utility|))``. ``families`` restricts the
     search to family names (or prefixes ending in ``*``), ``None`` = all.
+
+    :param n_grid: grid points per side per dimension inside its box, >= 0
+    :param n_zoom: points per side between the truth and the first grid point, >= 0
+    :param n_tail: points per side beyond the box out to the hard limits, >= 0
+    :param edge_steps: steps of the boundary walk, >= 0
+    :param n_joint: Latin-hypercube samples per joint box, >= 0
+    :param refine_starts: best points per continuous family refined by Nelder–Mead, >= 0
+    :param refine_maxfev: evaluations per refinement, >= 0
+    :param rel_tol: tolerated gain relative to ``max(1, |truthful utility|)``, >= 0
+    :param abs_tol: tolerated absolute gain (utility units), >= 0
+    :param probes: also try the target's structural probes
+    :param families: family names or ``*``-prefixes to search; ``None``: all
+    :raises InputError: a negative count or tolerance
     """
 
     n_grid: int = 12
@@ -89,7 +102,11 @@ class AuditConfig:
             raise InputError("AuditConfig tolerances", (self.rel_tol, self.abs_tol), "must be >= 0")
 
     def wants(self, family: str) -> bool:
-        """Whether ``family`` is searched under this config."""
+        """Whether ``family`` is searched under this config.
+
+        :param family: a family label, e.g. ``"UP_1"``
+        :returns: ``True`` when ``families`` is ``None`` or names or prefixes it
+        """
         if self.families is None:
             return True
         for f in self.families:
@@ -100,7 +117,17 @@ class AuditConfig:
 
 @dataclass
 class FamilyBest:
-    """Best misreport found within one probe family. ``gain`` is in the target's utility unit."""
+    """Best misreport found within one probe family. ``gain`` is in the target's utility unit.
+
+    :param family: the family label
+    :param in_scope: whether the family is inside the paper's stated scope
+    :param gain: the best gain found (``-inf`` before any point)
+    :param params: the best point's parameters (continuous families)
+    :param label: the best probe's label (probe families)
+    :param report: the best report
+    :param n_points: misreports scored in the family
+    :param at_limit: the best point sits at a dimension's hard limit
+    """
 
     family: str
     in_scope: bool
@@ -127,6 +154,21 @@ class AuditResult:
     ``families`` holds the best per family; ``in_scope_gain`` is the best over the paper's
     stated scope. ``evaluations`` counts mechanism runs, ``points`` all misreports scored (incl.
     cache hits).
+
+    :param target: the target's name
+    :param agent: the deviating agent
+    :param truthful_utility: its TRUE utility when truthful
+    :param best_gain: the best gain found, >= 0
+    :param relative_gain: ``best_gain / |truthful_utility|`` (``inf`` from a zero baseline)
+    :param witness: the best lie's parameters or probe label (``None``: no gain)
+    :param witness_report: the best lie's report
+    :param witness_family: the best lie's family
+    :param tol: the gain that counts as a violation
+    :param evaluations: mechanism runs
+    :param points: misreports scored (incl. cache hits)
+    :param seconds: wall time of the search, seconds
+    :param families: the best per family
+    :param at_limit: the best lie sits at a hard limit (the gain is a lower bound on the supremum)
     """
 
     target: str
@@ -150,7 +192,11 @@ class AuditResult:
         return self.best_gain > self.tol
 
     def family_gain(self, predicate: Callable[[FamilyBest], bool]) -> tuple[float, FamilyBest | None]:
-        """Best gain (>= 0) over the families satisfying ``predicate`` and the family attaining it."""
+        """Best gain (>= 0) over the families satisfying ``predicate`` and the family attaining it.
+
+        :param predicate: selects families
+        :returns: ``(gain, family best or None)``
+        """
         best, arg = 0.0, None
         for fb in self.families.values():
             if predicate(fb) and fb.gain > best:
@@ -194,7 +240,11 @@ class AuditResult:
 
 
 def jsonable(x: Any) -> Any:
-    """Convert numpy arrays/scalars, tuples and dataclass-free containers to JSON-ready values."""
+    """Convert numpy arrays/scalars, tuples and dataclass-free containers to JSON-ready values.
+
+    :param x: any value
+    :returns: lists, dicts with string keys, Python scalars; non-finite floats as strings
+    """
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, np.generic):
@@ -212,7 +262,12 @@ def jsonable(x: Any) -> Any:
 
 def relative(gain: float, base: float) -> float:
     """``gain / |base|``; ``inf`` for a positive gain over a zero baseline (from nothing to
-    something), 0 for a non-positive one."""
+    something), 0 for a non-positive one.
+
+    :param gain: the absolute gain
+    :param base: the truthful utility
+    :returns: the relative gain
+    """
     if abs(base) > 1e-12:
         return gain / abs(base)
     return math.inf if gain > 0 else 0.0
@@ -221,7 +276,12 @@ def relative(gain: float, base: float) -> float:
 def classify(dims: Sequence[Dimension], values: Sequence[float]) -> str:
     """Probe family of a parameter point: ``UP_<d>``/``DOWN_<d>`` when one dimension moved,
     ``UP_all``/``DOWN_all`` when several moved all in the over/under direction, else ``MIXED``
-    (``TRUTH`` when nothing moved)."""
+    (``TRUTH`` when nothing moved).
+
+    :param dims: the agent's dimensions
+    :param values: one parameter value per dimension
+    :returns: the family label
+    """
     sides = [d.side(float(v)) for d, v in zip(dims, values, strict=True)]
     moved = [(d, s) for d, s in zip(dims, sides, strict=True) if s != 0]
     if not moved:
@@ -328,6 +388,14 @@ def audit(
     ``dimensions`` restricts the search to those dimension names (others stay truthful); an
     unknown name raises :class:`InputError`. ``rng`` seeds the joint sampling and the probes (an
     int is turned into ``np.random.default_rng(int)``; ``None`` means seed 0, for reproducibility).
+
+    :param target: the mechanism's audit target
+    :param agent: the deviating agent
+    :param config: the search budget and tolerance; ``None``: :class:`AuditConfig` defaults
+    :param rng: a generator or an int seed; ``None``: seed 0
+    :param dimensions: the dimension names to search; ``None``: all
+    :returns: the best lie found, per family and overall
+    :raises InputError: an unknown dimension name
     """
     cfg = config or AuditConfig()
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
@@ -542,7 +610,13 @@ def _edge_walk(s: _Search, i: int, d: Dimension, fb: FamilyBest, sign: int, z0: 
 def evaluate_misreport(target: AuditTarget, agent: Hashable, params: Mapping[str, float]) -> tuple[float, float]:
     """``(gain, true utility)`` of one misreport ``params`` (``{dimension: value}``, missing =
     truthful) against the truthful report. Validates ``params`` (unknown dimension, NaN, out of
-    bounds raise :class:`InputError`). Cheap entry point for external sweeps."""
+    bounds raise :class:`InputError`). Cheap entry point for external sweeps.
+
+    :param target: the audit target
+    :param agent: the deviating agent
+    :param params: dimension name -> value
+    :returns: ``(gain, TRUE utility)`` of the misreport
+    """
     full = check_params(target, agent, params)
     u0 = float(target.evaluate(agent, target.report(agent, {d.name: d.truth for d in target.dimensions(agent)})))
     u = float(target.evaluate(agent, target.report(agent, full)))
@@ -556,14 +630,27 @@ def audit_all(
     config: AuditConfig | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> list[AuditResult]:
-    """:func:`audit` for every agent (or the given ones), sharing one seeded generator."""
+    """:func:`audit` for every agent (or the given ones), sharing one seeded generator.
+
+    :param target: the audit target
+    :param agents: the agents to audit; ``None``: ``target.agents()``
+    :param config: the search budget; ``None``: defaults
+    :param rng: a generator or an int seed; ``None``: seed 0
+    :returns: one result per agent, in order
+    """
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0 if rng is None else rng)
     ags = list(target.agents()) if agents is None else list(agents)
     return [audit(target, a, config=config, rng=gen) for a in ags]
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval (default 95%) for a binomial proportion; ``(0, 1)`` when ``n == 0``."""
+    """Wilson score interval (default 95%) for a binomial proportion; ``(0, 1)`` when ``n == 0``.
+
+    :param successes: the count of successes
+    :param n: the number of trials
+    :param z: the normal quantile (1.96: 95%)
+    :returns: ``(low, high)``
+    """
     if n <= 0:
         return 0.0, 1.0
     p = successes / n
@@ -639,6 +726,14 @@ def audit_instances(
     child ``i`` of ``SeedSequence(seed)`` (instance draw and search get separate grandchildren), so
     results do not depend on the executor. ``deviators``: ``"all"``, ``"random"`` (one per
     instance), an agent position, or ``fn(target, rng) -> agents``.
+
+    :param make_target: draws one instance's target from a generator
+    :param n_instances: the number of instances
+    :param seed: the root seed
+    :param deviators: who deviates (above)
+    :param config: the search budget; ``None``: defaults
+    :param executor: an object with ``map`` (e.g. a process pool); ``None``: in process
+    :returns: the tidy frame, one row per (instance, deviator, family)
     """
     n = check_int("n_instances", n_instances, minimum=1)
     cfg = config or AuditConfig()
@@ -674,6 +769,10 @@ def summarize(frame: pd.DataFrame, *, n_instances: int | None = None) -> pd.Data
     """Per family (plus ``ANY``, ``IN_SCOPE`` and ``OUT_OF_SCOPE``): instances audited, instances with
     a profitable lie, that fraction with a Wilson 95% CI, mean and max of the per-instance best
     relative gain, and the max absolute gain. An instance counts once per family (its best deviator).
+
+    :param frame: the rows of :func:`audit_instances`
+    :param n_instances: the denominator; ``None``: the instances in ``frame``
+    :returns: one row per family
     """
     if frame.empty:
         return pd.DataFrame(
@@ -724,7 +823,12 @@ def summarize(frame: pd.DataFrame, *, n_instances: int | None = None) -> pd.Data
 def agent_table(frame: pd.DataFrame, *, in_scope: bool | None = None) -> pd.DataFrame:
     """Per (instance, deviator): the best gain and relative gain over the families (only in-scope
     or only out-of-scope families when ``in_scope`` is given), whether it is a violation, and the
-    family of the best lie."""
+    family of the best lie.
+
+    :param frame: the rows of :func:`audit_instances`
+    :param in_scope: ``True``/``False``: only in-scope / out-of-scope families; ``None``: all
+    :returns: one row per (instance, deviator)
+    """
     cols = ["instance", "deviator", "gain", "relative_gain", "violated", "family"]
     f = frame if in_scope is None else frame[frame["in_scope"] == in_scope]
     if f.empty:

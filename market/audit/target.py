@@ -68,24 +68,25 @@ __all__ = ["Dimension", "Probe", "AuditTarget", "BaseTarget", "check_params"]
 class Dimension:
     """One reportable real parameter of an agent (what the auditor and learning bidders misreport).
 
-    Fields:
-
-    * ``name``: the key of the parameter in the ``params`` dict passed to the target's / market's
-      ``report`` / ``misreport``; families are named after it (``UP_<name>``, ``DOWN_<name>``).
-    * ``kind``: ``"factor"`` (default) — the report is ``true value * param``, ``truth`` is 1 and
-      the search runs in log space between ``lower`` and ``upper`` (both > 0); ``"value"`` —
-      ``param`` is the reported value itself (a count, a slot, a shape parameter), ``truth`` is the
-      true value and the search runs in linear space.
-    * ``lower``, ``upper``: the search box (default 0.25..4 for a factor); ``truth`` must lie inside.
-      ``lower == truth`` makes the parameter one-sided (e.g. an arrival can only be reported later).
-    * ``truth``: the truthful setting (1 for a factor; the true value for a value dimension).
-    * ``over``: +1 (default) when a parameter above ``truth`` is over-reporting (inflation, family
-      ``UP_``), -1 when below is (e.g. a smaller reported bandwidth inflates the demand).
-    * ``integer``: round the parameter (epochs, worker counts, arrival slots).
-    * ``limit_lower``, ``limit_upper``: hard limits the search may reach beyond the box (tails and
-      the boundary walk go out to them); default = ``lower`` / ``upper``. A best lie sitting at a
-      limit is reported with ``at_limit = True`` (the gain may keep growing past it), whether or
-      not the limit equals the box bound.
+    :param name: the key of the parameter in the ``params`` dict passed to the target's / market's
+        ``report`` / ``misreport``; families are named after it (``UP_<name>``, ``DOWN_<name>``)
+    :param kind: ``"factor"`` (default): the report is ``true value * param``, ``truth`` is 1 and the
+        search runs in log space between ``lower`` and ``upper`` (both > 0); ``"value"``: ``param``
+        is the reported value itself (a count, a slot, a shape parameter), ``truth`` is the true
+        value and the search runs in linear space
+    :param lower: the search box's lower end (default 0.25 for a factor); ``lower == truth`` makes the
+        parameter one-sided (e.g. an arrival can only be reported later)
+    :param upper: the search box's upper end (default 4 for a factor)
+    :param truth: the truthful setting (1 for a factor; the true value for a value dimension), inside the box
+    :param over: +1 (default) when a parameter above ``truth`` is over-reporting (inflation, family
+        ``UP_``), -1 when below is (e.g. a smaller reported bandwidth inflates the demand)
+    :param integer: round the parameter (epochs, worker counts, arrival slots)
+    :param limit_lower: the hard lower limit the search may reach beyond the box (tails and the
+        boundary walk go out to it); ``None``: ``lower``. A best lie at a limit is reported with
+        ``at_limit = True`` (the gain may keep growing past it)
+    :param limit_upper: the hard upper limit; ``None``: ``upper``
+    :raises InputError: an empty name, an unknown kind, a truth outside the box, a factor bound <= 0,
+        ``over`` not ±1, or limits that do not contain the box
     """
 
     name: str
@@ -122,24 +123,41 @@ class Dimension:
         object.__setattr__(self, "limit_upper", lu)
 
     def to_z(self, value: float | np.ndarray) -> float | np.ndarray:
-        """Search coordinate: log for factors, identity for values."""
+        """Search coordinate: log for factors, identity for values.
+
+        :param value: parameter value(s)
+        :returns: the search coordinate(s)
+        """
         return np.log(value) if self.kind == "factor" else value
 
     def from_z(self, z: float | np.ndarray) -> float | np.ndarray:
-        """Inverse of :meth:`to_z`, clipped to the limits (and rounded if ``integer``)."""
+        """Inverse of :meth:`to_z`, clipped to the limits (and rounded if ``integer``).
+
+        :param z: search coordinate(s)
+        :returns: the parameter value(s)
+        """
         v = np.exp(z) if self.kind == "factor" else z
         v = np.clip(v, self.limit_lower, self.limit_upper)
         return np.round(v) if self.integer else v
 
     def side(self, value: float, tol: float = 1e-12) -> int:
-        """+1 if ``value`` over-reports, -1 if it under-reports, 0 if truthful."""
+        """+1 if ``value`` over-reports, -1 if it under-reports, 0 if truthful.
+
+        :param value: a parameter value
+        :param tol: the distance from ``truth`` still read as truthful, relative to ``max(1, |truth|)``
+        :returns: +1, -1 or 0
+        """
         d = value - self.truth
         if abs(d) <= tol * max(1.0, abs(self.truth)):
             return 0
         return self.over if d > 0 else -self.over
 
     def grid(self, n_side: int) -> np.ndarray:
-        """``n_side`` points strictly on each side of the truth (geometric for factors), truth excluded."""
+        """``n_side`` points strictly on each side of the truth (geometric for factors), truth excluded.
+
+        :param n_side: points per side
+        :returns: the grid (deduplicated and rounded for an integer dimension)
+        """
         pts: list[np.ndarray] = []
         for a, b in ((self.lower, self.truth), (self.truth, self.upper)):
             if b - a <= 0:
@@ -159,7 +177,12 @@ class Dimension:
 
     def zoom(self, n_side: int, n_grid: int) -> np.ndarray:
         """``n_side`` points per side between the truth and the first of ``n_grid`` grid points,
-        log-spaced in distance from 0.1% of the step (factors: of the log-step) to half of it."""
+        log-spaced in distance from 0.1% of the step (factors: of the log-step) to half of it.
+
+        :param n_side: points per side (none for an integer dimension)
+        :param n_grid: the grid's points per side (sets the step)
+        :returns: the points
+        """
         if n_side <= 0 or self.integer:
             return np.empty(0)
         pts = []
@@ -176,7 +199,11 @@ class Dimension:
 
     def tails(self, n_side: int) -> np.ndarray:
         """``n_side`` points on each side beyond ``[lower, upper]`` out to the limits (geometric
-        for factors); empty where the limit equals the bound."""
+        for factors); empty where the limit equals the bound.
+
+        :param n_side: points per side
+        :returns: the points
+        """
         pts: list[np.ndarray] = []
         for a, b, inner in ((self.limit_lower, self.lower, self.lower), (self.upper, self.limit_upper, self.upper)):
             if b - a <= 0 or n_side <= 0:
@@ -192,7 +219,12 @@ class Dimension:
 @dataclass(frozen=True)
 class Probe:
     """A discrete (structural) misreport: ``family`` (e.g. ``"TYPES"``), a short ``label`` and the
-    ``report`` object passed to :meth:`AuditTarget.outcome`."""
+    ``report`` object passed to :meth:`AuditTarget.outcome`.
+
+    :param family: the misreport family, e.g. ``"TYPES"``
+    :param label: a short description for results
+    :param report: the report object
+    """
 
     family: str
     label: str
@@ -207,19 +239,67 @@ class AuditTarget(Protocol):
 
     def agents(self) -> Sequence[Hashable]: ...
 
-    def dimensions(self, agent: Hashable) -> Sequence[Dimension]: ...
+    def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
+        """What ``agent`` can misreport.
 
-    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any: ...
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :returns: its reportable dimensions
+        """
+        ...
 
-    def outcome(self, agent: Hashable, report: Any) -> Any: ...
+    def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:
+        """The report of ``agent`` for a parameter setting (missing names: truthful).
 
-    def utility(self, agent: Hashable, outcome: Any) -> float: ...
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param params: dimension name -> value (a factor, or the reported value)
+        :returns: the report object :meth:`outcome` takes
+        """
+        ...
 
-    def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]: ...
+    def outcome(self, agent: Hashable, report: Any) -> Any:
+        """The mechanism's outcome for ``agent`` when it submits ``report`` and the others are truthful.
 
-    def in_scope(self, family: str) -> bool: ...
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param report: from :meth:`report` or a :class:`Probe`
+        :returns: what :meth:`utility` needs (allocation, decision, payment, ...)
+        """
+        ...
 
-    def evaluate(self, agent: Hashable, report: Any) -> float: ...
+    def utility(self, agent: Hashable, outcome: Any) -> float:
+        """The TRUE utility of ``agent`` for ``outcome`` (true value minus payment; fair share: true
+        throughput).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param outcome: from :meth:`outcome`
+        :returns: the utility (currency, or normalised throughput)
+        """
+        ...
+
+    def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
+        """Structural misreports of ``agent`` (fake or dropped types, copies, arbitrary vectors).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param rng: the random generator (random probes)
+        :returns: the probes
+        """
+        ...
+
+    def in_scope(self, family: str) -> bool:
+        """Whether the misreport family ``family`` is inside the paper's stated scope.
+
+        :param family: a family label, e.g. ``"UP_1"``
+        :returns: ``True`` when a gain in that family contradicts the paper's claim
+        """
+        ...
+
+    def evaluate(self, agent: Hashable, report: Any) -> float:
+        """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful.
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param report: the report
+        :returns: :meth:`utility` of :meth:`outcome`
+        """
+        ...
 
 
 def _freeze(x: Any) -> Hashable:
@@ -240,6 +320,9 @@ class BaseTarget(ABC):
 
     Subclasses implement ``agents``, ``dimensions``, ``report``, ``outcome`` and ``utility``.
     ``evaluations`` counts mechanism runs (cache misses); ``cache_hits`` the reuses.
+
+    :param name: the target's name in results (keyword only)
+    :param cache_size: the most cached report utilities (keyword only)
     """
 
     name: str = field(default="target", kw_only=True)
@@ -255,35 +338,77 @@ class BaseTarget(ABC):
 
     @abstractmethod
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
-        """Implemented by every target (see the module docstring)."""
+        """Implemented by every target: what ``agent`` can misreport.
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :returns: its reportable dimensions
+        """
 
     @abstractmethod
     def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:
-        """Implemented by every target (see the module docstring)."""
+        """Implemented by every target: the report of ``agent`` for a parameter setting (missing names: truthful).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param params: dimension name -> value (a factor, or the reported value)
+        :returns: the report object :meth:`outcome` takes
+        """
 
     @abstractmethod
     def outcome(self, agent: Hashable, report: Any) -> Any:
-        """Implemented by every target (see the module docstring)."""
+        """Implemented by every target: the mechanism's outcome for ``agent`` when it submits
+        ``report`` and the others are truthful.
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param report: from :meth:`report` or a :class:`Probe`
+        :returns: what :meth:`utility` needs (allocation, decision, payment, ...)
+        """
 
     @abstractmethod
     def utility(self, agent: Hashable, outcome: Any) -> float:
-        """Implemented by every target (see the module docstring)."""
+        """Implemented by every target: the TRUE utility of ``agent`` for ``outcome`` (true value
+        minus payment; fair share: true throughput).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param outcome: from :meth:`outcome`
+        :returns: the utility (currency, or normalised throughput)
+        """
 
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
-        """Structural misreports; none by default."""
+        """Structural misreports of ``agent`` (none by default).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param rng: the random generator (random probes)
+        :returns: the probes
+        """
         return ()
 
     def in_scope(self, family: str) -> bool:
-        """Whether ``family`` is inside the paper's stated scope (default: inflation, ``UP_*``)."""
+        """Whether the misreport family ``family`` is inside the paper's stated scope (default:
+        inflation, ``UP_*``).
+
+        :param family: a family label, e.g. ``"UP_1"``
+        :returns: ``True`` when a gain in that family contradicts the paper's claim
+        """
         return family.startswith("UP_")
 
     # -- provided ----------------------------------------------------------------------------
     def report_key(self, agent: Hashable, report: Any) -> Hashable:
-        """Hashable cache key of a report (override for exotic report objects)."""
+        """Hashable cache key of a report (override for exotic report objects).
+
+        :param agent: the deviating agent
+        :param report: the report
+        :returns: a hashable key (arrays by dtype, shape and bytes)
+        """
         return (agent, _freeze(report))
 
     def evaluate(self, agent: Hashable, report: Any) -> float:
-        """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful (cached)."""
+        """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful (cached;
+        a miss counts in ``evaluations``).
+
+        :param agent: the deviating agent (one of :meth:`agents`)
+        :param report: the report
+        :returns: :meth:`utility` of :meth:`outcome`
+        """
         key = self.report_key(agent, report)
         hit = self._cache.get(key)
         if hit is not None:
@@ -296,11 +421,19 @@ class BaseTarget(ABC):
         return val
 
     def dimension_map(self, agent: Hashable) -> dict[str, Dimension]:
-        """``{name: Dimension}`` of ``agent``."""
+        """``{name: Dimension}`` of ``agent``.
+
+        :param agent: an agent of the target
+        :returns: its dimensions by name
+        """
         return {d.name: d for d in self.dimensions(agent)}
 
     def truthful_params(self, agent: Hashable) -> dict[str, float]:
-        """The parameter setting that reproduces the truthful report."""
+        """The parameter setting that reproduces the truthful report.
+
+        :param agent: an agent of the target
+        :returns: dimension name -> its truthful value
+        """
         return {d.name: d.truth for d in self.dimensions(agent)}
 
 
@@ -310,6 +443,12 @@ def check_params(target: AuditTarget, agent: Hashable, params: Mapping[str, floa
     Raises :class:`InputError` naming the field for an unknown agent, an unknown dimension name,
     a non-finite value or a value outside the dimension's bounds. Returns the full parameter dict
     (missing dimensions filled with their truthful values).
+
+    :param target: the audit target
+    :param agent: one of its agents
+    :param params: dimension name -> value
+    :returns: every dimension's value
+    :raises InputError: an unknown agent or dimension, a non-finite value or one outside the limits
     """
     if agent not in list(target.agents()):
         raise InputError("agent", agent, f"is not an agent of {target.name}; known: {list(target.agents())}")

@@ -69,7 +69,12 @@ class _Job:
 
 @dataclass(frozen=True)
 class BaselineOutcome:
-    """Per-job decisions (``admitted`` = accepted in the D13 sense), welfare and profit."""
+    """Per-job decisions (``admitted`` = accepted in the D13 sense), welfare and profit.
+
+    :param name: the baseline
+    :param decisions: one decision per job
+    :param state: the final price and usage state
+    """
 
     name: str
     decisions: tuple[ErisDecision, ...]
@@ -181,7 +186,15 @@ class BaselineMechanism(OnlineMechanism):
     ``step(now, reports)`` adds the jobs arriving in slot ``now`` and runs the baseline's slot
     ``now``; a job's decision is final, and returned, in the slot it completes (D13 accounting);
     :meth:`finish` flushes the jobs that never completed (value 0, payment 0). The baselines use
-    only jobs that have arrived, so the batch functions (:func:`tiresias`, ...) are this run."""
+    only jobs that have arrived, so the batch functions (:func:`tiresias`, ...) are this run.
+
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :param target_slots: the slots a baseline aims to finish a job in (its worker count), >= 1
+    :param drop_negative_payoff: reject a job whose reported payoff at its configuration is negative
+    """
 
     name = "baseline"
 
@@ -219,6 +232,13 @@ class BaselineMechanism(OnlineMechanism):
         return j
 
     def step(self, now: int, new_reports: Sequence[ErisJob]) -> list[ErisDecision]:
+        """Add the jobs arriving in slot ``now`` and run the baseline's slot ``now``.
+
+        :param now: the slot, 1..T
+        :param new_reports: the reports arriving in slot ``now``
+        :returns: the decisions of the jobs that completed in this slot
+        :raises InputError: a slot < 1 with arrivals, a bad or duplicate bid
+        """
         if int(now) < 1 and len(new_reports):
             raise InputError("now", now, "must be >= 1 (Eris slots are 1..T)")
         new = [self._admit(b) for b in self._advance(now, new_reports)]  # type: ignore[arg-type]
@@ -291,7 +311,12 @@ def _unit(state: ErisState, t: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 class TiresiasMechanism(BaselineMechanism):
     """TIRESIAS of spec §4.1: every slot, active jobs by (key, a, id) get ``min(n_i, needed)`` workers
-    on the cheapest sites (gang: all or none), key = n_i (D - done) or attained worker-slots."""
+    on the cheapest sites (gang: all or none), key = n_i (D - done) or attained worker-slots.
+
+    :param args: :class:`BaselineMechanism`'s arguments
+    :param priority: ``remaining_service`` or ``attained_service`` (the order jobs are served in)
+    :param kw: :class:`BaselineMechanism`'s keyword arguments
+    """
 
     name = "tiresias"
 
@@ -332,7 +357,18 @@ def tiresias(
     target_slots: int = 8,
     drop_negative_payoff: bool = True,
 ) -> BaselineOutcome:
-    """Run :class:`TiresiasMechanism` over ``bids`` (slots 1..T)."""
+    """Run :class:`TiresiasMechanism` over ``bids`` (slots 1..T).
+
+    :param bids: the reports (or true types), arrivals in slots 1..T
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :param priority: see :class:`TiresiasMechanism`
+    :param target_slots: the slots a baseline aims to finish a job in (its worker count), >= 1
+    :param drop_negative_payoff: reject a job whose reported payoff at its configuration is negative
+    :returns: the decisions, welfare and revenue
+    """
     m = TiresiasMechanism(
         sites,
         network,
@@ -373,7 +409,17 @@ def _fixed_config(j: _Job, state: ErisState, t: int) -> np.ndarray:
 class AntManMechanism(BaselineMechanism):
     """ANTMAN of spec §4.2: RG jobs (reported tau >= threshold, or Bernoulli with ``rng``) run a fixed
     configuration chosen at arrival; after ``max_wait`` slots of waiting they become OP; OP jobs
-    use whatever capacity is left each slot."""
+    use whatever capacity is left each slot.
+
+    :param args: :class:`BaselineMechanism`'s arguments
+    :param rg_rule: ``tau_threshold`` or ``bernoulli``: which jobs are RG (resource-guaranteed)
+    :param tau_threshold: reported tau at or above which a job is RG
+    :param rg_prob: probability of RG with ``bernoulli``
+    :param max_wait: slots an RG job waits before it becomes OP, >= 1
+    :param rng: the Bernoulli draws (required with ``bernoulli``)
+    :param kw: :class:`BaselineMechanism`'s keyword arguments
+    :raises InputError: ``bernoulli`` without ``rng``, a bad rule or wait
+    """
 
     name = "antman"
 
@@ -447,7 +493,22 @@ def antman(
     target_slots: int = 8,
     drop_negative_payoff: bool = True,
 ) -> BaselineOutcome:
-    """Run :class:`AntManMechanism` over ``bids`` (slots 1..T)."""
+    """Run :class:`AntManMechanism` over ``bids`` (slots 1..T).
+
+    :param bids: the reports (or true types), arrivals in slots 1..T
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :param rg_rule: see :class:`AntManMechanism`
+    :param tau_threshold: see :class:`AntManMechanism`
+    :param rg_prob: see :class:`AntManMechanism`
+    :param max_wait: see :class:`AntManMechanism`
+    :param rng: see :class:`AntManMechanism`
+    :param target_slots: the slots a baseline aims to finish a job in (its worker count), >= 1
+    :param drop_negative_payoff: reject a job whose reported payoff at its configuration is negative
+    :returns: the decisions, welfare and revenue
+    """
     m = AntManMechanism(
         sites,
         network,
@@ -484,7 +545,13 @@ def _even_split(n: int, caps: np.ndarray) -> np.ndarray | None:
 
 class LiquidMechanism(BaselineMechanism):
     """LIQUID of spec §4.3: at arrival pick m (sites used) minimising
-    ``lambda_L V(m)/B + (1 - lambda_L) Pi(m)/(n max u)``; then run FIFO, non-preemptively."""
+    ``lambda_L V(m)/B + (1 - lambda_L) Pi(m)/(n max u)``; then run FIFO, non-preemptively.
+
+    :param args: :class:`BaselineMechanism`'s arguments
+    :param lambda_L: weight of the transfer volume against the price, in [0, 1]
+    :param kw: :class:`BaselineMechanism`'s keyword arguments
+    :raises InputError: ``lambda_L`` outside [0, 1]
+    """
 
     name = "liquid"
 
@@ -547,7 +614,18 @@ def liquid(
     target_slots: int = 8,
     drop_negative_payoff: bool = True,
 ) -> BaselineOutcome:
-    """Run :class:`LiquidMechanism` over ``bids`` (slots 1..T)."""
+    """Run :class:`LiquidMechanism` over ``bids`` (slots 1..T).
+
+    :param bids: the reports (or true types), arrivals in slots 1..T
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :param lambda_L: see :class:`LiquidMechanism`
+    :param target_slots: the slots a baseline aims to finish a job in (its worker count), >= 1
+    :param drop_negative_payoff: reject a job whose reported payoff at its configuration is negative
+    :returns: the decisions, welfare and revenue
+    """
     m = LiquidMechanism(
         sites,
         network,

@@ -63,7 +63,18 @@ def micro_instance(
 ) -> Instance:
     """A random micro instance (spec §7 C1/C4 ranges): capacities U{0..6}, budgets in {4, 10, 50,
     1000} MB, path or complete graphs in topology mode, gamma in {10, 1000}, and (``options``) random
-    ps_rule / repair_sources / overflow_moves."""
+    ps_rule / repair_sources / overflow_moves.
+
+    :param rng: the draws
+    :param max_R: most sites
+    :param max_K: most resource types
+    :param max_T: longest horizon
+    :param max_I: most jobs
+    :param max_D: most chunks per job
+    :param topology: topology mode (``None``: drawn)
+    :param options: draw the mechanism options too
+    :returns: ``(sites, network, config, jobs)``
+    """
     R = int(rng.integers(1, max_R + 1))
     K = int(rng.integers(1, max_K + 1))
     T = int(rng.integers(1, max_T + 1))
@@ -116,7 +127,12 @@ def micro_instance(
 
 
 def instance_to_dict(inst: Instance) -> dict[str, Any]:
-    """JSON-ready form of an instance with sigmoid utilities."""
+    """JSON-ready form of an instance with sigmoid utilities.
+
+    :param inst: ``(sites, network, config, jobs)``
+    :returns: its JSON-ready form
+    :raises InputError: a utility other than a sigmoid
+    """
     sites, net, cfg, jobs = inst
     out: dict[str, Any] = {
         "sites": {"ids": list(sites.ids), "capacity": sites.capacity.tolist(), "resources": list(sites.resources)},
@@ -147,7 +163,11 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
 
 
 def instance_from_dict(d: dict[str, Any]) -> Instance:
-    """Inverse of :func:`instance_to_dict`."""
+    """Inverse of :func:`instance_to_dict`.
+
+    :param d: the JSON-ready form
+    :returns: ``(sites, network, config, jobs)``
+    """
     s = d["sites"]
     sites = ErisSites(tuple(s["ids"]), np.array(s["capacity"], float), tuple(s["resources"]))
     n = d["network"]
@@ -402,6 +422,11 @@ def _micros(ctx: ClaimContext, key: str, count: tuple[int, int], **kw: Any) -> l
     "active slot, the window a..T and integrality from the accepted plans alone; violation if any > 1e-9.",
 )
 def c1(ctx: ClaimContext) -> Measurement:
+    """Claim C1 of Eris: Eris outputs a feasible solution of problem (2) (Theorem 1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(_micros(ctx, "runs", (40, 400)), "feasibility")
 
 
@@ -413,6 +438,12 @@ def c1(ctx: ClaimContext) -> Measurement:
     "rejected => p_i = u_i = 0; revenue >= 0 (relative tolerance 1e-7).",
 )
 def c2(ctx: ClaimContext) -> Measurement:
+    """Claim C2 of Eris: Individual rationality: truthful users' utilities and the operator's profit are non-negative
+    (Theorem 2).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(_micros(ctx, "runs", (40, 400)), "ir")
 
 
@@ -426,6 +457,13 @@ def c2(ctx: ClaimContext) -> Measurement:
     "decision of a run compared with the prices before it.",
 )
 def c7(ctx: ClaimContext) -> Measurement:
+    """Claim C7 of Eris: Prices (6): alpha(0) = 0, alpha(B) = gamma_d - 1 (likewise beta), monotone and convex in
+    utilisation; at zero usage every job with a feasible schedule and f > 0 is accepted; prices never decrease
+    (§IV-B).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     x = np.linspace(0.0, 1.0, 201)
     worst = 0.0
     for g in (2.0, 10.0, 1000.0, 1e4):
@@ -455,6 +493,11 @@ def c7(ctx: ClaimContext) -> Measurement:
     "Same micro instances as C1, truthful bids, true values: |W - (sum mu_i + sum p_i)| <= 1e-7 max(1, W).",
 )
 def c8(ctx: ClaimContext) -> Measurement:
+    """Claim C8 of Eris: Social welfare (Definition 2): W = sum of payoffs + sum of payments = sum of v_i x_i.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(_micros(ctx, "runs", (40, 400)), "welfare_identity")
 
 
@@ -468,6 +511,12 @@ def c8(ctx: ClaimContext) -> Measurement:
     "(T - a + 1)(D + 1) evaluations or (T - a + 1)(T - a + 2)/2 repairs. Timing slopes: benchmarks/bench_eris.py.",
 )
 def c6(ctx: ClaimContext) -> Measurement:
+    """Claim C6 of Eris: Running time O(I T D (R^2 K + D)) (Theorem 6): at most (T - a + 1)(D + 1) DPC_T evaluations
+    per job, plus the memoised repair calls.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = list(_micros(ctx, "runs", (40, 400)))
     m = ctx.pick(make_market({"R": 10, "I": 20, "T": 30}, ctx.rng), make_market({}, ctx.rng))
     insts.append((m.sites, m.network, m.config, list(m.bids())))
@@ -491,6 +540,11 @@ def _c4_instances(ctx: ClaimContext) -> list[Instance]:
     "and d = 1..D; a violation is an instance with a slot/d whose costs differ or where only one is feasible.",
 )
 def c4a(ctx: ClaimContext) -> Measurement:
+    """Claim C4a of Eris: Alg. 3 (DPC_T) returns an optimal solution of the one-shot problem (8) (Theorem 4).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(_c4_instances(ctx), "dpc", tol=0.0, effect="max (slot, d) cases with DPC_T != exact")
 
 
@@ -502,6 +556,12 @@ def c4a(ctx: ClaimContext) -> Measurement:
     "same c table; violation if a deadline's cost differs by more than 1e-9 max(1, mu*).",
 )
 def c4b(ctx: ClaimContext) -> Measurement:
+    """Claim C4b of Eris: Alg. 2's DP over slots returns the cheapest split of the D chunks for every deadline (Theorem
+    4).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(_c4_instances(ctx), "dp", effect="max |DP - DP_EXACT|")
 
 
@@ -514,6 +574,12 @@ def c4b(ctx: ClaimContext) -> Measurement:
     "in details).",
 )
 def c4c(ctx: ClaimContext) -> Measurement:
+    """Claim C4c of Eris: Alg. 2 (SA) returns an optimal solution of the per-job problem (7): mu_i equals the exact
+    optimum (Theorem 4).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _c4_instances(ctx)
     m = _property_claim(insts, "sa", effect="max mu* - mu")
     neg = [_p_subroutine(i, "neg") for i in insts]
@@ -533,6 +599,12 @@ def c4c(ctx: ClaimContext) -> Measurement:
     "with true values; violation if the ratio exceeds the bound (inf when Eris earns nothing and OPT > 0).",
 )
 def c5(ctx: ClaimContext) -> Measurement:
+    """Claim C5 of Eris: Eris is 2 log2(gamma_d gamma_k*)-competitive: OPT / W_Eris <= 39.86 at gamma = 1000 (Theorem
+    5).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     rand = _micros(ctx, "c5", (12, 80), max_R=2, max_K=1, max_T=3, max_I=3, max_D=4, topology=False, options=False)
     viol, worst, witness, n, ratios = 0, -math.inf, None, 0, []
     for k, inst in enumerate([_thm5_witness(), *rand]):
@@ -603,6 +675,12 @@ _LEMMA1_OUTSIDE: dict[str, Any] = {
 )
 def c5_l1(ctx: ClaimContext) -> Measurement:
     # large sites and gamma = 10 make the small-job and normalisation assumptions hold for many jobs
+    """Claim C5-L1 of Eris: Lemma 1: under the normalisation and small-job assumptions, every processed job raises the
+    primal by at least 1/gamma_CR of the dual increase (Delta Gamma_i >= Delta Lambda_i / gamma_CR).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     big = {"R": 6, "I": 15, "T": 20, "gamma": 10.0, "capacity": [40.0, 240.0, 320.0]}
     study = []
     for _ in range(ctx.pick(3, 20)):
@@ -646,7 +724,11 @@ _C3_TEXT = {
 
 
 def audit_config(size: str) -> AuditConfig:
-    """Search budget of the Eris truthfulness claims per run size."""
+    """Search budget of the Eris truthfulness claims per run size.
+
+    :param size: ``"small"`` or any other value for a large run
+    :returns: the misreport search's budget
+    """
     if size == "small":
         return AuditConfig(n_grid=3, n_joint=6, refine_starts=0, refine_maxfev=0, probes=False)
     return AuditConfig(n_grid=8, n_joint=24, refine_starts=1, refine_maxfev=30, probes=False)
@@ -795,6 +877,11 @@ for _cid in C3_GROUPS:
     "reportable dimension (refined when large).",
 )
 def c3f(ctx: ClaimContext) -> Measurement:
+    """Claim C3f of Eris: No user can raise its payoff by misreporting several dimensions jointly (Theorem 3).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _c3_measure(ctx, lambda f: f in ("UP_all", "DOWN_all", "MIXED"))
 
 
@@ -846,6 +933,12 @@ def _c9_runs(ctx: ClaimContext) -> list[dict[str, Any]]:
     "baseline) pair where Eris' welfare is lower.",
 )
 def c9a(ctx: ClaimContext) -> Measurement:
+    """Claim C9a of Eris: Eris achieves higher social welfare than Tiresias, AntMan and Liquid at every sweep point
+    (§VI, Figs. 3, 8-11).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     viol, worst, witness, pairs = 0, 0.0, None, 0
     table: dict[str, dict[str, float]] = {}
     for run in _c9_runs(ctx):
@@ -882,6 +975,12 @@ def c9a(ctx: ClaimContext) -> Measurement:
     "the verdict is inconclusive by construction; the measured numbers are the evidence.",
 )
 def c9b(ctx: ClaimContext) -> Measurement:
+    """Claim C9b of Eris: Headline numbers: Eris yields up to 44% more social welfare (abstract); +44% / +50% / +20%
+    over Tiresias / AntMan / Liquid (contributions list; setting not stated); Eris accepts more jobs (Fig. 4).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     runs = _c9_runs(ctx)
     paper = {"tiresias": 0.44, "antman": 0.50, "liquid": 0.20}
     table: dict[str, dict[str, float]] = {}
@@ -957,6 +1056,12 @@ def _check_trend(w: dict[str, Any]) -> bool:
     "change disagrees with the paper. Curves for every mechanism: market/eris/studies/eris.toml.",
 )
 def c9c(ctx: ClaimContext) -> Measurement:
+    """Claim C9c of Eris: Trends of §VI: welfare increases with R (Fig. 8) and decreases with I (Fig. 9); profit
+    decreases with R and increases with I (Fig. 10); welfare decreases with gamma_d = gamma_k (Fig. 11).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     base = ctx.pick({"R": 15, "I": 30, "T": 40}, {"R": 50, "I": 100, "T": 150})
     sweeps = {"R": ctx.pick((5, 30), (10, 200)), "I": ctx.pick((10, 60), (50, 300)), "gamma": (10.0, 10000.0)}
     seeds = [int(s) for s in ctx.rng.integers(2**31, size=ctx.pick(2, 5))]

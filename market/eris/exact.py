@@ -242,7 +242,17 @@ def subroutine_check(auction: ErisAuction, bid: ErisJob) -> SubroutineReport:
 class OptResult:
     """OPT_MILP (or OPT_LP if ``relaxed``): ``objective`` (welfare of the best solution found),
     ``bound`` (best dual bound), ``gap`` (relative), HiGHS ``status`` / ``message``, and for each
-    job its completion slot (``None`` if not scheduled)."""
+    job its completion slot (``None`` if not scheduled).
+
+    :param objective: welfare of the best solution found (currency)
+    :param bound: best dual bound
+    :param gap: relative gap
+    :param status: HiGHS model status
+    :param message: HiGHS status message
+    :param optimal: whether the optimum was proven
+    :param relaxed: whether this is the LP relaxation
+    :param completion: each job's completion slot, ``None`` if not scheduled
+    """
 
     objective: float
     bound: float
@@ -283,7 +293,17 @@ def opt_milp(
     """The offline welfare problem of spec §2.4 (true valuations ``jobs[i].utility``) with HiGHS.
 
     ``relax=True`` gives OPT_LP (an upper bound). A time-limited incumbent is reported with
-    ``optimal=False``; never treat it as the optimum."""
+    ``optimal=False``; never treat it as the optimum.
+
+    :param jobs: the jobs (true valuations)
+    :param sites: the edge sites
+    :param network: the network, or ``None``
+    :param cfg: the configuration
+    :param relax: solve the LP relaxation (an upper bound)
+    :param time_limit: seconds for HiGHS
+    :param mip_rel_gap: relative MIP gap at which HiGHS stops
+    :returns: objective, bound and completions
+    """
     sites = as_sites(sites)
     network = network if network is not None else NetworkSpec()
     links = build_links(network, sites, cfg)
@@ -421,7 +441,16 @@ def opt_milp(
 
 @dataclass(frozen=True)
 class RatioResult:
-    """Performance ratio OPT / W_Eris (>= 1; inf if W = 0 < OPT) with the CR constant of Thm. 5."""
+    """Performance ratio OPT / W_Eris (>= 1; inf if W = 0 < OPT) with the CR constant of Thm. 5.
+
+    :param opt: OPT (or its LP bound) with true values
+    :param welfare: Eris' welfare with true values
+    :param ratio: ``opt / welfare``
+    :param bound: the competitive-ratio constant of Thm. 5
+    :param opt_status: HiGHS status of OPT
+    :param opt_optimal: whether OPT was proven optimal
+    :param accepted: jobs Eris accepted
+    """
 
     opt: float
     welfare: float
@@ -443,7 +472,18 @@ def competitive_ratio(
     relax: bool = False,
 ) -> RatioResult:
     """Run Eris on ``bids`` (the true ``jobs`` by default), measure welfare with the true values and
-    divide OPT (exact MILP, or the LP bound with ``relax=True``) by it."""
+    divide OPT (exact MILP, or the LP bound with ``relax=True``) by it.
+
+    :param jobs: the true jobs
+    :param sites: the edge sites
+    :param network: the network, or ``None``
+    :param cfg: the configuration
+    :param bids: the reports Eris runs on (default: ``jobs``)
+    :param time_limit: seconds for OPT
+    :param relax: divide the LP bound instead of the MILP optimum
+    :returns: OPT, welfare and their ratio
+    :raises InputError: no job
+    """
     from market.eris.mechanism import run_eris
 
     if not jobs:

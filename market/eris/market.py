@@ -76,7 +76,11 @@ PARAMS: dict[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class ScaledUtility:
-    """``factor * base(d)``: a value-scale misreport of an arbitrary utility function."""
+    """``factor * base(d)``: a value-scale misreport of an arbitrary utility function.
+
+    :param base: the utility of the duration (slots)
+    :param factor: the scale
+    """
 
     base: Utility
     factor: float
@@ -94,7 +98,15 @@ def _scaled(u: Utility, f: float) -> Utility:
 
 
 class ErisMarket:
-    """One Eris instance: ``sites``, ``network``, ``config`` and the true ``jobs``; see the module doc."""
+    """One Eris instance: ``sites``, ``network``, ``config`` and the true ``jobs``; see the module doc.
+
+    :param sites: the edge sites
+    :param network: the network
+    :param config: the configuration
+    :param jobs: the bidders' true types (unique ids)
+    :param baseline_options: keyword arguments of the baselines
+    :raises InputError: duplicate job ids, a job that does not fit the market, a bad network
+    """
 
     paper = "eris"
 
@@ -129,7 +141,12 @@ class ErisMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
-        """A fresh ``eris`` auction or baseline on this instance (AntMan's Bernoulli rule draws from ``rng``)."""
+        """A fresh ``eris`` auction or baseline on this instance (AntMan's Bernoulli rule draws from ``rng``).
+
+        :param name: one of :meth:`mechanisms`
+        :param rng: the generator of randomised mechanisms' draws
+        :returns: a fresh mechanism on this instance
+        """
         check_choice("mechanism", name, MECHANISMS)
         args = (self.sites, self.network, self.config)
         opt = self.baseline_options
@@ -145,7 +162,11 @@ class ErisMarket:
 
     def dimensions(self, bid: ErisJob) -> list[Dimension]:
         """Reportable parameters (spec §7 C3): utility scale (and the sigmoid's decay constant), data
-        size (factor on every D^r), epochs, worker and PS demand (factors), arrival delay (later only)."""
+        size (factor on every D^r), epochs, worker and PS demand (factors), arrival delay (later only).
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         E = int(bid.epochs)
         dims = [Dimension("value_scale", "factor", 0.1, 10.0)]
         if isinstance(bid.utility, SigmoidUtility) and bid.utility.gamma2 > 0:
@@ -164,7 +185,13 @@ class ErisMarket:
 
     def misreport(self, bid: ErisJob, params: Mapping[str, float]) -> ErisJob:
         """``bid`` reported with ``params``; truthful values keep the field's object unchanged. A delayed
-        arrival is capped at the horizon T (no report after the last slot)."""
+        arrival is capped at the horizon T (no report after the last slot).
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         known = {d.name: d for d in self.dimensions(bid)}
         for k in params:
             if k not in known:
@@ -193,7 +220,14 @@ class ErisMarket:
         )
 
     def true_surplus(self, bid: ErisJob, report: ErisJob, decision: Decision | None) -> float:
-        """Realised TRUE value (consequence model, value from the true arrival) minus the payment."""
+        """Realised TRUE value (consequence model, value from the true arrival) minus the payment.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        :raises InputError: a decision that is not one of this market's
+        """
         if decision is None or not decision.admitted:
             return 0.0
         if not isinstance(decision, ErisDecision):
@@ -203,7 +237,12 @@ class ErisMarket:
     def metrics(self, decisions: Sequence[Decision], reports: Sequence[ErisJob]) -> dict[str, float]:
         """TRUE welfare (realised values of admitted jobs), revenue, utility, admission rate, mean
         utilisation of the resource-slots (all executed slot plans, per type then averaged),
-        mean JCT ``c - a_true + 1`` (slots, admitted), and moved data / link volume (MB, all plans)."""
+        mean JCT ``c - a_true + 1`` (slots, admitted), and moved data / link volume (MB, all plans).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        """
         rep = {int(r.job_id): r for r in reports}
         cfg = self.config
         welfare = revenue = 0.0
@@ -296,7 +335,13 @@ def _bool(key: str, v: Any) -> bool:
 
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> ErisMarket:
     """Build one Eris instance from study parameters (keys: :data:`PARAMS`; unknown or invalid keys
-    raise :class:`InputError` naming the key and value). All randomness comes from ``rng``."""
+    raise :class:`InputError` naming the key and value). All randomness comes from ``rng``.
+
+    :param params: study parameters (:data:`PARAMS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy.random.Generator")
     if not isinstance(params, Mapping):

@@ -34,7 +34,21 @@ __all__ = ["ErisDecision", "ErisAuction", "ErisOutcome", "run_eris", "as_sites",
 @dataclass(frozen=True)
 class ErisDecision(Decision):
     """:class:`market.auction.base.Decision` plus Eris' fields: ``mu`` (reported payoff), the
-    chosen ``deadline``, ``menu_size`` and the full ``plan`` (an :class:`ErisSchedule`)."""
+    chosen ``deadline``, ``menu_size`` and the full ``plan`` (an :class:`ErisSchedule`).
+
+    :param job_id: the report's job
+    :param admitted: whether it was accepted
+    :param schedule: its reserved schedule, or ``None``
+    :param payment: what it is charged, currency
+    :param completion: the completion slot, or ``None``
+    :param payoff: the reported surplus, currency
+    :param utility: the reported utility earned, currency
+    :param log: mechanism details
+    :param mu: the reported payoff of the chosen entry
+    :param deadline: the chosen deadline, or ``None``
+    :param menu_size: entries of the menu
+    :param plan: the full schedule, or ``None``
+    """
 
     mu: float = 0.0
     deadline: int | None = None
@@ -74,7 +88,15 @@ def setup_market(
     horizon: int | None,
 ) -> None:
     """Common constructor of Eris and its baselines: ``cfg``, ``sites``, ``network``, ``links`` and
-    a zero ``state`` on ``mech``; base slots ``0..T`` (slot 0 unused)."""
+    a zero ``state`` on ``mech``; base slots ``0..T`` (slot 0 unused).
+
+    :param mech: the mechanism being built
+    :param sites: the edge sites
+    :param network: the network; ``None``: defaults
+    :param config: the constants; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :raises InputError: neither ``config`` nor ``horizon``
+    """
     if config is None:
         if horizon is None:
             raise InputError("config", None, "ErisConfig (or horizon=T) is required")
@@ -88,7 +110,13 @@ def setup_market(
 
 
 class ErisAuction(OnlineMechanism):
-    """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T)."""
+    """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T).
+
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    """
 
     name = "eris"
 
@@ -110,23 +138,45 @@ class ErisAuction(OnlineMechanism):
         self.primal_history: list[float] = []
         self._primal = 0.0
         self._mu_sum = 0.0
-        self._duals = np.zeros(config.horizon + 1)  # per-slot price part of Lambda (0 at zero usage)
+        self._duals = np.zeros(self.cfg.horizon + 1)  # per-slot price part of Lambda (0 at zero usage)
 
     # --- public audit helpers (same code path as step) ---
     def validate(self, bid: ErisJob) -> None:
+        """Check ``bid`` is an Eris report that fits this market.
+
+        :param bid: the report
+        :raises InputError: a report of another type or one that does not fit the sites or horizon
+        """
         if not isinstance(bid, ErisJob):
             raise InputError("bid", type(bid).__name__, "must be an ErisBid/ErisJob")
         bid.check_against(self.sites, self.cfg)
 
     def build_menu(self, bid: ErisJob, stats: MenuStats | None = None) -> list[MenuEntry]:
-        """BUILD_MENU at the current prices (does not read the utility)."""
+        """BUILD_MENU at the current prices (does not read the utility).
+
+        :param bid: the report
+        :param stats: counters to fill, or ``None``
+        :returns: one entry per candidate deadline
+        """
         self.validate(bid)
         return build_menu(prepare_job(bid, self.sites, self.cfg), int(bid.arrival), self.state, self.cfg, stats)
 
     def choose(self, menu: list[MenuEntry], utility: Utility, arrival: int) -> tuple[float, MenuEntry | None]:
+        """The menu entry with the largest reported payoff (and that payoff).
+
+        :param menu: the menu
+        :param utility: the reported utility
+        :param arrival: the arrival slot
+        :returns: ``(mu, entry)``; ``entry`` is ``None`` when nothing pays
+        """
         return choose(menu, utility, arrival, self.cfg)
 
     def prices(self, t: int) -> SlotView:
+        """The frozen prices and residual capacities of slot ``t``.
+
+        :param t: the slot
+        :returns: the slot's view
+        """
         return self.state.view(t)
 
     def snapshot(self) -> ErisAuction:
@@ -144,13 +194,24 @@ class ErisAuction(OnlineMechanism):
 
     # --- the mechanism ---
     def step(self, now: int, new_reports: Sequence[ErisJob]) -> list[ErisDecision]:
+        """Decide the reports arriving in slot ``now`` (in job-id order).
+
+        :param now: the slot, 1..T
+        :param new_reports: the reports arriving in slot ``now``
+        :returns: their decisions
+        :raises InputError: a slot < 1 with arrivals
+        """
         if int(now) < 1 and len(new_reports):
             raise InputError("now", now, "must be >= 1 (Eris slots are 1..T)")
         bids = self._advance(now, new_reports)
         return [self.decide(b) for b in bids]  # type: ignore[arg-type]
 
     def decide(self, bid: ErisJob) -> ErisDecision:
-        """Admit or reject one bid at the current prices and commit its schedule."""
+        """Admit or reject one bid at the current prices and commit its schedule.
+
+        :param bid: the report
+        :returns: the decision
+        """
         stats = MenuStats()
         menu = self.build_menu(bid, stats)
         mu, entry = choose(menu, bid.utility, int(bid.arrival), self.cfg)
@@ -199,13 +260,21 @@ class ErisAuction(OnlineMechanism):
         return dec
 
     def run(self, reports: Iterable[ErisJob]) -> list[ErisDecision]:  # type: ignore[override]
-        """Feed ``reports`` by arrival slot (1..T); decisions in job-id order."""
+        """Feed ``reports`` by arrival slot (1..T); decisions in job-id order.
+
+        :param reports: the reports, arrivals in slots 1..T
+        :returns: the decisions
+        """
         return super().run(reports)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
 class ErisOutcome:
-    """Result of a full run: decisions (job-id order), reported welfare, revenue, final state."""
+    """Result of a full run: decisions (job-id order), reported welfare, revenue, final state.
+
+    :param decisions: the decisions in job-id order
+    :param auction: the auction after the run
+    """
 
     decisions: tuple[ErisDecision, ...]
     auction: ErisAuction = field(compare=False)
@@ -219,7 +288,11 @@ class ErisOutcome:
         return sum(d.admitted for d in self.decisions)
 
     def welfare(self, true_jobs: Sequence[ErisJob] | None = None) -> float:
-        """Social welfare (Def. 2) with the true valuations (reported ones when ``true_jobs`` is None)."""
+        """Social welfare (Def. 2) with the true valuations (reported ones when ``true_jobs`` is None).
+
+        :param true_jobs: the true types, or ``None`` for the reported ones
+        :returns: the welfare (currency)
+        """
         if true_jobs is None:
             return float(sum(d.utility for d in self.decisions if d.admitted))
         by_id = {j.job_id: j for j in true_jobs}
@@ -248,7 +321,15 @@ def run_eris(
     *,
     horizon: int | None = None,
 ) -> ErisOutcome:
-    """Replay ``bids`` through a fresh :class:`ErisAuction` (grouped by arrival, (a, id) order)."""
+    """Replay ``bids`` through a fresh :class:`ErisAuction` (grouped by arrival, (a, id) order).
+
+    :param bids: the reports (or true types), arrivals in slots 1..T
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
+    :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
+    :param horizon: T, used when ``config`` is ``None``
+    :returns: the decisions and the auction
+    """
     auc = ErisAuction(sites, network, config, horizon=horizon)
     decs = auc.run(bids)
     return ErisOutcome(tuple(decs), auc)
@@ -262,7 +343,15 @@ def realised_value(
     Realised iff every reported D^r >= true D^r, reported E >= true E and, in every active slot
     and site, ``kappa P g >= E_true L`` with ``kappa = min(1, w_rep/w_true, s_rep/s_true)``;
     otherwise 0 (``partial_value="proportional"`` scales by the fraction of chunk-epochs done).
-    Completion is the scheduled one; value is measured from the true arrival."""
+    Completion is the scheduled one; value is measured from the true arrival.
+
+    :param decision: the decision
+    :param true_job: the true type
+    :param bid: the report
+    :param cfg: the configuration
+    :param partial_value: ``none`` (0 unless realised) or ``proportional``
+    :returns: the true value, currency
+    """
     if not decision.admitted or decision.plan is None:
         return 0.0
     dur = decision.completion - true_job.arrival + cfg.duration_offset
@@ -299,7 +388,15 @@ def realised_utility(
     cfg: ErisConfig | None = None,
     partial_value: str = "none",
 ) -> float:
-    """``u_i = realised value - payment`` (0 if rejected) — the quantity a deviation must not raise."""
+    """``u_i = realised value - payment`` (0 if rejected) — the quantity a deviation must not raise.
+
+    :param decision: the decision
+    :param true_job: the true type
+    :param bid: the report (default: the true type)
+    :param cfg: the configuration (default: ``ErisConfig(horizon=...)``)
+    :param partial_value: ``none`` or ``proportional``
+    :returns: realised value − payment, currency
+    """
     if not decision.admitted:
         return 0.0
     cfg = cfg if cfg is not None else ErisConfig(horizon=max(decision.completion or 1, 1))

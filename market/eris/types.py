@@ -38,7 +38,12 @@ RESOURCES: tuple[str, ...] = ("gpu", "cpu", "ram")
 @dataclass(frozen=True)
 class ErisSites:
     """Edge sites: ``ids`` (node ids of the topology, any hashable) and per-slot ``capacity``
-    ``C[r, k]`` (shape (R, K), finite, >= 0) for the resource types ``resources``."""
+    ``C[r, k]`` (shape (R, K), finite, >= 0) for the resource types ``resources``.
+
+    :param ids: the site ids (topology nodes)
+    :param capacity: (R, K) per-slot capacities, >= 0
+    :param resources: the K resource types
+    """
 
     ids: tuple[Hashable, ...]
     capacity: np.ndarray
@@ -71,7 +76,12 @@ class ErisSites:
         return len(self.resources)
 
     def index(self, site_id: Hashable) -> int:
-        """0-based row of ``site_id``; :class:`InputError` if unknown."""
+        """0-based row of ``site_id``; :class:`InputError` if unknown.
+
+        :param site_id: the site
+        :returns: its row
+        :raises InputError: an unknown site
+        """
         try:
             return self.ids.index(site_id)
         except ValueError:
@@ -79,7 +89,13 @@ class ErisSites:
 
     @staticmethod
     def from_capacity(capacity: Sequence[Sequence[float]] | np.ndarray, resources: Sequence[str] | None = None):
-        """Sites ``1..R`` (1-based integer ids, as in the spec) from an (R, K) capacity table."""
+        """Sites ``1..R`` (1-based integer ids, as in the spec) from an (R, K) capacity table.
+
+        :param capacity: (R, K) capacities
+        :param resources: the K resource names (default :data:`RESOURCES`)
+        :returns: the sites
+        :raises InputError: a table that is not (R, K)
+        """
         cap = np.asarray(capacity, dtype=float)
         if cap.ndim != 2:
             raise InputError("capacity", capacity, "must be an (R, K) table")
@@ -90,7 +106,12 @@ class ErisSites:
 
     @staticmethod
     def from_edge_sites(sites: Sequence[EdgeSite], resources: Sequence[str] = RESOURCES) -> ErisSites:
-        """From core :class:`market.types.EdgeSite` objects (missing resource names count as 0)."""
+        """From core :class:`market.types.EdgeSite` objects (missing resource names count as 0).
+
+        :param sites: the edge sites
+        :param resources: the resource names
+        :returns: the sites
+        """
         cap = [[float(s.capacity.get(k, 0.0)) for k in resources] for s in sites]
         return ErisSites(
             tuple(s.site_id for s in sites), np.array(cap, dtype=float).reshape(len(sites), -1), tuple(resources)
@@ -102,7 +123,16 @@ class NetworkSpec:
     """Network model. ``mode="global"``: one per-slot volume budget ``budget_mb`` (MB) shared by all
     transfers and remote worker<->PS traffic. ``mode="topology"``: ``graph`` (nodes == site ids,
     connected), edges with ``capacity_mb`` (MB/slot) or ``bandwidth_mbps`` (Mbit/s, converted with
-    ``slot_minutes``) and ``latency_ms``; traffic follows static shortest paths (``route_weight``)."""
+    ``slot_minutes``) and ``latency_ms``; traffic follows static shortest paths (``route_weight``).
+
+    :param mode: ``global`` or ``topology``
+    :param budget_mb: per-slot volume budget B, MB (global mode)
+    :param graph: the topology (nodes = site ids), required in topology mode
+    :param route_weight: ``latency_ms`` or ``hops``
+    :param slot_minutes: minutes per slot (converts Mbit/s to MB per slot)
+    :param max_path_latency_ms: longest path latency allowed, or ``None``
+    :param global_budget_mb: an extra global budget in topology mode, or ``None``
+    """
 
     mode: Literal["global", "topology"] = "global"
     budget_mb: float = 20480.0
@@ -133,7 +163,18 @@ class NetworkSpec:
 @dataclass(frozen=True)
 class ErisConfig:
     """Mechanism parameters: horizon ``T`` (slots), price bases ``gamma_d`` (transmission) and
-    ``gamma_k`` (per resource type, scalar or tuple), chunk size ``theta_mb`` (MB), options D5/D21/D23/D10/D17."""
+    ``gamma_k`` (per resource type, scalar or tuple), chunk size ``theta_mb`` (MB), options D5/D21/D23/D10/D17.
+
+    :param horizon: T, slots, >= 1
+    :param gamma_d: transmission price base, > 1
+    :param gamma_k: resource price base(s), > 1 (scalar or one per type)
+    :param theta_mb: chunk size, MB, > 0
+    :param repair_sources: exact per-site data conservation (D5)
+    :param overflow_moves: move chunks out of over-capacity sites (D21)
+    :param ps_rule: ``max_workers`` or ``min_cost`` PS placement (D23)
+    :param duration_offset: added to ``c - a`` (D10), >= 0
+    :param accept_tol: accept iff the payoff exceeds it (D17)
+    """
 
     horizon: int
     gamma_d: float = 1000.0
@@ -163,7 +204,12 @@ class ErisConfig:
         check_nonneg("ErisConfig.accept_tol", self.accept_tol)
 
     def gamma_vector(self, K: int) -> np.ndarray:
-        """gamma_k as a (K,) array."""
+        """gamma_k as a (K,) array.
+
+        :param K: resource types
+        :returns: (K,) price bases
+        :raises InputError: a tuple of another length
+        """
         if isinstance(self.gamma_k, tuple):
             if len(self.gamma_k) != K:
                 raise InputError("ErisConfig.gamma_k", self.gamma_k, f"must have {K} entries (one per resource)")
@@ -177,7 +223,19 @@ class ErisJob:
     operator-measured ``proc_capacity`` P [chunk-epochs per worker per slot] and ``param_mb``
     lambda [MB per remote worker per slot]). ``data`` maps site id -> chunks stored there;
     ``worker_demand`` / ``ps_demand`` are (K,) per worker / per PS; ``utility`` maps the duration
-    ``c - a + offset`` (slots) to value."""
+    ``c - a + offset`` (slots) to value.
+
+    :param job_id: the job
+    :param arrival: arrival slot, >= 1
+    :param utility: value of the duration (slots), currency
+    :param data: site id -> chunks stored there
+    :param epochs: epochs E, >= 1
+    :param worker_demand: (K,) per worker
+    :param ps_demand: (K,) per PS
+    :param proc_capacity: P, chunk-epochs per worker per slot
+    :param param_mb: lambda, MB per remote worker per slot
+    :param model_name: a label
+    """
 
     job_id: int
     arrival: int
@@ -232,7 +290,12 @@ class ErisJob:
 
     def check_against(self, sites: ErisSites, cfg: ErisConfig) -> None:
         """Validate against the market: known sites, K, arrival <= T, utility finite, >= 0 and
-        non-increasing on durations ``0..T-1+offset``."""
+        non-increasing on durations ``0..T-1+offset``.
+
+        :param sites: the market's sites
+        :param cfg: its configuration
+        :raises InputError: an unknown site, demands of the wrong length, a late arrival, a bad utility
+        """
         name = f"ErisJob(job_id={self.job_id})"
         for site in self.data:
             if site not in sites.ids:
@@ -249,7 +312,11 @@ class ErisJob:
         check_non_increasing(f"{name}.utility", vals)
 
     def data_vector(self, sites: ErisSites) -> np.ndarray:
-        """D^r as an (R,) int array in site order."""
+        """D^r as an (R,) int array in site order.
+
+        :param sites: the sites
+        :returns: chunks per site
+        """
         out = np.zeros(sites.R, dtype=np.int64)
         for site, v in self.data.items():
             out[sites.index(site)] += v
@@ -263,7 +330,18 @@ UDLJob = ErisJob
 @dataclass(frozen=True)
 class SlotPlan:
     """One active slot of a schedule (0-based site rows; ``moves`` maps (r, r') rows -> chunks;
-    ``link_volume`` (L,) MB per link; ``usage`` (R, K) resources; ``cost`` at frozen prices)."""
+    ``link_volume`` (L,) MB per link; ``usage`` (R, K) resources; ``cost`` at frozen prices).
+
+    :param t: the slot
+    :param sources: (R,) chunks taken from each site
+    :param moves: (r, r') -> chunks moved
+    :param load: (R,) chunks processed at each site (sources after moves)
+    :param workers: (R,) workers per site
+    :param ps_site: the PS's site row
+    :param link_volume: (L,) MB per link
+    :param usage: (R, K) resources used
+    :param cost: its cost at frozen prices, currency
+    """
 
     t: int
     sources: np.ndarray
@@ -278,7 +356,12 @@ class SlotPlan:
 
 @dataclass(frozen=True)
 class ErisSchedule:
-    """Active slots (ascending ``t``), the completion slot and the total cost."""
+    """Active slots (ascending ``t``), the completion slot and the total cost.
+
+    :param slots: the active slots
+    :param completion: the completion slot
+    :param cost: the total cost, currency
+    """
 
     slots: tuple[SlotPlan, ...]
     completion: int
@@ -303,7 +386,11 @@ class ErisSchedule:
 
 @dataclass(frozen=True)
 class MenuEntry:
-    """One candidate deadline and its cheapest schedule."""
+    """One candidate deadline and its cheapest schedule.
+
+    :param deadline: the deadline slot
+    :param schedule: its cheapest schedule
+    """
 
     deadline: int
     schedule: ErisSchedule

@@ -76,7 +76,12 @@ def _bernstein(x: np.ndarray, degree: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BidFunction:
-    """``b(v) = sum_k coef[k] * B_{k,d}((v - low) / (high - low))``; values and bids in currency."""
+    """``b(v) = sum_k coef[k] * B_{k,d}((v - low) / (high - low))``; values and bids in currency.
+
+    :param coef: the d + 1 Bernstein coefficients (currency)
+    :param low: the lowest value
+    :param high: the highest value
+    """
 
     coef: np.ndarray
     low: float = 0.0
@@ -89,7 +94,13 @@ class BidFunction:
 
     @classmethod
     def truthful(cls, degree: int = 4, low: float = 0.0, high: float = 1.0) -> BidFunction:
-        """``b(v) = v`` exactly on ``[low, high]`` (Bernstein coefficients of the identity)."""
+        """``b(v) = v`` exactly on ``[low, high]`` (Bernstein coefficients of the identity).
+
+        :param degree: the polynomial degree d
+        :param low: the lowest value
+        :param high: the highest value
+        :returns: the truthful bid function
+        """
         return cls(np.linspace(low, high, degree + 1), low, high)
 
     def __call__(self, v: Any) -> np.ndarray:
@@ -101,7 +112,13 @@ class BidFunction:
         self, other: Callable[[np.ndarray], np.ndarray], dist: ValueDistribution | None = None, points: int = 2001
     ) -> float:
         """Root-mean-square ``b(V) - other(V)`` (currency) with ``V`` from ``dist`` (default: uniform
-        on ``[low, high]``); values where ``other`` is NaN (below a BNE's screening value) count 0."""
+        on ``[low, high]``); values where ``other`` is NaN (below a BNE's screening value) count 0.
+
+        :param other: a bid function (e.g. a BNE), vectorised over values
+        :param dist: the value distribution; ``None``: uniform on ``[low, high]``
+        :param points: quantile grid points of the expectation
+        :returns: the RMS distance, currency
+        """
         d = dist if dist is not None else uniform(self.low, self.high)
         v = d.quantile_grid(points)
         ref = np.asarray(other(v), dtype=float)
@@ -109,7 +126,12 @@ class BidFunction:
         return float(np.sqrt(np.mean(diff**2)))
 
     def factor(self, dist: ValueDistribution | None = None, points: int = 2001) -> float:
-        """Report factor ``E[b(V)] / E[V]`` (1 = truthful); ``V`` from ``dist`` (default uniform)."""
+        """Report factor ``E[b(V)] / E[V]`` (1 = truthful); ``V`` from ``dist`` (default uniform).
+
+        :param dist: the value distribution; ``None``: uniform on ``[low, high]``
+        :param points: quantile grid points of the expectation
+        :returns: the factor
+        """
         d = dist if dist is not None else uniform(self.low, self.high)
         v = d.quantile_grid(points)
         return float(self(v).mean() / v.mean())
@@ -117,7 +139,11 @@ class BidFunction:
 
 def bne_first_price(n: int) -> Callable[[np.ndarray], np.ndarray]:
     """Symmetric BNE of the first-price auction with i.i.d. U[0, 1] values: ``(n-1)/n * v``
-    (closed form; :func:`market.learning.bne.symmetric_bne` covers any distribution and rule)."""
+    (closed form; :func:`market.learning.bne.symmetric_bne` covers any distribution and rule).
+
+    :param n: bidders, >= 2
+    :returns: the equilibrium bid function ``v -> (n-1)/n * v``
+    """
     n = check_int("n", n, minimum=2)
     return lambda v: (n - 1) / n * np.asarray(v, dtype=float)
 
@@ -164,7 +190,15 @@ def batch_utilities(
     mechanism: str, own_bids: Any, other_bids: Any, values: Any, options: dict[str, Any] | None = None
 ) -> np.ndarray:
     """TRUE expected utility of one bidder in each auction (ties broken uniformly at random):
-    ``own_bids`` (..., batch), ``other_bids`` (batch, n - 1), ``values`` (batch,); currency."""
+    ``own_bids`` (..., batch), ``other_bids`` (batch, n - 1), ``values`` (batch,); currency.
+
+    :param mechanism: a payment rule's name (:data:`~market.learning.payments.PAYMENT_RULES`)
+    :param own_bids: (..., batch) the bidder's bids
+    :param other_bids: (batch, n - 1) the other bids of each auction
+    :param values: (batch,) the bidder's TRUE values
+    :param options: the rule's options (e.g. a reserve)
+    :returns: (..., batch) utilities, currency
+    """
     opts = check_options(mechanism, options)
     top, ties = _top_and_ties(np.asarray(other_bids, dtype=float))
     return PAYMENT_RULES[mechanism].utility(np.asarray(own_bids, dtype=float), top, ties,
@@ -203,7 +237,18 @@ def expected_revenue(
     options: dict[str, Any] | None = None,
 ) -> float:
     """Monte Carlo expected seller revenue (currency) when every bidder of class ``i`` (``n[i]``
-    bidders, values ``values[i]``) bids ``bid[i]``; a single ``bid``/``n``/``values``: symmetric."""
+    bidders, values ``values[i]``) bids ``bid[i]``; a single ``bid``/``n``/``values``: symmetric.
+
+    :param mechanism: a payment rule's name
+    :param bid: one bid function, or one per class
+    :param n: bidders, or bidders per class
+    :param values: the value distribution(s) (a spec or a :class:`ValueDistribution`); ``None``: U[0, 1]
+    :param samples: auctions simulated, >= 1
+    :param seed: the simulation's seed
+    :param options: the rule's options
+    :returns: the expected revenue per auction, currency
+    :raises InputError: bad counts, options or one bid function per class missing
+    """
     opts = check_options(mechanism, options)
     samples = check_int("samples", samples, minimum=1)
     if isinstance(n, int | np.integer):
@@ -223,7 +268,16 @@ def expected_revenue(
 class BidLearningResult:
     """Learned bid function(s) (Polyak average of the last quarter of rounds) and per-round history
     (``round``, ``class``, ``factor`` = E[b(V)] / E[V], ``utility`` = the class learner's mean TRUE
-    utility). ``bid`` is class 0's function (the only one in a symmetric auction)."""
+    utility). ``bid`` is class 0's function (the only one in a symmetric auction).
+
+    :param mechanism: the payment rule
+    :param n: the number of bidders
+    :param bid: class 0's learned bid function
+    :param history: the per-round history
+    :param bids: every class's learned bid function
+    :param values: every class's value distribution
+    :param counts: bidders per class
+    """
 
     mechanism: str
     n: int
@@ -390,7 +444,13 @@ class Exploitability:
     """Best-response gain against a profile, per bidder class: ``utility`` = E[u] of the class's
     own bid function, ``best_response`` = E[max_b u] (currency per auction), ``gain`` = their
     difference and ``relative`` = gain / utility (NaN when utility <= 0); ``value`` is the worst
-    class's ``relative`` (its ``gain`` when no class has positive utility)."""
+    class's ``relative`` (its ``gain`` when no class has positive utility).
+
+    :param utility: per class, E[u] of its own bid function
+    :param best_response: per class, E[max_b u]
+    :param gain: per class, ``best_response - utility``
+    :param relative: per class, ``gain / utility``
+    """
 
     utility: tuple[float, ...]
     best_response: tuple[float, ...]
@@ -423,7 +483,20 @@ def exploitability(
     sampling noise is maximised over. For each of ``value_points`` mid-quantile own values the
     best bid is searched over ``bid_points`` bids on ``[0, high]`` (the class's highest value),
     then ``refine`` times on 9 bids around the best so far, each time 4x finer. A rule's utility
-    must be affine in the value (all built-in rules are; checked)."""
+    must be affine in the value (all built-in rules are; checked).
+
+    :param mechanism: a registered payment rule
+    :param bids: the bid function (symmetric) or one per class
+    :param counts: bidders (symmetric) or bidders per class
+    :param values: the value distribution(s) (default U[0, 1])
+    :param options: the rule's options (e.g. ``reserve``)
+    :param value_points: own values searched per class
+    :param bid_points: bids on the first grid
+    :param quadrature: opponents' quantiles
+    :param refine: refinement rounds
+    :returns: each class's best-response gain
+    :raises InputError: bids and counts that do not match, a rule not affine in the value
+    """
     opts = check_options(mechanism, options)
     if isinstance(counts, int | np.integer):
         dists, cnts = _classes(int(counts), values)

@@ -42,7 +42,15 @@ _GL_T, _GL_W = np.polynomial.legendre.leggauss(8)
 class BneReference:
     """A BNE: per bidder class its bid function (``None`` when the equilibrium bid is not unique,
     e.g. a posted price), its screening value (types below it do not participate) and the
-    expected seller revenue (currency). ``top_bid``: the common highest bid (asymmetric solver)."""
+    expected seller revenue (currency). ``top_bid``: the common highest bid (asymmetric solver).
+
+    :param mechanism: the payment rule
+    :param bids: per class its bid function, or ``None`` when not unique
+    :param screening: per class the lowest participating value
+    :param revenue: expected seller revenue, currency
+    :param method: how it was computed
+    :param top_bid: the common highest bid (asymmetric solver), or ``None``
+    """
 
     mechanism: str
     bids: tuple[Callable[[np.ndarray], np.ndarray] | None, ...]
@@ -64,7 +72,16 @@ def symmetric_bne(
     mechanism: str, dist: ValueDistribution, n: int, options: Mapping[str, Any] | None = None, *, points: int = 4096
 ) -> BneReference | None:
     """Symmetric BNE of ``mechanism`` with ``n`` i.i.d. bidders (module docstring), by quadrature;
-    ``None`` for a registered rule that gives no ``screening``/``bid`` (no reference is claimed)."""
+    ``None`` for a registered rule that gives no ``screening``/``bid`` (no reference is claimed).
+
+    :param mechanism: the payment rule
+    :param dist: the value distribution
+    :param n: bidders
+    :param options: the rule's options
+    :param points: quadrature points
+    :returns: the BNE, or ``None``
+    :raises InputError: a reserve that excludes every value
+    """
     opts = check_options(mechanism, options)
     n = check_int("n", n, minimum=2)
     rule = PAYMENT_RULES[mechanism]
@@ -101,7 +118,16 @@ def asymmetric_first_price_bne(
 ) -> BneReference:
     """First-price BNE with bidder classes (``counts[i]`` bidders with values ``dists[i]``), by
     backward shooting on the common top bid (module docstring). Needs a common lower value bound
-    (or a reserve at or above every class's lower bound)."""
+    (or a reserve at or above every class's lower bound).
+
+    :param dists: each class's value distribution
+    :param counts: bidders per class
+    :param reserve: the reserve price
+    :param tol: the shooting's tolerance on the top bid
+    :param points: grid points of the solution
+    :returns: the BNE
+    :raises InputError: mismatched classes, fewer than 2 bidders, no common lower bound
+    """
     if len(dists) != len(counts) or not dists:
         raise InputError("classes", len(dists), "need one count per value distribution")
     cnt = np.array([check_int("classes.count", c, minimum=1) for c in counts], dtype=float)
@@ -181,7 +207,14 @@ def bne_reference(
     options: Mapping[str, Any] | None = None,
 ) -> BneReference | None:
     """The BNE reference for a (possibly asymmetric) market, or ``None`` when none is computed
-    (asymmetric all-pay or custom rules). Symmetric: one class, :func:`symmetric_bne`."""
+    (asymmetric all-pay or custom rules). Symmetric: one class, :func:`symmetric_bne`.
+
+    :param mechanism: the payment rule
+    :param dists: each class's value distribution
+    :param counts: bidders per class
+    :param options: the rule's options
+    :returns: the BNE, or ``None``
+    """
     opts = check_options(mechanism, options)
     if len(dists) == 1:
         return symmetric_bne(mechanism, dists[0], int(counts[0]), opts)

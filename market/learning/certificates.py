@@ -58,7 +58,25 @@ CERTIFY_SEARCH = AuditConfig()
 class ProfileTarget(FairShareTarget):
     """A fair-share audit target whose agents other than the deviator report ``reports`` (n, k),
     rows normalised by column 0 like ``W``; the deviator's report is its TRUE row times its factors,
-    and every utility is TRUE (``W``)."""
+    and every utility is TRUE (``W``).
+
+    :param mechanism: a registered fair-share name or a callable with the fair-share signature
+    :param W: (n, k) TRUE speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0, or ``None``
+    :param caps: (n,) most GPUs a row can use at once, or ``None``
+    :param options: extra keywords passed to the mechanism
+    :param factor_bounds: ``(low, high)`` search box of every speedup factor
+    :param weight_claims: add a ``"weight"`` factor dimension (out of the paper's scope)
+    :param n_arbitrary: random report vectors tried as ``ARBITRARY`` probes
+    :param copy_others: try copying every other row's report
+    :param max_speedup: the largest reported normalised speedup
+    :param dimension_bounds: dimension name -> ``(low, high)`` overriding ``factor_bounds``
+    :param fast: search on the mechanism's registered screen and confirm family bests with the mechanism
+    :param reports: (n, k) the others' reports, normalised like ``W``
+    :param name: the target's name in results
+    :param cache_size: the most cached report utilities
+    """
 
     reports: Any = None
 
@@ -78,7 +96,16 @@ class ProfileTarget(FairShareTarget):
 @dataclass
 class AuctionProfileTarget(OnlineAuctionTarget):
     """An online-auction audit target whose bidders other than the deviator submit ``others``
-    (``{job_id: report}``; missing ids bid truthfully)."""
+    (``{job_id: report}``; missing ids bid truthfully).
+
+    :param market: the auction instance
+    :param mechanism: one of ``market.mechanisms()``
+    :param bidders: the deviating bids' job ids; ``None``: every bid
+    :param seed: the mechanism's seed
+    :param others: job id -> the others' reports (missing ids bid truthfully)
+    :param name: the target's name in results
+    :param cache_size: the most cached report utilities
+    """
 
     others: Mapping[int, Any] | None = None
 
@@ -95,7 +122,13 @@ class PlayTarget(BaseTarget):
     """The deviator commits to one report against a distribution of the others' reports:
     ``targets`` is a list of ``(probability, target)``, each target holding one profile of the
     others' reports (all built for the same true types, so dimensions, reports and probes are
-    those of the first). Utility: the expected TRUE utility; ``evaluations`` counts mechanism runs."""
+    those of the first). Utility: the expected TRUE utility; ``evaluations`` counts mechanism runs.
+
+    :param targets: ``(probability, target)`` pairs, one profile of the others each
+    :param name: the target's name in results
+    :param cache_size: the most cached report utilities
+    :raises InputError: no target
+    """
 
     targets: Sequence[tuple[float, BaseTarget]] = ()
 
@@ -145,7 +178,22 @@ class Certificate:
     attaining it, ``utility`` its utility there, ``from_report`` its report at the profile and
     ``to_report`` the witness (report factors, or a probe's label), ``witness_family`` the audit
     family; ``per_agent`` each learner's relative epsilon; ``certified``: ``eps_rel <= tol``;
-    ``evaluations`` mechanism runs; ``seconds`` wall time."""
+    ``evaluations`` mechanism runs; ``seconds`` wall time.
+
+    :param eps_rel: the largest relative gain found
+    :param eps_abs: the largest gain, TRUE utility units
+    :param agent: the learner attaining it, or ``None``
+    :param utility: its utility at the profile
+    :param from_report: its report at the profile
+    :param to_report: the witness report
+    :param witness_family: the audit family of the witness
+    :param per_agent: each learner's relative epsilon
+    :param tol: the certification tolerance
+    :param evaluations: mechanism runs
+    :param seconds: wall time, s
+    :param at_limit: the witness sits at a dimension's hard limit (the audit result's ``at_limit``)
+    :param extra: further details
+    """
 
     eps_rel: float
     eps_abs: float
@@ -172,7 +220,11 @@ class Certificate:
         return "certified" if self.certified else "not certified"
 
     def describe(self, digits: int = 6) -> str:
-        """One line: who gains how much by moving from which report to which (or that nobody does)."""
+        """One line: who gains how much by moving from which report to which (or that nobody does).
+
+        :param digits: significant digits
+        :returns: the line
+        """
         if self.agent is None:
             return "no learner gains"
         step = ""
@@ -259,7 +311,21 @@ def audit_fair_share_profile(
 ) -> Certificate:
     """Epsilon of the fair-share profile where tenant ``l`` reports its TRUE row ``W[l]`` (normalised
     by column 0) with columns ``j >= 1`` scaled by ``factors[l, j-1]``: each learner (default: all)
-    runs the audit's search against the others' reports; gains are TRUE throughput."""
+    runs the audit's search against the others' reports; gains are TRUE throughput.
+
+    :param mechanism: a registered fair-share name or callable
+    :param W: (n, k) TRUE speedups
+    :param m: (k,) GPUs per type
+    :param factors: (n, k-1) report factors of the profile
+    :param weights: (n,) priorities, or ``None``
+    :param caps: (n,) caps, or ``None``
+    :param options: the mechanism's options
+    :param learners: the rows searched (default: all)
+    :param tol: relative tolerance of the verdict
+    :param config: the audit's search budget (default :data:`CERTIFY_SEARCH`)
+    :param seed: the search's seed
+    :returns: the certificate
+    """
     Wt = as_float_array("W", W, ndim=2, positive=True)
     Wt = Wt / Wt[:, :1]
     n, k = Wt.shape
@@ -334,7 +400,15 @@ def audit_profile(
     :class:`~market.learning.dynamics.AuctionGame`; ``profile`` = strategy indices, or factors
     (n, dims) off the grid): each learner runs the audit's search (``config``, default
     :data:`CERTIFY_SEARCH`) against the others' reports at the profile, over every report the
-    validator accepts (auctions: the game's reported dimension). Gains are TRUE utilities."""
+    validator accepts (auctions: the game's reported dimension). Gains are TRUE utilities.
+
+    :param game: a fair-share or auction game
+    :param profile: strategy indices or (n, dims) factors
+    :param tol: relative tolerance of the verdict
+    :param config: the audit's search budget (default :data:`CERTIFY_SEARCH`)
+    :param seed: the search's seed
+    :returns: the certificate
+    """
     F = _game_factors(game, profile)
     target = _profile_target(game, F)
     u = np.asarray(game._evaluate(F), dtype=float)
@@ -360,7 +434,16 @@ def audit_play(
     the one fixed report with the best expected TRUE utility against the others' play, minus its
     expected utility in play, over that expected utility (relative). Exact expectations: for each
     learner the distribution is collapsed onto the others' reports (one mechanism run per distinct
-    profile of the others per report searched)."""
+    profile of the others per report searched).
+
+    :param game: a fair-share or auction game
+    :param distribution: profile -> probability
+    :param tol: relative tolerance of the verdict
+    :param config: the audit's search budget (default :data:`CERTIFY_SEARCH`)
+    :param seed: the search's seed
+    :returns: the certificate
+    :raises InputError: an empty distribution
+    """
     _check_game(game)
     if not distribution:
         raise InputError("distribution", distribution, "is empty: no play to certify")

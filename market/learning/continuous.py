@@ -52,7 +52,22 @@ class ContinuousResult:
     the cycle's passes for ``cycle`` / ``chase``): ``pass``, ``agent``, ``from``, ``to`` factors,
     ``step`` (max |log(to / from)|) and relative ``gain``. ``trajectory`` one row per best response
     (``pass``, ``agent``, factors ``f1..``, TRUE ``utility`` before and after, ``gain_rel``),
-    ``evaluations`` mechanism runs (certificate included), ``seconds``."""
+    ``evaluations`` mechanism runs (certificate included), ``seconds``.
+
+    :param factors: (n, k-1) final reports
+    :param status: how the run ended
+    :param period: a cycle's period in passes
+    :param eps_rel: relative epsilon at the final profile
+    :param eps_abs: the same in utility units
+    :param passes: passes run
+    :param trajectory: one row per best response
+    :param evaluations: mechanism runs
+    :param seconds: wall time, s
+    :param history: the end-of-pass profiles
+    :param certificate: the final certificate, or ``None``
+    :param eps_last_pass: the largest relative gain of the last pass
+    :param moves: the last pass's moves
+    """
 
     factors: np.ndarray
     status: str
@@ -120,7 +135,25 @@ def continuous_best_response(
     best response (default :data:`FAST_SEARCH`); ``seed`` seeds its sampling; ``time_limit`` (s)
     stops after the first pass that ends past it (status ``time-limit``). At the end the final
     profile is certified by the audit's search with ``certify_config`` (default: ``marketsim
-    audit``'s ``AuditConfig()``) for every learner."""
+    audit``'s ``AuditConfig()``) for every learner.
+
+    :param mechanism: a registered fair-share name
+    :param W: (n, k) TRUE speedups
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None``
+    :param caps: (n,) caps, or ``None``
+    :param learners: the rows that move (default: all)
+    :param passes: most passes
+    :param tol: relative gain needed to move
+    :param config: the budget of every best response (default :data:`FAST_SEARCH`)
+    :param seed: the searches' seed
+    :param report_tol: max |log factor| difference of a repeated profile
+    :param time_limit: seconds, or ``None``
+    :param progress: called with (done, total) passes
+    :param certify_config: the final certificate's budget
+    :returns: the run
+    :raises InputError: a bad tolerance, fewer than two GPU types, bad inputs
+    """
     from market.audit.fairshare import resolve_fair_share
 
     passes = check_int("passes", passes, minimum=1)

@@ -39,7 +39,16 @@ class ValueDistribution:
     """A continuous value distribution on ``[low, high]`` (currency units).
 
     ``cdf``, ``pdf`` and ``ppf`` take arrays; ``cdf`` is 0 below ``low`` and 1 above ``high``.
-    ``params`` are the parameters as given (for reports)."""
+    ``params`` are the parameters as given (for reports).
+
+    :param name: the distribution's name
+    :param low: the lowest value, currency
+    :param high: the highest value, currency
+    :param cdf_fn: the CDF on ``[low, high]``, vectorised
+    :param pdf_fn: the density on ``[low, high]``, vectorised
+    :param ppf_fn: the quantile function on [0, 1], vectorised
+    :param params: the parameters as given
+    """
 
     name: str
     low: float
@@ -50,31 +59,56 @@ class ValueDistribution:
     params: Mapping[str, float] = field(default_factory=dict)
 
     def cdf(self, v: Any) -> np.ndarray:
-        """``P(V <= v)``."""
+        """``P(V <= v)``.
+
+        :param v: values (any shape)
+        :returns: probabilities, of the shape of ``v``
+        """
         x = np.asarray(v, dtype=float)
         inside = np.clip(x, self.low, self.high)
         return np.where(x >= self.high, 1.0, np.where(x <= self.low, 0.0, np.clip(self.cdf_fn(inside), 0.0, 1.0)))
 
     def pdf(self, v: Any) -> np.ndarray:
-        """Density on ``[low, high]`` (0 outside)."""
+        """Density on ``[low, high]`` (0 outside).
+
+        :param v: values (any shape)
+        :returns: densities, of the shape of ``v``
+        """
         x = np.asarray(v, dtype=float)
         inside = (x >= self.low) & (x <= self.high)
         return np.where(inside, self.pdf_fn(np.clip(x, self.low, self.high)), 0.0)
 
     def ppf(self, u: Any) -> np.ndarray:
-        """Quantile function: values for probabilities ``u`` in [0, 1]."""
+        """Quantile function: values for probabilities ``u`` in [0, 1].
+
+        :param u: probabilities (clipped to [0, 1])
+        :returns: values in ``[low, high]``
+        """
         return np.clip(self.ppf_fn(np.clip(np.asarray(u, dtype=float), 0.0, 1.0)), self.low, self.high)
 
     def sample(self, rng: np.random.Generator, shape: int | tuple[int, ...]) -> np.ndarray:
-        """i.i.d. draws by inversion (one uniform per value)."""
+        """i.i.d. draws by inversion (one uniform per value).
+
+        :param rng: the random generator
+        :param shape: the output shape
+        :returns: the draws
+        """
         return self.ppf(rng.random(shape))
 
     def quantile_grid(self, points: int = 2001) -> np.ndarray:
-        """``points`` values at the mid-quantiles ``(i + 1/2) / points``: a prior-weighted grid."""
+        """``points`` values at the mid-quantiles ``(i + 1/2) / points``: a prior-weighted grid.
+
+        :param points: the number of values
+        :returns: (points,) values, increasing
+        """
         return self.ppf((np.arange(points) + 0.5) / points)
 
     def mean(self, points: int = 4001) -> float:
-        """``E[V]`` (mid-quantile rule)."""
+        """``E[V]`` (mid-quantile rule).
+
+        :param points: quantile points
+        :returns: the mean, currency
+        """
         return float(self.quantile_grid(points).mean())
 
     def describe(self) -> str:
@@ -91,7 +125,13 @@ DISTRIBUTIONS: dict[str, Factory] = {}
 
 
 def register_distribution(name: str, factory: Factory) -> Factory:
-    """Register ``factory(spec, field) -> ValueDistribution`` under ``name``; returns it."""
+    """Register ``factory(spec, field) -> ValueDistribution`` under ``name``; returns it.
+
+    :param name: the name TOML tables give as ``distribution``
+    :param factory: builds the distribution from the table (``field`` names it in errors)
+    :returns: ``factory``
+    :raises InputError: an empty name
+    """
     if not isinstance(name, str) or not name:
         raise InputError("distribution name", name, "must be a non-empty string")
     DISTRIBUTIONS[name] = factory
@@ -106,7 +146,13 @@ def _check_keys(spec: Mapping[str, Any], field_: str, known: set[str], what: str
 
 
 def uniform(low: float = 0.0, high: float = 1.0) -> ValueDistribution:
-    """U[low, high]."""
+    """U[low, high].
+
+    :param low: the lowest value, >= 0, currency
+    :param high: the highest value, > ``low``
+    :returns: the distribution
+    :raises InputError: ``low < 0`` or ``high <= low``
+    """
     lo = check_nonneg("low", low)
     hi = check_finite("high", high)
     if hi <= lo:
@@ -190,7 +236,13 @@ def _scipy(name: str, spec: Mapping[str, Any], field_: str) -> ValueDistribution
 
 
 def make_distribution(spec: Mapping[str, Any] | ValueDistribution | None, field: str = "values") -> ValueDistribution:
-    """A :class:`ValueDistribution` from a TOML table (``None``: U[0, 1]); errors name ``field.key``."""
+    """A :class:`ValueDistribution` from a TOML table (``None``: U[0, 1]); errors name ``field.key``.
+
+    :param spec: a table such as ``{distribution = "uniform", low = 0, high = 1}``, a distribution, or ``None``
+    :param field: the table's name in error messages
+    :returns: the distribution
+    :raises InputError: not a table, an unknown distribution or a bad parameter
+    """
     if spec is None:
         return uniform()
     if isinstance(spec, ValueDistribution):

@@ -65,7 +65,20 @@ class DynamicsResult:
     empirical frequency of profiles, no-regret only) and ``regret`` (average external regret per
     learner, TRUE throughput units; no-regret only). ``regret_rel``: each learner's regret over its
     mean TRUE utility in play; its maximum is the epsilon of ``distribution`` as a coarse correlated
-    equilibrium of the grid game. ``rounds`` played and wall ``seconds`` (no-regret only)."""
+    equilibrium of the grid game. ``rounds`` played and wall ``seconds`` (no-regret only).
+
+    :param rule: the dynamics (``best-response``, ``hedge``, ``exp3``)
+    :param trajectory: one row per step
+    :param profile: the final (or modal) profile
+    :param status: how the run ended
+    :param period: a cycle's period
+    :param cycle: the profiles of the cycle
+    :param distribution: empirical frequency of profiles (no-regret)
+    :param regret: average external regret per learner, TRUE units
+    :param regret_rel: regret over mean utility in play
+    :param rounds: rounds played
+    :param seconds: wall time, s
+    """
 
     rule: str
     trajectory: pd.DataFrame
@@ -89,7 +102,13 @@ def _row(game: FairShareGame, step: int, agent: int, s: int, u: float) -> dict[s
 
 def best_response_dynamics(game: FairShareGame, *, max_passes: int = 50, tol: float = 1e-9) -> DynamicsResult:
     """Round-robin best responses from truth. A learner switches only if the best grid strategy
-    beats its current one by more than ``tol`` relative (ties keep the current report)."""
+    beats its current one by more than ``tol`` relative (ties keep the current report).
+
+    :param game: the game (its learners and strategy grid)
+    :param max_passes: most passes
+    :param tol: relative improvement needed to switch
+    :returns: the run
+    """
     max_passes = check_int("max_passes", max_passes, minimum=1)
     p = game.truthful_profile()
     seen: dict[tuple[int, ...], int] = {tuple(p): 0}
@@ -244,7 +263,19 @@ def hedge(
     (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
     then depends on the machine, so results are reproducible only without it). ``executor``: a
     ``concurrent.futures`` executor (e.g. a 2-process pool, owned by the caller) that computes the
-    learners' counterfactuals in parallel, one task per learner; same numbers as without it."""
+    learners' counterfactuals in parallel, one task per learner; same numbers as without it.
+
+    :param game: the game (its learners and strategy grid)
+    :param rounds: rounds
+    :param eta: learning rate (dimensionless)
+    :param seed: the draws' seed
+    :param progress: called with (done, total) rounds
+    :param optimistic: optimistic Hedge
+    :param tol: stop at this relative regret, or ``None``
+    :param time_limit: seconds, or ``None``
+    :param executor: computes the counterfactuals, or ``None``
+    :returns: the run
+    """
     return _no_regret(game, "hedge", rounds, eta, 0.0, seed, progress, optimistic, tol, time_limit, executor)
 
 
@@ -258,7 +289,17 @@ def exp3(
     progress: Callable[[int, int], None] | None = None,
 ) -> DynamicsResult:
     """EXP3: bandit feedback (only the played strategy's TRUE utility, importance-weighted) with
-    ``gamma`` uniform exploration. Regret is still reported against full counterfactuals."""
+    ``gamma`` uniform exploration. Regret is still reported against full counterfactuals.
+
+    :param game: the game (its learners and strategy grid)
+    :param rounds: rounds
+    :param eta: learning rate
+    :param gamma: uniform exploration, in (0, 1]
+    :param seed: the draws' seed
+    :param progress: called with (done, total) rounds
+    :returns: the run
+    :raises InputError: ``gamma`` outside (0, 1]
+    """
     if not 0.0 < float(gamma) <= 1.0:
         raise InputError("gamma", gamma, "must be in (0, 1]")
     return _no_regret(game, "exp3", rounds, eta, float(gamma), seed, progress)
@@ -289,7 +330,15 @@ def certify(game: Game, profile: Sequence[int], *, points: int = 61, low: float 
     validator bounds; joint over dimensions, so keep ``points ** dims`` modest) plus the learning
     grid, others fixed. A lower bound on the exact epsilon. Returns ``eps_abs`` (utility units),
     ``eps_rel`` (relative to the learner's utility at ``profile``), the ``agent`` and its best
-    ``factors``."""
+    ``factors``.
+
+    :param game: the game (its learners and strategy grid)
+    :param profile: strategy indices
+    :param points: grid points per dimension
+    :param low: lowest factor
+    :param high: highest factor
+    :returns: ``eps_abs``, ``eps_rel``, ``agent`` and ``factors``
+    """
     big = game.with_grid(_admissible(game, default_grid(points, low, high)))
     to_big = _regrid(game, big)
     mapped = to_big(profile)
@@ -316,7 +365,15 @@ def cce_epsilon(
     run's empirical play) as a coarse correlated equilibrium when every learner may instead commit
     to any factor vector over ``grid`` joined with the game's own grid: per learner, (best expected
     TRUE utility of a fixed report - expected TRUE utility in play) / expected utility in play, 0 when
-    no report gains. Deviations run on ``executor`` when given."""
+    no report gains. Deviations run on ``executor`` when given.
+
+    :param game: the game (its learners and strategy grid)
+    :param distribution: profile -> probability
+    :param grid: factor values each learner may commit to
+    :param executor: runs the deviations, or ``None``
+    :returns: learner -> relative epsilon
+    :raises InputError: an empty distribution
+    """
     if not distribution:
         raise InputError("distribution", distribution, "is empty: no play to certify")
     big = game.with_grid(_admissible(game, as_float_array("grid", grid, ndim=1, positive=True)))
@@ -342,7 +399,18 @@ class GapSearch:
     (learner A factor, learner B factor); ``evaluations``: mechanism runs (grid search only);
     ``certificate``: epsilon at ``factors`` re-measured by the audit's own search over every
     report the validator accepts (:func:`market.learning.certificates.audit_profile`): a grid
-    epsilon of 0 is only "no gain on these deviations"."""
+    epsilon of 0 is only "no gain on these deviations".
+
+    :param eps: smallest relative epsilon found
+    :param eps_abs: the same in utility units
+    :param factors: the two learners' factors there
+    :param utilities: their TRUE utilities
+    :param levels: per grid level its window and best epsilon
+    :param grid: log10 factors of the first level
+    :param surface: epsilon over the first level's grid
+    :param evaluations: mechanism runs
+    :param certificate: the audit's re-measurement, or ``None``
+    """
 
     eps: float
     eps_abs: float
@@ -374,7 +442,19 @@ def pure_equilibrium_search(
     ``deviations`` log-spaced factors in ``[low, high]`` (clipped to an auction's validator bounds,
     plus the learning grid), the other fixed. The minimum over the visited profiles is evidence, not
     proof, about the exact minimum: outcomes can jump between grid points. The best profile is then
-    certified by the audit's search (``certificate``; verdict at relative tolerance ``tol``)."""
+    certified by the audit's search (``certificate``; verdict at relative tolerance ``tol``).
+
+    :param game: the game (its learners and strategy grid)
+    :param low: lowest factor
+    :param high: highest factor
+    :param points: grid points per learner
+    :param deviations: deviation factors per learner
+    :param zooms: refined grids
+    :param progress: called with (done, total)
+    :param tol: relative tolerance of the certificate
+    :returns: the best profile and its epsilon
+    :raises InputError: not two learners with one dimension, ``high <= low``
+    """
     if len(game.learner_ids) != 2 or game.strategies.shape[1] != 1:
         raise InputError("game", f"{len(game.learner_ids)} learners x {game.strategies.shape[1]} dimensions",
                          "needs exactly two learners and one reportable dimension")  # fmt: skip
@@ -439,7 +519,12 @@ def pure_equilibrium_search(
 def price_of_lying(game: Game, profile: Sequence[int]) -> dict[str, float]:
     """Metrics at truthful play (``truthful_<metric>``) and at ``profile`` (``learned_<metric>``),
     the welfare ratio ``price_of_lying`` = truthful / learned (fair share: ``total`` throughput;
-    auctions: ``welfare``), and each agent's TRUE gain ``gain_<i>`` (utility units)."""
+    auctions: ``welfare``), and each agent's TRUE gain ``gain_<i>`` (utility units).
+
+    :param game: the game (its learners and strategy grid)
+    :param profile: strategy indices
+    :returns: metric name -> value
+    """
     p = np.asarray(profile, dtype=int)
     t_m, l_m = game.metrics(game.truthful_profile()), game.metrics(p)
     out = {f"truthful_{k}": v for k, v in t_m.items()} | {f"learned_{k}": v for k, v in l_m.items()}

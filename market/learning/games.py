@@ -23,7 +23,14 @@ __all__ = ["Game", "FairShareGame", "AuctionGame", "default_grid"]
 
 
 def default_grid(points: int = 13, low: float = 0.25, high: float = 4.0) -> np.ndarray:
-    """Log-spaced report factors from ``low`` to ``high`` that always include 1 (truth)."""
+    """Log-spaced report factors from ``low`` to ``high`` that always include 1 (truth).
+
+    :param points: grid points, >= 2 (1 is added when missing)
+    :param low: the smallest factor, in (0, 1)
+    :param high: the largest factor, > 1
+    :returns: the sorted factors
+    :raises InputError: a bad count or ``not low < 1 < high``
+    """
     points = check_int("points", points, minimum=2)
     low, high = check_positive("low", low), check_positive("high", high)
     if not low < 1.0 < high:
@@ -63,11 +70,19 @@ class Game(ABC):
 
     @abstractmethod
     def metrics(self, profile: Sequence[int]) -> dict[str, float]:
-        """Welfare / revenue / fairness figures at ``profile`` (TRUE types)."""
+        """Welfare / revenue / fairness figures at ``profile`` (TRUE types).
+
+        :param profile: one strategy index per agent
+        :returns: figure name -> value
+        """
 
     @abstractmethod
     def with_grid(self, grid: Any) -> Game:
-        """The same game over another factor grid."""
+        """The same game over another factor grid.
+
+        :param grid: report factors (must contain 1); ``None``: :func:`default_grid`
+        :returns: the new game
+        """
 
     @property
     def S(self) -> int:
@@ -79,7 +94,11 @@ class Game(ABC):
         return np.full(self.n, self.truth_index, dtype=int)
 
     def utilities(self, profile: Sequence[int]) -> np.ndarray:
-        """TRUE utility of every agent at ``profile`` (cached)."""
+        """TRUE utility of every agent at ``profile`` (cached).
+
+        :param profile: one strategy index per agent
+        :returns: (n,) utilities
+        """
         key = tuple(int(s) for s in profile)
         hit = self._cache.get(key)
         if hit is None:
@@ -89,7 +108,12 @@ class Game(ABC):
         return hit
 
     def deviations(self, profile: Sequence[int], agent: int) -> np.ndarray:
-        """TRUE utility of ``agent`` for each of its strategies, others fixed at ``profile``."""
+        """TRUE utility of ``agent`` for each of its strategies, others fixed at ``profile``.
+
+        :param profile: one strategy index per agent
+        :param agent: the deviating agent's index
+        :returns: (S,) utilities
+        """
         p = np.array(profile, dtype=int)
         out = np.empty(self.S)
         for s in range(self.S):
@@ -113,6 +137,16 @@ class FairShareGame(Game):
     ``grid``: report factors per speedup dimension ``j >= 1`` (must contain 1); ``learners``:
     indices of the tenants that adapt (default: all). Strategies of a learner are the
     ``len(grid) ** (k - 1)`` factor vectors. Utility: TRUE normalised throughput.
+
+    :param mechanism: a registered fair-share name or callable
+    :param W: (n, k) TRUE speedups, k >= 2
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None``
+    :param caps: (n,) most GPUs per row, or ``None``
+    :param options: extra keywords of the mechanism
+    :param grid: report factors (must contain 1); ``None``: :func:`default_grid`
+    :param learners: the adapting tenants' indices; ``None``: all
+    :raises InputError: bad ``W``/``m``, a grid without 1 or bad learner indices
     """
 
     mechanism: Any = "oef-noncoop"
@@ -135,10 +169,19 @@ class FairShareGame(Game):
         self._setup(self.grid, self.k - 1, self.learners)
 
     def with_grid(self, grid: Any) -> FairShareGame:
+        """The same game over another factor grid.
+
+        :param grid: report factors (must contain 1)
+        :returns: the new game
+        """
         return replace(self, grid=grid)
 
     def reported(self, profile: Sequence[int]) -> np.ndarray:
-        """Reported speedup matrix of ``profile`` (rows scaled on columns ``1..k-1``)."""
+        """Reported speedup matrix of ``profile`` (rows scaled on columns ``1..k-1``).
+
+        :param profile: one strategy index per agent
+        :returns: (n, k) reported speedups
+        """
         return self._reported(self.strategies[np.asarray(profile, dtype=int)])
 
     def _reported(self, factors: np.ndarray) -> np.ndarray:
@@ -151,7 +194,11 @@ class FairShareGame(Game):
         return np.asarray(out.X, dtype=float)
 
     def allocation(self, profile: Sequence[int]) -> np.ndarray:
-        """Allocation matrix X (n, k) in devices at ``profile``."""
+        """Allocation matrix X (n, k) in devices at ``profile``.
+
+        :param profile: one strategy index per agent
+        :returns: (n, k) GPUs per row and type
+        """
         return self._alloc(self.strategies[np.asarray(profile, dtype=int)])
 
     def _evaluate(self, factors: np.ndarray) -> np.ndarray:
@@ -162,7 +209,11 @@ class FairShareGame(Game):
         return self.Wt @ self.ma
 
     def metrics(self, profile: Sequence[int]) -> dict[str, float]:
-        """``total`` TRUE throughput, max ``envy`` and ``si`` shortfall (throughput units), ``jain``."""
+        """``total`` TRUE throughput, max ``envy`` and ``si`` shortfall (throughput units), ``jain``.
+
+        :param profile: one strategy index per agent
+        :returns: figure name -> value
+        """
         X = self.allocation(profile)
         u = self.utilities(profile)
         jain = float(u.sum() ** 2 / (u.size * (u**2).sum())) if (u**2).sum() > 0 else 1.0
@@ -178,7 +229,16 @@ class FairShareGame(Game):
 class AuctionGame(Game):
     """Game of an online/batch auction instance (:class:`~market.auction.market.AuctionMarket`):
     each bid is an agent reporting ``dimension`` (default ``value_scale``) times a grid factor;
-    payoffs are TRUE surpluses. ``seed`` fixes randomised mechanisms' draws across profiles."""
+    payoffs are TRUE surpluses. ``seed`` fixes randomised mechanisms' draws across profiles.
+
+    :param market: the auction instance
+    :param mechanism: one of ``market.mechanisms()``
+    :param dimension: the misreport dimension the factors scale
+    :param grid: report factors (must contain 1); ``None``: :func:`default_grid`
+    :param learners: the adapting bids' indices; ``None``: all
+    :param seed: the mechanism's seed
+    :raises InputError: not an auction market, an unknown mechanism or dimension, no bids
+    """
 
     market: Any = None
     mechanism: str = ""
@@ -210,6 +270,11 @@ class AuctionGame(Game):
             raise InputError("grid", self.grid_values.tolist(), f"must lie within the validator's [{lo}, {hi}]")
 
     def with_grid(self, grid: Any) -> AuctionGame:
+        """The same game over another factor grid.
+
+        :param grid: report factors (must contain 1)
+        :returns: the new game
+        """
         return replace(self, grid=grid)
 
     def _run(self, factors: np.ndarray) -> tuple[list[Any], list[Any]]:
@@ -241,6 +306,10 @@ class AuctionGame(Game):
         return out
 
     def metrics(self, profile: Sequence[int]) -> dict[str, float]:
-        """The market's own run metrics (``welfare``, ``revenue``, ``utility``, ``admission_rate``...)."""
+        """The market's own run metrics (``welfare``, ``revenue``, ``utility``, ``admission_rate``...).
+
+        :param profile: one strategy index per agent
+        :returns: metric name -> value
+        """
         reports, decs = self._run(self.strategies[np.asarray(profile, dtype=int)])
         return {k: float(v) for k, v in self.market.metrics(decs, reports).items()}

@@ -34,7 +34,13 @@ __all__ = ["PAYMENT_RULES", "PaymentRule", "check_options", "register_payment_ru
 
 def win_share(own: np.ndarray, top: np.ndarray, ties: np.ndarray) -> np.ndarray:
     """Probability of winning with bids ``own`` (..., batch) against the highest opposing bid
-    ``top`` (batch,) held by ``ties`` (batch,) opponents, ties broken uniformly at random."""
+    ``top`` (batch,) held by ``ties`` (batch,) opponents, ties broken uniformly at random.
+
+    :param own: (..., batch) own bids
+    :param top: (batch,) highest opposing bid
+    :param ties: (batch,) opponents at ``top``
+    :returns: winning probabilities
+    """
     return np.where(own > top, 1.0, np.where(own == top, 1.0 / (1.0 + ties), 0.0))
 
 
@@ -49,6 +55,15 @@ class PaymentRule:
       the rule has no BNE by revenue equivalence, e.g. a posted price);
     * ``bid(v, m, G)``: symmetric BNE bid from the interim payment ``m(v)`` and ``G(v)``;
     * ``options``: the option keys it accepts (``reserve`` always); ``required``: those it needs.
+
+    :param name: the rule's registry name
+    :param utility: TRUE expected utility of a bidder
+    :param revenue: seller revenue per auction
+    :param screening: lowest participating type in the symmetric BNE, or ``None``
+    :param bid: symmetric BNE bid, or ``None``
+    :param options: option keys it accepts (``reserve`` always)
+    :param required: option keys it needs
+    :param summary: a one-line description
     """
 
     name: str
@@ -66,7 +81,12 @@ PAYMENT_RULES: dict[str, PaymentRule] = {}
 
 
 def register_payment_rule(rule: PaymentRule) -> PaymentRule:
-    """Register ``rule`` under ``rule.name`` (replacing one of that name); returns it."""
+    """Register ``rule`` under ``rule.name`` (replacing one of that name); returns it.
+
+    :param rule: the rule
+    :returns: ``rule``
+    :raises InputError: not a PaymentRule, options without ``reserve``
+    """
     if not isinstance(rule, PaymentRule):
         raise InputError("payment rule", rule, "must be a PaymentRule")
     if "reserve" not in rule.options:
@@ -76,7 +96,14 @@ def register_payment_rule(rule: PaymentRule) -> PaymentRule:
 
 
 def check_options(mechanism: str, options: Mapping[str, Any] | None, field: str = "options") -> dict[str, float]:
-    """Validate ``options`` for ``mechanism``: known keys only, numbers >= 0, required ones given."""
+    """Validate ``options`` for ``mechanism``: known keys only, numbers >= 0, required ones given.
+
+    :param mechanism: a registered payment rule
+    :param options: the options, or ``None``
+    :param field: names the options in messages
+    :returns: the checked options
+    :raises InputError: an unknown rule or key, a bad value, a missing required key
+    """
     if mechanism not in PAYMENT_RULES:
         raise InputError("mechanism", mechanism, f"must be one of {sorted(PAYMENT_RULES)}")
     rule = PAYMENT_RULES[mechanism]

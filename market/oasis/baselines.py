@@ -47,7 +47,15 @@ def make_oasis_baseline(name: str, cluster: OasisCluster, rng: np.random.Generat
 
     Each job's fixed bundle size is drawn from its own stream ``(base, job_id)`` with ``base``
     drawn once from ``rng``, so one bidder's report (e.g. a later arrival) never changes another
-    job's draw (the audit holds everyone else fixed)."""
+    job's draw (the audit holds everyone else fixed).
+
+    :param name: ``fifo``, ``drf``, ``rrh`` or ``dorm``
+    :param cluster: the OASiS cluster
+    :param rng: draws the base of the per-job bundle-size streams
+    :param options: passed to the baseline's simulator
+    :returns: the slot simulator running the baseline
+    :raises InputError: an unknown name, a cluster or rng of the wrong type
+    """
     check_choice("baseline", name, list(BASELINES))
     if not isinstance(cluster, OasisCluster):
         raise InputError("cluster", cluster, "must be an OasisCluster")

@@ -54,7 +54,16 @@ def _tol(scale: float) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class TinyRun:
-    """One OASiS run on a tiny instance with the price/usage state before and after each job."""
+    """One OASiS run on a tiny instance with the price/usage state before and after each job.
+
+    :param spec: the instance's spec (:func:`tiny_spec` or explicit job rows)
+    :param cluster: its cluster
+    :param reqs: its requests in decision order
+    :param mech: the OASiS instance that decided them
+    :param decs: one decision per request
+    :param states: (worker prices, PS prices, worker usage, PS usage) before each job, then the final state
+    :param opt: the offline optimum when computed, else ``None``
+    """
 
     spec: dict[str, Any]
     cluster: OasisCluster
@@ -66,6 +75,14 @@ class TinyRun:
 
 
 def tiny_spec(seed: int, H: int, cpu: float, gamma1: tuple[float, float]) -> dict[str, Any]:
+    """The spec of one tiny OASiS instance (JSON-ready, the witness format of the claims).
+
+    :param seed: the tiny generator's seed
+    :param H: worker hosts
+    :param cpu: CPU capacity per host
+    :param gamma1: the range of the utilities' γ1
+    :returns: the spec dict
+    """
     return {"seed": int(seed), "H": int(H), "cpu": float(cpu), "gamma1": [float(gamma1[0]), float(gamma1[1])]}
 
 
@@ -73,7 +90,11 @@ def tiny_run(spec: dict[str, Any]) -> TinyRun:
     """Run OASiS job by job in (arrival, id) order on the instance of ``spec`` (a seed of the tiny
     generator, :func:`tiny_spec`, or explicit job rows ``{"jobs", "H", "cpu", "T"}`` of
     :func:`~market.oasis.generators.oasis_tiny_from_params`); ``states[i]`` = (worker prices, PS prices,
-    worker usage, PS usage) before job i, ``states[-1]`` the final state."""
+    worker usage, PS usage) before job i, ``states[-1]`` the final state.
+
+    :param spec: a :func:`tiny_spec` or explicit job rows ``{"jobs", "H", "cpu", "T"}``
+    :returns: the run with its decisions and price/usage states
+    """
     if "jobs" in spec:  # explicit parameters (the hunt's instances, market.oasis.hunt)
         cl, reqs, consts = oasis_tiny_from_params(spec["jobs"], T=int(spec.get("T", 8)), H=spec["H"], cpu=spec["cpu"])
     else:
@@ -98,7 +119,14 @@ def best_unrestricted(
 ) -> float:
     """``max_{l ∈ L_i} f(elapsed_l) − cost_l`` at prices ``P`` (T, H, R), ``Q`` (T, K, R) with
     capacities ignored (``-inf`` if no schedule). ``forced = (pool, server, t)`` keeps only
-    schedules with at least one worker (``"worker"``) or PS (``"ps"``) on that server in slot t."""
+    schedules with at least one worker (``"worker"``) or PS (``"ps"``) on that server in slot t.
+
+    :param q: the request
+    :param P: (T, H, R) worker prices per slot, host and resource
+    :param Q: (T, K, R) PS prices
+    :param forced: ``(pool, server, t)`` to keep only schedules using that server in slot t, or ``None``
+    :returns: the best payoff (utility − cost, currency), ``-inf`` if no schedule
+    """
     a, T = q.arrival, P.shape[0]
     pi = P[a:] @ q.worker_demand
     sg = Q[a:] @ q.ps_demand
@@ -420,7 +448,11 @@ def _enum_slot(q: OasisRequest, led_w: PriceLedger, led_p: PriceLedger, t: int) 
 
 
 def subroutine_error(seed: int) -> float:
-    """Largest |μ − μ_enum|, COST_t vs enumeration and schedule-cost mismatch of one case."""
+    """Largest |μ − μ_enum|, COST_t vs enumeration and schedule-cost mismatch of one case.
+
+    :param seed: the case's seed
+    :returns: the largest absolute error (currency)
+    """
     q, wl, pl = _subroutine_case(seed)
     a, T = q.arrival, wl.T
     slot = [_enum_slot(q, wl, pl, t) for t in range(a, T)]
@@ -474,6 +506,13 @@ def _check_subroutine(w: dict[str, Any]) -> bool:
     "payoff, capacity or work differ by more than 1e-9.",
 )
 def c_o1(ctx: ClaimContext) -> Measurement:
+    """Claim C-O1 of OASiS: Theorem 1: COST_t (cheapest-first greedy) solves the single-slot ILP (32) exactly and
+    BEST_SCHEDULE returns μ = max{0, max_l f(elapsed_l) − cost_l} over all schedules within the residual capacity,
+    with a schedule attaining it.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     seeds = ctx.rng.integers(2**31, size=ctx.pick(40, 400))
     viol, worst, witness = 0, 0.0, None
     for sd in seeds:
@@ -604,7 +643,13 @@ def _feasible_alone(q: OasisRequest, cl: OasisCluster) -> bool:
 
 
 def empty_admission_failures(cl: OasisCluster, reqs: Sequence[OasisRequest], consts: Any) -> list[int]:
-    """Job ids that could run on the empty cluster but that a fresh OASiS rejects."""
+    """Job ids that could run on the empty cluster but that a fresh OASiS rejects.
+
+    :param cl: the cluster
+    :param reqs: the requests
+    :param consts: the price constants
+    :returns: the job ids
+    """
     return [j for j, _ in _empty_rejections(cl, reqs, consts)]
 
 
@@ -688,6 +733,12 @@ def _check_empty(w: dict[str, Any]) -> bool:
     "feasibility by an independent count of what fits per slot.",
 )
 def c_o5b(ctx: ClaimContext) -> Measurement:
+    """Claim C-O5b of OASiS: Appendix A (empty system): a job with any feasible schedule in [a_i, T−1] on the empty
+    cluster gets μ > 0 and is admitted.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     cases: list[tuple[str, dict[str, Any], OasisCluster, list[OasisRequest], Any]] = []
     for run in _tiny_runs(ctx, False):
         cases.append(("tiny/oracle", {"spec": run.spec}, run.cluster, run.reqs, run.mech.constants))
@@ -776,6 +827,12 @@ def _timing_point(T: int, S: int, W: int, reps: int) -> float:
     "growth). Benchmarks: benchmarks/bench_online.py.",
 )
 def c_o3(ctx: ClaimContext) -> Measurement:
+    """Claim C-O3 of OASiS: Theorem 3: the per-job running time is polynomial in T, the number of servers and the
+    workload (spec: O(T·W·N) for the DP).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     base = {"T": 16, "S": 4, "W": 200}
     grids = ctx.pick(
         {"T": (16, 32, 64), "S": (4, 8, 16), "W": (200, 400, 800)},
@@ -808,7 +865,13 @@ def _audit_config(size: str) -> AuditConfig:
 
 
 def misreport_gain(spec: dict[str, Any], job_id: int, params: dict[str, float]) -> tuple[float, float]:
-    """``(true surplus of the lie − truthful true surplus, truthful surplus)`` on a market."""
+    """``(true surplus of the lie − truthful true surplus, truthful surplus)`` on a market.
+
+    :param spec: the market's spec
+    :param job_id: the misreporting bidder
+    :param params: the misreport's parameters (the audit's dimensions)
+    :returns: ``(gain, truthful surplus)`` in currency
+    """
     m = _market(spec)
     t = OnlineAuctionTarget(m, "oasis")
     bid = next(b for b in m.bids() if b.job_id == job_id)
@@ -839,6 +902,13 @@ def _markets(ctx: ClaimContext) -> list[dict[str, Any]]:
     "1e-7·max(1, |u|). Small: 2 bidders of one market; large: every bidder of 12 markets.",
 )
 def c_o6_truthful(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-truthful of OASiS: Framework framing (the paper makes no incentive claim): with payment = posted
+    cost, no bidder gains TRUE surplus by misreporting utility (γ1 scale, γ2, γ3), workload (E, N, M), speed (τ, e),
+    demands (w, s, b, B) or by delaying its arrival, others truthful.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     specs = _markets(ctx)[: ctx.pick(1, None)]
     cfg = _audit_config(ctx.size)
     viol, worst, witness, audited, fams = 0, 0.0, None, 0, {}
@@ -905,6 +975,12 @@ def _check_ir(w: dict[str, Any]) -> bool:
     "< −1e-9·max(1, f) or a rejected bidder pays.",
 )
 def c_o6_ir(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-IR of OASiS: Framework framing: individual rationality: a truthful admitted bidder's TRUE surplus is
+    ≥ 0 and a rejected bidder pays 0.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, worst, witness = 0, 0, 0.0, None
     for spec, m, decs in _truthful_runs(ctx):
         for bid in m.bids():
@@ -921,7 +997,13 @@ def c_o6_ir(ctx: ClaimContext) -> Measurement:
 
 def prices_faced(m: OasisMarket, job_id: int, report: Any) -> tuple[np.ndarray, np.ndarray]:
     """Worker and PS price arrays of the run WITHOUT bidder ``job_id`` at the point where OASiS
-    would decide ``report`` (its reported arrival slot, after the same-slot jobs with smaller ids)."""
+    would decide ``report`` (its reported arrival slot, after the same-slot jobs with smaller ids).
+
+    :param m: the market
+    :param job_id: the bidder left out
+    :param report: the bidder's report (its arrival slot is used)
+    :returns: ``(worker prices, PS prices)`` at that point
+    """
     at = report.arrival
     others = sorted((b for b in m.bids() if b.job_id != job_id), key=lambda b: (b.arrival, b.job_id))
     mech = m.mechanism("oasis", np.random.default_rng(0))
@@ -981,6 +1063,12 @@ def _check_prices(w: dict[str, Any]) -> bool:
     "full run) equal, bit for bit, those of the run without the bidder at the same (slot, job-id) point.",
 )
 def c_o6_prices(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-prices of OASiS: Framework framing: the prices a bidder faces do not depend on its own report (U, L
+    fixed before the auction; bit-equal pre-arrival price state across all its reports).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, checked, witness = 0, 0, 0, None
     for spec, m, _ in _truthful_runs(ctx)[: ctx.pick(1, None)]:
         bids = list(m.bids())
@@ -1013,6 +1101,12 @@ def _check_monotone(w: dict[str, Any]) -> bool:
     "Every admitted bidder of the paper-setup markets re-run with γ1 × {1.25, 2, 4} (others truthful).",
 )
 def c_o6_monotone(ctx: ClaimContext) -> Measurement:
+    """Claim C-O6-monotone of OASiS: Framework framing (monotonicity): raising γ1 with everything else fixed never
+    turns admission into rejection.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n, viol, witness = 0, 0, None
     for spec, m, decs in _truthful_runs(ctx):
         t = OnlineAuctionTarget(m, "oasis")

@@ -24,7 +24,17 @@ def _log_f(f, x: float) -> float:
 @dataclass(frozen=True)
 class OasisConstants:
     """Log-space price constants: ``log_U1`` (R,) and ``log_L1`` for worker hosts, ``log_U2``,
-    ``log_L2`` for PS hosts; ``inv_eta1/2`` and ``source`` for the record."""
+    ``log_L2`` for PS hosts; ``inv_eta1/2`` and ``source`` for the record.
+
+    :param log_U1: (R,) log of the worker-host price upper bounds
+    :param log_L1: log of the worker-host lower bound
+    :param log_U2: (R,) log of the PS-host upper bounds
+    :param log_L2: log of the PS-host lower bound
+    :param inv_eta1: ``1/η1`` (worker side), for the record
+    :param inv_eta2: ``1/η2`` (PS side), for the record
+    :param source: how the constants were obtained (``calibration``, ``analytic``, ``oracle``, ``given``)
+    :raises InputError: NaN or infinite bounds, ``U <= L``
+    """
 
     log_U1: np.ndarray
     log_L1: float
@@ -52,7 +62,14 @@ class OasisConstants:
 
     @staticmethod
     def from_values(U1, L1: float, U2, L2: float) -> OasisConstants:
-        """Constants given directly (positive values; ``U > L``)."""
+        """Constants given directly (positive values; ``U > L``).
+
+        :param U1: worker-host upper bound(s), one or R values > 0
+        :param L1: worker-host lower bound > 0
+        :param U2: PS-host upper bound(s)
+        :param L2: PS-host lower bound
+        :returns: the constants (``source = "given"``)
+        """
         u1 = as_float_array("U1", np.atleast_1d(U1), positive=True)
         u2 = as_float_array("U2", np.atleast_1d(U2), positive=True)
         return OasisConstants(
@@ -65,7 +82,11 @@ class OasisConstants:
         return float(max(1.0, np.max(self.log_U1 - self.log_L1), np.max(self.log_U2 - self.log_L2)))
 
     def D0(self, cluster: OasisCluster) -> float:
-        """Initial dual value ``T·(L1 Σ C + L2 Σ c)``."""
+        """Initial dual value ``T·(L1 Σ C + L2 Σ c)``.
+
+        :param cluster: the cluster
+        :returns: the initial dual value (currency)
+        """
         return float(
             cluster.T
             * (np.exp(self.log_L1) * cluster.worker_capacity.sum() + np.exp(self.log_L2) * cluster.ps_capacity.sum())
@@ -84,6 +105,14 @@ def estimate_constants(
     ``U1[r] = max_{w^r>0} f(d)/w^r``, ``1/η1 = min Σ_r w^r W / (T Σ C)``,
     ``L1 = (1/(4η1)) · min f(T - a) / (Σ_r w^r W)``; PS side likewise with ``s`` and ``c``.
     Resources no calibration job uses get a flat price (``U = L·e``, never binding).
+
+    :param calib: the calibration requests (never the bidder being priced)
+    :param cluster: the cluster
+    :param source: recorded as the constants' source
+    :param u_scale: factor on U (> 0)
+    :param l_scale: factor on L (> 0)
+    :returns: the constants
+    :raises InputError: no calibration request, demands of the wrong length, a bad scale or source
     """
     check_choice("source", source, ("calibration", "analytic", "oracle", "given"))
     check_positive("u_scale", u_scale)

@@ -125,7 +125,13 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> OasisMarket:
     """One OASiS instance from study parameters (keys and defaults: :data:`DEFAULTS`; unknown or
     invalid keys raise :class:`InputError` naming the key). Cluster, jobs and calibration jobs come
-    from three child streams of ``rng``."""
+    from three child streams of ``rng``.
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator (explicit seeding)")
     p = _validate(params)
@@ -157,7 +163,11 @@ def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> OasisMar
 
 def job_class(f: Any) -> str:
     """``"insensitive"`` (γ2 = 0), ``"sensitive"`` (0 < γ2 < 2) or ``"critical"`` (γ2 >= 2): the
-    generator's classes are γ2 = 0, U[0.01, 1] and U[4, 6]; other utilities are ``"other"``."""
+    generator's classes are γ2 = 0, U[0.01, 1] and U[4, 6]; other utilities are ``"other"``.
+
+    :param f: a job's utility function
+    :returns: the class name
+    """
     if not isinstance(f, SigmoidUtility):
         return "other"
     if f.gamma2 == 0:
@@ -166,7 +176,14 @@ def job_class(f: Any) -> str:
 
 
 class OasisMarket:
-    """An OASiS auction instance: ``cluster``, true ``jobs`` (bids), fixed ``constants``."""
+    """An OASiS auction instance: ``cluster``, true ``jobs`` (bids), fixed ``constants``.
+
+    :param cluster: the cluster
+    :param jobs: the bidders' true types (unique ids)
+    :param constants: the price constants, fixed for every run
+    :param dorm_time_limit: seconds per Dorm MILP solve (> 0)
+    :raises InputError: arguments of the wrong type, duplicate job ids
+    """
 
     paper = "oasis"
 
@@ -208,6 +225,12 @@ class OasisMarket:
         return MECHANISMS
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
+        """A fresh instance of the registered auction ``name`` on this market.
+
+        :param name: ``oasis`` or a baseline of the market
+        :param rng: the baselines' randomness
+        :returns: the online mechanism
+        """
         check_choice("mechanism", name, MECHANISMS)
         fn = registry.get(name, "auction").fn
         if name == "oasis":
@@ -222,7 +245,11 @@ class OasisMarket:
             )
 
     def dimensions(self, bid: OasisJob) -> list[Dimension]:
-        """C-O6 misreports of ``bid`` (factors in [1/4, 4] unless noted)."""
+        """C-O6 misreports of ``bid`` (factors in [1/4, 4] unless noted).
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         self._strategic_ok()
         f = bid.utility
         dims = [Dimension("value_scale")]
@@ -247,7 +274,13 @@ class OasisMarket:
     def misreport(self, bid: OasisJob, params: Mapping[str, float]) -> OasisJob:
         """``bid`` reported with ``params`` (``{dimension: value}``; missing = truthful). A truthful
         parameter leaves its field untouched, so all-truthful params return ``bid`` itself. A delay
-        past the horizon arrives in the last slot."""
+        past the horizon arrives in the last slot.
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         dims = {d.name: d for d in self.dimensions(bid)}
         changed: dict[str, float] = {}
         for name, value in params.items():
@@ -299,7 +332,11 @@ class OasisMarket:
         return replace(bid, **fields)
 
     def true_request(self, job_id: int) -> OasisRequest:
-        """The request (W, N, demands, utility) of bidder ``job_id``'s TRUE type."""
+        """The request (W, N, demands, utility) of bidder ``job_id``'s TRUE type.
+
+        :param job_id: the bidder
+        :returns: its true request
+        """
         return self._true[int(job_id)]
 
     def _request(self, report: OasisJob) -> OasisRequest:
@@ -308,13 +345,25 @@ class OasisMarket:
 
     def realised(self, bid: OasisJob, report: OasisJob, decision: Decision | None):
         """Realised outcome (completed?, completion slot, TRUE utility) of ``decision`` for the
-        bidder with truth ``bid`` that reported ``report``."""
+        bidder with truth ``bid`` that reported ``report``.
+
+        :param bid: the bidder's true type
+        :param report: what it reported
+        :param decision: the mechanism's decision, or ``None``
+        :returns: the realised outcome
+        """
         sched = None if decision is None or not decision.admitted else decision.schedule
         return realised_outcome(self._true[int(bid.job_id)], sched, self._request(report))
 
     def true_surplus(self, bid: OasisJob, report: OasisJob, decision: Decision | None) -> float:
         """True utility at the realised true completion (0 if the reserved schedule cannot finish
-        the TRUE work) minus the payment; 0 for no decision."""
+        the TRUE work) minus the payment; 0 for no decision.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        """
         if decision is None:
             return 0.0
         return float(self.realised(bid, report, decision).utility - decision.payment)
@@ -326,7 +375,13 @@ class OasisMarket:
         resources), ``utilisation_max`` (that of the most used resource), ``mean_jct`` (true
         elapsed slots of completed jobs), ``lateness_sensitive`` / ``lateness_critical`` (mean
         true elapsed − γ3 of completed jobs of that class) and their standard deviations
-        ``lateness_sd_*``, ``unfinished`` (jobs not completed)."""
+        ``lateness_sd_*``, ``unfinished`` (jobs not completed).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        :raises InputError: a decision for a job that is not a bidder of the instance
+        """
         byid = decisions_by_id(decisions)
         reps = {int(r.job_id): r for r in reports}
         bids = self._byid

@@ -84,6 +84,12 @@ def oasis_search(req: OasisRequest, wl: PriceLedger, pl: PriceLedger, max_units:
 
 @dataclass(frozen=True)
 class RealisedOutcome:
+    """What a job's reserved schedule realises with its true type.
+
+    :param completed: whether it finished within the reservation
+    :param completion: its completion slot, or ``None``
+    :param utility: its TRUE utility (currency)
+    """
     completed: bool
     completion: int | None
     utility: float
@@ -104,7 +110,13 @@ def realised_outcome(
     Workers beyond the true chunk count ``N`` idle (constraint (3)). With ``reported`` (the request
     the schedule was reserved for), reservations are enforced per server (framework decision, the
     spec is silent on misreported demands): ``y_h`` workers reserved at the reported per-worker
-    demand host ``min(y_h, floor(y_h · min_r w_rep^r / w_true^r))`` true workers; PSs likewise."""
+    demand host ``min(y_h, floor(y_h · min_r w_rep^r / w_true^r))`` true workers; PSs likewise.
+
+    :param true: the job's true request
+    :param schedule: its reserved schedule, or ``None``
+    :param reported: the request the schedule was reserved for
+    :returns: completion and TRUE utility
+    """
     if schedule is None:
         return RealisedOutcome(False, None, 0.0)
     wr = 1.0 if reported is None else _fit_ratio(true.worker_demand, reported.worker_demand)
@@ -132,6 +144,13 @@ class Oasis(PostedPriceMechanism):
     ``decide(report)`` accepts an :class:`OasisRequest` or an :class:`OasisJob` (converted with
     ``to_request``). ``search`` selects the vectorised search or the pure-Python reference (same
     decisions; benchmark only). Dual bookkeeping (§3.10) in ``primal`` / ``dual`` after each job.
+
+    :param cluster: the worker and PS pools and the horizon ``T``
+    :param constants: the price constants (L, U per resource)
+    :param admit_tol: the payoff a job needs above 0 to be admitted, >= 0
+    :param max_units: the most work units of the schedule search (coarser units above), >= 1
+    :param search: ``"vectorised"`` or ``"reference"``
+    :raises InputError: constants of the wrong type or length, or a bad option
     """
 
     name = "oasis"
@@ -171,6 +190,12 @@ class Oasis(PostedPriceMechanism):
         return self.workers.total_value() + self.ps.total_value()
 
     def request_of(self, report: OasisRequest | OasisJob) -> OasisRequest:
+        """The request of ``report`` (an :class:`OasisJob` is converted on this cluster).
+
+        :param report: a request or a job
+        :returns: the request
+        :raises InputError: a report of another type
+        """
         req = report.to_request(self.cluster) if isinstance(report, OasisJob) else report
         if not isinstance(req, OasisRequest):
             raise InputError("report", report, "must be an OasisRequest or OasisJob")
@@ -178,7 +203,11 @@ class Oasis(PostedPriceMechanism):
         return req
 
     def best_schedule(self, req: OasisRequest) -> SearchResult:
-        """Best schedule at the current prices (no state change)."""
+        """Best schedule at the current prices (no state change).
+
+        :param req: the request
+        :returns: its payoff, schedule and cost
+        """
         if self.search == "reference":
             from market.oasis.reference import oasis_search_reference
 
@@ -186,6 +215,12 @@ class Oasis(PostedPriceMechanism):
         return oasis_search(req, self.workers, self.ps, self.max_units)
 
     def decide(self, report: OasisRequest | OasisJob) -> Decision:
+        """Admit ``report`` with its best schedule when the payoff is positive, and update the prices.
+
+        :param report: the bidder's request or job (converted on this cluster)
+        :returns: the decision with schedule and payment
+        :raises InputError: a job id decided before, a report of the wrong type
+        """
         t0 = time.perf_counter()
         req = self.request_of(report)
         if req.job_id in self.requests:
@@ -217,5 +252,11 @@ class Oasis(PostedPriceMechanism):
 
 
 def make_oasis(cluster: OasisCluster, constants: OasisConstants, **options: Any) -> Oasis:
-    """Registry factory: ``make_oasis(cluster, constants, **options).run(requests)``."""
+    """Registry factory: ``make_oasis(cluster, constants, **options).run(requests)``.
+
+    :param cluster: the cluster
+    :param constants: the price constants
+    :param options: :class:`Oasis` options
+    :returns: the mechanism
+    """
     return Oasis(cluster, constants, **options)

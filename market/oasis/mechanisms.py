@@ -33,7 +33,16 @@ register(
 def make_baseline(
     name: str, cluster, rng: np.random.Generator | None = None, seed: int = 0, **options
 ) -> SlotSimulator:
-    """A slot-simulated baseline on either paper's cluster; randomness from ``rng`` (or ``seed``)."""
+    """A slot-simulated baseline on either paper's cluster; randomness from ``rng`` (or ``seed``).
+
+    :param name: ``fifo``, ``drf``, ``rrh`` or ``dorm``
+    :param cluster: an OASiS or a PD-ORS cluster
+    :param rng: the randomness (default: a generator seeded with ``seed``)
+    :param seed: the seed when ``rng`` is ``None``
+    :param options: passed to the paper's baseline factory
+    :returns: the slot simulator running the baseline
+    :raises InputError: a cluster of neither paper
+    """
     rng = np.random.default_rng(seed) if rng is None else rng
     if isinstance(cluster, OasisCluster):
         return make_oasis_baseline(name, cluster, rng, **options)

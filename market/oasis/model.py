@@ -44,7 +44,13 @@ def check_utility(field: str, f: Utility, T: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Server:
-    """A server of the ``worker`` (GPU host) or ``ps`` pool with capacity (R,)."""
+    """A server of the ``worker`` (GPU host) or ``ps`` pool with capacity (R,).
+
+    :param server_id: the server, >= 0
+    :param pool: ``"worker"`` or ``"ps"``
+    :param capacity: (R,) capacities, >= 0
+    :param node: its topology node, or ``None``
+    """
 
     server_id: int
     pool: Literal["worker", "ps"]
@@ -61,7 +67,14 @@ class Server:
 
 @dataclass(frozen=True)
 class OasisCluster:
-    """``T`` slots, resources, disjoint worker hosts (H) and PS hosts (K)."""
+    """``T`` slots, resources, disjoint worker hosts (H) and PS hosts (K).
+
+    :param T: slots, >= 1
+    :param resources: the resource space (R resources)
+    :param worker_servers: the worker hosts (H)
+    :param ps_servers: the PS hosts (K)
+    :param slot_hours: hours per slot, > 0
+    """
 
     T: int
     resources: ResourceSpace
@@ -103,7 +116,16 @@ class OasisCluster:
 
     @staticmethod
     def build(T: int, worker_capacity, ps_capacity, resources: ResourceSpace | None = None, slot_hours: float = 1.0):
-        """Cluster from capacity matrices (H, R) and (K, R)."""
+        """Cluster from capacity matrices (H, R) and (K, R).
+
+        :param T: slots
+        :param worker_capacity: (H, R) capacities
+        :param ps_capacity: (K, R) capacities
+        :param resources: the resource space (default: R generic resources)
+        :param slot_hours: hours per slot
+        :returns: the cluster
+        :raises InputError: an empty pool or a matrix of the wrong shape
+        """
         wc = as_float_array("worker_capacity", worker_capacity, ndim=2, nonneg=True)
         pc = as_float_array("ps_capacity", ps_capacity, ndim=2, nonneg=True)
         if wc.shape[0] == 0:
@@ -126,7 +148,19 @@ class OasisCluster:
 class OasisRequest:
     """What the mechanism consumes: ``work_units`` W (worker-slots), at most ``max_workers`` N per
     slot, ``n_ps(n) = ceil(ps_num·n/ps_den)`` PSs for ``n`` workers, per-unit demands (R,),
-    utility of elapsed slots, minimum elapsed ``min_duration`` d."""
+    utility of elapsed slots, minimum elapsed ``min_duration`` d.
+
+    :param job_id: the job, >= 0
+    :param arrival: arrival slot
+    :param work_units: worker-slots W, >= 1
+    :param max_workers: most workers per slot N
+    :param ps_num: b in ``n_ps(n) = ceil(b·n/B)``
+    :param ps_den: B, >= b
+    :param worker_demand: (R,) resources per worker
+    :param ps_demand: (R,) resources per PS
+    :param utility: utility (currency) of the elapsed slots
+    :param min_duration: minimum elapsed slots d
+    """
 
     job_id: int
     arrival: int
@@ -166,7 +200,11 @@ class OasisRequest:
         check_int(f"{p}.min_duration", self.min_duration, minimum=1)
 
     def n_ps(self, n: np.ndarray | int) -> np.ndarray | int:
-        """Minimum #PS for ``n`` workers, ``ceil(b·n/B - 1e-9)`` (constraint (6))."""
+        """Minimum #PS for ``n`` workers, ``ceil(b·n/B - 1e-9)`` (constraint (6)).
+
+        :param n: worker count(s)
+        :returns: the PS count(s)
+        """
         return (
             np.ceil(np.asarray(n) * self.ps_num / self.ps_den - EPS).astype(np.int64)
             if np.ndim(n)
@@ -174,6 +212,12 @@ class OasisRequest:
         )
 
     def validate_for(self, T: int, R: int) -> None:
+        """Check the request fits a horizon of ``T`` slots and ``R`` resources.
+
+        :param T: slots
+        :param R: resources
+        :raises InputError: an arrival after the horizon or demands of the wrong length
+        """
         p = f"job[{self.job_id}]"
         if self.arrival > T - 1:
             raise InputError(f"{p}.arrival", self.arrival, f"must be <= T-1 = {T - 1}")
@@ -184,7 +228,21 @@ class OasisRequest:
 
 @dataclass(frozen=True)
 class OasisJob:
-    """A tenant's PS training job (true type or report), spec §2.2."""
+    """A tenant's PS training job (true type or report), spec §2.2.
+
+    :param job_id: the job, >= 0
+    :param arrival: arrival slot, >= 0
+    :param epochs: epochs E, >= 1
+    :param chunks: data chunks N (the most workers), >= 1
+    :param minibatches: mini-batches per chunk M, >= 1
+    :param tau: compute slots per mini-batch, >= 0
+    :param grad_mb: gradient size in MB, >= 0
+    :param worker_bw: a worker's bandwidth in Gbps, > 0
+    :param ps_bw: a PS's bandwidth in Gbps, >= ``worker_bw``
+    :param worker_demand: (R,) resources per worker
+    :param ps_demand: (R,) resources per PS
+    :param utility: utility (currency) of the elapsed slots
+    """
 
     job_id: int
     arrival: int
@@ -217,11 +275,20 @@ class OasisJob:
         check_finite(f"{p}.tau", self.tau)
 
     def rho(self, slot_hours: float = 1.0) -> float:
-        """Slots per mini-batch: ``τ + 2·e/b`` with ``e/b`` converted from MB/Gbps to slots."""
+        """Slots per mini-batch: ``τ + 2·e/b`` with ``e/b`` converted from MB/Gbps to slots.
+
+        :param slot_hours: hours per slot
+        :returns: slots per mini-batch
+        """
         return self.tau + 2.0 * self.grad_mb * 8.0 / (self.worker_bw * 1000.0) / (3600.0 * slot_hours)
 
     def to_request(self, cluster: OasisCluster) -> OasisRequest:
-        """Derived request: ``W = ceil(E·N·M·ρ')``, ``d = ceil(E·M·ρ')``, ``n_ps(n) = ceil(b·n/B)``."""
+        """Derived request: ``W = ceil(E·N·M·ρ')``, ``d = ceil(E·M·ρ')``, ``n_ps(n) = ceil(b·n/B)``.
+
+        :param cluster: the cluster (its resources and slot length)
+        :returns: the request
+        :raises InputError: demands of the wrong length, a bandwidth demand other than the reserved bandwidth
+        """
         p = f"job[{self.job_id}]"
         res = cluster.resources
         for name, dem, bw in (
@@ -260,7 +327,14 @@ class OasisJob:
 @dataclass(frozen=True)
 class SearchResult:
     """Best schedule of one request against fixed prices: payoff ``mu``, ``schedule`` (None if
-    ``mu == 0``), posted ``cost`` of it, per-completion DP costs ``theta_W`` (slots a..T-1)."""
+    ``mu == 0``), posted ``cost`` of it, per-completion DP costs ``theta_W`` (slots a..T-1).
+
+    :param mu: payoff (utility − cost, currency)
+    :param schedule: the best schedule, or ``None``
+    :param cost: its posted cost (currency)
+    :param theta_W: per-completion DP costs over slots a..T-1
+    :param work_unit: worker-slots per work unit of the DP
+    """
 
     mu: float
     schedule: Schedule | None

@@ -24,6 +24,13 @@ def oasis_offline_optimum(
     ``node_limit``: at most this many branch-and-bound nodes (deterministic; then not ``optimal``).
 
     Variables per job i: ``x_i``, ``u_it`` (completes in t), ``y_iht``, ``z_ikt`` for ``t >= a_i``.
+
+    :param cluster: the cluster
+    :param requests: every job's (true) request
+    :param time_limit: seconds for the MILP
+    :param mip_rel_gap: relative MIP gap at which the solve stops
+    :param node_limit: most branch-and-bound nodes, or ``None``
+    :returns: the optimum's welfare, status and bound
     """
     T, H, K = cluster.T, cluster.H, cluster.K
     C, c = cluster.worker_capacity, cluster.ps_capacity

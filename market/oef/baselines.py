@@ -115,6 +115,14 @@ def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point. With
     ``solver="auto"`` a program still that large is solved by exact price decomposition
     (:mod:`market.oef.maxmin`; ``info["lp_path"]`` is ``"decomposition"`` or ``"full"``).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
     """
     opts, v = prepare("gavel", W, m, weights, caps, options, _GAVEL_OPTIONS)
     check_choice("tiebreak", opts["tiebreak"], ("none", "max_total"))
@@ -152,6 +160,14 @@ def gandiva_trades(
     ``W`` normalised speedups (n lists of k), ``m`` capacities, ``weights`` priorities. Returns
     ``(X, trades, stop_reason)``; each trade records ``p, q, buyer, seller, gap, price, rule, qty``
     where ``qty`` is the type-``p`` share paid and ``qty / price`` the type-``q`` share bought.
+
+    :param W: normalised speedups, n lists of k numbers (column 0 = 1)
+    :param m: GPUs per type, k numbers
+    :param weights: n priorities > 0
+    :param tol: the gain a trade must exceed (relative), in the number type of ``W``
+    :param max_trades: most trades before stopping (default ``100·n·k²``)
+    :param two_party_price: how a trade's price is set between the two parties' rates (``"midpoint"`` or ``"seller"``)
+    :returns: ``(X, trades, stop_reason)``: n lists of k GPU shares, the trades made, why trading stopped
     """
     n, k = len(W), len(m)
     if max_trades is None:
@@ -269,6 +285,14 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``info["trades"]`` is the trade log, ``info["stop_reason"]`` why trading stopped. Options:
     ``two_party_price`` in ``{"midpoint", "seller", "buyer"}``, ``max_trades`` (default
     ``100 n k^2``), ``exact`` (``None`` = auto-detect Fractions).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
     """
     extra = {"two_party_price": "midpoint", "max_trades": None, "exact": None}
     opts, v = prepare("gandiva-fair", W, m, weights, caps, options, extra)
@@ -291,7 +315,13 @@ def gandiva_fair(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
 
 
 def progressive_filling(m: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """Spec §4.3: weighted equal split of ``m`` with per-row caps ``d`` (progressive filling)."""
+    """Spec §4.3: weighted equal split of ``m`` with per-row caps ``d`` (progressive filling).
+
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities > 0
+    :param caps: (n,) most GPUs each row can use (``inf`` = none)
+    :returns: (n, k) fractional GPUs per row and type
+    """
     n, k = weights.size, m.size
     X = np.zeros((n, k))
     rem = m.astype(float).copy()
@@ -326,7 +356,16 @@ def _maxmin(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
 
 @register("maxmin", "fair-share", "Max-min: (weighted) equal split of every GPU type; progressive filling with caps")
 def equal_split(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
-    """Max-Min (spec §4.3): ``x_l = (pi_l / sum pi) m``; with ``caps`` progressive filling."""
+    """Max-Min (spec §4.3): ``x_l = (pi_l / sum pi) m``; with ``caps`` progressive filling.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     opts, v = prepare("maxmin", W, m, weights, caps, options, {})
     triv = trivial_allocation("maxmin", v)
     return triv if triv is not None else _maxmin(v, opts)
@@ -357,7 +396,16 @@ def _maxthr(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
 )
 def max_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """LP (4) (spec §4.4): closed form (all of ``m_j`` to ``argmax_l w_l^j``, ties to the lowest
-    index); with finite ``caps`` an LP with ``sum_j x_l^j <= d_l``. ``weights`` are ignored."""
+    index); with finite ``caps`` an LP with ``sum_j x_l^j <= d_l``. ``weights`` are ignored.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     opts, v = prepare("max-throughput", W, m, weights, caps, options, {})
     triv = trivial_allocation("max-throughput", v)
     if triv is not None:

@@ -35,7 +35,11 @@ def _eps(scale: float) -> float:
 
 
 def audit_config(size: str) -> AuditConfig:
-    """Search budget of the OEF claims per run size."""
+    """Search budget of the OEF claims per run size.
+
+    :param size: ``"small"`` or any other value for a large run
+    :returns: the misreport search's budget (grid points, joint samples, refinement) for the OEF claims
+    """
     if size == "small":
         return AuditConfig(n_grid=5, n_joint=10, refine_starts=1, refine_maxfev=16, probes=False)
     return AuditConfig(n_grid=12, n_joint=32, refine_starts=1, refine_maxfev=40, probes=False)
@@ -116,7 +120,13 @@ def c6_tolerances(c: np.ndarray, m: np.ndarray) -> tuple[float, float]:
     C6_TIE_REL · max|c| · support_tol / 2``, a mass of ``support_tol`` is reachable only along rates
     ``g <= C6_TIE_REL · max|c| / 2``, i.e. true ties; a fixed slack (1e-9 · |f*|) against a fixed
     threshold (1e-7) let a unique non-contiguous optimum pass as contiguous (``s = 1.3e-7`` on
-    ``W = [[1, 1.5019, 1.6983], [1, 1.4480, 2.0830]], m = [2, 2, 1]``)."""
+    ``W = [[1, 1.5019, 1.6983], [1, 1.4480, 2.0830]], m = [2, 2, 1]``).
+
+    :param c: the LP's objective coefficients
+    :param m: (k,) GPUs per type
+    :returns: ``(support_tol, face_slack)``: GPUs below which an entry counts as zero, and the slack
+        of the optimal face
+    """
     ma = np.asarray(m, dtype=float)
     support_tol = C6_SUPPORT_REL * max(1.0, float(ma.max()) if ma.size else 1.0)
     cmax = float(np.max(np.abs(c))) if np.size(c) else 1.0
@@ -290,7 +300,17 @@ PROPERTIES: dict[str, Callable[..., float]] = {
 
 
 def measure(prop: str, mechanism: str, W: Any, m: Any, weights: Any = None, caps: Any = None) -> float:
-    """Violation amount of property ``prop`` of ``mechanism``'s allocation for TRUE ``W`` (truthful)."""
+    """Violation amount of property ``prop`` of ``mechanism``'s allocation for TRUE ``W`` (truthful).
+
+    :param prop: a property name of the claims (``PROPERTIES``: envy, SI, PE gap, support, ...)
+    :param mechanism: a registered fair-share mechanism
+    :param W: (n, k) true speedups (normalised here by column 0)
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities, or ``None`` for equal
+    :param caps: (n,) most GPUs per row, or ``None``
+    :returns: the amount by which the truthful allocation violates ``prop`` (0 when it holds)
+    :raises InputError: an unknown ``prop``
+    """
     if prop not in PROPERTIES:
         raise InputError("property", prop, f"is unknown; known: {sorted(PROPERTIES)}")
     Wa = np.asarray(W, dtype=float)
@@ -486,6 +506,12 @@ def _sp_measure(pairs: list[tuple[FairShareTarget, AuditResult]], scope: bool) -
     "W_i.x_i(W') > W_i.x_i(W) + 1e-7 max(1,|u|). Strictness of the decrease recorded.",
 )
 def c1(ctx: ClaimContext) -> Measurement:
+    """Claim C1 of OEF: Non-cooperative OEF is strategy-proof: reporting W'_i >= W_i element-wise does not raise the
+    deviator's true throughput (Theorem 5.4, SP definition §2.3.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _sp_measure(_audits(ctx, "oef-noncoop", "sp"), scope=True)
 
 
@@ -497,6 +523,12 @@ def c1(ctx: ClaimContext) -> Measurement:
     "Same audits as C1; families DOWN_j, DOWN_all, MIXED, ARBITRARY (random vectors, copies of other rows).",
 )
 def c1_ext(ctx: ClaimContext) -> Measurement:
+    """Claim C1-ext of OEF: Framework extension of C1 (outside the paper's scope): no gain from deflating (DOWN_*),
+    mixed, arbitrary or copied reports under non-cooperative OEF.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _sp_measure(_audits(ctx, "oef-noncoop", "sp"), scope=False)
 
 
@@ -524,6 +556,12 @@ def _check_honest(w: dict[str, Any]) -> bool:
     "or an honest user loses while the liar does not (statement 2).",
 )
 def c1b(ctx: ClaimContext) -> Measurement:
+    """Claim C1b of OEF: Side statements of Theorem 5.4 / Fig. 4(b): honest users' throughput improves when someone
+    inflates; if honest users' efficiency decreases, the cheater's decreases too.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.rng, ctx.pick(8, 40))
     n1 = n2 = 0
     worst, witness = 0.0, None
@@ -584,6 +622,11 @@ def c1b(ctx: ClaimContext) -> Measurement:
     "W_l.x_l/pi_l >= W_l.x_i/pi_i - eps via market.oef.properties.envy.",
 )
 def c2(ctx: ClaimContext) -> Measurement:
+    """Claim C2 of OEF: Cooperative OEF is envy-free (Theorem 5.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop",), ("envy",), (20, 200), weighted=True)
 
 
@@ -604,6 +647,12 @@ def _rate_finding(ctx: ClaimContext, mechanism: str, prop: str) -> Measurement:
     "violation rate is the finding.",
 )
 def c2_noncoop(ctx: ClaimContext) -> Measurement:
+    """Claim C2-noncoop of OEF: Table 1 read literally: OEF is envy-free, which would include non-cooperative OEF (the
+    text assigns EF to the cooperative mode only).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _rate_finding(ctx, "oef-noncoop", "envy")
 
 
@@ -616,6 +665,12 @@ def c2_noncoop(ctx: ClaimContext) -> Measurement:
     "W_l.m/n by more than eps; the violation rate is the finding.",
 )
 def c3_noncoop(ctx: ClaimContext) -> Measurement:
+    """Claim C3-noncoop of OEF: Table 1 read literally: OEF has sharing incentive, which would include non-cooperative
+    OEF (the text assigns SI to the cooperative mode only).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _rate_finding(ctx, "oef-noncoop", "si")
 
 
@@ -627,6 +682,11 @@ def c3_noncoop(ctx: ClaimContext) -> Measurement:
     "sum_l x_l^j = m_j (used by the proof).",
 )
 def c3(ctx: ClaimContext) -> Measurement:
+    """Claim C3 of OEF: Cooperative OEF is sharing-incentive (Theorem 5.1, via EF and full allocation).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop",), ("si", "full_allocation"), (20, 200), weighted=True)
 
 
@@ -638,6 +698,11 @@ def c3(ctx: ClaimContext) -> Measurement:
     "re-build; U(X) >= U(equal split) - eps; price of fairness U(X)/U(LP 4) reported.",
 )
 def c4(ctx: ClaimContext) -> Measurement:
+    """Claim C4 of OEF: Cooperative OEF achieves optimal resource efficiency among envy-free allocations (Theorem 5.1).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     meas = _property_claim(ctx, ("oef-coop",), ("optimality_gap", "below_equal_split"), (10, 100))
     rng = np.random.default_rng(ctx.seq.spawn(1)[0])
     pof = []
@@ -656,6 +721,11 @@ def c4(ctx: ClaimContext) -> Measurement:
     "pe_gap LP over all capacity-feasible allocations <= eps, for oef-coop and oef-noncoop.",
 )
 def c5(ctx: ClaimContext) -> Measurement:
+    """Claim C5 of OEF: OEF is Pareto-efficient (strong DRF definition) in both environments (Theorem 5.3, §3.2).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop"), ("pe",), (15, 150))
 
 
@@ -671,6 +741,11 @@ def c5(ctx: ClaimContext) -> Measurement:
     "the face's slack lets that much mass move only along objective rates tied within 1e-6·max|c|.",
 )
 def c6(ctx: ClaimContext) -> Measurement:
+    """Claim C6 of OEF: Users are allocated adjacent GPU types (Theorem 5.2).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     out = {}
     total = Measurement(0)
     for kind in ("unrestricted", "ordered"):
@@ -707,6 +782,12 @@ def c6(ctx: ClaimContext) -> Measurement:
     "Both modes, highs-ds vertex solutions on random truthful instances.",
 )
 def c7(ctx: ClaimContext) -> Measurement:
+    """Claim C7 of OEF: At most n + k - 1 non-zeros in OEF's allocation (paper §4.4, m read as k); hence when k < n
+    most tenants get one type (fraction >= (n - k + 1)/n).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop"), ("nnz_excess", "single_type_shortfall"), (15, 150))
 
 
@@ -719,6 +800,12 @@ def c7(ctx: ClaimContext) -> Measurement:
     "(m_0, ..., m_{q-1}, x^q, 0, ...); violation = largest shortfall m_j - x_0^j left of q.",
 )
 def c8(ctx: ClaimContext) -> Measurement:
+    """Claim C8 of OEF: Lemma 3.1: an element-wise slowest user with strictly increasing speedups gets full columns
+    from the left with only its right-most non-zero partial.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     return _property_claim(ctx, ("oef-coop", "oef-noncoop", "si-constrained"), ("lemma31",), (12, 120), "slowest")
 
 
@@ -766,6 +853,12 @@ def _existential_inflation(
     kind="existential",
 )
 def c9(ctx: ClaimContext) -> Measurement:
+    """Claim C9 of OEF: Theorem 3.2: no mechanism with optimal efficiency can guarantee both EF and SP (user 0 gains by
+    inflating with W_0 <= W'_0 <= W_1 under the EF-optimal mechanism).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances searched, example instances found (``found``) and a witness of one
+    """
     return _existential_inflation(ctx, "oef-coop", [[[1, 2], [1, 4]]], only_last=False)
 
 
@@ -779,6 +872,12 @@ def c9(ctx: ClaimContext) -> Measurement:
     kind="existential",
 )
 def c10(ctx: ClaimContext) -> Measurement:
+    """Claim C10 of OEF: Theorem 3.3: no mechanism with optimal efficiency can guarantee both SI and SP (user 0 gains
+    by raising only its last coordinate slightly).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances searched, example instances found (``found``) and a witness of one
+    """
     return _existential_inflation(ctx, "si-constrained", [[[1, 2], [1, 5]]], only_last=True)
 
 
@@ -809,6 +908,12 @@ def _replication_gap(mech: str, W: np.ndarray, m: np.ndarray, weights: list[floa
     "throughput (non-coop) / total (coop); SP at tenant level (the lie applies to all replicas) over UP_*.",
 )
 def c11(ctx: ClaimContext) -> Measurement:
+    """Claim C11 of OEF: Weighted OEF: with pi_2 = 2 pi_1, u2 gets twice u1's throughput; replication keeps all
+    fairness properties (§4.2.3).
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = _instances(ctx, ctx.rng, ctx.pick(8, 60))
     viol, worst, witness = 0, 0.0, None
     cells: dict[str, int] = {"weighted_equal": 0, "envy": 0, "si": 0, "replication": 0}
@@ -916,6 +1021,12 @@ def _check_tenant_mis(w: dict[str, Any]) -> bool:
     "for one tenant: true tenant utility (spec §2.2) must not rise.",
 )
 def c12(ctx: ClaimContext) -> Measurement:
+    """Claim C12 of OEF: Multiple job types as virtual users with the weight split equally avoid an unfair increase of
+    a user's overall throughput (§4.2.4); Fig. 5(b): a user's two job types each get half of the others.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     n_inst = ctx.pick(6, 40)
     viol, worst, witness = 0, 0.0, None
     parts = {"equal_share": 0, "types_gain": 0}
@@ -1050,6 +1161,12 @@ def _check_placer(w: dict[str, Any]) -> bool:
     "class with eff_c > 0 <= ceil(min_demand_c / eff_c).",
 )
 def c13(ctx: ClaimContext) -> Measurement:
+    """Claim C13 of OEF: Rounding placer (§4.3): the real share gradually approximates the assigned value; a starving
+    tenant is assured a real share >= its min demand and will run at least one job.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     rounds = ctx.pick(200, 400)
     n_inst = ctx.pick(10, 60)
     worst = {"b": 0.0, "c": 0.0}
@@ -1141,6 +1258,13 @@ def _sp_audit(
     "the top-ratio user within the range that keeps it top.",
 )
 def c14(ctx: ClaimContext) -> Measurement:
+    """Claim C14 of OEF: Table 1 / §2.4 / §3.1.1 baselines: Gavel SI yes, EF/SP/PE/optimal no; Gandiva_fair PE and SI
+    yes, EF/SP/optimal no, its second price stops the top user lying on fast GPUs; Gavel's total on eq. (1) is below
+    Gandiva_fair's; LP (4) violates SI, EF and SP.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     f1 = FairShareInstance(np.array([[1.0, 2.0], [1.0, 3.0], [1.0, 4.0]]), np.array([1, 1]), "fixture")
     insts = [f1] + _instances(ctx, ctx.rng, ctx.pick(5, 40))
     yes: dict[str, list[tuple[str, str, dict | None]]] = {}
@@ -1290,6 +1414,12 @@ instances) said ``holds`` while ``--size large`` said ``violated``."""
     "verdict on the cells the text assigns (non-coop SP, coop EF/SI/optimal, PE for both).",
 )
 def c15(ctx: ClaimContext) -> Measurement:
+    """Claim C15 of OEF: Table 1: OEF has PE, EF, SI, SP and optimal efficiency; the text assigns SP to non-coop and EF
+    + SI + optimal efficiency to coop.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     insts = [FairShareInstance(np.array(C15_PE_FIXTURE[0]), np.array(C15_PE_FIXTURE[1]), "fixture")]
     insts += _instances(ctx, ctx.rng, ctx.pick(6, 40))
     props = ("pe", "envy", "si", "optimality_gap")
@@ -1355,6 +1485,12 @@ _C16_SECONDS = 3.0  # "negligible": at most 1% of a 300 s round
     "of 3 repetitions must be <= 1% of round_seconds = 300 s ('negligible' read as <= 3 s).",
 )
 def c16(ctx: ClaimContext) -> Measurement:
+    """Claim C16 of OEF: Complexity (§6.4.1): coop has O(n^2) constraints, non-coop O(n); the overhead is negligible
+    against multi-minute rounds.
+
+    :param ctx: the run's size, seed, own generator and the memo shared with the run's other claims
+    :returns: instances measured, violations of the claim, the effect size and a witness
+    """
     ns = ctx.pick((10, 20, 40), (10, 20, 50, 100, 200))
     k = 10
     viol, worst, witness = 0, 0.0, None

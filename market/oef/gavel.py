@@ -176,7 +176,16 @@ def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any =
     """Gavel ``ThroughputSumWithPerf``: ``max sum_l T_l . x_l`` s.t. ``sum_l s_l x[l, j] <= m_j``,
     ``sum_j x[l, j] <= 1`` (``<= caps[l] / s_l`` with ``caps``, module docstring), ``x >= 0`` and
     ``x[l, j] = 0`` where ``T[l, j] = 0``. ``weights`` are accepted and unused (Gavel's sum
-    objective has none). Objective in raw throughput units."""
+    objective has none). Objective in raw throughput units.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     g = validate_gavel(W, m, weights, caps, options, "gavel-max-sum-throughput")
     t0 = time.perf_counter()
     if g.n == 0 or not g.m.any():
@@ -230,7 +239,16 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     (:mod:`market.oef.roundlp`; same optimum); ``"auto"`` does so when jobs repeat and
     ``solver="auto"`` would pick interior point. A job that can run nowhere (all-zero row), or only
     on types with no GPUs (``P_l = 0``), or with cap 0, is rejected: its ratio would pin the minimum
-    at 0. Identical jobs are those with the same throughputs, scale factor, weight and cap."""
+    at 0. Identical jobs are those with the same throughputs, scale factor, weight and cap.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     g = validate_gavel(W, m, weights, caps, options, "gavel-max-min-perf", ("aggregate",))
     dead = np.flatnonzero(~(g.T > 0).any(axis=1)) if g.n else np.zeros(0, dtype=int)
     if dead.size:

@@ -45,7 +45,16 @@ __all__ = ["isolated", "fifo"]
 def isolated(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Gavel's ``IsolatedPolicy`` (module docstring): ``x[l, j] = (pi_l / sum pi) m_j / s_l``
     scaled to the row's time bound; a capped row's remainder stays unallocated. Option
-    ``scale_factors`` (GPUs per job, default 1)."""
+    ``scale_factors`` (GPUs per job, default 1).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     g = validate_gavel(W, m, weights, caps, options, "gavel-isolated")
     t0 = time.perf_counter()
     if g.n == 0 or not g.m.any():
@@ -68,7 +77,16 @@ def fifo(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: An
     row's fastest type with that many free (nothing if its throughput there is 0); stops at the
     first row that fits nowhere. Option ``scale_factors`` (GPUs per job, default 1).
     ``info["served"]`` counts the rows served, ``info["blocked_at"]`` is the blocking row (None if
-    no row was blocked)."""
+    no row was blocked).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     g = validate_gavel(W, m, weights, caps, options, "gavel-fifo")
     t0 = time.perf_counter()
     x = np.zeros((g.n, g.k))

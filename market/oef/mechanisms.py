@@ -367,7 +367,16 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     is solved by the decomposition from the previous round's prices and reduced program, else HiGHS
     starts from the previous round's optimal basis mapped onto this round's rows
     (``info["warm_start"]``; docs/round_lp.md); a merged row is known across rounds by its speedups.
-    The cache is bypassed for such calls."""
+    The cache is bypassed for such calls.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     return _run("oef-noncoop", _noncoop, W, m, weights, caps, options)
 
 
@@ -391,6 +400,14 @@ def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options
     deleting EF rows whose slack stayed basic over ``lazy_drop_after`` (default 2; 0: never)
     consecutive solves, until none of the ``R(R-1)`` is violated; an optimal vertex of the full
     LP 10, the same optimum). ``info["lp_sizes"]`` always reports the full LP's size.
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
     """
     return _run("oef-coop", _coop, W, m, weights, caps, options)
 
@@ -419,7 +436,16 @@ def _si(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
 )
 def si_constrained_lp(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """A5 ``si_constrained_lp``: maximise ``sum_l W_l.x_l`` subject to capacity and the (weighted)
-    sharing-incentive thresholds ``W_l.x_l >= (pi_l / sum pi) W_l.m`` (Theorem 3.3's program)."""
+    sharing-incentive thresholds ``W_l.x_l >= (pi_l / sum pi) W_l.m`` (Theorem 3.3's program).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) GPUs per type, >= 0
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :param caps: (n,) most GPUs a row can use at once; ``None``: no caps
+    :param options: the policy's options (e.g. ``solver``); an unknown one is an error
+    :returns: the allocation (``X`` in GPUs per row and type, time-averaged)
+    :raises InputError: invalid ``W``, ``m``, ``weights``, ``caps`` or options
+    """
     opts, v = prepare("si-constrained", W, m, weights, caps, options, {})
     triv = trivial_allocation("si-constrained", v)
     if triv is not None:

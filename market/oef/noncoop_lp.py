@@ -76,7 +76,13 @@ class NoncoopWarmStart:
         self.decomposition = PriceWarmStart()
 
     def basis(self, ids: list[Any], k: int, types: bytes) -> highspy.HighsBasis | None:
-        """The stored basis mapped onto rows ``ids`` with ``k`` active types, or ``None``."""
+        """The stored basis mapped onto rows ``ids`` with ``k`` active types, or ``None``.
+
+        :param ids: the row ids of this round, one per LP row
+        :param k: number of GPU types with capacity
+        :param types: the active GPU types' signature (bytes)
+        :returns: a HiGHS basis for this round's model, or ``None`` when the stored one does not fit
+        """
         if self.cap is None or self.types != types:
             return None
         R = len(ids)
@@ -107,7 +113,15 @@ class NoncoopWarmStart:
     def store(self, ids: list[Any], k: int, types: bytes, x: np.ndarray, m: np.ndarray) -> bool:
         """Keep the basis of the optimal vertex ``x`` (row-major allocation then ``t``) of rows
         ``ids`` with capacities ``m``: positive columns and slack capacity rows basic. Returns
-        whether that is a complete basis (a nondegenerate vertex); if not, nothing is kept."""
+        whether that is a complete basis (a nondegenerate vertex); if not, nothing is kept.
+
+        :param ids: the row ids of the solved round
+        :param k: number of active GPU types
+        :param types: the active GPU types' signature (bytes)
+        :param x: the optimal vertex, (R·k + 1,)
+        :param m: (k,) GPUs per active type
+        :returns: whether a complete basis was kept
+        """
         R = len(ids)
         scale = max(1.0, float(np.abs(x).max()))
         pos = (x[: R * k] > 1e-9 * scale).reshape(R, k)

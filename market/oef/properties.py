@@ -57,19 +57,35 @@ def _weights(weights: Any, n: int) -> np.ndarray:
 
 
 def utilities(W: Any, X: np.ndarray | Allocation) -> np.ndarray:
-    """``u_l = W_l . x_l`` per row (slowest-GPU equivalents)."""
+    """``u_l = W_l . x_l`` per row (slowest-GPU equivalents).
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :returns: (n,) utilities
+    """
     Wa, Xa = _pair(W, X)
     return np.einsum("lj,lj->l", Wa, Xa)
 
 
 def envy_matrix(W: Any, X: np.ndarray | Allocation) -> np.ndarray:
-    """``E[l, i] = W_l . x_i``: how row ``l`` values row ``i``'s bundle. Fig. 6's ratio is ``E/diag``."""
+    """``E[l, i] = W_l . x_i``: how row ``l`` values row ``i``'s bundle. Fig. 6's ratio is ``E/diag``.
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :returns: (n, n) the matrix
+    """
     Wa, Xa = _pair(W, X)
     return Wa @ Xa.T
 
 
 def envy(W: Any, X: np.ndarray | Allocation, weights: Any = None) -> np.ndarray:
-    """Per-row envy ``max_i E[l,i]/pi_i - E[l,l]/pi_l`` (>= 0; 0 = envy-free row)."""
+    """Per-row envy ``max_i E[l,i]/pi_i - E[l,l]/pi_l`` (>= 0; 0 = envy-free row).
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :returns: (n,) envy per row
+    """
     E = envy_matrix(W, X)
     w = _weights(weights, E.shape[0])
     if E.size == 0:
@@ -78,27 +94,54 @@ def envy(W: Any, X: np.ndarray | Allocation, weights: Any = None) -> np.ndarray:
 
 
 def max_envy(W: Any, X: np.ndarray | Allocation, weights: Any = None) -> float:
-    """Largest envy over all rows (0 for an envy-free allocation)."""
+    """Largest envy over all rows (0 for an envy-free allocation).
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :returns: the largest envy
+    """
     e = envy(W, X, weights)
     return float(e.max()) if e.size else 0.0
 
 
 def si_threshold(W: Any, m: Any, weights: Any = None) -> np.ndarray:
-    """Sharing-incentive threshold ``(pi_l / sum pi) W_l . m`` per row."""
+    """Sharing-incentive threshold ``(pi_l / sum pi) W_l . m`` per row.
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :returns: (n,) thresholds
+    """
     Wa = np.asarray(W, dtype=float)
     w = _weights(weights, Wa.shape[0])
     return (w / w.sum()) * (Wa @ np.asarray(m, dtype=float)) if Wa.shape[0] else np.zeros(0)
 
 
 def si_gap(W: Any, X: np.ndarray | Allocation, m: Any, weights: Any = None) -> np.ndarray:
-    """``u_l - (pi_l/sum pi) W_l . m`` per row; negative entries violate sharing incentive."""
+    """``u_l - (pi_l/sum pi) W_l . m`` per row; negative entries violate sharing incentive.
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param m: (k,) GPUs per type
+    :param weights: (n,) priorities > 0; ``None``: equal
+    :returns: (n,) gaps
+    """
     return utilities(W, X) - si_threshold(W, m, weights)
 
 
 def pe_gap(W: Any, X: np.ndarray | Allocation, m: Any, solver: str = "highs-ds") -> float:
     """A5: ``max sum W_l.x'_l`` over capacity-feasible ``X'`` with ``W_l.x'_l >= u_l(X)`` for all
     ``l``, minus ``U(X)`` (>= 0). ``X`` is Pareto-efficient (strong definition) iff the gap is
-    ``<= 1e-7 max(1, U)``. Uses the same ``W`` for ``u_l`` and the program."""
+    ``<= 1e-7 max(1, U)``. Uses the same ``W`` for ``u_l`` and the program.
+
+    :param W: (n, k) speedups (TRUE ones for experienced figures)
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param m: (k,) GPUs per type
+    :param solver: the LP method
+    :returns: the gap, >= 0
+    :raises InputError: ``W`` and ``X`` of different shapes, or ``m`` of the wrong length
+    """
     Wa, Xa = _pair(W, X)
     mm = np.asarray(m, dtype=float)
     if mm.shape != (Wa.shape[1],):
@@ -111,29 +154,54 @@ def pe_gap(W: Any, X: np.ndarray | Allocation, m: Any, solver: str = "highs-ds")
 
 
 def support(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> np.ndarray:
-    """Boolean (n, k) mask of entries ``> zero_tol``."""
+    """Boolean (n, k) mask of entries ``> zero_tol``.
+
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param zero_tol: entries up to this count as 0
+    :returns: the mask
+    """
     return _mat(X) > zero_tol
 
 
 def nnz(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> int:
-    """Number of entries ``> zero_tol`` (paper §4.4 bound: ``n + k - 1`` at a vertex)."""
+    """Number of entries ``> zero_tol`` (paper §4.4 bound: ``n + k - 1`` at a vertex).
+
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param zero_tol: entries up to this count as 0
+    :returns: the count
+    """
     return int(support(X, zero_tol).sum())
 
 
 def is_contiguous(row: Any, zero_tol: float = lp.ZERO_TOL) -> bool:
     """Whether the support ``{j : x^j > zero_tol}`` is an interval of consecutive ranks
-    (an empty support counts as contiguous)."""
+    (an empty support counts as contiguous).
+
+    :param row: (k,) one row's allocation
+    :param zero_tol: entries up to this count as 0
+    :returns: ``True`` when contiguous
+    """
     idx = np.flatnonzero(np.asarray(row, dtype=float) > zero_tol)
     return idx.size == 0 or int(idx[-1] - idx[0] + 1) == idx.size
 
 
 def contiguous_rows(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> np.ndarray:
-    """Per-row :func:`is_contiguous` (Theorem 5.2 audit)."""
+    """Per-row :func:`is_contiguous` (Theorem 5.2 audit).
+
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param zero_tol: entries up to this count as 0
+    :returns: (n,) bool
+    """
     return np.array([is_contiguous(r, zero_tol) for r in _mat(X)], dtype=bool)
 
 
 def single_type_fraction(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> float:
-    """Fraction of rows whose support has exactly one GPU type."""
+    """Fraction of rows whose support has exactly one GPU type.
+
+    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param zero_tol: entries up to this count as 0
+    :returns: the fraction (1 without rows)
+    """
     s = support(X, zero_tol).sum(axis=1)
     return float((s == 1).mean()) if s.size else 1.0
 
@@ -151,6 +219,13 @@ def tenant_utility(
     ``(tenant, job_type)`` to devices per type (e.g. ``TenantAllocation.X_class``). Classes of
     ``tenant_id`` whose job type is not real (a fake type) are valued at
     ``max_tau W_true_tau . x_fake`` -- the tenant runs its best real job type there.
+
+    :param tenant_id: the tenant
+    :param true_speedups: its real job types -> TRUE speedup vectors
+    :param X_class: ``(tenant, job_type)`` -> GPUs per type
+    :param normalise: divide each speedup vector by its first entry
+    :returns: the tenant's utility, slowest-GPU equivalents
+    :raises InputError: no job type, or a speedup vector that is not finite and > 0
     """
     if not true_speedups:
         raise InputError(f"true_speedups[{tenant_id!r}]", true_speedups, "must list at least one real job type")

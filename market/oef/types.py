@@ -36,6 +36,10 @@ class SpeedupReport:
     the mechanisms normalise by ``w[0]`` unless told otherwise. Entries are checked (finite, > 0)
     by the validator of the mechanism that receives the report, so a report can be built first
     and rejected with a message naming the tenant and job type.
+
+    :param tenant_id: the tenant (non-empty)
+    :param job_type: the job type (non-empty)
+    :param w: k speedups, one per GPU type, relative to type 0 (dimensionless)
     """
 
     tenant_id: str
@@ -61,7 +65,11 @@ class SpeedupReport:
 
 @dataclass(frozen=True)
 class TenantSpec:
-    """A tenant with priority ``weight`` (pi_u > 0, paper §4.2.3)."""
+    """A tenant with priority ``weight`` (pi_u > 0, paper §4.2.3).
+
+    :param tenant_id: the tenant (non-empty)
+    :param weight: its priority, > 0
+    """
 
     tenant_id: str
     weight: float = 1.0
@@ -74,7 +82,15 @@ class TenantSpec:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A gang job: ``workers`` GPUs at once; ``work`` in slowest-GPU-seconds; ``arrival`` in s."""
+    """A gang job: ``workers`` GPUs at once; ``work`` in slowest-GPU-seconds; ``arrival`` in s.
+
+    :param job_id: the job (non-empty)
+    :param tenant_id: its tenant
+    :param job_type: its type
+    :param workers: GPUs it uses at once, >= 1
+    :param work: slowest-GPU-seconds, > 0
+    :param arrival: arrival time in seconds, >= 0
+    """
 
     job_id: str
     tenant_id: str
@@ -99,6 +115,13 @@ class VirtualUserTable:
     ``W`` (R, k): one row per replica (or one per class when ``direct_weights`` is set);
     ``row_class[r]`` is the class of row ``r``; ``class_weight[c]`` = pi_u / |T_u| (exact);
     ``copies[c]`` = rows of class ``c``; ``classes`` lists the classes in row order.
+
+    :param W: (R, k) reported speedups, one row per replica (or per class)
+    :param row_class: the class of each row
+    :param class_weight: exact weight ``pi_u / |T_u|`` per class
+    :param copies: rows per class
+    :param direct_weights: (R,) float row weights when rows are not replicated, else ``None``
+    :param classes: the classes in row order
     """
 
     W: np.ndarray
@@ -121,6 +144,13 @@ class TenantAllocation:
     ``allocation.X`` has one row per class in ``classes`` order; ``X_class[c]`` (k,) and
     ``X_tenant[u]`` (k,) are fractional devices per GPU type. ``W`` holds the (normalised)
     reported speedups per class row and ``class_weight`` the weights the policy used.
+
+    :param classes: the ``(tenant, job type)`` classes in row order
+    :param X_class: (k,) fractional devices per GPU type for each class
+    :param X_tenant: (k,) fractional devices per GPU type for each tenant
+    :param allocation: the policy's row-level result (one row per class)
+    :param W: (n_classes, k) normalised reported speedups
+    :param class_weight: the weight the policy used per class
     """
 
     classes: tuple[ClassKey, ...]

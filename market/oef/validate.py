@@ -131,6 +131,17 @@ def validate_inputs(
     ``W`` (n, k) reported speedups (column 0 slowest), ``m`` (k,) whole GPUs per type,
     ``weights`` (n,) priorities > 0, ``caps`` (n,) most GPUs a row can use (>= 0, ``inf`` = none).
     ``row_labels`` name the rows in messages (e.g. ``"speedup report for ('u1', 'a')"``).
+
+    :param W: (n, k) reported speedups, column 0 the slowest type
+    :param m: (k,) whole GPUs per type
+    :param weights: (n,) priorities > 0, or ``None`` for ones
+    :param caps: (n,) most GPUs a row can use (>= 0, ``inf`` = none), or ``None``
+    :param normalise: divide each row by its column 0
+    :param max_speedup: largest normalised speedup accepted (relative to column 0)
+    :param require_monotone: require speedups non-decreasing across types
+    :param row_labels: names of the rows for messages
+    :returns: the checked, normalised inputs
+    :raises InputError: a field that is missing, of the wrong shape, non-finite, out of range
     """
     if m is None:
         raise InputError("m", m, "must be a vector of GPU counts per type")

@@ -37,6 +37,11 @@ def weight_fractions(weights: Sequence[Any], limit: int = DEFAULT_DENOMINATOR_LI
     **Decision (beyond the spec):** if a weight would round to 0 (``w < 1/(2*limit)``), all
     non-Fraction weights are first divided by the smallest weight; the allocation depends only on
     weight ratios, so this changes nothing but keeps tiny weights usable.
+
+    :param weights: priorities > 0 (``Fraction`` kept exact)
+    :param limit: largest denominator of a converted weight, >= 1
+    :returns: the weights as exact fractions
+    :raises InputError: a weight <= 0 or ``limit`` < 1
     """
     check_int("weight_denominator_limit", limit, minimum=1)
     vals = list(weights)
@@ -53,7 +58,11 @@ def weight_fractions(weights: Sequence[Any], limit: int = DEFAULT_DENOMINATOR_LI
 
 
 def replication_copies(omegas: Sequence[Fraction]) -> list[int]:
-    """A1 step 2: ``n_c = omega_c * lcm(denominators)``, divided by their gcd."""
+    """A1 step 2: ``n_c = omega_c * lcm(denominators)``, divided by their gcd.
+
+    :param omegas: the classes' exact weights
+    :returns: rows per class (integers with gcd 1)
+    """
     if not omegas:
         return []
     L = math.lcm(*(f.denominator for f in omegas))
@@ -112,7 +121,15 @@ def build_virtual_users(
 ) -> VirtualUserTable:
     """A1: one class per ``(tenant, job type)`` with ``omega_c = pi_u / |T_u|``; ``copies_c``
     replicated rows when ``sum copies <= max_rows``, else one row per class and
-    ``direct_weights = omega`` (float). ``W`` holds the reports as given (not normalised)."""
+    ``direct_weights = omega`` (float). ``W`` holds the reports as given (not normalised).
+
+    :param reports: one speedup report per ``(tenant, job type)``
+    :param weights: tenant -> priority (default 1)
+    :param max_rows: most replicated rows before switching to weighted rows
+    :param weight_denominator_limit: largest denominator when a weight is made exact
+    :returns: the LP rows, their classes, weights and copies
+    :raises InputError: reports of unequal length or non-numeric, ``max_rows`` < 1
+    """
     check_int("max_rows", max_rows, minimum=1)
     tenants, classes, by_class = _group_reports(reports)
     omega = _class_weights(tenants, classes, weights, weight_denominator_limit)
@@ -149,6 +166,15 @@ def allocate_tenants(
     the policy replicates internally). ``m`` (k,) GPUs per type; ``weights`` maps tenant ->
     priority (default 1); ``caps`` maps a class ``(tenant, job_type)`` -- or a tenant with one
     job type -- to the most GPUs it can use at once. Returns per-class and per-tenant devices.
+
+    :param policy_name: a registered fair-share policy
+    :param reports: the tenants' speedup reports, one per ``(tenant, job type)``
+    :param m: (k,) GPUs per type
+    :param weights: tenant -> priority (default 1)
+    :param caps: ``(tenant, job_type)`` (or a tenant with one job type) -> most GPUs it can use at once
+    :param options: passed to the policy
+    :returns: per-class and per-tenant fractional devices
+    :raises InputError: ``caps`` not a mapping or naming an unknown class or tenant, bad reports or weights
     """
     from market import registry
 

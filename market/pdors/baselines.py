@@ -53,7 +53,15 @@ def pdors_simjob(job: PdorsJob, rng: np.random.Generator, slot_hours: float = 1.
 
 
 def make_pdors_baseline(name: str, cluster: PdorsCluster, rng: np.random.Generator, **options) -> SlotSimulator:
-    """``fifo`` | ``drf`` | ``dorm`` (and ``rrh``, which the PD-ORS paper does not use)."""
+    """``fifo`` | ``drf`` | ``dorm`` (and ``rrh``, which the PD-ORS paper does not use).
+
+    :param name: ``fifo``, ``drf``, ``dorm`` or ``rrh``
+    :param cluster: the PD-ORS cluster
+    :param rng: the baselines' randomness
+    :param options: passed to the baseline's simulator
+    :returns: the slot simulator running the baseline
+    :raises InputError: an unknown name, a cluster of the wrong type
+    """
     check_choice("baseline", name, list(BASELINES))
     if not isinstance(cluster, PdorsCluster):
         raise InputError("cluster", cluster, "must be a PdorsCluster")

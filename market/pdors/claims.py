@@ -871,7 +871,12 @@ def _c_p9_exhausted(ctx: ClaimContext) -> Measurement:
 # C-P10 posted-price auction properties (framework framing)
 # ---------------------------------------------------------------------------------------------
 def tiny_market_params(cap: float, solver: str = "lp_round") -> dict[str, Any]:
-    """The small PD-ORS market the incentive claims audit (R = 1, I = T = 5, H = 2)."""
+    """The small PD-ORS market the incentive claims audit (R = 1, I = T = 5, H = 2).
+
+    :param cap: cpu capacity of each of the two machines
+    :param solver: the per-slot solver (``lp_round`` or ``milp_exact``)
+    :returns: the market's parameters for :func:`market.pdors.market.make_market`
+    """
     return {
         "workload": "tiny",
         "jobs": 5,

@@ -18,7 +18,14 @@ __all__ = ["PdorsConstants", "estimate_pdors_constants"]
 @dataclass(frozen=True)
 class PdorsConstants:
     """``log_U`` (R,), ``log_L`` (scalar, or (R,) with ``per_resource_L``), ``mu``, ``source``.
-    A resource with ``log_U == log_L`` has a flat price (no calibration job uses it)."""
+    A resource with ``log_U == log_L`` has a flat price (no calibration job uses it).
+
+    :param log_U: (R,) log of the price upper bounds
+    :param log_L: log of the lower bound (scalar, or (R,))
+    :param mu: the constant μ of (14), for the record
+    :param source: how the constants were obtained
+    :raises InputError: NaN or infinite bounds, ``U < L``
+    """
 
     log_U: np.ndarray
     log_L: float | np.ndarray
@@ -38,6 +45,13 @@ class PdorsConstants:
 
     @staticmethod
     def from_values(U, L: float) -> PdorsConstants:
+        """Constants given directly (positive values, ``U > L``).
+
+        :param U: upper bound(s), one or R values > 0
+        :param L: the lower bound > 0
+        :returns: the constants
+        :raises InputError: ``U <= L`` or a value <= 0
+        """
         u = as_float_array("U", np.atleast_1d(U), positive=True)
         L = check_positive("L", L)
         if (u <= L).any():
@@ -50,7 +64,11 @@ class PdorsConstants:
         return float(max(1.0, np.max(self.log_U - self.log_L)))
 
     def D0(self, cluster: PdorsCluster) -> float:
-        """``T·Σ_h Σ_r L·C_h^r``."""
+        """``T·Σ_h Σ_r L·C_h^r``.
+
+        :param cluster: the cluster
+        :returns: the initial dual value (currency)
+        """
         return float(cluster.T * (np.exp(self.log_L) * cluster.capacity).sum())
 
 
@@ -63,7 +81,17 @@ def estimate_pdors_constants(
     l_scale: float = 1.0,
 ) -> PdorsConstants:
     """(13) ``U^r = max_{α^r+β^r>0} u(d)/(α^r+β^r)``; (14) ``L = min u(T-a)/(2μ) / (⌈V c_e⌉ Σ_r(α^r+β^r))``
-    with the smallest valid ``1/μ = min ⌈V c_e⌉ Σ_r(α^r+β^r) / (T Σ C)``."""
+    with the smallest valid ``1/μ = min ⌈V c_e⌉ Σ_r(α^r+β^r) / (T Σ C)``.
+
+    :param calib: the calibration jobs (never the bidder being priced)
+    :param cluster: the cluster
+    :param source: recorded as the constants' source
+    :param per_resource_L: one ``L`` per resource instead of one scalar
+    :param u_scale: factor on U (> 0)
+    :param l_scale: factor on L (> 0)
+    :returns: the constants
+    :raises InputError: no calibration job, demands of the wrong length, a bad scale or source
+    """
     check_choice("source", source, ("calibration", "analytic", "oracle", "given"))
     if len(calib) == 0:
         raise InputError("calib", [], "must contain at least one job")

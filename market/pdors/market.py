@@ -101,7 +101,16 @@ def _cluster(T: int, capacity: np.ndarray, resources: ResourceSpace, racks: int)
 class PdorsMarket:
     """One PD-ORS instance: true jobs, cluster, fixed PD-ORS and OASiS constants, algorithm config
     (``pdors`` runs ``config``; ``pdors-paper`` the spec's reproduction profile with the same G, grid
-    and per-slot solver: no repair, the job is discarded when 5000 roundings of one option fail)."""
+    and per-slot solver: no repair, the job is discarded when 5000 roundings of one option fail).
+
+    :param cluster: the cluster
+    :param jobs: the bidders' true types
+    :param constants: PD-ORS's price constants
+    :param oasis_constants: the constants of the OASiS baseline
+    :param config: PD-ORS's algorithm options
+    :param params: the parameters the market was built from
+    :param paper: the paper key
+    """
 
     cluster: PdorsCluster
     jobs: list[PdorsJob]
@@ -124,7 +133,12 @@ class PdorsMarket:
 
     def mechanism(self, name: str, rng: np.random.Generator) -> OnlineMechanism:
         """``pdors``/``pdors-paper`` take their per-job rounding seed from ``rng``; FIFO/DRF/Dorm draw
-        from ``rng``."""
+        from ``rng``.
+
+        :param name: one of :meth:`mechanisms`
+        :param rng: the generator of randomised mechanisms' draws
+        :returns: a fresh mechanism on this instance
+        """
         check_choice("mechanism", name, MECHANISMS)
         from market.oasis.mechanisms import make_baseline
         from market.pdors.mechanisms import make_pdors_paper
@@ -140,7 +154,11 @@ class PdorsMarket:
         return make_baseline(name, self.cluster, rng, **opts)
 
     def dimensions(self, bid: PdorsJob) -> list[Dimension]:
-        """Valuation scale/shape, size (E, K), batch F, τ, g, γ, bandwidths, demands, arrival delay."""
+        """Valuation scale/shape, size (E, K), batch F, τ, g, γ, bandwidths, demands, arrival delay.
+
+        :param bid: a TRUE bid
+        :returns: its misreportable dimensions
+        """
         dims = [Dimension("value_scale", "factor", 0.25, 4.0)]
         u = bid.utility
         if isinstance(u, SigmoidUtility):
@@ -164,7 +182,13 @@ class PdorsMarket:
 
     def misreport(self, bid: PdorsJob, params: Mapping[str, float]) -> PdorsJob:
         """``bid`` with the named parameters misreported (factors multiply, values replace; truthful
-        parameters leave the field untouched, so the all-truthful setting returns an equal job)."""
+        parameters leave the field untouched, so the all-truthful setting returns an equal job).
+
+        :param bid: a TRUE bid
+        :param params: dimension name -> value; missing: truthful
+        :returns: the report
+        :raises InputError: a parameter that is not a dimension of the bid (or out of range)
+        """
         known = {d.name: d for d in self.dimensions(bid)}
         for k in params:
             if k not in known:
@@ -212,7 +236,13 @@ class PdorsMarket:
 
         Decision (the spec is silent on misreported demands): units run in containers of the
         REPORTED per-unit size, so a report below the true per-unit worker or PS demand in any
-        resource leaves the units unable to run and the job makes no progress (it still pays)."""
+        resource leaves the units unable to run and the job makes no progress (it still pays).
+
+        :param bid: the bidder's true type
+        :param decision: the mechanism's decision, or ``None``
+        :param report: what it reported (its per-unit container size), or ``None``
+        :returns: ``(completed, completion slot or None, TRUE utility in currency)``
+        """
         if decision is None or not decision.admitted or decision.schedule is None:
             return False, None, 0.0
         if report is not None and (
@@ -224,7 +254,13 @@ class PdorsMarket:
 
     def true_surplus(self, bid: PdorsJob, report: PdorsJob, decision: Decision | None) -> float:
         """True utility at the realised completion (0 if the reserved/realised slots do not cover
-        the true workload or the reported per-unit demands are below the true ones) minus the payment."""
+        the true workload or the reported per-unit demands are below the true ones) minus the payment.
+
+        :param bid: the TRUE bid
+        :param report: what it reported
+        :param decision: the mechanism's decision for it, or ``None``
+        :returns: true utility realised minus payment, currency
+        """
         _, _, util = self.realised(bid, decision, report)
         pay = 0.0 if decision is None else float(decision.payment)
         return util - pay
@@ -233,7 +269,12 @@ class PdorsMarket:
         """``welfare`` (true utilities realised), ``revenue``, ``utility``, ``admission_rate``,
         ``completion_rate``, ``utilisation`` (mean over resources of the used share of capacity·T),
         ``mean_jct`` (slots, completed jobs), ``median_time`` (all jobs, unfinished = T, Fig. 9) and
-        ``colocated_share`` (co-located share of scheduled job-slots)."""
+        ``colocated_share`` (co-located share of scheduled job-slots).
+
+        :param decisions: the run's decisions
+        :param reports: the reports the mechanism saw
+        :returns: metric name -> value (TRUE types)
+        """
         by_id = decisions_by_id(decisions)
         n = len(reports)
         welfare = revenue = 0.0
@@ -294,7 +335,13 @@ class PdorsMarket:
 def make_market(params: Mapping[str, Any], rng: np.random.Generator) -> PdorsMarket:
     """Build one PD-ORS instance from study parameters (see :data:`DEFAULTS`; unknown or invalid
     keys raise :class:`InputError` naming the key); all randomness from ``rng`` (two independent
-    child streams: the jobs, and the calibration jobs for the price constants)."""
+    child streams: the jobs, and the calibration jobs for the price constants).
+
+    :param params: study parameters (:data:`DEFAULTS`); missing keys take their defaults
+    :param rng: the only source of randomness of the instance
+    :returns: the market instance (bids, resources, mechanisms)
+    :raises InputError: an unknown key or an invalid value, naming the key
+    """
     if not isinstance(rng, np.random.Generator):
         raise InputError("rng", rng, "must be a numpy Generator")
     p = _validate(params)

@@ -35,7 +35,23 @@ class PdorsConfig:
     options by worker count, a DP over exact progress; never understates what a schedule
     completes). ``dp="grid"`` is the spec's §3.3 grid of ``dp_units`` units, kept to reproduce
     its artefact: each slot's progress is rounded down to whole units, so a job that fits exactly
-    can be credited less than its workload (``dp_units`` is used only with ``dp="grid"``)."""
+    can be credited less than its workload (``dp_units`` is used only with ``dp="grid"``).
+
+    :param G_mode: ``fixed`` G, or G from eq. (29) (``thm3``) / (30) (``thm4``)
+    :param G: the rounding's scale with ``G_mode="fixed"``, > 0
+    :param delta: failure probability of thm3/thm4, in (0, 1]
+    :param S: minimum rounding draws per call, >= 1
+    :param max_attempts: most rounding draws per call, >= S
+    :param repair: ``never``, ``on_failure`` or ``always`` repair an infeasible rounding (framework addition)
+    :param on_rounding_failure: ``infeasible_option`` (skip the option) or ``discard_job``
+    :param per_slot_solver: ``lp_round`` (LP and randomised rounding) or ``milp_exact``
+    :param dp: ``exact`` (exact workloads) or ``grid`` (the spec's §3.3 grid)
+    :param dp_units: grid units with ``dp="grid"``
+    :param locality: ``two_tier`` (internal vs external rate)
+    :param admit_tol: admit when the payoff exceeds this relative tolerance
+    :param seed: base seed of the per-job rounding streams
+    :raises InputError: a value out of its range
+    """
 
     G_mode: Literal["fixed", "thm3", "thm4"] = "fixed"
     G: float = 1.0
@@ -70,6 +86,11 @@ class PdorsConfig:
 
     @staticmethod
     def paper(**overrides: Any) -> PdorsConfig:
+        """The reproduction profile: no repair, discard the job after ``max_attempts`` failed roundings, G = 1.
+
+        :param overrides: fields to change
+        :returns: the configuration
+        """
         base = dict(repair="never", on_rounding_failure="discard_job", max_attempts=5000, G_mode="fixed", G=1.0)
         base.update(overrides)
         return PdorsConfig(**base)
@@ -272,7 +293,13 @@ def pdors_realised(
     true: PdorsJob, schedule: Schedule | None, slot_hours: float = 1.0
 ) -> tuple[bool, int | None, float]:
     """Realised outcome (§3.6): per slot, Fact 1 decides the rate; per-sample time from (1) with the
-    true τ, g, F, rates and the actual Σw/Σs; completes when the true ``V`` is reached."""
+    true τ, g, F, rates and the actual Σw/Σs; completes when the true ``V`` is reached.
+
+    :param true: the job's true type
+    :param schedule: its schedule, or ``None``
+    :param slot_hours: hours per slot
+    :returns: ``(completed, completion slot or None, TRUE utility in currency)``
+    """
     if schedule is None:
         return False, None, 0.0
     done = 0.0
@@ -292,7 +319,14 @@ def pdors_realised(
 
 
 class Pdors(PostedPriceMechanism):
-    """The PD-ORS online auctioneer on a :class:`PdorsCluster` with fixed :class:`PdorsConstants`."""
+    """The PD-ORS online auctioneer on a :class:`PdorsCluster` with fixed :class:`PdorsConstants`.
+
+    :param cluster: the servers and the horizon ``T``
+    :param constants: the price constants
+    :param config: the search and rounding settings; ``None``: :class:`PdorsConfig` defaults
+    :param search: ``"vectorised"`` or ``"reference"`` (same decisions; benchmark only)
+    :raises InputError: constants of the wrong type or an unknown search
+    """
 
     name = "pdors"
 
@@ -320,11 +354,22 @@ class Pdors(PostedPriceMechanism):
         self.jobs: dict[int, PdorsJob] = {}
 
     def best_schedule(self, job: PdorsJob) -> PdorsSearch:
+        """Best schedule of ``job`` at the current prices (no state change).
+
+        :param job: the reported job
+        :returns: the search's schedule, payoff and cost
+        """
         return pdors_search(
             job, self.ledger, self.config, self.cluster.slot_hours, reference=self.search == "reference"
         )
 
     def decide(self, report: PdorsJob) -> Decision:
+        """Admit ``report`` with its best schedule when the payoff is positive, and update the prices.
+
+        :param report: the bidder's reported job
+        :returns: the decision with schedule and payment
+        :raises InputError: a report of the wrong type, a job id decided before
+        """
         t0 = time.perf_counter()
         if not isinstance(report, PdorsJob):
             raise InputError("report", report, "must be a PdorsJob")

@@ -24,7 +24,13 @@ register(
 
 def make_pdors_paper(cluster: PdorsCluster, constants, config: PdorsConfig | None = None) -> Pdors:
     """PD-ORS with the spec's reproduction profile (``PdorsConfig.paper()``: no repair, discard the job
-    after ``max_attempts`` failed roundings); ``config`` supplies G, the DP (exact or grid), solver and seed."""
+    after ``max_attempts`` failed roundings); ``config`` supplies G, the DP (exact or grid), solver and seed.
+
+    :param cluster: the cluster
+    :param constants: the price constants
+    :param config: G, DP, solver and seed (default :class:`PdorsConfig`)
+    :returns: the mechanism
+    """
     c = config or PdorsConfig()
     return Pdors(
         cluster,

@@ -24,16 +24,32 @@ EPS = 1e-9
 
 
 def gbps_to_mb_per_slot(gbps: float, slot_hours: float = 1.0) -> float:
-    """``gbps · 125 · 3600 · slot_hours`` MB per slot."""
+    """``gbps · 125 · 3600 · slot_hours`` MB per slot.
+
+    :param gbps: rate in Gbps
+    :param slot_hours: hours per slot
+    :returns: MB per slot
+    """
     return gbps * 125.0 * 3600.0 * slot_hours
 
 
 def mb_per_slot_to_gbps(mb: float, slot_hours: float = 1.0) -> float:
+    """MB per slot as Gbps (the inverse of :func:`gbps_to_mb_per_slot`).
+
+    :param mb: MB per slot
+    :param slot_hours: hours per slot
+    :returns: Gbps
+    """
     return mb / (125.0 * 3600.0 * slot_hours)
 
 
 def is_colocated(workers: np.ndarray, ps: np.ndarray) -> bool:
-    """Fact 1: a slot runs at the internal rate iff all its workers and PSs sit on one machine."""
+    """Fact 1: a slot runs at the internal rate iff all its workers and PSs sit on one machine.
+
+    :param workers: workers per machine
+    :param ps: PSs per machine
+    :returns: whether all sit on one machine
+    """
     wh = np.flatnonzero(np.asarray(workers) > 0)
     sh = np.flatnonzero(np.asarray(ps) > 0)
     return wh.size == 1 and sh.size == 1 and wh[0] == sh[0]
@@ -41,6 +57,13 @@ def is_colocated(workers: np.ndarray, ps: np.ndarray) -> bool:
 
 @dataclass(frozen=True)
 class Machine:
+    """A machine with capacity (R,), hosting workers and PSs.
+
+    :param machine_id: the machine, >= 0
+    :param capacity: (R,) capacities, >= 0
+    :param site: its site (for locality tiers)
+    :param node: its topology node, or ``None``
+    """
     machine_id: int
     capacity: np.ndarray
     site: Hashable = 0
@@ -55,7 +78,14 @@ class Machine:
 
 @dataclass(frozen=True)
 class PdorsCluster:
-    """``T`` slots, resources and one pool of machines hosting both workers and PSs."""
+    """``T`` slots, resources and one pool of machines hosting both workers and PSs.
+
+    :param T: slots, >= 1
+    :param resources: the resource space (R resources)
+    :param machines: the machines (H)
+    :param slot_hours: hours per slot, > 0
+    :param topology: the network graph, or ``None``
+    """
 
     T: int
     resources: ResourceSpace
@@ -87,6 +117,15 @@ class PdorsCluster:
 
     @staticmethod
     def build(T: int, capacity, resources: ResourceSpace | None = None, slot_hours: float = 1.0) -> PdorsCluster:
+        """Cluster from a capacity matrix (H, R).
+
+        :param T: slots
+        :param capacity: (H, R) capacities
+        :param resources: the resource space (default: R generic resources)
+        :param slot_hours: hours per slot
+        :returns: the cluster
+        :raises InputError: no machine or a bad matrix
+        """
         cap = as_float_array("capacity", capacity, ndim=2, nonneg=True)
         if cap.shape[0] == 0:
             raise InputError("capacity", cap.tolist(), "must have at least one machine (empty cluster)")
@@ -97,7 +136,22 @@ class PdorsCluster:
 @dataclass(frozen=True)
 class PdorsJob:
     """A tenant's job (true type or report), spec §2.2. ``global_batch`` F is also the worker cap;
-    ``ratio`` γ = #workers/#PS (integer >= 1); rates in Gbps."""
+    ``ratio`` γ = #workers/#PS (integer >= 1); rates in Gbps.
+
+    :param job_id: the job, >= 0
+    :param arrival: arrival slot
+    :param epochs: epochs E, >= 1
+    :param samples: samples per epoch K (workload ``V = E·K``), >= 1
+    :param global_batch: global batch F (also the worker cap), >= 1
+    :param tau: compute slots per sample
+    :param grad_mb: gradient size in MB
+    :param ratio: γ = #workers/#PS, >= 1
+    :param bw_internal_gbps: rate within one machine, Gbps
+    :param bw_external_gbps: rate across machines, Gbps (<= internal)
+    :param worker_demand: (R,) resources per worker
+    :param ps_demand: (R,) resources per PS
+    :param utility: utility (currency) of the elapsed slots
+    """
 
     job_id: int
     arrival: int
@@ -144,21 +198,46 @@ class PdorsJob:
         return self.epochs * self.samples
 
     def per_sample(self, gbps: float, slot_hours: float = 1.0, actual_ratio: float | None = None) -> float:
-        """Slots per sample per worker: ``τ + 2·g·γ/(b·F)`` (``γ`` = planned or actual #w/#ps)."""
+        """Slots per sample per worker: ``τ + 2·g·γ/(b·F)`` (``γ`` = planned or actual #w/#ps).
+
+        :param gbps: the rate, Gbps
+        :param slot_hours: hours per slot
+        :param actual_ratio: the actual #workers/#PS, or ``None`` for the planned γ
+        :returns: slots
+        """
         g = self.ratio if actual_ratio is None else actual_ratio
         return self.tau + 2.0 * self.grad_mb * g / (gbps_to_mb_per_slot(gbps, slot_hours) * self.global_batch)
 
     def c_int(self, slot_hours: float = 1.0) -> float:
+        """Slots per sample per worker at the internal rate.
+
+        :param slot_hours: hours per slot
+        :returns: slots
+        """
         return self.per_sample(self.bw_internal_gbps, slot_hours)
 
     def c_ext(self, slot_hours: float = 1.0) -> float:
+        """Slots per sample per worker at the external rate.
+
+        :param slot_hours: hours per slot
+        :returns: slots
+        """
         return self.per_sample(self.bw_external_gbps, slot_hours)
 
     def min_duration(self, slot_hours: float = 1.0) -> int:
-        """``d = ceil((V/F)·c_int)`` slots."""
+        """``d = ceil((V/F)·c_int)`` slots.
+
+        :param slot_hours: hours per slot
+        :returns: the fewest slots the job can finish in
+        """
         return max(1, int(math.ceil(self.V / self.global_batch * self.c_int(slot_hours) - EPS)))
 
     def validate_for(self, cluster: PdorsCluster) -> None:
+        """Check the job fits ``cluster`` (arrival within the horizon, demands of R entries).
+
+        :param cluster: the cluster
+        :raises InputError: an arrival after the horizon or demands of the wrong length
+        """
         p = f"job[{self.job_id}]"
         if self.arrival > cluster.T - 1:
             raise InputError(f"{p}.arrival", self.arrival, f"must be <= T-1 = {cluster.T - 1}")

@@ -23,7 +23,16 @@ def pdors_offline_optimum(
     node_limit: int | None = None,
 ) -> OfflineResult:
     """Maximise total utility; variables per job and slot ``t >= a``: ``u, e, o_h`` binaries and
-    ``wI_h, sI_h, wE_h, sE_h`` integers (co-located on one machine vs split)."""
+    ``wI_h, sI_h, wE_h, sE_h`` integers (co-located on one machine vs split).
+
+    :param cluster: the cluster
+    :param jobs: every job's true type
+    :param time_limit: seconds for the MILP
+    :param mip_rel_gap: relative MIP gap at which the solve stops
+    :param node_limit: most branch-and-bound nodes, or ``None``
+    :returns: the optimum's welfare, status and bound
+    :raises InputError: a job with per-sample time 0
+    """
     T, H, sh = cluster.T, cluster.H, cluster.slot_hours
     C = cluster.capacity
     R = C.shape[1]

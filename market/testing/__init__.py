@@ -64,7 +64,12 @@ _DIRECTIONS = {"any": None, "up": ("UP_*",), "down": ("DOWN_*",)}
 @dataclass(frozen=True)
 class AuctionInstance:
     """An online-auction instance: ``market`` (an :class:`~market.auction.market.AuctionMarket`),
-    the mechanism ``seed`` (fixes randomised mechanisms' draws) and a ``label`` for messages."""
+    the mechanism ``seed`` (fixes randomised mechanisms' draws) and a ``label`` for messages.
+
+    :param market: the bids and the mechanism adapter
+    :param seed: the mechanism's seed
+    :param label: the instance's name in failure messages (``""``: the paper and the bid count)
+    """
 
     market: Any
     seed: int = 0
@@ -78,7 +83,14 @@ class AuctionInstance:
 @dataclass
 class IncentiveViolation(AssertionError):
     """A property failed: ``prop`` of ``mechanism`` on ``instance`` for ``agent``, with ``witness``
-    (JSON-ready: the misreport and the gain, the envied agent, the shortfall ...)."""
+    (JSON-ready: the misreport and the gain, the envied agent, the shortfall ...).
+
+    :param prop: the property, e.g. ``"strategy-proof"``
+    :param mechanism: the mechanism's name
+    :param instance: the instance it failed on
+    :param agent: the tenant row or bidder that gains, envies or loses
+    :param witness: the figures that show it
+    """
 
     prop: str
     mechanism: str
@@ -182,7 +194,20 @@ def assert_strategyproof(
     ``"any"``) with ``budget`` (a name of :data:`BUDGETS` or an :class:`AuditConfig`). A gain above
     ``rel_tol × max(1, |truthful utility|)`` (TRUE utility units: normalised throughput, or
     currency) raises :class:`IncentiveViolation` with the lie,
-    both utilities and the gain. Returns every :class:`AuditResult` when none violates."""
+    both utilities and the gain. Returns every :class:`AuditResult` when none violates.
+
+    :param mechanism: a registered name (fair share or auction), or a callable with the fair-share signature
+    :param instances: fair-share instances (:class:`FairShareInstance`, ``(W, m)`` or a mapping) or
+        :class:`AuctionInstance` objects
+    :param dims: the reportable dimensions to search; ``None``: every speedup column / market field
+    :param direction: ``"any"``, ``"up"`` or ``"down"``
+    :param budget: a name of :data:`BUDGETS` or an :class:`AuditConfig`
+    :param rel_tol: the tolerated gain, relative to ``max(1, |truthful utility|)``
+    :param agents: the agents to audit; ``None``: every agent
+    :param seed: the search's seed
+    :returns: one :class:`AuditResult` per (instance, agent)
+    :raises IncentiveViolation: an agent gains by a misreport
+    """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name, family = _family(mechanism)
     cfg = _config(budget, direction)
@@ -245,7 +270,14 @@ def _tol(scale: float, tol: float) -> float:
 def assert_envy_free(mechanism: str | Callable[..., Any], instances: Any, *, tol: float = 1e-7) -> list[float]:
     """Fair share, truthful reports: no tenant prefers another's (weight-scaled) bundle under its
     TRUE speedups by more than ``tol × max(1, its throughput)`` (normalised throughput units).
-    Returns the max envy per instance."""
+    Returns the max envy per instance.
+
+    :param mechanism: a registered fair-share name, or a callable with the fair-share signature
+    :param instances: fair-share instances: :class:`FairShareInstance` objects, ``(W, m)`` tuples or mappings
+    :param tol: the tolerated envy, relative to ``max(1, own throughput)``
+    :returns: the largest envy per instance (>= 0)
+    :raises IncentiveViolation: a tenant envies another
+    """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "envy-freeness is a fair-share property")
     from market.oef.properties import envy, envy_matrix
@@ -268,7 +300,14 @@ def assert_envy_free(mechanism: str | Callable[..., Any], instances: Any, *, tol
 def assert_sharing_incentive(mechanism: str | Callable[..., Any], instances: Any, *, tol: float = 1e-7) -> list[float]:
     """Fair share, truthful reports: every tenant gets at least the TRUE throughput of its
     (weighted) equal split of every GPU type, ``(pi_l / sum pi) W_l . m``, up to
-    ``tol × max(1, threshold)``. Returns the max shortfall per instance."""
+    ``tol × max(1, threshold)``. Returns the max shortfall per instance.
+
+    :param mechanism: a registered fair-share name, or a callable with the fair-share signature
+    :param instances: fair-share instances: :class:`FairShareInstance` objects, ``(W, m)`` tuples or mappings
+    :param tol: the tolerated shortfall, relative to ``max(1, threshold)``
+    :returns: the largest shortfall per instance (>= 0)
+    :raises IncentiveViolation: a tenant gets less than its equal split
+    """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "sharing incentive is a fair-share property")
     from market.oef.properties import si_threshold
@@ -297,7 +336,14 @@ def assert_individually_rational(mechanism: str, instances: Any, *, tol: float =
     """Online auctions, truthful bids: every bidder's TRUE surplus (value earned minus payment,
     currency) is at least ``-tol × max(1, its payment)``. Fair-share allocators have no payments
     (their participation guarantee is :func:`assert_sharing_incentive`). Returns the worst surplus
-    per instance."""
+    per instance.
+
+    :param mechanism: a registered auction mechanism's name
+    :param instances: :class:`AuctionInstance` objects (e.g. from :func:`auction_instance`)
+    :param tol: the tolerated loss, relative to ``max(1, payment)``
+    :returns: the worst bidder surplus per instance, currency
+    :raises IncentiveViolation: a truthful bidder loses
+    """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "auction", "fair-share allocators have no payments: use assert_sharing_incentive")
     from market.auction.market import decisions_by_id
@@ -324,7 +370,15 @@ def assert_budget_balanced(mechanism: str, instances: Any, *, mode: str = "weak"
     (each decision's ``log["income"]``, e.g. Astraea's Eq. (2) division). ``mode="weak"``: no
     deficit, ``sum incomes <= sum payments``; ``mode="exact"``: equal. Tolerance
     ``tol × max(1, sum payments)`` (currency). Returns the residual ``sum payments - sum incomes``
-    per instance."""
+    per instance.
+
+    :param mechanism: a registered auction mechanism's name
+    :param instances: :class:`AuctionInstance` objects (e.g. from :func:`auction_instance`)
+    :param mode: ``"weak"`` or ``"exact"``
+    :param tol: the tolerated residual, relative to ``max(1, sum payments)``
+    :returns: ``sum payments - sum incomes`` per instance, currency
+    :raises IncentiveViolation: a deficit (or, exact, any residual)
+    """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     check_choice("mode", mode, ("weak", "exact"))
     name = _require(mechanism, "auction", "fair-share allocators have no payments to balance")
@@ -344,7 +398,13 @@ def assert_budget_balanced(mechanism: str, instances: Any, *, mode: str = "weak"
 
 def auction_instance(study: str, seed: int = 0, **overrides: Any) -> AuctionInstance:
     """The ``[audit]`` instance of embedded study ``study`` (e.g. ``"oasis"``, ``"eris"``,
-    ``"control_auction"``) drawn with ``seed``, with parameter ``overrides``."""
+    ``"control_auction"``) drawn with ``seed``, with parameter ``overrides``.
+
+    :param study: an embedded study's name
+    :param seed: the seed of the instance's draw and of the mechanism
+    :param overrides: market parameters replacing the study's ``[audit]`` ones
+    :returns: the instance
+    """
     from market.studies import audit_params, build_market
 
     paper, params = audit_params(study)
@@ -377,7 +437,22 @@ def assert_no_counterexample(
     properties). Budget: ``evals`` evaluations (deterministic per ``seed``); ``seconds`` only caps them.
     Raises :class:`IncentiveViolation` with the witness of the shrunk instance (fewer agents and
     types, rounder numbers); returns the :class:`~market.audit.hunt.HuntResult` when nothing
-    was found."""
+    was found.
+
+    :param mechanism: a fair-share mechanism (name or callable); ``None`` with ``space``
+    :param space: a :class:`~market.audit.hunt.HuntSpace` to search instead of the fair-share one
+    :param tenants: tenants per instance, an int or an inclusive range
+    :param gpu_types: GPU types per instance, an int or an inclusive range
+    :param m_max: the most GPUs of one type
+    :param direction: ``"any"``, ``"up"`` or ``"down"``
+    :param evals: the evaluation budget
+    :param seconds: a wall-time cap in seconds; ``None``: none
+    :param seed: the hunt's seed
+    :param optimiser: the hunt's optimiser (``"de"``: differential evolution)
+    :returns: the hunt's result when nothing was found
+    :raises InputError: neither a mechanism nor a space, or an unknown direction
+    :raises IncentiveViolation: a violation was found
+    """
     __tracebackhide__ = True
     from market.audit.hunt import hunt
     from market.audit.hunt_spaces import MisreportSpace

@@ -43,7 +43,17 @@ def fair_share_instances(
     """Fair-share instances: ``tenants`` rows and ``gpu_types`` columns (inclusive ranges), TRUE
     speedups with column 0 = 1 and the others in ``speedup`` (2 decimals), whole GPUs per type in
     ``gpus``; ``weights`` adds integer weights 1..4; ``ordered`` makes every row non-decreasing
-    (the slowest type first, as the OEF papers assume)."""
+    (the slowest type first, as the OEF papers assume).
+
+    :param tenants: ``(low, high)`` rows, low >= 1
+    :param gpu_types: ``(low, high)`` columns, low >= 1
+    :param speedup: ``(low, high)`` of the speedups of columns 1.. (relative to column 0)
+    :param gpus: ``(low, high)`` whole GPUs per type, low >= 0
+    :param weights: draw integer weights 1..4 (else none)
+    :param ordered: make every row non-decreasing
+    :returns: a hypothesis strategy of :class:`FairShareInstance`
+    :raises InputError: a range that is not ``(low, high)`` with low within bounds
+    """
     n_lo, n_hi = _range("tenants", tenants, 1)
     k_lo, k_hi = _range("gpu_types", gpu_types, 1)
     s_lo, s_hi = _range("speedup", speedup, 1e-6)
@@ -70,6 +80,12 @@ def auction_instances(study: str, *, seeds: tuple[int, int] = (0, 2**16), **over
     AuctionInstance
 ]:  # fmt: skip
     """The ``[audit]`` instance of embedded ``study`` drawn with a seed in ``seeds`` (shrinks towards
-    the lowest seed), with parameter ``overrides``."""
+    the lowest seed), with parameter ``overrides``.
+
+    :param study: an embedded study's name, e.g. ``"oasis"``
+    :param seeds: ``(low, high)`` inclusive range of seeds, low >= 0
+    :param overrides: market parameters replacing the study's ``[audit]`` ones
+    :returns: a hypothesis strategy of :class:`~market.testing.AuctionInstance`
+    """
     lo, hi = _range("seeds", seeds, 0)
     return st.integers(lo, hi).map(lambda s: auction_instance(study, seed=s, **overrides))
