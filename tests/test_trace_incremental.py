@@ -243,7 +243,7 @@ def test_class_identities_cached_per_class_equal_the_named_hash(tmp_path: Path) 
     import zlib
 
     path = tmp_path / "t4.toml"
-    path.write_text(TENANT4.format(trace=data_path(GAVEL_TRACE)))
+    path.write_text(tenant4_trace(data_path(GAVEL_TRACE), ("gavel-max-min-perf", "oef-noncoop", "maxmin"), 40))
     eng = load_scenario(path).build_model("oef-noncoop", "liar", 2).auctioneer.trace
     _, tnames, jnames = eng._names
 
