@@ -247,7 +247,8 @@ def test_first_price_learner_reaches_the_bne_n2() -> None:
     assert expected_revenue("first-price", res.bid, 2) == pytest.approx(1 / 3, rel=0.02)
     # it really moved: the truthful start is 1/2 * E[v] away
     assert BidFunction.truthful().l2_distance(bne_first_price(2)) > 0.25
-    assert res.history["factor"].iloc[0] > 0.95 and res.history["factor"].iloc[-1] < 0.6
+    # the history is recorded after each step: round 0 is one step (lr 1 by default) from truthful
+    assert res.history["factor"].iloc[0] > 0.9 and res.history["factor"].iloc[-1] < 0.6
 
 
 def test_all_pay_learner_does_not_collapse_with_random_ties() -> None:
