@@ -252,8 +252,10 @@ def test_first_price_learner_reaches_the_bne_n2() -> None:
 
 
 def test_all_pay_learner_does_not_collapse_with_random_ties() -> None:
-    """Issue #19: with ties to the learner the all-pay learner collapsed (L2 0.18, revenue 0.054)."""
-    res = learn_bid_function("all-pay", 2, seed=0)
+    """Issue #19: with ties to the learner the all-pay learner collapsed (L2 0.18, revenue 0.054).
+    The free family it was written for (tie handling does not depend on the family); the default
+    family's all-pay n = 2 rows, revenue above the BNE's, are in benchmarks/results/bayesian.md."""
+    res = learn_bid_function("all-pay", 2, seed=0, shape="free")
     ref = symmetric_bne("all-pay", uniform(), 2)
     l2, gap = _gap("all-pay", res, ref)
     assert l2 <= 0.02 and abs(gap) <= 0.05
