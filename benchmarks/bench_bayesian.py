@@ -1,8 +1,9 @@
 """Time per learned Bayesian equilibrium on 2 cores, and how close each learned equilibrium is.
 
-Every configuration of issue #19's "must show" list is learned from truthful bidding with the
-default ES settings (:func:`market.learning.bayesian.learn_bid_functions`: 400 rounds, population
-32, batch 16384, degree 4), one task per (configuration, seed), seeds 0..4, on a pool of
+Every shipped case of issue #34 item 7 is learned from truthful bidding with the default ES
+settings (:func:`market.learning.bayesian.learn_bid_functions`: 400 rounds, population 32, batch
+16384, ``shape = "auto"``: family, degree, sigma and lr per case by
+:func:`market.learning.bayesian.auto_settings`), one task per (configuration, seed), seeds 0..4, on a pool of
 ``--workers`` processes (default 2). Each process runs single-threaded BLAS
 (``OPENBLAS_NUM_THREADS=1``): the learner's matrix products are small, and on a loaded 2-core machine
 threaded BLAS made it about 3x slower in ad hoc runs.
@@ -45,7 +46,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.engine.stats import t_interval  # noqa: E402
-from market.learning.bayesian import expected_revenue, exploitability, learn_bid_functions  # noqa: E402
+from market.learning.bayesian import (  # noqa: E402
+    expected_revenue,
+    exploitability,
+    learn_bid_functions,
+    resolve_settings,
+)
 from market.learning.bne import bne_reference  # noqa: E402
 from market.learning.distributions import make_distribution  # noqa: E402
 
@@ -55,45 +61,22 @@ DOCS = ROOT / "docs"
 #: points of the ``bids`` column: b(v) at this many equally spaced values on [low, high]
 BID_POINTS = 101
 U2 = [{"distribution": "uniform", "high": 1}, {"distribution": "uniform", "high": 2}]
-#: ES settings of the all-pay rows with n >= 3 (issue #27): the monotone family of degree 6 (the
-#: BNE (n-1)/n v^n is a polynomial of degree n <= 6; the free family clips its low coefficients flat at 0)
-MONOTONE = {"shape": "monotone", "degree": 6}
-#: label -> (mechanism, n or class sizes, values, options, what the BNE is[, ES settings])
+BETA = {"distribution": "beta", "a": 2, "b": 5}
+LOGNORMAL = {"distribution": "lognorm", "s": 0.5, "high": 3}
+#: label -> (mechanism, n or class sizes, values, options, what the BNE is[, ES settings]); no ES
+#: settings = the default family (``shape = "auto"``: :func:`market.learning.bayesian.auto_settings`)
 CONFIGS: dict[str, tuple] = {
     "first price, U[0,1], n=2": ("first-price", 2, None, {}, "v/2"),
     "first price, U[0,1], n=3": ("first-price", 3, None, {}, "2v/3"),
     "first price, U[0,1], n=4": ("first-price", 4, None, {}, "3v/4"),
     "first price, U[0,1], n=5": ("first-price", 5, None, {}, "4v/5"),
     "first price, F(v)=v^2, n=2": ("first-price", 2, {"distribution": "power", "a": 2}, {}, "2v/3"),
+    "first price, Beta(2,5), n=2": ("first-price", 2, BETA, {}, "quadrature"),
+    "first price, lognormal(s=0.5) on [0,3], n=2": ("first-price", 2, LOGNORMAL, {}, "quadrature"),
     "all-pay, U[0,1], n=2": ("all-pay", 2, None, {}, "v^2/2"),
-    "all-pay, U[0,1], n=3, monotone deg 6": ("all-pay", 3, None, {}, "2v^3/3", MONOTONE),
-    # adaptive degree max(4, n): the smallest that represents the BNE (n-1)/n v^n exactly
-    "all-pay, U[0,1], n=3, monotone adaptive deg 4": (
-        "all-pay",
-        3,
-        None,
-        {},
-        "2v^3/3",
-        {"shape": "monotone", "degree": 4},
-    ),
-    "all-pay, U[0,1], n=4, monotone adaptive deg 4": (
-        "all-pay",
-        4,
-        None,
-        {},
-        "3v^4/4",
-        {"shape": "monotone", "degree": 4},
-    ),
-    "all-pay, U[0,1], n=5, monotone adaptive deg 5": (
-        "all-pay",
-        5,
-        None,
-        {},
-        "4v^5/5",
-        {"shape": "monotone", "degree": 5},
-    ),
-    "all-pay, U[0,1], n=4, monotone deg 6": ("all-pay", 4, None, {}, "3v^4/4", MONOTONE),
-    "all-pay, U[0,1], n=5, monotone deg 6": ("all-pay", 5, None, {}, "4v^5/5", MONOTONE),
+    "all-pay, U[0,1], n=3": ("all-pay", 3, None, {}, "2v^3/3"),
+    "all-pay, U[0,1], n=4": ("all-pay", 4, None, {}, "3v^4/4"),
+    "all-pay, U[0,1], n=5": ("all-pay", 5, None, {}, "4v^5/5"),
     "first price, U[0,1], n=2, reserve 0.3": ("first-price", 2, None, {"reserve": 0.3}, "(v^2+0.09)/(2v), v>=0.3"),
     "first price, U[0,1] vs U[0,2]": ("first-price", [1, 1], U2, {}, "numerical (shooting)"),
 }
@@ -132,9 +115,12 @@ def one(label: str, seed: int) -> dict:
 
 
 def family(label: str) -> str:
-    """The bid-function family of a configuration, e.g. ``free, degree 4``."""
+    """The bid-function family and ES step settings of a configuration, e.g.
+    ``monotone, degree 4, sigma 0.005, lr 1`` (:func:`market.learning.bayesian.resolve_settings`)."""
+    mech, n, *_rest = CONFIGS[label]
     es = CONFIGS[label][5] if len(CONFIGS[label]) > 5 else {}
-    return f"{es.get('shape', 'free')}, degree {es.get('degree', 4)}"
+    st = resolve_settings(mech, sum(n) if isinstance(n, list) else n, **es)
+    return f"{st['shape']}, degree {st['degree']}, sigma {st['sigma']:g}, lr {st['lr']:g}"
 
 
 def price_of_lying_table(configs: dict[str, tuple], rows: list[dict]) -> pd.DataFrame:
@@ -165,17 +151,14 @@ def price_of_lying_table(configs: dict[str, tuple], rows: list[dict]) -> pd.Data
 #: panels of the figure: title -> configurations drawn in it
 PANELS = {
     "first price, U[0,1]": [f"first price, U[0,1], n={n}" for n in (2, 3, 4, 5)],
-    "all-pay, U[0,1] (n >= 3: monotone, degree max(4, n))": [
-        "all-pay, U[0,1], n=2",
-        "all-pay, U[0,1], n=3, monotone adaptive deg 4",
-        "all-pay, U[0,1], n=4, monotone adaptive deg 4",
-        "all-pay, U[0,1], n=5, monotone adaptive deg 5",
-    ],
-    "first price: F(v)=v^2, reserve 0.3, U[0,1] vs U[0,2]": [
+    "all-pay, U[0,1]": [f"all-pay, U[0,1], n={n}" for n in (2, 3, 4, 5)],
+    "first price: F(v)=v^2, Beta(2,5), reserve 0.3, U[0,1] vs U[0,2]": [
         "first price, F(v)=v^2, n=2",
+        "first price, Beta(2,5), n=2",
         "first price, U[0,1], n=2, reserve 0.3",
         "first price, U[0,1] vs U[0,2]",
     ],
+    "first price: lognormal(s=0.5) on [0,3]": ["first price, lognormal(s=0.5) on [0,3], n=2"],
 }
 
 
@@ -266,7 +249,9 @@ def main() -> None:
                 done[(r["config"], r["seed"])] = r
     else:
         partial.unlink(missing_ok=True)
-    todo = [t for t in tasks if t not in done]
+    # last configuration first: the slow and hard cases (asymmetric, reserve, all-pay) finish early
+    # in a stopped-and-resumed run; every task is seeded, so the order changes no number
+    todo = [t for t in reversed(tasks) if t not in done]
     t0 = time.perf_counter()
     fresh = []
     with ProcessPoolExecutor(args.workers) as pool, partial.open("a", encoding="utf-8") as log:
@@ -305,8 +290,9 @@ def main() -> None:
         "",
         f"`benchmarks/bench_bayesian.py{cmd}`: {len(configs)} configurations x {args.seeds} seeds "
         f"= {len(tasks)} ES runs "
-        f"(400 rounds, population 32, batch 16384, from truthful bidding; bid-function family per row: Bernstein "
-        f"polynomial, `free` = unconstrained coefficients, `monotone` = projected onto non-negative non-decreasing "
+        f"(400 rounds, population 32, batch 16384, from truthful bidding; the default family per row, "
+        f'`shape = "auto"` (`market.learning.bayesian.auto_settings`): Bernstein polynomial with coefficients '
+        f"projected onto non-negative non-decreasing "
         f"ones) on {args.workers} processes, single-threaded BLAS per process. Learned functions (`coef`, and "
         f"`bids` = b(v) at {BID_POINTS} equally spaced values on [low, high]): `{stem}_price_of_lying.csv`; "
         f"figure: `docs/{'bayesian_bids' if not args.only else 'bayesian_bids_' + args.tag}.png`.",

@@ -12,8 +12,10 @@ The ``[learning.instance]`` table of a Bayesian learning TOML::
     exploitability = { quadrature = 4096, value_points = 201, bid_points = 401, refine = 4 }  # the defaults
 
 ``[learning] options`` holds the ES settings (``population``, ``sigma``, ``lr``, ``batch``,
-``degree``, ``shape`` = ``"free"`` or ``"monotone"``;
-:func:`market.learning.bayesian.learn_bid_functions`). Every unknown key, mechanism or
+``degree``, ``shape`` = ``"auto"`` (default: family, degree, sigma and lr per mechanism and number
+of bidders, :func:`market.learning.bayesian.auto_settings`), ``"free"`` or ``"monotone"``;
+:func:`market.learning.bayesian.learn_bid_functions`); the table's ``family`` column says which
+were used. Every unknown key, mechanism or
 distribution is an :class:`~market.errors.InputError` naming the field (exit 2 from the CLI).
 
 A table row per (mechanism, n): with several seeds, ``l2_to_bne``, ``revenue``, ``revenue_gap``
@@ -219,6 +221,7 @@ def bayesian_row(
     opts = mechanism_options(spec, mechanism)
     ref = reference(spec, mechanism, n)
     trajs, l2s, l2_cls, revs, factors, coefs, expl, curves = [], [], [], [], [], [], [], []
+    settings: dict[str, Any] = {}
     total = spec.seeds * sc.rounds
     for k in range(spec.seeds):
         seed = sc.seed + k
@@ -227,6 +230,7 @@ def bayesian_row(
                                   values=dists if spec.counts is not None else dists[0], rounds=sc.rounds, seed=seed,
                                   options=opts, progress=prog, **spec.es)  # fmt: skip
         trajs.append(res.history.assign(seed=seed))
+        settings = res.settings
         revs.append(expected_revenue(mechanism, list(res.bids), counts, values=dists, seed=seed, options=opts))
         factors.append(float(np.mean([b.factor(d) for b, d in zip(res.bids, dists, strict=True)])))
         coefs.append([b.coef for b in res.bids])
@@ -240,7 +244,9 @@ def bayesian_row(
     row: dict[str, Any] = {"mechanism": mechanism, "n": n,
                            "values": "; ".join(f"{c} x {d.describe()}" if spec.counts else d.describe()
                                                for d, c in zip(dists, counts, strict=True)),
-                           "seeds": spec.seeds}  # fmt: skip
+                           "seeds": spec.seeds,
+                           "family": f"{settings['shape']}, degree {settings['degree']}, sigma {settings['sigma']:g}, "
+                                     f"lr {settings['lr']:g}"}  # fmt: skip
     for name, xs in (("factor", factors), ("l2_to_bne", l2s), ("exploitability", expl), ("revenue", revs)):
         mean, lo, hi = _ci(xs) if xs else (float("nan"),) * 3
         row[name], row[f"{name}_lo"], row[f"{name}_hi"] = mean, lo, hi
@@ -263,7 +269,7 @@ def bayesian_row(
 def report_table(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The report's columns (mean and [95% CI] when several seeds) and its explanation."""
     out = pd.DataFrame({"mechanism": table["mechanism"], "n": table["n"]})
-    for col in ("values", "seeds"):
+    for col in ("values", "seeds", "family"):
         if col in table.columns:
             out[col] = table[col]
 
