@@ -12,10 +12,7 @@ dataclass's fields) needs a ``:param`` for each parameter in the class or ``__in
 ``:param`` must name a real parameter; a function that raises ``InputError`` itself says so with
 ``:raises InputError:``.
 
-tests/data/api_docstring_todo.txt lists the objects documented before this rule whose fields are
-still to be written, each with what it lacks. It may only shrink: an object missing a field and not
-listed there (a new public function) fails, and so does a listed object that is now complete
-(delete its line).
+Every rendered object has its fields: a new public function without them fails here.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-TODO = ROOT / "tests" / "data" / "api_docstring_todo.txt"
 NO_RESULT = {"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never"}
 _DIRECTIVE = re.compile(r"^::: ([\w.]+)[ \t]*\n((?:[ \t]+\S.*\n?)*)", re.M)
 _MEMBERS = re.compile(r"^([ \t]+)members:[ \t]*\n((?:\1[ \t]+- \w+[ \t]*\n?)+)", re.M)
@@ -166,36 +162,19 @@ def missing_fields(obj: Callable[..., object]) -> tuple[list[str], list[str]]:
 
 
 def _key(qualname: str) -> str:
-    # the namespace migration prefixes every package with "marketsim."; the todo list keeps the short names
+    # the namespace migration prefixes every package with "marketsim."; the messages keep the short names
     return qualname.removeprefix("marketsim.")
 
 
-def read_todo(path: Path = TODO) -> dict[str, set[str]]:
-    """The todo list: qualified name -> the fields it still lacks."""
-    todo: dict[str, set[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, _, fields = line.partition(" ")
-            todo[_key(name)] = {f.strip() for f in fields.split(",") if f.strip()}
-    return todo
-
-
-def audit(objects: dict[str, Callable[..., object]], todo: dict[str, set[str]]) -> list[str]:
-    """Every problem: a missing field not on the todo list, a wrong ``:param`` name, a todo line whose
-    object is complete or gone."""
-    problems, seen = [], set()
+def audit(objects: dict[str, Callable[..., object]]) -> list[str]:
+    """Every problem: a missing field or a ``:param`` naming no parameter."""
+    problems = []
     for qualname, obj in sorted(objects.items()):
         key = _key(qualname)
-        seen.add(key)
         missing, wrong = missing_fields(obj)
         problems += [f"{key}: ':param {n}:' names no parameter" for n in wrong]
-        new = [f for f in missing if f not in todo.get(key, set())]
-        if new:
-            problems.append(f"{key}: docstring lacks {', '.join(new)}")
-        done = todo.get(key, set()) - set(missing)
-        if done:
-            problems.append(f"{key}: has {', '.join(sorted(done))} now: drop it from {TODO.relative_to(ROOT)}")
-    problems += [f"{key}: listed in {TODO.relative_to(ROOT)} but not rendered" for key in sorted(set(todo) - seen)]
+        if missing:
+            problems.append(f"{key}: docstring lacks {', '.join(missing)}")
     return problems
 
 
@@ -215,7 +194,7 @@ def test_reference_pages_name_importable_identifiers() -> None:
 
 
 def test_every_rendered_function_documents_its_parameters_and_result() -> None:
-    problems = audit(rendered_objects(), read_todo())
+    problems = audit(rendered_objects())
     assert not problems, "API reference docstrings (sphinx fields):\n" + "\n".join(problems)
 
 
@@ -248,9 +227,6 @@ def test_the_field_check_catches_a_missing_param_returns_and_raises() -> None:
     assert missing_fields(documented) == ([], [])
     assert missing_fields(nothing) == ([], [])
     assert missing_fields(lacking) == ([":param seed", ":returns", ":raises InputError"], ["speed"])
-    problems = audit({"pkg.lacking": lacking, "pkg.documented": documented},
-                     {"pkg.lacking": {":param seed", ":returns"}, "pkg.documented": {":returns"}, "pkg.gone": set()})
-    assert problems == ["pkg.documented: has :returns now: drop it from tests/data/api_docstring_todo.txt",
-                        "pkg.lacking: ':param speed:' names no parameter",
-                        "pkg.lacking: docstring lacks :raises InputError",
-                        "pkg.gone: listed in tests/data/api_docstring_todo.txt but not rendered"]
+    problems = audit({"pkg.lacking": lacking, "pkg.documented": documented})
+    assert problems == ["pkg.lacking: ':param speed:' names no parameter",
+                        "pkg.lacking: docstring lacks :param seed, :returns, :raises InputError"]

@@ -69,7 +69,11 @@ def auto_settings(mechanism: str, n: int) -> dict[str, Any]:
     the ES estimate up by its jump: the bids escalate past the value). Every other rule: degree 4,
     ``sigma = 0.005`` (a fraction of the value range: the perturbation smooths the kink at the
     opponents' top bid and biases the bids there down), ``lr = 1.0`` (the flat directions of the
-    asymmetric auction converge within 400 rounds). Measured in ``benchmarks/results/bayesian.md``."""
+    asymmetric auction converge within 400 rounds). Measured in ``benchmarks/results/bayesian.md``.
+
+    :param mechanism: the payment rule (``"all-pay"`` gets its own settings).
+    :param n: bidders in total, over all classes.
+    :returns: ``{"shape", "degree", "sigma", "lr"}`` (sigma a fraction of the value range)."""
     if mechanism == "all-pay":
         return {"shape": "monotone", "degree": max(4, int(n)), "sigma": 0.02, "lr": 0.5}
     return {"shape": "monotone", "degree": 4, "sigma": 0.005, "lr": 1.0}
@@ -85,7 +89,16 @@ def resolve_settings(
     lr: float | None = None,
 ) -> dict[str, Any]:
     """The concrete ``shape``, ``degree``, ``sigma`` and ``lr`` of a run: given values win; the rest
-    come from :func:`auto_settings` when ``shape == "auto"``, else from :data:`FIXED_DEFAULTS`."""
+    come from :func:`auto_settings` when ``shape == "auto"``, else from :data:`FIXED_DEFAULTS`.
+
+    :param mechanism: the payment rule.
+    :param n: bidders in total.
+    :param shape: ``"auto"``, ``"monotone"`` or ``"free"``.
+    :param degree: Bernstein degree, or None for the family's default.
+    :param sigma: perturbation size (fraction of the value range), or None.
+    :param lr: step size, or None.
+    :returns: ``{"shape", "degree", "sigma", "lr"}``, the given values kept.
+    :raises InputError: an unknown ``shape``."""
     if shape not in SHAPES:
         raise InputError("shape", shape, f"must be one of {list(SHAPES)}")
     base = auto_settings(mechanism, n) if shape == "auto" else {"shape": shape, **FIXED_DEFAULTS}
@@ -316,6 +329,7 @@ class BidLearningResult:
     :param bids: every class's learned bid function
     :param values: every class's value distribution
     :param counts: bidders per class
+    :param settings: the family and ES step settings used (``shape``, ``degree``, ``sigma``, ``lr``)
     """
 
     mechanism: str
@@ -357,7 +371,25 @@ def learn_bid_functions(
     ``"auto"`` (default) takes the family, ``degree``, ``sigma`` and ``lr`` not given from
     :func:`auto_settings` for this mechanism and number of bidders (an explicit ``"free"`` or
     ``"monotone"`` takes them from :data:`FIXED_DEFAULTS`). The settings used are in the result's
-    ``settings``. Deterministic in ``seed``."""
+    ``settings``. Deterministic in ``seed``.
+
+    :param mechanism: payment rule, a key of :data:`PAYMENT_RULES` (``"first-price"``, ``"all-pay"``, ...).
+    :param n: number of i.i.d. bidders (one class), or the size of each bidder class.
+    :param values: value distribution of the class (or one per class); default U[0, 1].
+    :param rounds: ES steps (each one gradient step of every class).
+    :param population: perturbations per step, even (antithetic pairs).
+    :param sigma: perturbation size as a fraction of each class's value range (None: from ``shape``).
+    :param lr: step size, times the class's value range (None: from ``shape``).
+    :param batch: sampled auctions per step (stratified values).
+    :param degree: Bernstein degree of each bid function (None: from ``shape``).
+    :param seed: seed of the one random stream of the run.
+    :param options: the payment rule's options (e.g. ``reserve``); checked by :func:`check_options`.
+    :param init: starting bid function(s) (default: truthful bidding).
+    :param progress: called with (rounds done, rounds) after every step.
+    :param shape: ``"auto"`` (default), ``"monotone"`` or ``"free"``: the family and its step settings.
+    :returns: the learned functions (mean of the last quarter of the steps), the per-round history
+        (bid factor and utility per class) and the settings used.
+    :raises InputError: a bad mechanism, option, count, distribution, setting or ``init`` shape."""
     opts = check_options(mechanism, options)
     dists, counts = _classes(n, values)
     settings = resolve_settings(mechanism, sum(counts), shape=shape, degree=degree, sigma=sigma, lr=lr)
@@ -444,7 +476,25 @@ def learn_bid_function(
     shape: str = "auto",
 ) -> BidLearningResult:
     """Learn a symmetric bid function for ``n`` i.i.d. bidders (values ``values``, default U[0, 1])
-    by ES self-play; :func:`learn_bid_functions` with one class."""
+    by ES self-play; :func:`learn_bid_functions` with one class.
+
+    :param mechanism: payment rule, a key of :data:`PAYMENT_RULES`.
+    :param n: number of bidders (at least 2).
+    :param values: their common value distribution (default U[0, 1]); one distribution, not a list.
+    :param rounds: ES steps.
+    :param population: perturbations per step, even.
+    :param sigma: perturbation size as a fraction of the value range (None: from ``shape``).
+    :param lr: step size, times the value range (None: from ``shape``).
+    :param batch: sampled auctions per step.
+    :param degree: Bernstein degree of the bid function (None: from ``shape``).
+    :param seed: seed of the run's random stream.
+    :param options: the payment rule's options.
+    :param init: starting bid function (default: truthful).
+    :param progress: called with (rounds done, rounds) after every step.
+    :param shape: ``"auto"`` (default), ``"monotone"`` or ``"free"``.
+    :returns: as :func:`learn_bid_functions` (one class).
+    :raises InputError: ``values`` given as a list, ``n`` below 2, or any input
+        :func:`learn_bid_functions` refuses."""
     if isinstance(values, Sequence) and not isinstance(values, str | Mapping):
         raise InputError("values", values, "must be one distribution (use learn_bid_functions for classes)")
     n = check_int("n", n, minimum=2)
