@@ -7,6 +7,10 @@ trace workload (:class:`TraceWorkload` in ``ModelConfig(trace=...)``) or synthet
 a generated trace.
 """
 
+if __name__ != "marketsim.agents":  # the bare name (this checkout's root on sys.path): a second copy of every module
+    raise ImportError(f"import marketsim.agents, not {__name__}: marketsim's packages live in one namespace "
+                      "(docs/concepts.md, Package layout)", name=__name__)
+
 from agents.auctioneer import Auctioneer, RoundStats
 from agents.config import JobConfig, ModelConfig, TenantConfig, TraceWorkload
 from agents.model import CLUSTER_MEASURES, TENANT_MEASURES, MarketModel

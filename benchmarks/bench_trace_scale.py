@@ -59,7 +59,7 @@ from analysis.engine.studies import git_commit  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 TRACE = ROOT / "market" / "data" / "gavel_trace_seed1.trace"
 GPUS_SCALE = 336
-PACKAGES = ("market", "agents", "scenarios", "analysis")
+PACKAGES = ("marketsim", "market", "agents", "scenarios", "analysis")  # the folders of the import packages
 AVG = re.compile(r"^Average job completion time: ([0-9.]+) seconds", re.M)
 GAVEL_FLAGS = ["-p", "max_min_fairness_perf", "--throughputs_file", "simulation_throughputs.json", "-c", "12:12:12",
                "--seed", "0", "--time_per_iteration", "360"]  # fmt: skip

@@ -136,12 +136,12 @@ def _mark_broken(name: str, why: str) -> None:
 
 
 def is_builtin_module(mod: str) -> bool:
-    """Whether ``mod`` is one of marketsim's own modules (``market.*``).
+    """Whether ``mod`` is one of marketsim's own modules (``marketsim.market.*``).
 
     :param mod: a dotted module name
-    :returns: ``True`` for ``market`` and its submodules
+    :returns: ``True`` for ``marketsim.market`` and its submodules
     """
-    return mod == "market" or mod.startswith("market.")
+    return mod == "marketsim.market" or mod.startswith("marketsim.market.")
 
 
 def importing() -> str | None:

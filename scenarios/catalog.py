@@ -22,7 +22,7 @@ def embedded() -> dict[str, Traversable]:
 
     out: dict[str, Traversable] = {}
     where: dict[str, str] = {}
-    sources = [("marketsim", "scenarios")] + plugins.modules("studies")
+    sources = [("marketsim", "marketsim.scenarios")] + plugins.modules("studies")
     for plugin, package in sources:
         try:
             files = _tomls(package)

@@ -124,7 +124,8 @@ def test_help_imports_no_heavy_module() -> None:
 
     code = (
         "import sys; from analysis.frontends.cli import main; code = main(['--help']); "
-        "print(sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'highspy', 'agents') if m in sys.modules))"
+        "print(sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'highspy', 'marketsim.agents') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

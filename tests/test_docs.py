@@ -149,7 +149,7 @@ def test_docs_site_lists_every_page_and_public_module() -> None:
               "market.testing", "market.testing.strategies", "market.traces"}
     assert public <= documented, f"not in the API reference: {sorted(public - documented)}"
     assert {"market.audit", "market.auction", "market.oef", "market.oasis", "market.pdors", "market.eris",
-            "market.astraea", "market.learning", "agents"} <= whole
+            "market.astraea", "market.learning", "marketsim.agents"} <= whole
 
 
 def test_packaging_licence_extras_and_ci_steps() -> None:

@@ -196,7 +196,8 @@ def test_cli_dispatch_and_cheap_help(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "marketsim gavel-sim: error: --policy" in capsys.readouterr().err
     code = (
         "import sys; from analysis.frontends.cli import main; code = main(['gavel-sim', '--help']); "
-        "print(code, sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'agents') if m in sys.modules))"
+        "print(code, sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'marketsim.agents') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert "--trace_file" in out and "--cluster_spec" in out

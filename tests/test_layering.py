@@ -14,13 +14,15 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("market", "analysis", "agents", "scenarios")
+PACKAGES = ("market", "analysis", "agents", "scenarios")  # the folders; imported as marketsim.<folder>
 #: the layers, lowest first; a module belongs to the longest one its name starts with
-LAYERS = ("market", "agents", "scenarios", "analysis.engine", "analysis.frontends")
+LAYERS = ("marketsim.market", "marketsim.agents", "marketsim.scenarios", "marketsim.analysis.engine",
+          "marketsim.analysis.frontends")
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
+    """The import name of a file under one of the :data:`PACKAGES` folders (``marketsim.market.oef.lp``)."""
+    parts = ["marketsim", *path.relative_to(root).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -101,9 +103,9 @@ def test_nothing_under_market_imports_analysis() -> None:
     bad = [
         f"{path.relative_to(ROOT)}:{line} imports {target}"
         for name, path in mods.items()
-        if name.split(".")[0] == "market"
+        if name.split(".")[:2] == ["marketsim", "market"]
         for target, line in _imports(name, path, set(mods))
-        if target.split(".")[0] == "analysis"
+        if target.split(".")[:2] == ["marketsim", "analysis"]
     ]
     assert not bad, "the core depends on the application layer:\n" + "\n".join(bad)
 
@@ -125,12 +127,13 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     """The walker sees imports inside functions and `from pkg import module` forms."""
     f = tmp_path / "m.py"
     f.write_text(
-        "def f():\n    from analysis.engine.studies import load_study\n\nfrom market.learning import dynamics\n"
+        "def f():\n    from marketsim.analysis.engine.studies import load_study\n\n"
+        "from marketsim.market.learning import dynamics\n"
     )
-    known = {"analysis.engine.studies", "market.learning", "market.learning.dynamics"}
-    assert sorted(_imports("market.x", f, known)) == [
-        ("analysis.engine.studies", 2),
-        ("market.learning.dynamics", 4),
+    known = {"marketsim.analysis.engine.studies", "marketsim.market.learning", "marketsim.market.learning.dynamics"}
+    assert sorted(_imports("marketsim.market.x", f, known)) == [
+        ("marketsim.analysis.engine.studies", 2),
+        ("marketsim.market.learning.dynamics", 4),
     ]
 
 
@@ -140,19 +143,20 @@ def test_the_rules_fail_when_violated(tmp_path: Path) -> None:
     count."""
     files = {
         "market/__init__.py": "",
-        "market/a.py": "from market import b\n",
-        "market/b.py": "def f():\n    import market.a\n",
-        "market/c.py": "import analysis.engine.runner\n",
+        "market/a.py": "from marketsim.market import b\n",
+        "market/b.py": "def f():\n    import marketsim.market.a\n",
+        "market/c.py": "import marketsim.analysis.engine.runner\n",
         "agents/__init__.py": "",
         "scenarios/__init__.py": "",
         "analysis/__init__.py": "",
         "analysis/engine/__init__.py": "",
         "analysis/engine/runner.py": (
-            "from typing import TYPE_CHECKING\nfrom market import a\nif TYPE_CHECKING:\n"
-            "    from analysis.frontends.cli import main\n\ndef f():\n    from analysis.frontends import plots\n"
+            "from typing import TYPE_CHECKING\nfrom marketsim.market import a\nif TYPE_CHECKING:\n"
+            "    from marketsim.analysis.frontends.cli import main\n\ndef f():\n"
+            "    from marketsim.analysis.frontends import plots\n"
         ),
         "analysis/frontends/__init__.py": "",
-        "analysis/frontends/cli.py": "from analysis.engine import runner\n",
+        "analysis/frontends/cli.py": "from marketsim.analysis.engine import runner\n",
         "analysis/frontends/plots.py": "",
     }
     for rel, text in files.items():
@@ -160,11 +164,12 @@ def test_the_rules_fail_when_violated(tmp_path: Path) -> None:
         (tmp_path / rel).write_text(text)
     mods = _modules(tmp_path)
     assert _upward_imports(mods, tmp_path) == [
-        "market/c.py:1 imports analysis.engine.runner (market is below analysis.engine)",
-        "analysis/engine/runner.py:7 imports analysis.frontends.plots (analysis.engine is below analysis.frontends)",
+        "market/c.py:1 imports marketsim.analysis.engine.runner (marketsim.market is below marketsim.analysis.engine)",
+        "analysis/engine/runner.py:7 imports marketsim.analysis.frontends.plots "
+        "(marketsim.analysis.engine is below marketsim.analysis.frontends)",
     ]
-    assert _cycles(mods) == ["market.a <-> market.b"]
+    assert _cycles(mods) == ["marketsim.market.a <-> marketsim.market.b"]
     (tmp_path / "market/b.py").write_text("")
     (tmp_path / "market/c.py").write_text("")
-    (tmp_path / "analysis/engine/runner.py").write_text("from analysis.frontends import cli\n")
-    assert _cycles(mods) == ["analysis.engine.runner <-> analysis.frontends.cli"]
+    (tmp_path / "analysis/engine/runner.py").write_text("from marketsim.analysis.frontends import cli\n")
+    assert _cycles(mods) == ["marketsim.analysis.engine.runner <-> marketsim.analysis.frontends.cli"]
