@@ -6,7 +6,6 @@ would load a second copy of every module), and the bare names refuse to load."""
 # ns_rewrite: skip-file (its negative controls name the layers bare on purpose; it is written in the final form)
 from __future__ import annotations
 
-import ast
 import os
 import re
 import subprocess
@@ -26,17 +25,20 @@ _TEXT = re.compile(
     rf"|^[ \t]*:::[ \t]+(?:{_BARE})\b|-m[ \t]+(?:{_BARE})\.",
     re.M,
 )
+# Python: an import statement (at any depth), a string that is one of our modules ("market.oef.plugin:PLUGIN")
+_PY_IMPORT = re.compile(
+    rf"^[ \t]*(?:from[ \t]+((?:{_BARE})(?:\.\w+)*)[ \t]+import|import[ \t]+((?:{_BARE})\b(?:\.\w+)*))", re.M
+)
+_PY_STRING = re.compile(rf"(?<![\w.])[\"']((?:{_BARE})(?:\.\w+)+)(?::[\w.]+)?[\"']")
+_OFF = re.compile(r"ns_rewrite: off.*?(?:ns_rewrite: on|\Z)", re.S)
 
 
 def _files(root: Path, suffixes: set[str]) -> list[Path]:
-    return [
-        p
-        for p in sorted(root.rglob("*"))
-        if p.suffix in suffixes
-        and p.is_file()
-        and not SKIP & set(p.relative_to(root).parts[:-1])
-        and not any(part.endswith(".egg-info") for part in p.relative_to(root).parts)
-    ]
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP and not x.startswith(".") and not x.endswith(".egg-info"))
+        out += [Path(d) / f for f in files if Path(f).suffix in suffixes and Path(d) / f != Path(__file__).resolve()]
+    return sorted(out)
 
 
 def _is_module(root: Path, dotted: str) -> bool:
@@ -51,19 +53,16 @@ def bare_references(root: Path) -> list[str]:
     an import, a ``::: market...`` identifier or a ``-m`` command in docs, notebooks, TOML and CI scripts."""
     bad = []
     for f in _files(root, {".py"}):
-        tree = ast.parse(f.read_text(encoding="utf-8"), str(f))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                m = re.fullmatch(rf"((?:{_BARE})(?:\.\w+)+)(?::[\w.]+)?", node.value)
-                names = [m.group(1)] if m and _is_module(root, m.group(1)) else []
-            bad += [f"{f.relative_to(root)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in LAYERS]
-    for f in _files(root, {".md", ".ipynb", ".toml", ".yml", ".cfg"}) + sorted((root / ".ci").glob("*")):
         text = f.read_text(encoding="utf-8")
+        for m in _PY_IMPORT.finditer(text):
+            bad.append(f"{f.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(1) or m.group(2)}")
+        for m in _PY_STRING.finditer(text):
+            if _is_module(root, m.group(1)):
+                bad.append(f"{f.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(1)}")
+    for f in _files(root, {".md", ".ipynb", ".toml", ".yml", ".cfg"}) + sorted((root / ".ci").glob("*")):
+        # a section between "ns_rewrite: off" and "ns_rewrite: on" names the old imports on purpose (the docs page
+        # that explains the namespace): blanked, line numbers kept
+        text = _OFF.sub(lambda m: "\n" * m.group(0).count("\n"), f.read_text(encoding="utf-8"))
         for m in _TEXT.finditer(text):
             bad.append(f"{f.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0).strip()}")
     return bad
@@ -89,6 +88,7 @@ def test_the_check_finds_bare_names(tmp_path: Path) -> None:
     (tmp_path / "docs" / "a.md").write_text(
         "The market import works.\n```python\nfrom market.oef import plugin\nfrom marketsim.agents import x\n```\n"
         "::: agents\n::: marketsim.market.oef\n`python -m analysis.frontends.cli`\n"
+        "<!-- ns_rewrite: off -->\n`import market` was the old way\n<!-- ns_rewrite: on -->\n`import agents`\n"
     )
     assert bare_references(tmp_path) == [
         "tests/t.py:4: agents.model",
@@ -96,6 +96,7 @@ def test_the_check_finds_bare_names(tmp_path: Path) -> None:
         "docs/a.md:3: from market.oef import",
         "docs/a.md:6: ::: agents",
         "docs/a.md:8: -m analysis.",
+        "docs/a.md:12: `import agents",
     ]
 
 
