@@ -2,7 +2,7 @@
 
 Import the project as ``marketsim.market`` (the core: mechanisms, audit, data), ``marketsim.agents`` (the Mesa
 models), ``marketsim.scenarios`` (TOML scenarios and their loader) and ``marketsim.analysis`` (the experiment
-engine and the front ends). A user's own ``agents.py``, ``model.py`` or ``analysis.py`` beside a script cannot
+engine and the front ends). A user's own ``agents.py`` or ``model.py`` (Mesa's layout) beside a script cannot
 shadow them: Python only looks them up inside this package.
 
 The repository keeps the layers as top-level folders (``market/``, ``agents/``, ``scenarios/``, ``analysis/``).
