@@ -1,10 +1,10 @@
 """The Mesa model of an online (or batch) auction: bidders arrive slot by slot and report to an
-auctioneer that runs any registered online mechanism of an :class:`~market.auction.market.AuctionMarket`.
+auctioneer that runs any registered online mechanism of an :class:`~marketsim.market.auction.market.AuctionMarket`.
 
 One Mesa step = one time slot. In slot ``t`` every :class:`BidderAgent` whose *report* arrives in
 ``t`` submits it (its :class:`BidStrategy` maps the true bid to the report through the market's
 own ``misreport``); the :class:`AuctioneerAgent` calls ``mechanism.step(t, reports)`` and routes
-each :class:`~market.auction.base.Decision` back to its bidder, which values it with its TRUE type
+each :class:`~marketsim.market.auction.base.Decision` back to its bidder, which values it with its TRUE type
 (``market.true_surplus``). After the last slot the auctioneer flushes ``mechanism.finish()``.
 Resources the market lists in ``agents_info()`` (GPU servers, PS hosts, edge sites) become
 :class:`ResourceAgent`s fixed on their topology node when the market has a ``graph``.
@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 from mesa.discrete_space import FixedAgent, Network
 
-from market.auction.base import Decision, Report
-from market.auction.market import AuctionMarket
-from market.errors import InputError
+from marketsim.market.auction.base import Decision, Report
+from marketsim.market.auction.market import AuctionMarket
+from marketsim.market.errors import InputError
 
 __all__ = [
     "BidStrategy",

@@ -1,11 +1,11 @@
 """The auctioneer (cluster manager) agent: runs the round engine each Mesa step.
 
 Every run, synthetic or trace, goes through the same round engine
-(:class:`agents.trace_rounds.TraceRounds`, job state in numpy arrays; a synthetic workload is a
-generated trace, :func:`agents.trace_from_tenants.tenants_workload`) under the reports of the
-tenants (:class:`agents.trace_tenants.TraceTenants`, which calls the tenant agents at the engine's
+(:class:`marketsim.agents.trace_rounds.TraceRounds`, job state in numpy arrays; a synthetic workload is a
+generated trace, :func:`marketsim.agents.trace_from_tenants.tenants_workload`) under the reports of the
+tenants (:class:`marketsim.agents.trace_tenants.TraceTenants`, which calls the tenant agents at the engine's
 decision points): see those modules and ``docs/trace_simulation.md``. With a placement other than
-"ideal" the engine puts the leases on the server agents' hosts (:class:`market.hosts.HostPlacer`)
+"ideal" the engine puts the leases on the server agents' hosts (:class:`marketsim.market.hosts.HostPlacer`)
 and the server agents hold them (:meth:`GPUServerAgent.hold`) until the next round.
 """
 
@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 import mesa
 import numpy as np
 
-from agents.trace_rounds import TraceRoundResult, TraceRounds
-from market.allocation import Allocation
-from market.hosts import HostPlacer
-from market.oef.placer import _host_key
-from market.oef.realise import make_realiser
-from market.registry import get
+from marketsim.agents.trace_rounds import TraceRoundResult, TraceRounds
+from marketsim.market.allocation import Allocation
+from marketsim.market.hosts import HostPlacer
+from marketsim.market.oef.placer import _host_key
+from marketsim.market.oef.realise import make_realiser
+from marketsim.market.registry import get
 
 if TYPE_CHECKING:
-    from agents.config import TraceWorkload
-    from agents.model import MarketModel
-    from agents.trace_tenants import TraceTenants
+    from marketsim.agents.config import TraceWorkload
+    from marketsim.agents.model import MarketModel
+    from marketsim.agents.trace_tenants import TraceTenants
 
 __all__ = ["Auctioneer", "RoundStats"]
 
@@ -117,7 +117,7 @@ class Auctioneer(mesa.Agent):
         self.mechanism = get(policy, "fair-share")
         self.placement = placement
         self.stats = RoundStats()
-        #: what the last round did (:class:`agents.trace_rounds.TraceRoundResult`)
+        #: what the last round did (:class:`marketsim.agents.trace_rounds.TraceRoundResult`)
         self.last_trace: TraceRoundResult | None = None
         config = model.config
         tw: TraceWorkload = model.workload
@@ -172,17 +172,17 @@ class Auctioneer(mesa.Agent):
         )
         self.engine = self.trace
         self.trace.max_rounds = int(config.rounds)  # merged rounds count towards the horizon / cap
-        from agents.trace_tenants import TraceTenants
+        from marketsim.agents.trace_tenants import TraceTenants
 
         configs = {t.tenant_id: t for t in config.tenants}
-        #: the tenants (reports, decisions, per-tenant measures; :mod:`agents.trace_tenants`)
+        #: the tenants (reports, decisions, per-tenant measures; :mod:`marketsim.agents.trace_tenants`)
         self.tenants: TraceTenants = TraceTenants(model, self.trace, tw, rows=tw.tenant_rows, configs=configs)
         if self.tenants.strategic:
             self.trace.reporter = self.tenants
 
     def _hosts(self, model: MarketModel, placement: str, n_jobs: int) -> dict[str, Any]:
         """The host arguments of the engine: none with placement "ideal"; otherwise a
-        :class:`market.hosts.HostPlacer` over the server agents (natural order of host ids, their
+        :class:`marketsim.market.hosts.HostPlacer` over the server agents (natural order of host ids, their
         racks from the topology), the unconsolidated throughputs and the migration cost."""
         #: with hosts: the server agents in the placer's host order
         self.host_agents: list[Any] = []

@@ -1,4 +1,4 @@
-"""Plain-data configuration of a :class:`agents.model.MarketModel` (no Mesa here).
+"""Plain-data configuration of a :class:`marketsim.agents.model.MarketModel` (no Mesa here).
 
 Units: times in seconds since simulation start; ``work`` in slowest-GPU-seconds (one second of
 one type-0 GPU = 1 unit; a job with ``work = W`` on ``g`` type-0 GPUs finishes after ``W/g`` s);
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from agents.strategies import Strategy, Truthful
-from market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
-from market.traces import Trace
-from market.types import Cluster
+from marketsim.agents.strategies import Strategy, Truthful
+from marketsim.market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
+from marketsim.market.traces import Trace
+from marketsim.market.types import Cluster
 
 __all__ = [
     "JobConfig",
@@ -37,7 +37,8 @@ GAVEL_REALLOCATION_S = 1920.0
 PLACEMENTS = ("auto", "oef", "naive", "ideal")
 
 #: ``ModelConfig.realisation``: how whole GPUs realise the policy's fractions each round
-#: (:mod:`market.oef.realise`); "own" = each policy's own (:func:`market.oef.realise.own_realisation`)
+#: (:mod:`marketsim.market.oef.realise`); "own" = each policy's own
+#: (:func:`marketsim.market.oef.realise.own_realisation`)
 REALISATION_CHOICES = ("own", "gavel-lease", "oef-rounding", "gandiva-lottery")
 
 #: the spread penalty per extra host when no unconsolidated throughputs are given (OEF spec §2.3)
@@ -86,7 +87,7 @@ class TenantConfig:
     :param weight: its priority, > 0
     :param arrival: when it joins, seconds since the start
     :param leave_at: when it is forced to leave, seconds; ``None``: once its jobs are done
-    :param strategy: how it reports its speedups (:mod:`agents.strategies`)
+    :param strategy: how it reports its speedups (:mod:`marketsim.agents.strategies`)
     """
 
     tenant_id: str
@@ -133,9 +134,9 @@ class TenantConfig:
 
 @dataclass(frozen=True, eq=False)
 class TraceWorkload:
-    """A trace workload (see :mod:`market.traces` and :mod:`agents.trace_rounds`).
+    """A trace workload (see :mod:`marketsim.market.traces` and :mod:`marketsim.agents.trace_rounds`).
 
-    :param trace: a :class:`market.traces.Trace` of N jobs
+    :param trace: a :class:`marketsim.market.traces.Trace` of N jobs
     :param throughputs: (N, k) consolidated steps/s of each job on its scale factor per cluster GPU
         type (0 = cannot run)
     :param tenants: (N,) tenant name per job under ``tenancy``
@@ -145,17 +146,17 @@ class TraceWorkload:
     :param until_done: run until every job has completed (the model's ``rounds`` is then only the
         safety cap; reaching it is reported by a warning and :attr:`MarketModel.cap_reached`)
     :param reported: (N, k) the throughputs the policy sees (lying tenants,
-        :func:`agents.trace_rounds.lying_throughputs`; ``None`` = the truth); jobs progress at ``throughputs``
+        :func:`marketsim.agents.trace_rounds.lying_throughputs`; ``None`` = the truth); jobs progress at ``throughputs``
     :param liars: the names of the lying tenants (for the results)
     :param lease_order: the GPU-type order of each round's leases, ``"fastest"`` or ``"shuffle"``
         (Gavel's per-round shuffle, seeded per replication)
     :param strategies: tenant name -> reporting strategy (absent = truthful), played by the tenants
-        of :mod:`agents.trace_tenants` (exclusive with ``reported``)
+        of :mod:`marketsim.agents.trace_tenants` (exclusive with ``reported``)
     :param tenant_rows: whose per-tenant per-round measures (``est``, ``act``, ...) to record:
         ``"agents"`` (the tenants that are Mesa agents: every tenant unless the tenancy is ``"job"``,
         else those in ``strategies``), ``"all"`` or ``"none"``
     :param unconsolidated: (N, k) steps/s of each job when its GPUs span hosts (placement other than
-        "ideal"; :func:`market.traces.unconsolidated_throughputs`; ``None`` = ``throughputs``)
+        "ideal"; :func:`marketsim.market.traces.unconsolidated_throughputs`; ``None`` = ``throughputs``)
     :param tenant_weights: tenant name -> priority weight (absent = 1)
     :param leave_at: tenant name -> forced leave time, seconds
     """
@@ -176,7 +177,7 @@ class TraceWorkload:
     leave_at: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from agents.trace_rounds import LEASE_ORDERS
+        from marketsim.agents.trace_rounds import LEASE_ORDERS
 
         check_choice("cluster.lease_order", self.lease_order, LEASE_ORDERS)
         n = len(self.trace)
@@ -256,8 +257,8 @@ class ServerFailure:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A whole simulation on the round engine (:mod:`agents.trace_rounds`; a synthetic workload is a
-    generated trace, :func:`agents.trace_from_tenants.tenants_workload`).
+    """A whole simulation on the round engine (:mod:`marketsim.agents.trace_rounds`; a synthetic workload is a
+    generated trace, :func:`marketsim.agents.trace_from_tenants.tenants_workload`).
 
     :param cluster: the GPU cluster
     :param tenants: the synthetic workload: tenants with their jobs (empty with a ``trace``)
@@ -398,7 +399,7 @@ class ModelConfig:
     @property
     def resolved_realisation(self) -> str:
         """The realisation actually used: "gavel-lease", "oef-rounding" or "gandiva-lottery"."""
-        from market.oef.realise import own_realisation
+        from marketsim.market.oef.realise import own_realisation
 
         r = self.realisation
         if r is None:

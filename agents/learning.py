@@ -1,9 +1,9 @@
-"""Learning bidders inside the Mesa :class:`~agents.auction.AuctionModel`.
+"""Learning bidders inside the Mesa :class:`~marketsim.agents.auction.AuctionModel`.
 
 A bidder bids once per run, so an auction population learns across repeated EPISODES of the same
 instance: in every episode each learning bidder samples a misreport factor of one reportable
 dimension (default ``value_scale``) from its Hedge weights, the episode runs as an ordinary
-:class:`~agents.auction.AuctionModel` (bidder agents, auctioneer agent, slot by slot), and then
+:class:`~marketsim.agents.auction.AuctionModel` (bidder agents, auctioneer agent, slot by slot), and then
 every learner gets full-information feedback: for each factor of its grid the mechanism is replayed
 with that bidder's report replaced (the others' reports of the episode and the episode's mechanism
 seed fixed) and the bidder's TRUE surplus is read off. Weights are updated as
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agents.auction import AuctionModel, BidStrategy
-from market.auction.market import AuctionMarket, decisions_by_id, run_market
-from market.errors import InputError, check_int, check_positive
+from marketsim.agents.auction import AuctionModel, BidStrategy
+from marketsim.market.auction.market import AuctionMarket, decisions_by_id, run_market
+from marketsim.market.errors import InputError, check_int, check_positive
 
 __all__ = ["EpisodeHedge", "learn_in_episodes"]
 

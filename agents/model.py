@@ -1,12 +1,12 @@
 """The Mesa model of a shared GPU cluster run by a fair-share allocator (OEF and baselines).
 
-One Mesa step = one scheduling round of the ONE round engine, :class:`agents.trace_rounds.TraceRounds`
+One Mesa step = one scheduling round of the ONE round engine, :class:`marketsim.agents.trace_rounds.TraceRounds`
 (job state in numpy arrays), whatever the workload: a trace (``ModelConfig.trace``) or synthetic
 tenants with jobs (``ModelConfig.tenants``), which are a generated trace
-(:func:`agents.trace_from_tenants.tenants_workload`). The model wires GPU server agents on the
+(:func:`marketsim.agents.trace_from_tenants.tenants_workload`). The model wires GPU server agents on the
 cluster's networkx topology (a Mesa ``Network`` space without layout) and lets the
 :class:`Auctioneer` run the engine; the engine calls the agents at its decision points: the tenant
-agents (:mod:`agents.trace_tenants`) are created when their first job arrives, report through their
+agents (:mod:`marketsim.agents.trace_tenants`) are created when their first job arrives, report through their
 strategies at every policy solve, learn, and are removed when they leave; the server agents fail
 and heal by their outage schedule (``ModelConfig.failures``) at the start of every round and hold
 the round's leases.
@@ -38,16 +38,16 @@ import numpy as np
 import pandas as pd
 from mesa.discrete_space import Network
 
-from agents.auctioneer import Auctioneer
-from agents.config import ModelConfig, TraceWorkload
-from agents.server import GPUServerAgent
-from agents.tenant import TenantAgent
+from marketsim.agents.auctioneer import Auctioneer
+from marketsim.agents.config import ModelConfig, TraceWorkload
+from marketsim.agents.server import GPUServerAgent
+from marketsim.agents.tenant import TenantAgent
 
 __all__ = ["MarketModel", "TENANT_MEASURES", "CLUSTER_MEASURES", "TRACE_MEASURES", "HOST_MEASURES"]
 
-#: Per-tenant measures recorded every round (see :class:`agents.tenant.TenantAgent`).
+#: Per-tenant measures recorded every round (see :class:`marketsim.agents.tenant.TenantAgent`).
 TENANT_MEASURES = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
-#: Cluster measures recorded every round (see :class:`agents.auctioneer.RoundStats`).
+#: Cluster measures recorded every round (see :class:`marketsim.agents.auctioneer.RoundStats`).
 CLUSTER_MEASURES = (
     "available_gpus",
     "busy_gpus",
@@ -63,7 +63,7 @@ CLUSTER_MEASURES = (
     "jobs_completed",
 )
 #: Cluster measures of every record: active jobs, record start and length (s), Gavel rounds merged
-#: into the record (:meth:`agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round), and the
+#: into the record (:meth:`marketsim.agents.trace_rounds.TraceRounds._fast_forward`; 1 = one round), and the
 #: GPU-seconds of the record leased to jobs on a type where the policy gave them no allocation
 #: (work-conserving backfill; ``TraceRoundResult.backfill_gpu_seconds``).
 TRACE_MEASURES = ("active_jobs", "round_start_s", "round_s", "merged_rounds", "backfill_gpu_s")
@@ -89,14 +89,14 @@ def _tenant_attr(agent: TenantAgent, name: str) -> Any:
 class MarketModel(mesa.Model):
     """A shared GPU cluster under one fair-share ``config.policy``.
 
-    ``config``: :class:`agents.config.ModelConfig`; ``rng``: anything Mesa accepts as ``rng``
+    ``config``: :class:`marketsim.agents.config.ModelConfig`; ``rng``: anything Mesa accepts as ``rng``
     (int seed, ``numpy.random.SeedSequence``, ``Generator``). Run with :meth:`run`; read results
     with :meth:`tidy` (long format) or :attr:`datacollector` (which holds only the rounds since
     the last move into compact storage, see :attr:`DRAIN_ROUNDS`). :attr:`workload` is the
-    :class:`agents.config.TraceWorkload` the engine runs (the config's trace, or its tenants as one).
+    :class:`marketsim.agents.config.TraceWorkload` the engine runs (the config's trace, or its tenants as one).
 
     The keyword form ``mesa.batch_run`` drives (a scenario name, policy, variant, seed) is the subclass
-    :class:`scenarios.model.ScenarioModel`.
+    :class:`marketsim.scenarios.model.ScenarioModel`.
 
     :param config: the cluster, tenants or trace, policy and horizon
     :param rng: the model's seed: an int, a ``SeedSequence`` or a ``Generator`` (``None``: fresh entropy)
@@ -118,7 +118,7 @@ class MarketModel(mesa.Model):
         if config.trace is not None:
             self.workload: TraceWorkload = config.trace
         else:
-            from agents.trace_from_tenants import tenants_workload
+            from marketsim.agents.trace_from_tenants import tenants_workload
 
             self.workload = tenants_workload(config)
 
@@ -153,7 +153,7 @@ class MarketModel(mesa.Model):
         self.datacollector = self._new_collector()
 
     #: also give the DataCollector one model reporter per cluster measure and the tenant agents'
-    #: measures as agent-type reporters (what ``mesa.batch_run`` reads; :class:`scenarios.model.ScenarioModel`
+    #: measures as agent-type reporters (what ``mesa.batch_run`` reads; :class:`marketsim.scenarios.model.ScenarioModel`
     #: sets it); :meth:`tidy` reads only the round arrays and the tenants' blocks
     MESA_REPORTERS = False
 
@@ -198,7 +198,7 @@ class MarketModel(mesa.Model):
         return self.servers
 
     def healthy_servers(self) -> list[Any]:
-        """The :class:`market.types.GpuServer` of every healthy host."""
+        """The :class:`marketsim.market.types.GpuServer` of every healthy host."""
         return [s.server for s in self.servers if s.healthy]
 
     def m_avail(self) -> np.ndarray:

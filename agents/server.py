@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from mesa.discrete_space import FixedAgent
 
-from market.types import GpuServer
+from marketsim.market.types import GpuServer
 
 if TYPE_CHECKING:
     from mesa.discrete_space import Cell
 
-    from agents.model import MarketModel
+    from marketsim.agents.model import MarketModel
 
 __all__ = ["GPUServerAgent"]
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_nonneg, check_positive
+from marketsim.market.errors import InputError, as_float_array, check_nonneg, check_positive
 
 __all__ = [
     "Strategy",
@@ -252,7 +252,7 @@ class HedgeLearner:
     tags: ClassVar[Mapping[str, Any]] = _LEARNING_TAGS
 
     def __post_init__(self) -> None:
-        from market.errors import check_int
+        from marketsim.market.errors import check_int
 
         check_int("HedgeLearner.points", self.points, minimum=2)
         check_positive("HedgeLearner.low", self.low)

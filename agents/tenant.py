@@ -1,9 +1,9 @@
 """Tenant agents: a tenant of the cluster with its reporting strategy, called by the round engine.
 
 A :class:`TenantAgent` owns some jobs of the workload (indices into the round engine's arrays,
-:mod:`agents.trace_rounds`) and a reporting strategy. It is created when its first job arrives and
+:mod:`marketsim.agents.trace_rounds`) and a reporting strategy. It is created when its first job arrives and
 removed (``agent.remove()``) when it leaves: a forced leave, or all its jobs are done. The engine
-calls it at its decision points (:mod:`agents.trace_tenants`): at every policy solve a lying tenant
+calls it at its decision points (:mod:`marketsim.agents.trace_tenants`): at every policy solve a lying tenant
 REPORTS (:meth:`TenantAgent.report_rows`: its strategy maps each job's true speedup vector to the
 reported one); a learning tenant SAMPLES its report for the round from its Hedge weights
 (:meth:`TenantAgent.sample`) and LEARNS from the TRUE throughput every report of its grid would have
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 import mesa
 import numpy as np
 
-from agents.strategies import MultiplicativeNoise, ScaleDims, Strategy
+from marketsim.agents.strategies import MultiplicativeNoise, ScaleDims, Strategy
 
 if TYPE_CHECKING:
-    from agents.config import TenantConfig
-    from agents.model import MarketModel
+    from marketsim.agents.config import TenantConfig
+    from marketsim.agents.model import MarketModel
 
 __all__ = ["TenantAgent", "report_factors", "ALL_JOBS"]
 
@@ -58,7 +58,7 @@ def report_factors(strategy: Strategy, job_type: str, row: np.ndarray, rng: np.r
 class TenantAgent(mesa.Agent):
     """A tenant (module docstring). ``code``: its index among the workload's tenants; ``jobs``:
     its job indices (arrival order); ``strategy``: its reporting strategy; ``weight``: its priority
-    ``π``; ``config``: its :class:`agents.config.TenantConfig` for a synthetic workload (None on a
+    ``π``; ``config``: its :class:`marketsim.agents.config.TenantConfig` for a synthetic workload (None on a
     trace). Per-round measures (slowest-GPU equivalents, set after every round it has an active
     job, else 0): ``est`` = true value of its jobs' time fractions, ``est_reported`` = the same at
     its reports, ``act`` = work done per second of the round, ``alloc_gpus`` = fractional GPUs,

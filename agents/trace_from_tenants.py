@@ -1,9 +1,9 @@
 """A synthetic workload (tenants with jobs, drawn by a scenario) as the trace the round engine runs.
 
-There is one round engine (:mod:`agents.trace_rounds`, ``docs/trace_simulation.md``): a synthetic
+There is one round engine (:mod:`marketsim.agents.trace_rounds`, ``docs/trace_simulation.md``): a synthetic
 workload is a generated trace. :func:`tenants_workload` writes the tenants and jobs of a synthetic
-:class:`agents.config.ModelConfig` as a :class:`agents.config.TraceWorkload`, and
-:class:`agents.model.MarketModel` runs a config with tenants exactly as it runs that trace (same
+:class:`marketsim.agents.config.ModelConfig` as a :class:`marketsim.agents.config.TraceWorkload`, and
+:class:`marketsim.agents.model.MarketModel` runs a config with tenants exactly as it runs that trace (same
 records and completions; ``tests/test_one_engine.py`` checks it against a trace written by hand).
 The mapping (units: seconds, slowest-GPU-seconds of work, steps = slowest-GPU-seconds):
 
@@ -32,9 +32,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from agents.config import ModelConfig, TraceWorkload
-from market.errors import InputError
-from market.traces import Trace
+from marketsim.agents.config import ModelConfig, TraceWorkload
+from marketsim.market.errors import InputError
+from marketsim.market.traces import Trace
 
 __all__ = ["tenants_workload", "trace_config"]
 

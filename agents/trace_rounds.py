@@ -1,9 +1,9 @@
 """The round engine: scheduling rounds over a workload of jobs, on numpy arrays of job state (no Mesa here).
 
 :class:`TraceRounds` is the ONE round engine of every run (``ModelConfig.trace``, or a synthetic
-workload turned into a trace by :func:`agents.trace_from_tenants.tenants_workload`); the
-:class:`agents.auctioneer.Auctioneer` calls :meth:`TraceRounds.step` once per Mesa step and the
-Mesa agents act at its decision points (:mod:`agents.trace_tenants`: tenants report through their
+workload turned into a trace by :func:`marketsim.agents.trace_from_tenants.tenants_workload`); the
+:class:`marketsim.agents.auctioneer.Auctioneer` calls :meth:`TraceRounds.step` once per Mesa step and the
+Mesa agents act at its decision points (:mod:`marketsim.agents.trace_tenants`: tenants report through their
 strategies at every re-solve, learners sample and learn; server agents fail and heal; tenants
 arrive, leave and exit). With Gavel's lease realisation it follows the simulator of Gavel
 (``scheduler/scheduler.py``: ``simulate``, ``_update_priorities``, ``_schedule_jobs_on_workers``;
@@ -35,12 +35,12 @@ from Gavel's simulator is listed in ``docs/trace_simulation.md``. One round star
      Priority-0 entries stay in the queue, so idle GPUs go to any job that fits (work conservation
      as in Gavel), except under the policies of :data:`ALLOCATED_ONLY` (``gavel-fifo``).
    * ``"oef-rounding"`` / ``"gandiva-lottery"``: a class realiser (``realiser``: OEF spec A6's
-     :class:`market.oef.placer.DeviationRounder`, or :class:`market.oef.realise.GandivaLottery`)
+     :class:`marketsim.market.oef.placer.DeviationRounder`, or :class:`marketsim.market.oef.realise.GandivaLottery`)
      turns each class's fractional devices into whole GPUs per type; spec A7
-     (:func:`market.oef.placer.assign_class`, rule ``assign_rule``) starts the class's jobs on them,
+     (:func:`marketsim.market.oef.placer.assign_class`, rule ``assign_rule``) starts the class's jobs on them,
      longest-starved first; a job may get GPUs of several types (a straggler).
 4. **Hosts** (only with a ``placer``: placement "auto" | "oef" | "naive"; "ideal" skips it): the
-   leases go on hosts (:class:`market.hosts.HostPlacer`).
+   leases go on hosts (:class:`marketsim.market.hosts.HostPlacer`).
 5. **Progress.** A lease on one GPU type runs at the consolidated throughput of the job's scale
    factor on that type (steps/s of the whole job); over several types at the slowest of them
    (straggler, OEF spec §2.3); over several hosts at the ``unconsolidated`` throughput if given,
@@ -63,7 +63,7 @@ policies (:data:`GAVEL_NATIVE`: ``gavel-max-min-perf``, ``gavel-max-sum-throughp
 ``scale_factors`` (weights ``priority · π_u / active jobs of the tenant`` unless
 ``tenancy = "job"``). ``gavel-max-min-perf`` solves identical jobs (same throughputs, scale factor,
 weight and time bound) once, with equal time fractions (its ``aggregate = True``,
-:mod:`market.oef.roundlp`): the same optimum as the per-job program, and the point of its optimal
+:mod:`marketsim.market.oef.roundlp`): the same optimum as the per-job program, and the point of its optimal
 face that Gavel's interior-point solver (cvxpy + ECOS) converges to by symmetry, where a simplex
 vertex would split identical jobs unevenly (:data:`NATIVE_OPTIONS`). A time-fraction row summing
 above 1 (policies without caps, e.g. OEF) is scaled down to 1 for Gavel's lease (a job cannot run
@@ -80,7 +80,7 @@ speedup bound of the policies holds); whatever time they give the job on that ty
 **Lying tenants**: the policy sees the REPORTED throughputs of every job (rows, normalisers, time
 fractions), while jobs progress, lease feasibility (throughput > 0) and the estimated throughput
 use the TRUE ones: outcomes from reports, experience from truth. The reports come from the
-tenants (:attr:`TraceRounds.reporter`, an :class:`agents.trace_tenants.TraceTenants`, asked at
+tenants (:attr:`TraceRounds.reporter`, an :class:`marketsim.agents.trace_tenants.TraceTenants`, asked at
 every solve) or, fixed, from ``reported``.
 
 Units: seconds, steps, steps/s, GPUs.
@@ -96,11 +96,11 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError
-from market.hosts import HostPlacement, HostPlacer
-from market.oef.placer import assign_class
-from market.oef.roundlp import row_classes, row_groups
-from market.oef.throughput import spread_efficiency
+from marketsim.market.errors import InputError
+from marketsim.market.hosts import HostPlacement, HostPlacer
+from marketsim.market.oef.placer import assign_class
+from marketsim.market.oef.roundlp import row_classes, row_groups
+from marketsim.market.oef.throughput import spread_efficiency
 
 __all__ = [
     "TraceRounds",
@@ -221,11 +221,11 @@ def lying_throughputs(
     throughputs: np.ndarray, job_types: np.ndarray, tenants: np.ndarray, liars: Any, strategy: Any
 ) -> np.ndarray:
     """Reported throughputs (N, k): the jobs of the tenants in ``liars`` report with ``strategy``,
-    every other job the truth. Only per-dimension scaling (:class:`agents.strategies.ScaleDims`,
+    every other job the truth. Only per-dimension scaling (:class:`marketsim.agents.strategies.ScaleDims`,
     a variant's ``strategy = "scale"`` or ``"fast"``) applies to raw throughputs unchanged: the
     row ``T[l]`` becomes ``T[l] * f`` with ``f`` the strategy's factors for the job's type (a
     speedup vector scaled by ``f`` is the raw row scaled by ``f``; zeros stay zeros)."""
-    from agents.strategies import ScaleDims
+    from marketsim.agents.strategies import ScaleDims
 
     if not isinstance(strategy, ScaleDims):
         why = "is not supported with a trace workload: use 'scale' or 'fast' (per-type factors)"
@@ -418,7 +418,7 @@ class TraceRounds:
         self._solved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: (active jobs, policy seconds) of every solve, for the benchmark
         self.solve_log: list[tuple[int, float]] = []
-        #: the tenants' reports and decisions (:class:`agents.trace_tenants.TraceTenants`; None: :attr:`R`)
+        #: the tenants' reports and decisions (:class:`marketsim.agents.trace_tenants.TraceTenants`; None: :attr:`R`)
         self.reporter: Any = None
         #: merge rounds in which nothing can change into one step (:meth:`_fast_forward`; exact)
         self.skip_rounds = True

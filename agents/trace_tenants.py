@@ -1,12 +1,12 @@
 """The tenants of a run: who owns which job, when tenants arrive and leave, what they report, what
 they experience.
 
-Every run keeps its job state in the numpy arrays of :class:`agents.trace_rounds.TraceRounds`;
+Every run keeps its job state in the numpy arrays of :class:`marketsim.agents.trace_rounds.TraceRounds`;
 :class:`TraceTenants` puts the tenants on top, in the same vectorised style, and calls the tenant
-agents (:class:`agents.tenant.TenantAgent`) at the engine's decision points:
+agents (:class:`marketsim.agents.tenant.TenantAgent`) at the engine's decision points:
 
 * **Ownership.** Tenant ``u`` owns the jobs whose tenant name (``TraceWorkload.tenants``: the
-  scenario's tenancy ``"job"``, ``"user"`` or ``N`` on a trace, :func:`market.traces.tenant_of_jobs`;
+  scenario's tenancy ``"job"``, ``"user"`` or ``N`` on a trace, :func:`marketsim.market.traces.tenant_of_jobs`;
   the tenant of each job of a synthetic workload) is ``u``. Per-tenant measures are sums over a
   tenant's active jobs (``np.bincount``, no loop over jobs or tenants).
 * **Agents.** Every tenant with a strategy in ``TraceWorkload.strategies`` (a scenario's
@@ -19,7 +19,7 @@ agents (:class:`agents.tenant.TenantAgent`) at the engine's decision points:
   path): a 100,000-job trace would otherwise mean 100,000 Mesa agents and a Python call each per
   round; its measures come from the same arrays.
 * **Reports.** At every policy solve each agent whose strategy is not truthful is consulted for
-  its active jobs' rows (:meth:`agents.tenant.TenantAgent.report_rows`): a strategy maps a true
+  its active jobs' rows (:meth:`marketsim.agents.tenant.TenantAgent.report_rows`): a strategy maps a true
   speedup vector of a job type to a reported one; the true vector of a job is its throughput row
   divided by the entry of its first GPU type it can run on (entries it cannot run on, throughput 0,
   are given to the strategy as 1 and stay 0 in the report); the report becomes per-type factors
@@ -38,14 +38,14 @@ agents (:class:`agents.tenant.TenantAgent`) at the engine's decision points:
 * **Truth vs report.** The policy sees the reports; leases' feasibility, progress, ``est`` and
   ``act`` use the TRUE throughputs.
 
-Per-round measures (:data:`agents.model.TENANT_MEASURES`, slowest-GPU equivalents), for every
+Per-round measures (:data:`marketsim.agents.model.TENANT_MEASURES`, slowest-GPU equivalents), for every
 tenant with an active job: ``est`` = ``Σ_j alloc_j · T_j / unit_j`` over its jobs (``unit_j``:
 steps per GPU-second on the job's slowest feasible type, :attr:`TraceRounds.unit`), ``est_reported``
 the same with the reported rows (normalised by the reported entry of the same type), ``act`` =
 steps done in the record ``/ unit / record length`` (a rate over the record's ``round_s``, so
 ``act × round_s`` is the work done), ``alloc_gpus`` = ``Σ_j Σ_t alloc_jt · scale_j`` (fractional
 GPUs), ``gpus`` = GPUs leased, ``runnable_jobs`` = active jobs. They are summed into numpy blocks
-(one row per active tenant and record) that :class:`agents.model.MarketModel` drains with its other
+(one row per active tenant and record) that :class:`marketsim.agents.model.MarketModel` drains with its other
 records; the present agents get their own values every round.
 """
 
@@ -56,13 +56,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.strategies import Strategy, Truthful
-from agents.tenant import ALL_JOBS, TenantAgent, TraceTenantAgent, report_factors
+from marketsim.agents.strategies import Strategy, Truthful
+from marketsim.agents.tenant import ALL_JOBS, TenantAgent, TraceTenantAgent, report_factors
 
 if TYPE_CHECKING:
-    from agents.config import TenantConfig, TraceWorkload
-    from agents.model import MarketModel
-    from agents.trace_rounds import TraceRoundResult, TraceRounds
+    from marketsim.agents.config import TenantConfig, TraceWorkload
+    from marketsim.agents.model import MarketModel
+    from marketsim.agents.trace_rounds import TraceRoundResult, TraceRounds
 
 __all__ = ["TraceTenantAgent", "TraceTenants", "report_factors", "tenant_order", "TRACE_TENANT_MEASURES"]
 
@@ -80,10 +80,10 @@ def tenant_order(tenants: np.ndarray) -> list[str]:
 class TraceTenants:
     """The tenants of a run (module docstring): arrivals, leaves and exits of the agents
     (:meth:`round_start`, :meth:`round_end`), reports and learning for the engine (``reports``,
-    ``decide``, ``solved``, ``replay``: :attr:`agents.trace_rounds.TraceRounds.reporter`) and
+    ``decide``, ``solved``, ``replay``: :attr:`marketsim.agents.trace_rounds.TraceRounds.reporter`) and
     per-round measures (:meth:`record`). ``rows``: whose per-tenant rows to record
     (``TraceWorkload.tenant_rows``: "agents", "all" or "none"); ``configs``: tenant name ->
-    :class:`agents.config.TenantConfig` of a synthetic workload."""
+    :class:`marketsim.agents.config.TenantConfig` of a synthetic workload."""
 
     def __init__(
         self,

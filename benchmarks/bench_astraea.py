@@ -31,9 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market.astraea import AstraeaParams, collective_revenue, run_astraea  # noqa: E402
-from market.astraea.round import best_schedule_fast, best_schedule_reference  # noqa: E402
-from market.astraea.trace import synthetic_workload  # noqa: E402
+from marketsim.market.astraea import AstraeaParams, collective_revenue, run_astraea  # noqa: E402
+from marketsim.market.astraea.round import best_schedule_fast, best_schedule_reference  # noqa: E402
+from marketsim.market.astraea.trace import synthetic_workload  # noqa: E402
 
 PAPER_S_PER_JOB = 1.56
 

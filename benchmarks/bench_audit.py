@@ -28,8 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market.audit import FairShareTarget, audit  # noqa: E402
-from market.audit.instances import random_instance  # noqa: E402
+from marketsim.market.audit import FairShareTarget, audit  # noqa: E402
+from marketsim.market.audit.instances import random_instance  # noqa: E402
 
 TARGET = 1000.0
 

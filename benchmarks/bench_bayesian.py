@@ -1,9 +1,9 @@
 """Time per learned Bayesian equilibrium on 2 cores, and how close each learned equilibrium is.
 
 Every shipped case of issue #34 item 7 is learned from truthful bidding with the default ES
-settings (:func:`market.learning.bayesian.learn_bid_functions`: 400 rounds, population 32, batch
+settings (:func:`marketsim.market.learning.bayesian.learn_bid_functions`: 400 rounds, population 32, batch
 16384, ``shape = "auto"``: family, degree, sigma and lr per case by
-:func:`market.learning.bayesian.auto_settings`), one task per (configuration, seed), seeds 0..4, on a pool of
+:func:`marketsim.market.learning.bayesian.auto_settings`), one task per (configuration, seed), seeds 0..4, on a pool of
 ``--workers`` processes (default 2). Each process runs single-threaded BLAS
 (``OPENBLAS_NUM_THREADS=1``): the learner's matrix products are small, and on a loaded 2-core machine
 threaded BLAS made it about 3x slower in ad hoc runs.
@@ -45,15 +45,15 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.engine.stats import t_interval  # noqa: E402
-from market.learning.bayesian import (  # noqa: E402
+from marketsim.analysis.engine.stats import t_interval  # noqa: E402
+from marketsim.market.learning.bayesian import (  # noqa: E402
     expected_revenue,
     exploitability,
     learn_bid_functions,
     resolve_settings,
 )
-from market.learning.bne import bne_reference  # noqa: E402
-from market.learning.distributions import make_distribution  # noqa: E402
+from marketsim.market.learning.bne import bne_reference  # noqa: E402
+from marketsim.market.learning.distributions import make_distribution  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -64,7 +64,7 @@ U2 = [{"distribution": "uniform", "high": 1}, {"distribution": "uniform", "high"
 BETA = {"distribution": "beta", "a": 2, "b": 5}
 LOGNORMAL = {"distribution": "lognorm", "s": 0.5, "high": 3}
 #: label -> (mechanism, n or class sizes, values, options, what the BNE is[, ES settings]); no ES
-#: settings = the default family (``shape = "auto"``: :func:`market.learning.bayesian.auto_settings`)
+#: settings = the default family (``shape = "auto"``: :func:`marketsim.market.learning.bayesian.auto_settings`)
 CONFIGS: dict[str, tuple] = {
     "first price, U[0,1], n=2": ("first-price", 2, None, {}, "v/2"),
     "first price, U[0,1], n=3": ("first-price", 3, None, {}, "2v/3"),
@@ -116,7 +116,7 @@ def one(label: str, seed: int) -> dict:
 
 def family(label: str) -> str:
     """The bid-function family and ES step settings of a configuration, e.g.
-    ``monotone, degree 4, sigma 0.005, lr 1`` (:func:`market.learning.bayesian.resolve_settings`)."""
+    ``monotone, degree 4, sigma 0.005, lr 1`` (:func:`marketsim.market.learning.bayesian.resolve_settings`)."""
     mech, n, *_rest = CONFIGS[label]
     es = CONFIGS[label][5] if len(CONFIGS[label]) > 5 else {}
     st = resolve_settings(mech, sum(n) if isinstance(n, list) else n, **es)
@@ -170,7 +170,7 @@ def plot_bids(table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analysis.frontends.learn_bayesian import PALETTE
+    from marketsim.analysis.frontends.learn_bayesian import PALETTE
 
     by_label = table.set_index("config")
     panels = {t: [c for c in cs if c in by_label.index] for t, cs in PANELS.items()}
@@ -291,7 +291,8 @@ def main() -> None:
         f"`benchmarks/bench_bayesian.py{cmd}`: {len(configs)} configurations x {args.seeds} seeds "
         f"= {len(tasks)} ES runs "
         f"(400 rounds, population 32, batch 16384, from truthful bidding; the default family per row, "
-        f'`shape = "auto"` (`market.learning.bayesian.auto_settings`): Bernstein polynomial with coefficients '
+        f'`shape = "auto"` (`marketsim.market.learning.bayesian.auto_settings`): Bernstein polynomial with '
+        f'coefficients '
         f"projected onto non-negative non-decreasing "
         f"ones) on {args.workers} processes, single-threaded BLAS per process. Learned functions (`coef`, and "
         f"`bids` = b(v) at {BID_POINTS} equally spaced values on [low, high]): `{stem}_price_of_lying.csv`; "
@@ -309,7 +310,8 @@ def main() -> None:
         "BNE bid under the value distribution, over values at or above the screening value (largest over bidder "
         "classes); `revenue_gap`: Monte Carlo revenue of the learned bids / BNE revenue − 1; `exploitability`: "
         "a best response's utility gain against the learned profile as a fraction of the bidder's utility under it "
-        "(largest over classes; `market.learning.bayesian.exploitability`: exact law of the opponents' top bid over "
+        "(largest over classes; `marketsim.market.learning.bayesian.exploitability`: exact law of the opponents' top "
+        "bid over "
         "4096 value quantiles, 401-bid grid plus 4 local refinements per own value, 201 own values); `BNE "
         "exploitability`: the same measure on the exact BNE, i.e. the grids' own error (not a learning error).",
         "",

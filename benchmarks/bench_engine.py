@@ -38,7 +38,7 @@ def _cpu_of(tree: Path, args: list[str], out: Path) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(tree)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    code = "import sys; from analysis.frontends.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from marketsim.analysis.frontends.cli import main; sys.exit(main(sys.argv[1:]))"
     subprocess.run([sys.executable, "-c", code, *args, "--out", str(out)], cwd=tree, env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

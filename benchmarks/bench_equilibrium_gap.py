@@ -1,6 +1,6 @@
 """Does a pure approximate equilibrium exist? The smallest epsilon over zoomed grids of pure report
 profiles on issue #11's two-tenant instance W = [[1, 2], [1, 5]], m = [1, 1], for every fair-share
-allocator of marketsim (:func:`market.learning.dynamics.pure_equilibrium_search`).
+allocator of marketsim (:func:`marketsim.market.learning.dynamics.pure_equilibrium_search`).
 
 Each tenant scales its fast-GPU speedup by a factor in [1e-3, 1e3]; a 25 x 25 log grid of profiles
 is zoomed three times (a window a quarter as wide around the best profile each time); epsilon at a
@@ -9,7 +9,7 @@ A minimum well above 1% says the 1%-certificate goal of issue #11 has nothing to
 mechanism (evidence on a grid, not a proof: outcomes can jump between grid points).
 
 The best profile of each search is then certified by the audit's own search (every report the
-validator accepts, :func:`market.learning.certificates.audit_profile`): ``eps_audit``.
+validator accepts, :func:`marketsim.market.learning.certificates.audit_profile`): ``eps_audit``.
 
 Usage: ``.venv/bin/python benchmarks/bench_equilibrium_gap.py [--only a,b] [--recheck]``. Writes
 ``benchmarks/results/equilibrium_gap.json`` and ``.md`` and ``docs/equilibrium_gap.png`` (the
@@ -31,7 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from market.learning.dynamics import FairShareGame, pure_equilibrium_search  # noqa: E402
+from marketsim.market.learning.dynamics import FairShareGame, pure_equilibrium_search  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -47,7 +47,7 @@ def main() -> None:
     args = ap.parse_args()
     rows, surfaces = [], {}
     if args.recheck:
-        from market.learning.certificates import audit_profile
+        from marketsim.market.learning.certificates import audit_profile
 
         rows = json.loads((RESULTS / "equilibrium_gap.json").read_text())["rows"]
         for r in rows:

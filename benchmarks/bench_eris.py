@@ -27,10 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market.eris import ErisAuction  # noqa: E402
-from market.eris.deploy import prepare_job  # noqa: E402
-from market.eris.schedule import build_menu, build_menu_reference, choose  # noqa: E402
-from market.eris.workload import eris_simulator  # noqa: E402
+from marketsim.market.eris import ErisAuction  # noqa: E402
+from marketsim.market.eris.deploy import prepare_job  # noqa: E402
+from marketsim.market.eris.schedule import build_menu, build_menu_reference, choose  # noqa: E402
+from marketsim.market.eris.workload import eris_simulator  # noqa: E402
 
 
 def _same(m1, m2) -> bool:

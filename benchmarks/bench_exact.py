@@ -1,4 +1,5 @@
-"""Exact best responses (market.audit.exact): certified share, gap and CPU time per policy, size and formulation.
+"""Exact best responses (marketsim.market.audit.exact): certified share, gap and CPU time per policy, size and
+formulation.
 
 One command rewrites benchmarks/results/exact.json and exact.md:
 
@@ -45,7 +46,7 @@ def _instance(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.
 
 def _cell(policy: str, n: int, k: int, form: str, insts: list, args: argparse.Namespace) -> dict:
     """Deviator 0 on every instance of one (policy, size, formulation) cell."""
-    from market.audit.exact import best_response
+    from marketsim.market.audit.exact import best_response
 
     load0 = os.getloadavg()[0]
     per = []

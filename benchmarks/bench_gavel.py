@@ -27,8 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market import registry  # noqa: E402
-from market.oef import lp  # noqa: E402
+from marketsim.market import registry  # noqa: E402
+from marketsim.market.oef import lp  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -110,7 +110,7 @@ def main() -> None:
                  r["auto_picks"], f"{r['ipm_speedup']:.2f}x"]  # fmt: skip
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines += ["", f"`auto` switches to interior point at {lp.AUTO_IPM_NONZEROS} constraint non-zeros "
-              "(`market.oef.lp.AUTO_IPM_NONZEROS`).", ""]  # fmt: skip
+              "(`marketsim.market.oef.lp.AUTO_IPM_NONZEROS`).", ""]  # fmt: skip
     (RESULTS / "gavel.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

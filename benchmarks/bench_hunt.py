@@ -11,7 +11,7 @@
    evaluations per wall second of a whole hunt.
 
 3. ``--ratio``: the competitive-ratio hunts (OASiS C-O4, PD-ORS C-P7) and PD-ORS C-P10-truthful
-   through ``marketsim claims ... --hunt-evals N`` (:func:`market.audit.hunt.hunt_claims`: every
+   through ``marketsim claims ... --hunt-evals N`` (:func:`marketsim.market.audit.hunt.hunt_claims`: every
    witness re-checked by the ledger's checker and by an independent oracle), plus the same ratio
    hunts with the capacity fixed inside the theorems' small-demand assumption (demand/capacity
    1/20 and 1/100); writes hunt_ratio.json and the "Competitive-ratio claims" section of hunt.md.
@@ -19,7 +19,7 @@
    600 --seed 0 --json`` run twice (same figures expected) and the witness's ``reaudit`` command
    run once; writes hunt_c1ext.json and the "OEF C1-ext on the realistic box" section of hunt.md.
 5. ``--speed-only``: the speed table alone for every registered fair-share policy at 4x3 and 6x4,
-   with the path before the audit screens (:mod:`market.audit.screens`) beside it
+   with the path before the audit screens (:mod:`marketsim.market.audit.screens`) beside it
    (``--speed-mechanisms a,b`` re-measures some, keeping the other rows); ``--cell-compare``:
    the optimisers in one (n, k) cell at a time, the manipulability benchmark's setting.
 
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from market.audit.hunt import hunt, hunt_space
-from market.audit.hunt_spaces import HUNT_CONFIG, MisreportSpace
-from market.audit.instances import random_instance
+from marketsim.market.audit.hunt import hunt, hunt_space
+from marketsim.market.audit.hunt_spaces import HUNT_CONFIG, MisreportSpace
+from marketsim.market.audit.instances import random_instance
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -111,10 +111,10 @@ def _at(row: dict, budget: int) -> float:
 
 def speed(n_inst: int, mechanisms: list[str] | None = None, n: int = 4, k: int = 3) -> list[dict]:
     """CPU seconds per hunt evaluation (``n`` tenants, ``k`` GPU types, ``n_inst`` instances) of every
-    mechanism; for those with an audit screen (:mod:`market.audit.screens`) also without it (the
+    mechanism; for those with an audit screen (:mod:`marketsim.market.audit.screens`) also without it (the
     path before the screens), interleaved instance by instance, and whether both gave the same figures."""
-    import market.audit.screens as screens
-    from market import registry
+    import marketsim.market.audit.screens as screens
+    from marketsim.market import registry
 
     rng = np.random.default_rng(0)
     insts = [random_instance(rng, n=n, k=k, m_max=4) for _ in range(n_inst)]
@@ -153,7 +153,7 @@ def _speed_lines(rows: list[dict], n_inst: int) -> list[str]:
     lines = ["## Speed of one evaluation (inner search `HUNT_CONFIG`)", "",
              f"`HUNT_CONFIG = {HUNT_CONFIG}`; {n_inst} random instances of the ledger's generator per size (steps "
              "U(1, 1.6), m_j in 1..4), deviator row 0; CPU seconds (`time.process_time`, one core). `before` = "
-             "the same evaluations without the audit's linprog-free screens (`market.audit.screens`: gavel, "
+             "the same evaluations without the audit's linprog-free screens (`marketsim.market.audit.screens`: gavel, "
              "si-constrained), run interleaved instance by instance; `same figures` = identical effects. Target of "
              "issue #26: <= 0.1 CPU s for 4 tenants x 3 types.", "",
              "| mechanism | size | CPU s / evaluation | evaluations / CPU s | before: CPU s / evaluation | speed-up | "
@@ -177,11 +177,11 @@ SMALL_DEMAND = {"oasis": (60.0, 300.0), "pdors": (40.0, 200.0)}
 def ratio(evals: dict[str, int], small_evals: int, seed: int) -> dict:
     """The ratio hunts (module docstring, mode 3): one ledger entry each, hunted; then the small-demand
     hunts (no baseline: the ledger's sampler draws the coarse capacities)."""
-    from market.audit.claims import run_claims, to_records
-    from market.audit.hunt import hunt_claims
-    from market.audit.oracles import confirm_witness
-    from market.oasis.hunt import OasisRatioSpace
-    from market.pdors.hunt import PdorsRatioSpace
+    from marketsim.market.audit.claims import run_claims, to_records
+    from marketsim.market.audit.hunt import hunt_claims
+    from marketsim.market.audit.oracles import confirm_witness
+    from marketsim.market.oasis.hunt import OasisRatioSpace
+    from marketsim.market.pdors.hunt import PdorsRatioSpace
 
     part = OUT / "hunt_ratio.partial.json"  # finished claims of an interrupted run (same budgets), resumed
     out: dict = {"_commands": {}, "load": {"start": os.getloadavg()}}
@@ -452,7 +452,7 @@ def main() -> None:
     lines += ["", "**Choice.** Highest mean best per space and budget: " + "; ".join(
         f"{b} evaluations: " + ", ".join(f"{o} on {c} of {len(_spaces())}" for o, c in sorted(w.items()))
         for b, w in sorted(wins.items())) + f". Most wins at the larger budget: `{winner}`; the default of "
-        "`market.audit.hunt.hunt(optimiser=...)` and `--hunt-optimiser` is `de`. " + why, ""]  # fmt: skip
+        "`marketsim.market.audit.hunt.hunt(optimiser=...)` and `--hunt-optimiser` is `de`. " + why, ""]  # fmt: skip
     lines += ["", *_speed_lines(sp, args.speed_instances)]
     lines += ["", f"Whole hunt of OEF C1-ext, {args.whole_evals} evaluations (seed 0, with the random baseline, "
               "shrinking and the "

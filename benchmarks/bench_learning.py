@@ -2,13 +2,13 @@
 self-play on the first-price control auction.
 
 * 20 tenants, 3 GPU types (8 GPUs each), TRUE speedups drawn once (seed 0, sorted U[1.1, 6]);
-  every tenant learns (:func:`market.learning.continuous.continuous_best_response`, tol 1%), with a
+  every tenant learns (:func:`marketsim.market.learning.continuous.continuous_best_response`, tol 1%), with a
   budget of ``--limit`` seconds (default 120) per mechanism. Reports best responses per second,
   mechanism evaluations per second, passes, status, the largest gain of the last pass and the
   epsilon the audit's full search measures at the final profile (its time included). The goal of
   issue #11 is an epsilon <= 1% certificate within 2 minutes on 2 cores: met only when the status
   is ``converged`` (a pass moved nobody and the audit at the final profile finds < 1%).
-* The same population with optimistic Hedge (:func:`market.learning.dynamics.hedge`, every tenant
+* The same population with optimistic Hedge (:func:`marketsim.market.learning.dynamics.hedge`, every tenant
   learning over a 5 x 5 log grid of factors in [0.25, 4] on its two speedup dimensions, full
   counterfactual TRUE throughputs each round computed on a 2-process pool, ``eta`` 200, picked
   in ad hoc runs on non-cooperative OEF among 2, 50, 200 and 500 (not a shipped sweep),
@@ -17,8 +17,8 @@ self-play on the first-price control auction.
   ``grid-cce``), or at ``--limit`` seconds. This certifies the CCE only against the 25 grid
   reports, not against every report (the pure-profile certificate above uses a finer, wider grid);
   certified play is then re-checked against the 49 factor vectors {1/8, 1/4, ..., 8}^2
-  (:func:`market.learning.dynamics.cce_epsilon`, outside the time budget).
-* First price, n = 2..5 bidders with U[0, 1] values (:func:`market.learning.bayesian.learn_bid_function`,
+  (:func:`marketsim.market.learning.dynamics.cce_epsilon`, outside the time budget).
+* First price, n = 2..5 bidders with U[0, 1] values (:func:`marketsim.market.learning.bayesian.learn_bid_function`,
   ``--rounds`` ES rounds): rounds per second, L2 distance to the BNE (n−1)/n·v, CPU only.
 
 Usage: ``.venv/bin/python benchmarks/bench_learning.py [--limit 120] [--rounds 400]``. Writes
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from market.learning.bayesian import bne_first_price, learn_bid_function
-from market.learning.continuous import continuous_best_response
-from market.learning.dynamics import FairShareGame, cce_epsilon, default_grid, hedge
+from marketsim.market.learning.bayesian import bne_first_price, learn_bid_function
+from marketsim.market.learning.continuous import continuous_best_response
+from marketsim.market.learning.dynamics import FairShareGame, cce_epsilon, default_grid, hedge
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -45,9 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.engine.stats import t_interval
-from analysis.frontends.learn import LearningScenario, load_learning, run_learning
-from market.learning.dynamics import default_grid
+from marketsim.analysis.engine.stats import t_interval
+from marketsim.analysis.frontends.learn import LearningScenario, load_learning, run_learning
+from marketsim.market.learning.dynamics import default_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -13,7 +13,7 @@ import numpy as np
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from bench_learning import population
 
-from market.learning.continuous import continuous_best_response
+from marketsim.market.learning.continuous import continuous_best_response
 
 W, m = population()
 mech = sys.argv[1]

@@ -1,17 +1,17 @@
 """Worst-case manipulability: the largest gain of a misreport the hunt finds, per mechanism.
 
 Fair share: every registered fair-share policy, n = 2..6 tenants x k = 2..4 GPU types; each cell
-is one hunt (:func:`market.audit.hunt.hunt`, CMA-ES by default) over the realistic box
-(:data:`market.audit.hunt_spaces.REALISTIC`: a fastest/slowest speed ratio up to 12x per tenant,
+is one hunt (:func:`marketsim.market.audit.hunt.hunt`, CMA-ES by default) over the realistic box
+(:data:`marketsim.market.audit.hunt_spaces.REALISTIC`: a fastest/slowest speed ratio up to 12x per tenant,
 Gavel's measured table reaching about 11.6x; 1..8 GPUs per type), grown where the witness sits on
-its edge (``--max-grow`` rounds, up to :data:`~market.audit.hunt_spaces.EDGE_LIMITS`), for row
+its edge (``--max-grow`` rounds, up to :data:`~marketsim.market.audit.hunt_spaces.EDGE_LIMITS`), for row
 0's best misreport of any kind (inflation, deflation, mixed, copies of other rows), against uniform
 random points of the same box on the same number of evaluations. The figure hunted and ranked is
 the gain as a fraction of the deviator's equal-split utility (comparable across instances, finite
 when the truthful utility is 0); the relative gain (incentive ratio − 1) is shown beside it, and a
 gain over a truthful utility of 0 is shown as such, never ranked as ``inf``. Witnesses are
 re-checked by the ledger's ``misreport`` checker and the independent oracle
-(:func:`market.audit.oracles.confirm_witness`). Where a policy claims truthfulness
+(:func:`marketsim.market.audit.oracles.confirm_witness`). Where a policy claims truthfulness
 (``oef-noncoop``, Theorem 5.4: inflation), a second hunt over inflation only is set against the
 bound 0.
 
@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from market import registry
-from market.audit.claims import recheck_witness
-from market.audit.hunt import hunt
-from market.audit.hunt_spaces import EDGE_LIMITS, REALISTIC, MisreportSpace, gavel_max_ratio
-from market.audit.instances import FairShareInstance
-from market.audit.oracles import confirm_witness
+from marketsim.market import registry
+from marketsim.market.audit.claims import recheck_witness
+from marketsim.market.audit.hunt import hunt
+from marketsim.market.audit.hunt_spaces import EDGE_LIMITS, REALISTIC, MisreportSpace, gavel_max_ratio
+from marketsim.market.audit.instances import FairShareInstance
+from marketsim.market.audit.oracles import confirm_witness
 
 OUT = Path(__file__).resolve().parent / "results"
 NS = (2, 3, 4, 5, 6)
@@ -106,7 +106,7 @@ def _row(r: Any, started: float, t0: float, c0: float) -> dict[str, Any]:
 
 
 def _recheck_oracles(rows: list[dict[str, Any]]) -> None:
-    """Re-run :func:`~market.audit.oracles.confirm_witness` on every stored witness the ledger's
+    """Re-run :func:`~marketsim.market.audit.oracles.confirm_witness` on every stored witness the ledger's
     checker confirmed (``oracle`` / ``random_oracle`` of each row, in place): parts computed before
     an oracle changed (the exact best response merged, Gavel's one-job bound scaled) are judged by
     the current one without re-running their hunts."""
@@ -117,7 +117,7 @@ def _recheck_oracles(rows: list[dict[str, Any]]) -> None:
 
 
 def _auction(paper: str, mechanism: str, evals: int, seed: int, optimiser: str, max_shrink: int) -> dict[str, Any]:
-    mod = __import__(f"market.{paper}.hunt", fromlist=["space", "DIMS"])
+    mod = __import__(f"marketsim.market.{paper}.hunt", fromlist=["space", "DIMS"])
     sp = mod.space(mechanism=mechanism, seeds=(0,), deviators=(0, 1), lie_dims=mod.DIMS)
     t0 = time.perf_counter()
     started, c0 = time.time(), time.process_time()

@@ -1,4 +1,4 @@
-"""Benchmark: OEF LP solve time, ours (market.oef: staircase certificate / highspy) vs the same LPs in cvxpy.
+"""Benchmark: OEF LP solve time, ours (marketsim.market.oef: staircase certificate / highspy) vs the same LPs in cvxpy.
 
 For n in (10, 50, 200, 500) tenants and k = 10 GPU types (ordered synthetic generator of spec §5.2,
 ``m_j = max(1, n // 2)``), time ``oef-noncoop`` and ``oef-coop`` (cache off) and the same programs
@@ -63,7 +63,7 @@ FAMILIES = {"ordered": ordered_instance, "unordered": unordered_instance}
 
 def ours(mode: str, W: np.ndarray, m: np.ndarray) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds, objective and solve path of the registered mechanism."""
-    from market.oef import oef_coop, oef_noncoop
+    from marketsim.market.oef import oef_coop, oef_noncoop
 
     fn = oef_coop if mode == "coop" else oef_noncoop
     t0, c0 = time.perf_counter(), time.process_time()
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"oef_lp{suffix}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
     ls, le = meta["load_average_at_start"], meta["load_average_at_end"]
     lines = [
-        "# OEF LP solve time: ours (market.oef) vs the same LPs in cvxpy (default solver)",
+        "# OEF LP solve time: ours (marketsim.market.oef) vs the same LPs in cvxpy (default solver)",
         "",
         f"k = {k}; m_j = max(1, n//2). Times include validation and building the program (ours: the staircase "
         "vertex with its LP-duality certificate for LP (9), else HiGHS primal simplex via highspy from its basis; "

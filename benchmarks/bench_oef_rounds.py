@@ -56,7 +56,7 @@ from bench_trace_scale import (  # noqa: E402
     scale_scenario,
 )
 
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BASELINE = "f83c34d"  # main before the distinct-rows solve (market/oef/mechanisms.py _noncoop)
@@ -65,8 +65,8 @@ TENANTS = 64
 
 _CAPTURE = """
 import pickle, sys
-from market import registry
-from analysis.frontends.cli import main
+from marketsim.market import registry
+from marketsim.analysis.frontends.cli import main
 info = registry.get("oef-noncoop")
 calls = []
 fn = info.fn
@@ -81,7 +81,7 @@ sys.exit(code or 0)
 
 _REPLAY = """
 import pickle, sys, time
-from market import registry
+from marketsim.market import registry
 fn = registry.get("oef-noncoop").fn
 calls = pickle.load(open(sys.argv[1], "rb"))
 fn(*calls[0][:2], **{**calls[0][2], "cache": False})  # imports and first HiGHS instance outside the timing

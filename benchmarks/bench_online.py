@@ -27,12 +27,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from market.oasis import Oasis  # noqa: E402
-from market.oasis.generators import oasis_paper_instance, oasis_tiny_instance  # noqa: E402
-from market.oasis.offline import oasis_offline_optimum  # noqa: E402
-from market.pdors import Pdors, PdorsConfig  # noqa: E402
-from market.pdors.generators import pdors_paper_instance, pdors_tiny_instance  # noqa: E402
-from market.pdors.offline import pdors_offline_optimum  # noqa: E402
+from marketsim.market.oasis import Oasis  # noqa: E402
+from marketsim.market.oasis.generators import oasis_paper_instance, oasis_tiny_instance  # noqa: E402
+from marketsim.market.oasis.offline import oasis_offline_optimum  # noqa: E402
+from marketsim.market.pdors import Pdors, PdorsConfig  # noqa: E402
+from marketsim.market.pdors.generators import pdors_paper_instance, pdors_tiny_instance  # noqa: E402
+from marketsim.market.pdors.offline import pdors_offline_optimum  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -30,9 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from market.auction.market import run_market  # noqa: E402
-from market.pdors.market import make_market  # noqa: E402
-from market.pdors.offline import pdors_offline_optimum  # noqa: E402
+from marketsim.market.auction.market import run_market  # noqa: E402
+from marketsim.market.pdors.market import make_market  # noqa: E402
+from marketsim.market.pdors.offline import pdors_offline_optimum  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CPU_TARGET_S = 600.0
@@ -53,7 +53,7 @@ def _versions() -> dict[str, str]:
 
 def _marketsim() -> list[str]:
     exe = Path(sys.executable).with_name("marketsim")
-    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "analysis.frontends.cli"]
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "marketsim.analysis.frontends.cli"]
 
 
 def measure(scenario: str, policy: str) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default=None, help="comma-separated (default: every policy of the scenario)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     scen = load_scenario(args.scenario)
     policies = [p.strip() for p in args.policies.split(",")] if args.policies else list(scen.policies)

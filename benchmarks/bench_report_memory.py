@@ -6,7 +6,7 @@ jobs/hour on 336 + 336 + 336 GPUs, 360 s rounds, 1,920 s re-solve interval, poli
 tenancy 64, the truthful run and a lying run (tenant 0 reports ``fast``, factor 1.3), seed 0, one
 replication. Each row is one fresh process running ``marketsim run SCENARIO.toml --reps 1 --quiet
 --out TMP`` with a sampler thread (RSS from ``/proc/self/statm`` every 20 ms) and hooks on
-``analysis.engine.runner.run_experiment`` and ``write_experiment`` that split it into phases:
+``marketsim.analysis.engine.runner.run_experiment`` and ``write_experiment`` that split it into phases:
 ``start`` (imports, loading the scenario), ``runs`` (the simulations; records spill to Parquet
 parts), ``write`` (the parts merged into results.parquet) and ``report`` (everything after: plots,
 the trace section, report.md). Per phase: CPU seconds, the RSS at its start and its sampled peak;
@@ -97,7 +97,7 @@ def mark(name):
                        "rss_start_mb": round(state["start"], 1), "peak_mb": round(max(state["peak"], r), 1),
                        "kernel_peak_so_far_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
         state.update(phase=name, peak=r, start=r, cpu=c)
-import analysis.engine.runner as R
+import marketsim.analysis.engine.runner as R
 run0, write0 = R.run_experiment, R.write_experiment
 def run_experiment(*a, **k):
     mark("runs")
@@ -111,7 +111,7 @@ def write_experiment(*a, **k):
     finally:
         mark("report")
 R.run_experiment, R.write_experiment = run_experiment, write_experiment
-from analysis.frontends.cli import main
+from marketsim.analysis.frontends.cli import main
 code = main(sys.argv[2:])
 mark("end")
 with open(sys.argv[1], "w") as fh:
@@ -128,9 +128,10 @@ def _git(*args: str) -> str:
 
 
 def _commit() -> str:
-    """The checkout's commit (marked when tracked files differ from it): analysis.engine.studies.git_commit."""
+    """The checkout's commit (marked when tracked files differ from it):
+    marketsim.analysis.engine.studies.git_commit."""
     sys.path.insert(0, str(ROOT))
-    from analysis.engine.studies import git_commit
+    from marketsim.analysis.engine.studies import git_commit
 
     return git_commit(ROOT, short=True, default="unknown")
 

@@ -18,7 +18,7 @@ wall and CPU seconds per solve, building the program included on both sides):
   normalisers), ``T / P`` for ``gavel-max-min-perf`` (``P = T m / sum(m)``).
 * ``oef-noncoop`` on unordered speedups (``bench_oef_lp.unordered_instance``, k = 10, n = 200):
   cold solves, and a sequence of rounds in which 3 jobs leave and 3 arrive each round, solved
-  with ``warm_start`` (``market.oef.lp.NoncoopWarmStart``) and cold; cvxpy: LP (9) as in
+  with ``warm_start`` (``marketsim.market.oef.lp.NoncoopWarmStart``) and cold; cvxpy: LP (9) as in
   ``bench_oef_lp.py`` (``sum(x, axis=0) <= m``, ``u[1:] == u[0]``, ``Maximize(sum(u))``), ECOS.
 * ``oef-coop`` on unordered speedups, n = 1,000 (target: under 30 s); cvxpy's LP (10) with all
   n(n-1) envy-freeness rows is not attempted at this size (``bench_oef_lp.py`` measures it to n = 200).
@@ -49,11 +49,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_oef_lp import unordered_instance  # noqa: E402
 
-from analysis.engine.studies import git_commit  # noqa: E402
-from market.oef import lp  # noqa: E402
-from market.oef.baselines import _gavel_targets  # noqa: E402
-from market.oef.validate import validate_inputs  # noqa: E402
-from market.registry import get  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.market.oef import lp  # noqa: E402
+from marketsim.market.oef.baselines import _gavel_targets  # noqa: E402
+from marketsim.market.oef.validate import validate_inputs  # noqa: E402
+from marketsim.market.registry import get  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT / "market" / "data" / "gavel_throughputs.csv"
@@ -272,7 +272,7 @@ def noncoop_rounds(n: int, k: int, rounds: int, change: int, seed: int) -> dict[
     filled) and ``back_to_back`` (each solver runs all rounds in a row, as one scheduler would; the
     three passes repeated twice, alternating). Per-round medians, and the largest allocation gap
     between warm and cold and objective gap to cvxpy."""
-    from market.oef import oef_noncoop
+    from marketsim.market.oef import oef_noncoop
 
     rng = np.random.default_rng(seed)
     W0, m = unordered_instance(n, k, 20240 + n)
@@ -423,7 +423,7 @@ def noncoop_cold_paths(sizes: tuple[int, ...], k: int, reps: int) -> list[dict[s
     decomposition (``lp.COLD_DECOMPOSE_ROWS_PER_TYPE`` set to 0) and the staircase-crashed HiGHS
     simplex (set out of reach); median CPU seconds, the path taken and the free rows. The
     threshold's default is read off this table."""
-    from market.oef import oef_noncoop
+    from marketsim.market.oef import oef_noncoop
 
     default = lp.COLD_DECOMPOSE_ROWS_PER_TYPE
     out = []
@@ -448,7 +448,7 @@ def noncoop_cold_paths(sizes: tuple[int, ...], k: int, reps: int) -> list[dict[s
 
 
 def ours_noncoop(W: np.ndarray, m: np.ndarray) -> tuple[float, dict[str, Any]]:
-    from market.oef import oef_noncoop
+    from marketsim.market.oef import oef_noncoop
 
     a = oef_noncoop(W, m, cache=False)
     return float(a.objective), {"path": f"{a.info['noncoop_path']}, {a.info['simplex_iterations']} pivots"}
@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     seq = {"case": "oef-noncoop rounds", "family": "unordered", "n": n_nc, "k": 10,
            **noncoop_rounds(n_nc, 10, 5 if args.quick else 15, 3, seed=11)}  # fmt: skip
     print(json.dumps(seq), flush=True)
-    from market.oef import oef_coop
+    from marketsim.market.oef import oef_coop
 
     W, m = unordered_instance(n_coop, 10, 20240 + n_coop)
     w, c, a = timed(lambda: oef_coop(W, m, cache=False))
@@ -558,7 +558,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], seq: dict[str, Any]
         "`get('gavel').fn(W, m, caps=1)` with `solver='auto'`: identical jobs are solved once (`aggregate='auto'`: "
         "one row per distinct job with n_c times its target and cap, each member gets 1/n_c of its class's "
         "allocation, optimal for the full program), and a program still large enough for interior point is solved "
-        "by price decomposition (`market.oef.maxmin`: rows whose cheapest GPU type at the capacity prices is clear "
+        "by price decomposition (`marketsim.market.oef.maxmin`: rows whose cheapest GPU type at the capacity prices is "
+        "clear "
         "are fixed to it and folded into one coefficient per capacity row, the rest go to one HiGHS dual simplex "
         "solve, and the result is certified optimal for the full program by LP duality; path `decomposition`), "
         "else by one HiGHS LP (path `full`). cvxpy: Gavel's `MaxMinFairnessPolicyWithPerf` code shape with "
@@ -731,7 +732,7 @@ def targets(rows: list[dict[str, Any]], seq: dict[str, Any], coop: dict[str, Any
 
 NOTES = """Where the time goes. On `gavel-table` the program has 26 rows (one per distinct job) instead
 of 4,096, and the seconds are validation and building. On the other families nothing repeats; the
-decomposition (`market.oef.maxmin`, docs/round_lp.md) fixes every job whose pattern at the capacity
+decomposition (`marketsim.market.oef.maxmin`, docs/round_lp.md) fixes every job whose pattern at the capacity
 prices is clear (one type, or, when its time bound binds, its whole time on two types: the path
 column counts those) and solves the free ones (the path column counts them) in one small HiGHS
 program. `heterogeneous` (`m_j = n / 4`) is pinned by the one-job time bound of the job with the

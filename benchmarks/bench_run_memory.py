@@ -7,7 +7,7 @@ in a fresh process per (mode, rounds), runs one ``maxmin`` model for ``rounds`` 
 and at the peak of ``tidy()``, per round, from ``tracemalloc``; the slope between the two round
 counts is the growth per round. Mode ``spill`` passes the drained blocks to a sink (what
 ``marketsim run`` does: they go to Parquet files), ``compact`` keeps them in compact frames
-(:attr:`agents.model.MarketModel.DRAIN_ROUNDS` = 256, the Python API), ``collector`` keeps every
+(:attr:`marketsim.agents.model.MarketModel.DRAIN_ROUNDS` = 256, the Python API), ``collector`` keeps every
 round in Mesa's DataCollector (the model before this change). The tidy peak of ``spill`` is the
 flush of the last block only.
 
@@ -30,8 +30,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 CHILD = """
 import json, sys, tracemalloc
-from scenarios.loader import load_scenario
-from analysis.engine.runner import plan_runs
+from marketsim.scenarios.loader import load_scenario
+from marketsim.analysis.engine.runner import plan_runs
 sc = load_scenario(sys.argv[1])
 spec = plan_runs(sc, 1, 0, ["maxmin"], None)[0]
 model = sc.build_model(spec.policy, spec.variant, spec.seed_sequence())

@@ -5,7 +5,7 @@
 2. Dask ``LocalCluster`` (2 worker processes) overhead vs the process pool (2 workers) on runs of
    about 1 s each (``default`` with backlogged tenants and 400 rounds; target <= 10 %).
 
-Each configuration is a complete :func:`analysis.engine.sweep.run_sweep` into a fresh directory (pool or
+Each configuration is a complete :func:`marketsim.analysis.engine.sweep.run_sweep` into a fresh directory (pool or
 cluster start-up, runs, part files, consolidation), timed once, wall clock. The speed-up sweep
 uses the default chunking (runs per task and part file); the Dask comparison uses chunk size 1 so
 both executors schedule the same 24 tasks. The consolidated results are checked to be identical across
@@ -33,7 +33,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.engine.sweep import RUN_COLUMNS, parse_sweep, plan_sweep, run_sweep  # noqa: E402
+from marketsim.analysis.engine.sweep import RUN_COLUMNS, parse_sweep, plan_sweep, run_sweep  # noqa: E402
 
 SPEEDUP_TARGET = 1.7
 OVERHEAD_TARGET = 0.10

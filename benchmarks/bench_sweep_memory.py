@@ -1,7 +1,7 @@
 """Peak memory of sweep consolidation: streaming (ours) vs holding every measurement.
 
 Runs ``sweep_lie_factor`` with ``rounds`` scaled up (more rows per run), then, each in a fresh
-process, (a) ``analysis.engine.sweep.consolidate`` (streams parts into ``results.parquet``) and (b) loading
+process, (a) ``marketsim.analysis.engine.sweep.consolidate`` (streams parts into ``results.parquet``) and (b) loading
 all measurements into one DataFrame (what consolidation did before: a floor for it, as it also
 concatenated and sorted a copy). Peak RSS from ``resource.getrusage`` of each child.
 
@@ -27,7 +27,7 @@ import resource, sys
 from pathlib import Path
 out = Path(sys.argv[2])
 if sys.argv[1] == "consolidate":
-    from analysis.engine.sweep import consolidate
+    from marketsim.analysis.engine.sweep import consolidate
     consolidate(out)
 else:
     import pandas as pd
@@ -54,7 +54,8 @@ def main() -> None:
             cfg = Path(tmp) / "s.toml"
             cfg.write_text(text.replace("rounds = [8]", f"rounds = [{r}]"))
             out = Path(tmp) / "out"
-            subprocess.run([sys.executable, "-m", "analysis.frontends.cli", "sweep", str(cfg), "--executor", "process",
+            subprocess.run([sys.executable, "-m", "marketsim.analysis.frontends.cli", "sweep", str(cfg), "--executor",
+                            "process",
                             "--workers", "2", "--out", str(out), "--quiet"], cwd=ROOT, check=True,
                            capture_output=True)  # fmt: skip
             import pyarrow.parquet as pq

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scenarios.loader import load_scenario  # noqa: E402
+from marketsim.scenarios.loader import load_scenario  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PHILLY_POLICIES = ("maxmin", "gavel", "gavel-max-min-perf", "gavel-max-sum-throughput", "oef-noncoop", "oef-coop",

@@ -1,7 +1,7 @@
 """What solving identical jobs once buys ``gavel-max-min-perf`` on the packaged Gavel trace.
 
 Runs the packaged 1,301-job trace (12+12+12 GPUs) twice, each in a fresh process: with the trace
-engine's default (identical jobs solved once, ``agents.trace_rounds.NATIVE_OPTIONS``) and with the
+engine's default (identical jobs solved once, ``marketsim.agents.trace_rounds.NATIVE_OPTIONS``) and with the
 per-job program. Records whole-process CPU, mean JCT and, over the policy's solves, the share of
 active jobs that are distinct (same throughputs, scale factor, weight). Writes
 benchmarks/results/trace_aggregate.md. ``python benchmarks/bench_trace_aggregate.py``.
@@ -25,8 +25,8 @@ def child(aggregate: bool) -> None:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    import agents.trace_rounds as tr
-    from scenarios.loader import load_scenario
+    import marketsim.agents.trace_rounds as tr
+    from marketsim.scenarios.loader import load_scenario
 
     if not aggregate:
         tr.NATIVE_OPTIONS = {}

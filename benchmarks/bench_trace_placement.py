@@ -53,14 +53,14 @@ CONFIGS = {  # name -> (placement, migration_cost_s)
 CHILD = r"""
 import json, sys, time
 from dataclasses import replace
-from scenarios.loader import load_scenario
+from marketsim.scenarios.loader import load_scenario
 scenario, policy, placement, mig = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 scen = load_scenario(scenario)
 kw = {} if placement == "ideal" else {"placement": placement, "migration_cost_s": mig}
 scen = replace(scen, **kw)
 placed = {"s": 0.0, "leases": 0}
 try:
-    from market.hosts import HostPlacer
+    from marketsim.market.hosts import HostPlacer
     inner = HostPlacer.place
     def timed(self, jobs, *a, **k):
         t = time.process_time()

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRACE = ROOT / "market" / "data" / "gavel_trace_seed1.trace"
@@ -104,7 +104,7 @@ def ours_env() -> dict[str, str]:
 def marketsim_cmd() -> list[str]:
     """The ``marketsim`` console script beside this Python (what a user runs), else ``python -m``."""
     script = Path(sys.executable).parent / "marketsim"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "analysis.frontends.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "marketsim.analysis.frontends.cli"]
 
 
 def compile_ours() -> None:
@@ -186,8 +186,9 @@ def help_cpu(n: int = 5) -> list[float]:
 
 # -- start-up factors (import-only processes) -----------------------------------------------------------
 GAVEL_IMPORT = "import sys; sys.path.append({d!r}); import scheduler, utils, policies"
-OURS_IMPORT = ("import analysis.frontends.cli, scenarios.loader, analysis.engine.runner, analysis.frontends.plots, "
-               "analysis.frontends.report")  # fmt: skip
+OURS_IMPORT = ("import marketsim.analysis.frontends.cli, marketsim.scenarios.loader, marketsim.analysis.engine.runner, "
+               "marketsim.analysis.frontends.plots, "
+               "marketsim.analysis.frontends.report")  # fmt: skip
 
 
 def _uncached_copy(src: Path, dst: Path) -> Path:

@@ -149,7 +149,7 @@ def _call(cdp: tv.CDP, keys: list[str], unit: str, target: int, clicks: int = 1,
 # page builds it (a matplotlib figure is also rendered to PNG at 90 dpi, as solara.FigureMatplotlib does).
 PROFILE_SCRIPT = r"""
 import io, json, sys, time
-from analysis.frontends import viz
+from marketsim.analysis.frontends import viz
 pages = {"fair-share": (viz.PageModel, {}, ["allocation", "throughput", "gain", "topology"]),
          "auction": (viz.AuctionPageModel, {}, ["timeline", "prices", "auction_gain", "resources"])}
 steps = int(sys.argv[1])

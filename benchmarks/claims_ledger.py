@@ -1,7 +1,7 @@
 """The claims ledger's verdicts as committed files: the entries docs/findings.md and docs/papers/*.md cite.
 
 For each paper (default: every paper with registered claims) runs ``marketsim claims --paper P`` at
-the default size and seed (the same ``market.audit.claims.run_claims`` call) and writes
+the default size and seed (the same ``marketsim.market.audit.claims.run_claims`` call) and writes
 ``benchmarks/results/claims/<paper>.json``: one record per claim with the fields that do not depend
 on the machine (claim id, statement, verdict, effect size, instances, violations, seed, size) and,
 under ``"run"``, the machine's load average, the CPU seconds, the commit and the wall time (under
@@ -41,7 +41,7 @@ def _cpu() -> float:
 
 def write_ledger(paper: str, *, size: str = "small", seed: int = 0, out: Path = OUT) -> Path:
     """Run the ledger of ``paper`` and write ``out/<paper>.json`` (see the module docstring)."""
-    from market.audit.claims import run_claims, to_records
+    from marketsim.market.audit.claims import run_claims, to_records
 
     load0, cpu0, t0 = os.getloadavg(), _cpu(), time.perf_counter()
     records = to_records(run_claims(paper, size=size, seed=seed))
@@ -66,7 +66,7 @@ def write_ledger(paper: str, *, size: str = "small", seed: int = 0, out: Path = 
 
 
 def main() -> int:
-    from market.audit.claims import papers
+    from marketsim.market.audit.claims import papers
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paper", action="append", help="a paper key (repeatable); default: every paper")

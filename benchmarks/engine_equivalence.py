@@ -4,7 +4,7 @@ not change what is simulated).
 For every policy of a few traces (default: the first 4,000 jobs of ``philly_full`` and the packaged
 ``gavel_trace``), builds the run's model exactly as ``marketsim run`` does (replication 0, the
 scenario's first variant), runs it to completion and keeps the completions (job, finish time, JCT,
-...) and the tidy records (:meth:`agents.model.MarketModel.tidy`). ``--save DIR`` writes them as
+...) and the tidy records (:meth:`marketsim.agents.model.MarketModel.tidy`). ``--save DIR`` writes them as
 Parquet files; ``--compare DIR`` runs again and checks every frame equal to the saved one exactly
 (``check_exact``: same rows, same floats), printing one line per run and exiting 1 on a difference.
 Also prints each run's CPU seconds, Gavel rounds, Mesa steps and solves.
@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _scenario(name: str, prefix: int, tmp: Path):  # noqa: ANN202 - scenarios.model.Scenario
-    from scenarios.loader import load_scenario
+def _scenario(name: str, prefix: int, tmp: Path):  # noqa: ANN202 - marketsim.scenarios.model.Scenario
+    from marketsim.scenarios.loader import load_scenario
 
     if name != "philly_full" or prefix <= 0:
         return load_scenario(name)
@@ -44,7 +44,7 @@ def _scenario(name: str, prefix: int, tmp: Path):  # noqa: ANN202 - scenarios.mo
 
 def run_one(scen, policy: str, variant: int = 0):  # noqa: ANN001, ANN201
     """(completions, tidy, stats) of one run of ``policy`` (replication 0, its ``variant``-th variant)."""
-    from analysis.engine.runner import plan_runs
+    from marketsim.analysis.engine.runner import plan_runs
 
     spec = [s for s in plan_runs(scen, 1, 0) if s.policy == policy][variant]
     assert spec.variant == scen.variant_names[variant]

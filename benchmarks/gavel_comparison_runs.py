@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trace_scale import ROOT, TRACE, _child, _load, compile_gavel, gavel_info  # noqa: E402
 from gavel_parity_rows import _compare, _ours_single_seeded, multi, single  # noqa: E402
 
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 OUT_DIR = RESULTS / "gavel_comparison"
@@ -212,7 +212,7 @@ def _pair(a: pd.Series, b: pd.Series) -> dict[str, Any]:
 
 def _ours(policy: str, inp: str, cluster: str, lease_order: str = "fastest", seed: int = 0, per_job: bool = False):
     """Our JCTs (s) on ``inp`` / ``cluster``; ``per_job``: the per-job LP, tied rows in row order (the exact check)."""
-    import agents.trace_rounds as tr
+    import marketsim.agents.trace_rounds as tr
 
     saved = tr.NATIVE_OPTIONS, tr.TIE_BREAK
     if per_job:
@@ -357,7 +357,7 @@ def comparisons(missing: list[str]) -> list[dict[str, Any]]:
 
 
 def _perjob_multi(trace: str) -> pd.Series:
-    import agents.trace_rounds as tr
+    import marketsim.agents.trace_rounds as tr
 
     saved = tr.NATIVE_OPTIONS, tr.TIE_BREAK
     tr.NATIVE_OPTIONS, tr.TIE_BREAK = {}, False

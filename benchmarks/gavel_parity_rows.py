@@ -27,7 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 from tests import test_gavel_sim_compare as single  # noqa: E402
 from tests import test_gavel_sim_multigpu as multi  # noqa: E402
 
@@ -80,7 +80,7 @@ def _ours_single_seeded(policy: str, n: int, gpus: tuple[int, int, int], lease_o
     """JCTs of the first ``n`` jobs of Gavel's trace on ``gpus`` = (V100, P100, K80), replication seed ``seed``."""
     import dataclasses
 
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     v100, p100, k80 = gpus
     types = [(t, c) for t, c in (("k80", k80), ("p100", p100), ("v100", v100)) if c > 0]
@@ -132,7 +132,7 @@ def rows() -> list[dict]:
         ours = [_ours_single_seeded("maxmin", 300, (12, 12, 12), order, s) for s in seeds]
         add("gavel_trace", "gavel_trace", "12:12:12", "max_min_fairness", "maxmin", order, ours, g300)
     # 100 jobs on 4 V100s against Gavel patched to our documented semantics (HiGHS), per-job program
-    import agents.trace_rounds as tr
+    import marketsim.agents.trace_rounds as tr
 
     saved = tr.NATIVE_OPTIONS, tr.TIE_BREAK
     tr.NATIVE_OPTIONS, tr.TIE_BREAK = {}, False

@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trace_scale import ROOT, TRACE, _child, _load, gavel_info, marketsim_cmd, ours_env  # noqa: E402
 
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POLICIES = ("max_min_fairness_perf", "max_sum_throughput_perf", "max_min_fairness")

@@ -2,7 +2,7 @@
 
 Estimated throughput ``Σ_l w_l · x_l`` (slowest-GPU equivalents; the paper's "estimated") depends
 only on the speedup matrix ``W`` and the GPU counts ``m``: no rate model, placement or round loop.
-Two analyses, both seeded and both calling the registered policies (``market.registry``, no caps:
+Two analyses, both seeded and both calling the registered policies (``marketsim.market.registry``, no caps:
 every tenant can use any number of GPUs, as backlogged tenants can):
 
 1. **Upper bound** (``--part bound``): for each OEF mode (cooperative, non-cooperative), each
@@ -40,8 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.engine.stats import t_interval  # noqa: E402
-from market.registry import get  # noqa: E402
+from marketsim.analysis.engine.stats import t_interval  # noqa: E402
+from marketsim.market.registry import get  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 MODES = ("oef-coop", "oef-noncoop")
@@ -93,7 +93,7 @@ def bound(mode: str, base: str, n: int, cap: float, seed: int, maxiter: int, pop
 
 def gavel_types() -> tuple[list[str], np.ndarray]:
     """Gavel's single-GPU job types that run on K80, P100 and V100, and their speedups over the K80."""
-    from market.profiles import feasible, load_throughput_table, speedup_vectors
+    from marketsim.market.profiles import feasible, load_throughput_table, speedup_vectors
 
     table = load_throughput_table(ROOT / "market" / "data" / "gavel_throughputs.csv", ["k80", "p100", "v100"])
     vecs = feasible(speedup_vectors(table, 1, "k80"))

@@ -10,13 +10,13 @@ How the misreport is picked:
    jobs). A lie is a per-GPU-type factor on the VC's reported throughput rows (``p100``, ``v100``;
    the K80 column is the anchor, as the fair-share audit targets normalise by column 0), applied
    to all its jobs: exactly what a trace variant with ``strategy = "scale"`` plays
-   (:class:`agents.strategies.ScaleDims`). For a lie, the engine's own per-round program is solved
-   (:meth:`agents.trace_rounds.TraceRounds._solve` on ``A``: one row per (tenant, job type, GPU
+   (:class:`marketsim.agents.strategies.ScaleDims`). For a lie, the engine's own per-round program is solved
+   (:meth:`marketsim.agents.trace_rounds.TraceRounds._solve` on ``A``: one row per (tenant, job type, GPU
    count) class, the VC's rows at the reported throughputs, the others truthful) and the VC's TRUE
    utility is its estimated throughput, ``sum_j x_j . T_j / unit_j`` over its active jobs (the
-   engine's ``est``, slowest-GPU equivalents). :func:`market.audit.search.audit` searches the two
+   engine's ``est``, slowest-GPU equivalents). :func:`marketsim.market.audit.search.audit` searches the two
    factors in [0.25, 4] (grid, joint Latin-hypercube samples, Nelder-Mead refinement; default
-   :class:`~market.audit.search.AuditConfig`).
+   :class:`~marketsim.market.audit.search.AuditConfig`).
 3. **One lie for the whole trace.** Every snapshot's witness (best lie) is scored on every
    snapshot; the chosen misreport is the witness with the largest mean relative gain over the
    snapshots, rounded to 3 significant digits and scored again.
@@ -25,8 +25,8 @@ How the misreport is picked:
    ones, else this stops) runs through ``marketsim run`` in one fresh process: every replication,
    truthful and lying, at full scale. The VC's TRUE experience, truthful against lying, paired by
    replication (common random numbers), with 95% t intervals over the seeds, as ``marketsim run``'s
-   own "Gain from lying" table computes it (:func:`analysis.engine.stats.paired_gains` and
-   :func:`~analysis.engine.stats.gain_summary`): its throughput while active (time integral of
+   own "Gain from lying" table computes it (:func:`marketsim.analysis.engine.stats.paired_gains` and
+   :func:`~marketsim.analysis.engine.stats.gain_summary`): its throughput while active (time integral of
    ``act`` or ``est`` over the records in which it has a job, divided by that time) and the mean JCT
    of its jobs. The command's CPU seconds and peak RSS come from ``os.wait4``.
 
@@ -55,9 +55,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(ROOT))
-from analysis.engine.studies import git_commit  # noqa: E402
-from market.audit.search import AuditConfig, audit  # noqa: E402
-from market.audit.target import BaseTarget, Dimension  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.market.audit.search import AuditConfig, audit  # noqa: E402
+from marketsim.market.audit.target import BaseTarget, Dimension  # noqa: E402
 
 DAY = 86400.0
 
@@ -96,7 +96,7 @@ class VCTarget(BaseTarget):
 
 def snapshots(days: list[float], policy: str, tenant: str) -> tuple[Any, list[dict[str, Any]]]:
     """Run ``philly_full`` under ``policy`` (replication 0, truthful) and keep the active jobs at ``days``."""
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     scen = load_scenario("philly_full")
     child = np.random.SeedSequence(scen.seed).spawn(1)[0]
@@ -134,9 +134,9 @@ def play(
 
     import pandas as pd
 
-    from analysis.engine.runner import load_report_frame
-    from analysis.engine.stats import gain_summary, paired_gains
-    from scenarios.loader import load_scenario
+    from marketsim.analysis.engine.runner import load_report_frame
+    from marketsim.analysis.engine.stats import gain_summary, paired_gains
+    from marketsim.scenarios.loader import load_scenario
 
     scen = load_scenario(scenario)
     (var,) = [v for v in scen.variants if v.name != "truthful"]
@@ -147,7 +147,7 @@ def play(
     tmp = Path(tempfile.mkdtemp(prefix="philly_full_lie_"))
     try:
         exe = Path(sys.executable).with_name("marketsim")
-        head = [str(exe)] if exe.is_file() else [sys.executable, "-m", "analysis.frontends.cli"]
+        head = [str(exe)] if exe.is_file() else [sys.executable, "-m", "marketsim.analysis.frontends.cli"]
         target = str(Path(scenario).resolve()) if scenario.endswith(".toml") else scenario
         cmd = [*head, "run", target, "--quiet", "--out", str(tmp / "out"), "--workers", str(workers)]
         load0 = os.getloadavg()

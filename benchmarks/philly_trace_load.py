@@ -28,7 +28,7 @@ LINES = RESULTS / "philly_trace_load.jsonl"
 
 
 def run(scale: float, gpus: tuple[int, ...] = (36, 36, 36)) -> None:
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     scen = load_scenario("philly_trace")
     ts = replace(scen.workload.trace, arrival_scale=scale)

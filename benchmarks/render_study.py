@@ -3,7 +3,7 @@
 When the verdict RULES change (analysis/engine/headlines.py) or a study's ``[[headline]]`` tables do,
 but not its cells (same panels, seeds and code paths), the committed ``results.parquet`` still holds
 every number; this rewrites what is derived from it, exactly as ``marketsim run`` writes it
-(``analysis.frontends.study_report.write_study``), and keeps ``results.parquet`` and ``meta.json``
+(``marketsim.analysis.frontends.study_report.write_study``), and keeps ``results.parquet`` and ``meta.json``
 byte for byte. The report's first line says it was re-rendered and from which run.
 
     python benchmarks/render_study.py oef benchmarks/results/oef
@@ -21,8 +21,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.engine.studies import StudyResult, load_study  # noqa: E402
-from analysis.frontends.study_report import write_study  # noqa: E402
+from marketsim.analysis.engine.studies import StudyResult, load_study  # noqa: E402
+from marketsim.analysis.frontends.study_report import write_study  # noqa: E402
 
 #: the derived files this script rewrites (results.parquet and meta.json are the inputs and stay as they are)
 DERIVED = ("report.md", "headlines.csv", "headlines_sensitivity.csv", "headlines_cells.csv", "headlines_summary.json",

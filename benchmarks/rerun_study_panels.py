@@ -4,8 +4,8 @@ For a study whose committed panels are unchanged (same TOML, same seeds, same co
 machine too busy to re-run all of it: the listed ``--panels`` are run (the process executor,
 ``--workers``), a sample of the kept panels' cells is re-run first and must reproduce the committed
 rows exactly (every numeric column but ``seconds``; else the script stops, exit 1), and the merged
-frame is written by ``analysis.frontends.study_report.write_study`` as ``marketsim run`` writes it. Prints the wall
-and CPU seconds (this process and its workers) of the re-run and the machine's load average.
+frame is written by ``marketsim.analysis.frontends.study_report.write_study`` as ``marketsim run`` writes it. Prints the
+wall and CPU seconds (this process and its workers) of the re-run and the machine's load average.
 
     python benchmarks/rerun_study_panels.py oef --panels 10 11 12 \\
         --keep benchmarks/results/oef/results.parquet --out /tmp/oef_out --workers 2
@@ -25,8 +25,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.engine.runner import make_executor  # noqa: E402
-from analysis.engine.studies import (  # noqa: E402
+from marketsim.analysis.engine.runner import make_executor  # noqa: E402
+from marketsim.analysis.engine.studies import (  # noqa: E402
     _SORT,
     StudyResult,
     cell_cost,
@@ -34,7 +34,7 @@ from analysis.engine.studies import (  # noqa: E402
     load_study,
     plan_cells,
 )
-from analysis.frontends.study_report import write_study  # noqa: E402
+from marketsim.analysis.frontends.study_report import write_study  # noqa: E402
 
 
 def _cpu() -> float:

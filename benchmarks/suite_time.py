@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "test_suite.json"
 COMMAND = [sys.executable, "-m", "pytest", "-W", "error::FutureWarning", "-n", "2", "-q", "-p", "no:cacheprovider"]

@@ -2,7 +2,7 @@
 
 The fair-share page's default (``default`` under ``oef-noncoop``, tenant 0 inflating its fast-GPU
 speedups 2x, seed 0) and the auction page's default (``control_auction`` under ``fixed-price``, job 2
-doubling its value, seed 0), stepped exactly as the page steps them (``analysis.frontends.viz``
+doubling its value, seed 0), stepped exactly as the page steps them (``marketsim.analysis.frontends.viz``
 models, no browser): per round the liar's estimated throughput lying and truthful and their paired
 difference; for the auction, whether the liar is admitted lying and truthfully, what it pays, its
 true value and its paired gain per slot. Deterministic; a few seconds of CPU.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from analysis.engine.studies import git_commit  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "viz_defaults.json"
 
@@ -31,7 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=4, help="fair-share rounds to step (default 4, as docs/viz.md shows)")
     a = ap.parse_args()
-    from analysis.frontends import viz
+    from marketsim.analysis.frontends import viz
 
     t0 = time.process_time()
     m = viz.PageModel()

@@ -1,5 +1,5 @@
-"""Lazy re-exports for the paper packages: ``from market.eris import run_eris`` imports
-``market.eris.mechanism`` on first use, so importing a package (or its light ``plugin`` module, as
+"""Lazy re-exports for the paper packages: ``from marketsim.market.eris import run_eris`` imports
+``marketsim.market.eris.mechanism`` on first use, so importing a package (or its light ``plugin`` module, as
 the entry-point loader does) costs nothing until a name is used."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.errors import InputError, check_choice
+from marketsim.market.errors import InputError, check_choice
 
 __all__ = ["HostPlacer", "HostPlacement", "HOST_PLACEMENTS"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_int
+from marketsim.market.errors import InputError, as_float_array, check_int
 
 __all__ = [
     "balance",

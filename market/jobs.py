@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from market.errors import InputError, check_int, check_nonneg, check_positive
-from market.utility import Utility
+from marketsim.market.errors import InputError, check_int, check_nonneg, check_positive
+from marketsim.market.utility import Utility
 
 __all__ = ["PSJob"]
 
@@ -34,7 +34,7 @@ class PSJob:
     :param minibatches: mini-batches per chunk, >= 1
     :param compute_time: seconds of gradient computation per mini-batch on one worker, >= 0
     :param grad_mb: MB pushed (and pulled) per mini-batch, >= 0
-    :param utility: the job's value (currency) as a function of its elapsed time (:mod:`market.utility`)
+    :param utility: the job's value (currency) as a function of its elapsed time (:mod:`marketsim.market.utility`)
     :param worker_bw: Gbit/s reserved per worker, > 0
     :param ps_bw: Gbit/s reserved per parameter server, > 0
     :param worker_demand: resource name -> amount per worker, each >= 0

@@ -10,7 +10,7 @@ package adds one the same way::
     mypaper = "mypaper.plugin:PLUGIN"
 
     # mypaper/plugin.py  (keep it light: it is imported whenever marketsim lists plugins)
-    from market.plugins import Plugin
+    from marketsim.market.plugins import Plugin
     PLUGIN = Plugin(name="mypaper", summary="...", mechanisms={"fair-share": ("mypaper.mechanism",)},
                     claims=("mypaper.claims",))
 
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = [
     "GROUP",
@@ -63,9 +63,9 @@ class Plugin:
         claims and studies
     :param summary: one line for ``marketsim list``
     :param mechanisms: family (``"fair-share"`` / ``"auction"``) -> modules whose import registers
-        mechanisms with :func:`market.registry.register`; a family is imported only when one of its
+        mechanisms with :func:`marketsim.market.registry.register`; a family is imported only when one of its
         mechanisms is asked for
-    :param claims: modules whose import registers claims (:func:`market.audit.claims.register_claim`)
+    :param claims: modules whose import registers claims (:func:`marketsim.market.audit.claims.register_claim`)
     :param market: module with ``make_market(params, rng) -> AuctionMarket``, used by the studies whose
         ``paper`` is ``name`` (auction plugins)
     :param studies: a package holding scenario / study TOML files (found by ``marketsim run NAME``)
@@ -121,7 +121,8 @@ def _discover() -> dict[str, Plugin]:
             _mark_broken(ep.name, f"entry point {ep.value!r} failed to load: {type(exc).__name__}: {exc}")
             continue
         if not isinstance(obj, Plugin):
-            _mark_broken(ep.name, f"entry point {ep.value!r} is a {type(obj).__name__}, not a market.plugins.Plugin")
+            _mark_broken(ep.name,
+                         f"entry point {ep.value!r} is a {type(obj).__name__}, not a marketsim.market.plugins.Plugin")
             continue
         if obj.name in found:
             _mark_broken(ep.name, f"plugin name {obj.name!r} is already provided by another entry point")
@@ -165,7 +166,7 @@ def note_clash(plugin: str, why: str) -> None:
 def clashes() -> dict[str, list[str]]:
     """Name clashes found so far, by plugin: mechanism names already taken (the plugin's mechanism
     was not registered) and plugin names equal to another paper's mechanism name. Complete once every
-    family has been loaded (``market.registry.names()``)."""
+    family has been loaded (``marketsim.market.registry.names()``)."""
     return {k: list(v) for k, v in _CLASHES.items()}
 
 
@@ -197,7 +198,7 @@ def add_plugin(plugin: Plugin) -> None:
     :raises InputError: not a :class:`Plugin`, or its name is taken by a different plugin
     """
     if not isinstance(plugin, Plugin):
-        raise InputError("plugin", plugin, "must be a market.plugins.Plugin")
+        raise InputError("plugin", plugin, "must be a marketsim.market.plugins.Plugin")
     if plugin.name in plugins() and plugins()[plugin.name] != plugin:
         raise InputError("plugin", plugin.name, "is already provided by another plugin")
     _EXTRA[plugin.name] = plugin

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from market.errors import InputError, check_int, check_nonneg, check_positive
+from marketsim.market.errors import InputError, check_int, check_nonneg, check_positive
 
 __all__ = [
     "ThroughputTable",

@@ -3,11 +3,11 @@ is installed).
 
 * ``--marketsim-budget {fast,default,thorough}``: the misreport-search budget of the ``incentive``
   fixture (default ``fast``).
-* ``incentive`` fixture: the assertions of :mod:`market.testing` with that budget bound, e.g.
+* ``incentive`` fixture: the assertions of :mod:`marketsim.market.testing` with that budget bound, e.g.
   ``incentive.assert_strategyproof("my-rule", [(W, m)])``.
 * ``registered_mechanisms`` fixture: ``family -> sorted names`` of every installed plugin.
 
-Importing this module is cheap (it sits outside :mod:`market.testing`): marketsim is imported
+Importing this module is cheap (it sits outside :mod:`marketsim.market.testing`): marketsim is imported
 only when a fixture is used.
 """
 
@@ -36,12 +36,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class IncentiveChecks:
-    """What the ``incentive`` fixture gives a test: the :mod:`market.testing` assertions, with this
+    """What the ``incentive`` fixture gives a test: the :mod:`marketsim.market.testing` assertions, with this
     run's misreport-search ``budget`` (``--marketsim-budget``) as the default of
     :meth:`assert_strategyproof`.
 
     Attributes: ``budget`` (``"fast"``, ``"default"`` or ``"thorough"``), ``IncentiveViolation``
-    (the exception every assertion raises). Also forwarded unchanged from :mod:`market.testing`:
+    (the exception every assertion raises). Also forwarded unchanged from :mod:`marketsim.market.testing`:
     ``assert_envy_free``, ``assert_sharing_incentive``, ``assert_individually_rational``,
     ``assert_budget_balanced``, ``assert_no_counterexample``, ``auction_instance``,
     ``FairShareInstance`` and ``AuctionInstance``.
@@ -50,23 +50,23 @@ class IncentiveChecks:
     """
 
     def __init__(self, budget: str) -> None:
-        import market.testing as mt
+        import marketsim.market.testing as mt
 
         self.budget = budget
         self._mt = mt
         self.IncentiveViolation = mt.IncentiveViolation
 
     def assert_strategyproof(self, mechanism: str | Callable[..., Any], instances: Any, **kw: Any) -> Any:
-        """:func:`market.testing.assert_strategyproof` with this run's budget (a ``budget=`` keyword
+        """:func:`marketsim.market.testing.assert_strategyproof` with this run's budget (a ``budget=`` keyword
         overrides it). ``mechanism``: a registered name or a fair-share callable; ``instances``: an
-        iterable of ``(W, m)`` pairs, :class:`market.testing.FairShareInstance` or
-        :class:`market.testing.AuctionInstance`; ``kw``: ``dims`` (``["weight"]`` searches the
+        iterable of ``(W, m)`` pairs, :class:`marketsim.market.testing.FairShareInstance` or
+        :class:`marketsim.market.testing.AuctionInstance`; ``kw``: ``dims`` (``["weight"]`` searches the
         weight), ``direction``, ``rel_tol``, ``agents``, ``seed``. Returns every audit result;
         raises ``IncentiveViolation`` naming the lie and the gain.
 
         :param mechanism: a registered name or a fair-share callable
         :param instances: the instances to audit
-        :param kw: keywords of :func:`market.testing.assert_strategyproof`
+        :param kw: keywords of :func:`marketsim.market.testing.assert_strategyproof`
         :returns: every audit result
         """
         __tracebackhide__ = True  # pytest: show the violation, not this library's source
@@ -97,6 +97,6 @@ def incentive(request: pytest.FixtureRequest) -> IncentiveChecks:
 @pytest.fixture(scope="session")
 def registered_mechanisms() -> dict[str, list[str]]:
     """``{"fair-share": [...], "auction": [...]}``: every mechanism the installed plugins register."""
-    from market import registry
+    from marketsim.market import registry
 
     return {fam: registry.names(fam) for fam in registry.FAMILIES}

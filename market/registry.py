@@ -2,12 +2,12 @@
 
 Configs, the CLI, the audit and the benchmarks look mechanisms up here by name. There is no
 import-by-string from user input: the modules that register mechanisms are declared by installed
-plugins (:mod:`market.plugins`, entry-point group ``marketsim.mechanisms``), the five papers
+plugins (:mod:`marketsim.market.plugins`, entry-point group ``marketsim.mechanisms``), the five papers
 included, and imported one family at a time when a name of that family is first asked for.
 
 Families:
 
-* ``"fair-share"``: ``fn(W, m, *, weights=None, caps=None, **options) -> market.allocation.Allocation``
+* ``"fair-share"``: ``fn(W, m, *, weights=None, caps=None, **options) -> marketsim.market.allocation.Allocation``
   where ``W`` (n x k) are reported speedups (column 0 = slowest type), ``m`` (k,) GPUs per type,
   ``weights`` (n,) priorities > 0 and ``caps`` (n,) most GPUs a row can use at once. A mechanism
   that does not implement caps is registered with ``caps=False``: the round engine (every
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = ["MechanismInfo", "register", "get", "names", "check_name_clashes", "FAMILIES"]
 
@@ -78,12 +78,12 @@ def register(
     registered with ``caps=True``. With ``caps=False`` it calls ``fn`` without caps and a row's
     share beyond what its jobs can use stays idle that round (a job's time fractions are scaled to
     sum to at most 1). Callers given caps by the user (``FairShareTarget(caps=...)``, a
-    ``market.testing`` instance with caps) still pass them, so ``fn`` should reject caps it does not
+    ``marketsim.market.testing`` instance with caps) still pass them, so ``fn`` should reject caps it does not
     implement with an :class:`InputError`.
 
-    Names are unique across families. When a plugin's module (imported by :mod:`market.plugins`)
+    Names are unique across families. When a plugin's module (imported by :mod:`marketsim.market.plugins`)
     registers a name that is already taken, the mechanism is NOT registered: the clash is warned
-    about and listed by :func:`market.plugins.clashes` (marketsim's own modules are imported first,
+    about and listed by :func:`marketsim.market.plugins.clashes` (marketsim's own modules are imported first,
     so built-in names always win). Registering a taken name outside a plugin import raises
     :class:`InputError`.
 
@@ -102,7 +102,7 @@ def register(
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
     if not isinstance(caps, bool):
         raise InputError("caps", caps, "must be True or False (does fn implement row caps?)")
-    from market import plugins
+    from marketsim.market import plugins
 
     owner = plugins.importing() or ""
 
@@ -132,7 +132,7 @@ def _load(family: str | None = None, *, builtin_only: bool = False) -> None:
     plugin has to be imported)."""
     if family is not None and family not in FAMILIES:
         raise InputError("family", family, f"must be one of {list(FAMILIES)}")
-    from market import plugins
+    from marketsim.market import plugins
 
     plugins.import_modules(plugins.modules("mechanisms", family, builtin=True))
     if builtin_only:
@@ -144,10 +144,10 @@ def _load(family: str | None = None, *, builtin_only: bool = False) -> None:
 
 
 def check_name_clashes() -> dict[str, list[str]]:
-    """Import every family and return :func:`market.plugins.clashes`, after recording plugins named
+    """Import every family and return :func:`marketsim.market.plugins.clashes`, after recording plugins named
     like a mechanism of another paper (e.g. a plugin ``drf``: ``--paper drf`` and ``--mechanism drf``
     would name different things)."""
-    from market import plugins
+    from marketsim.market import plugins
 
     _load(None)
     for pname in plugins.plugins():

@@ -1,12 +1,12 @@
 """The parts of an auction study that the core needs: its paper's instance builder and its small
 ``[audit]`` instance.
 
-A study TOML (``kind = "study"``, schema in :mod:`analysis.engine.studies`) ships in the ``studies``
+A study TOML (``kind = "study"``, schema in :mod:`marketsim.analysis.engine.studies`) ships in the ``studies``
 package of its plugin (e.g. ``market/oasis/studies/oasis.toml``). :func:`audit_params` reads the
 ``paper`` key and the ``[base]`` and ``[audit]`` tables (``[audit]`` overrides ``[base]``) and
 :func:`build_market` hands them to the paper's ``make_market(params, rng)``; that builder validates
-every parameter. This module lets :mod:`market.testing` draw audit instances without importing the
-application layer (:mod:`analysis` imports ``market``, never the other way round).
+every parameter. This module lets :mod:`marketsim.market.testing` draw audit instances without importing the
+application layer (:mod:`marketsim.analysis` imports ``market``, never the other way round).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from market import plugins
-from market.errors import InputError
+from marketsim.market import plugins
+from marketsim.market.errors import InputError
 
 __all__ = ["builders", "build_market", "audit_params"]
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from market.errors import InputError, check_int, check_positive
-from market.types import Cluster, EdgeSite, GpuServer, _add_hosts, _types, single_rack
+from marketsim.market.errors import InputError, check_int, check_positive
+from marketsim.market.types import Cluster, EdgeSite, GpuServer, _add_hosts, _types, single_rack
 
 __all__ = ["single_rack", "multi_rack_tree", "random_geometric_edge", "shortest_path_latency"]
 

@@ -1,6 +1,6 @@
 """Job traces for trace-driven cluster simulation: parsing and job-type assignment (no Mesa).
 
-Public API (stable; used by :mod:`scenarios.loader` and by the studies):
+Public API (stable; used by :mod:`marketsim.scenarios.loader` and by the studies):
 
 * :class:`Trace`: a columnar job trace (numpy arrays, one entry per job, sorted by arrival).
   ``job_id`` (str), ``job_type`` (str), ``scale`` (GPUs, int >= 1), ``total_steps`` (training
@@ -68,8 +68,8 @@ from pathlib import Path
 
 import numpy as np
 
-from market.errors import InputError, check_finite
-from market.profiles import ThroughputTable, load_throughput_table
+from marketsim.market.errors import InputError, check_finite
+from marketsim.market.profiles import ThroughputTable, load_throughput_table
 
 __all__ = [
     "Trace",
@@ -145,7 +145,7 @@ def data_path(name: str) -> Path:
     :returns: its path
     :raises InputError: no such file is shipped
     """
-    p = Path(str(resources.files("market.data").joinpath(name)))
+    p = Path(str(resources.files("marketsim.market.data").joinpath(name)))
     if not p.is_file():
         raise InputError("packaged data file", name, f"is not shipped in market/data ({p} does not exist)")
     return p

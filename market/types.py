@@ -1,7 +1,7 @@
 """Core plain-data types: GPU types, servers, edge sites, tenants and the cluster.
 
 All are frozen dataclasses validated on construction; invalid values raise
-:class:`market.errors.InputError` naming the field and the value.
+:class:`marketsim.market.errors.InputError` naming the field and the value.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from market.errors import InputError, check_finite, check_int, check_nonneg, check_positive
+from marketsim.market.errors import InputError, check_finite, check_int, check_nonneg, check_positive
 
 __all__ = ["GpuType", "GpuServer", "EdgeSite", "JobType", "Tenant", "Cluster"]
 
@@ -253,8 +253,8 @@ def check_capacity_vector(field_name: str, m: object, k: int | None = None) -> n
     return arr.astype(int)
 
 
-# -- single-rack topology (here so Cluster.from_counts needs no import of market.topology, which
-# imports this module; market.topology re-exports single_rack) ----------------------------------
+# -- single-rack topology (here so Cluster.from_counts needs no import of marketsim.market.topology, which
+# imports this module; marketsim.market.topology re-exports single_rack) ----------------------------------
 
 
 def _types(type_names: Sequence[str]) -> tuple[GpuType, ...]:

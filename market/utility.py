@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from market.errors import InputError, check_finite, check_nonneg, check_positive
+from marketsim.market.errors import InputError, check_finite, check_nonneg, check_positive
 
 __all__ = [
     "Utility",

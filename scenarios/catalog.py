@@ -1,5 +1,5 @@
 """Every embedded TOML by name: ``scenarios/*.toml`` plus the ``studies`` package of every plugin
-(:class:`market.plugins.Plugin`), e.g. ``market/oasis/studies/oasis_paper.toml``. Names are unique
+(:class:`marketsim.market.plugins.Plugin`), e.g. ``market/oasis/studies/oasis_paper.toml``. Names are unique
 across plugins; a clash is an error naming both files."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = ["embedded", "embedded_file"]
 
@@ -18,7 +18,7 @@ def _tomls(package: str) -> list[Traversable]:
 
 def embedded() -> dict[str, Traversable]:
     """``name -> file`` of every embedded scenario, study, sweep and learning TOML."""
-    from market import plugins
+    from marketsim.market import plugins
 
     out: dict[str, Traversable] = {}
     where: dict[str, str] = {}
@@ -27,7 +27,7 @@ def embedded() -> dict[str, Traversable]:
         try:
             files = _tomls(package)
         except (ModuleNotFoundError, OSError) as exc:
-            if plugin == "marketsim" or package.startswith("market."):
+            if plugin == "marketsim" or package.startswith("marketsim.market."):
                 raise
             plugins._mark_broken(plugin, f"studies package {package!r} cannot be read: {exc}")
             continue

@@ -4,12 +4,12 @@ A scenario names the cluster, where speedups come from (a throughput table file,
 synthetic generator), the workload distributions, the allocators to compare, and "variants"
 (the implicit ``truthful`` one plus lying ones, each a deviating tenant with a strategy). It is
 plain data (picklable); :meth:`Scenario.instantiate` turns it into a
-:class:`agents.config.ModelConfig` with an explicit ``numpy.random.Generator``, and
+:class:`marketsim.agents.config.ModelConfig` with an explicit ``numpy.random.Generator``, and
 :meth:`Scenario.build_model` does that for one seed with common random numbers: the workload
 stream is the same for every policy and variant of a seed.
 
 Validation: unknown keys, wrong types and unknown mechanism names raise
-:class:`market.errors.InputError` naming the key (e.g. ``scenario default: workload.tenants``).
+:class:`marketsim.market.errors.InputError` naming the key (e.g. ``scenario default: workload.tenants``).
 
 Schema (all keys optional unless marked)::
 
@@ -27,7 +27,7 @@ Schema (all keys optional unless marked)::
                 lease_order = "fastest"|"shuffle" (trace runs:
                 the GPU-type order of each round's leases; "shuffle" = Gavel's per-round shuffle).
                 With a trace the types are put slowest first by the throughput table
-                (market.traces.order_by_speed), whatever their listed order
+                (marketsim.market.traces.order_by_speed), whatever their listed order
     [profiles]  file (throughput CSV; relative to the scenario file), unconsolidated_file (trace
                 runs with hosts: throughputs of jobs spread over hosts; default: Gavel's packaged
                 table when `file` is not given, else none), num_gpus, reference,
@@ -47,7 +47,7 @@ Schema (all keys optional unless marked)::
                 The throughput table is [profiles] file (default: the packaged Gavel table).
                 [[variant]] tables apply (tenant: index in order of first arrival, or name).
                 -- or a generated trace (same engine): generator = "gavel", jobs, jobs_per_hour
-                (market.traces.generate_gavel_trace; seeded per replication), tenancy,
+                (marketsim.market.traces.generate_gavel_trace; seeded per replication), tenancy,
                 duration_reference (the GPU type durations are run times on, "v100"), max_rounds,
                 tenant_measures
     [[tenant]]  index (required), job_types, weight, arrival_s, leave_s, jobs,
@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import (
+from marketsim.agents.config import (
     DEFAULT_KAPPA_RACK,
     GAVEL_REALLOCATION_S,
     PLACEMENTS,
@@ -82,9 +82,9 @@ from agents.config import (
     TenantConfig,
     TraceWorkload,
 )
-from agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
-from market.errors import InputError, check_name, slug
-from market.profiles import (
+from marketsim.agents.strategies import HedgeLearner, MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
+from marketsim.market.errors import InputError, check_name, slug
+from marketsim.market.profiles import (
     OEF_ASSUMED_SPEEDUPS,
     feasible,
     jittered_profile,
@@ -92,9 +92,9 @@ from market.profiles import (
     ordered_random_speedups,
     speedup_vectors,
 )
-from market.registry import names as mechanism_names
-from market.topology import multi_rack_tree, single_rack
-from market.traces import (
+from marketsim.market.registry import names as mechanism_names
+from marketsim.market.topology import multi_rack_tree, single_rack
+from marketsim.market.traces import (
     GAVEL_THROUGHPUTS,
     GAVEL_THROUGHPUTS_UNCONSOLIDATED,
     MAX_TRACE_JOBS,
@@ -107,8 +107,8 @@ from market.traces import (
     tenant_of_jobs,
     unconsolidated_throughputs,
 )
-from market.types import Cluster
-from scenarios.catalog import embedded, embedded_file
+from marketsim.market.types import Cluster
+from marketsim.scenarios.catalog import embedded, embedded_file
 
 __all__ = [
     "Scenario",
@@ -136,7 +136,7 @@ MAX_GPUS = 1_000_000
 #: Sanity limits on time and run length, checked while parsing (exit 2 naming the key): a round
 #: lasts 1 s to 1 day (``cluster.round_seconds``; Gavel uses 360 s), and a run has at most 10^7
 #: rounds (``rounds`` and ``workload.max_rounds``; 10^7 rounds of 360 s are 114 years). Trace limits
-#: (jobs, arrival times, total_steps): :data:`market.traces.MAX_TRACE_JOBS` and its neighbours.
+#: (jobs, arrival times, total_steps): :data:`marketsim.market.traces.MAX_TRACE_JOBS` and its neighbours.
 MIN_ROUND_SECONDS = 1.0
 MAX_ROUND_SECONDS = 86_400.0
 MAX_ROUNDS = 10_000_000
@@ -277,7 +277,7 @@ class ClusterSpec:
     lease_order: str = "fastest"
 
     def build(self) -> Cluster:
-        """The :class:`market.types.Cluster` (topology from :mod:`market.topology`)."""
+        """The :class:`marketsim.market.types.Cluster` (topology from :mod:`marketsim.market.topology`)."""
         counts = list(zip(self.gpu_types, self.gpus, strict=True))
         if self.racks == 1:
             return single_rack(counts, self.gpus_per_host, round_seconds=self.round_seconds)
@@ -299,7 +299,7 @@ class ProfileSpec:
     table, needs 3 GPU types) or "ordered" (random ``w^{j+1} = w^j·U(step)`` base vectors, one per
     name in ``job_types``). ``jitter``: per-tenant multiplicative jitter (spec §5.2).
     ``unconsolidated_file``: trace runs with hosts, the throughputs of jobs whose GPUs span hosts
-    (:func:`market.traces.unconsolidated_throughputs`)."""
+    (:func:`marketsim.market.traces.unconsolidated_throughputs`)."""
 
     file: str | None = None
     unconsolidated_file: str | None = None
@@ -348,7 +348,7 @@ class TraceSpec:
     ``format`` "gavel" | "philly", ``tenancy`` "job" | "user" | N, ``max_jobs`` (first jobs only,
     None = all), ``duration_reference`` (Philly), ``until_done`` (``rounds`` omitted: run until
     every job has completed, at most ``max_rounds`` rounds); ``generator = "gavel"``: no file, the
-    trace is :func:`market.traces.generate_gavel_trace` of ``jobs`` jobs at ``jobs_per_hour``.
+    trace is :func:`marketsim.market.traces.generate_gavel_trace` of ``jobs`` jobs at ``jobs_per_hour``.
     ``arrival_scale`` (file traces): every arrival time is multiplied by it (0.25 = the same jobs
     arriving 4x as fast, so 4x the load; durations and work are unchanged)."""
 
@@ -403,7 +403,7 @@ class Scenario:
     replications: int = 3
     seed: int = 0
     placement: str | None = None  # None: "ideal" with a trace workload, else "auto"
-    kappa: float | None = None  # None: agents.config.DEFAULT_KAPPA where a penalty applies
+    kappa: float | None = None  # None: marketsim.agents.config.DEFAULT_KAPPA where a penalty applies
     migration_cost_s: float = 0.0
     backfill: bool = True
     realisation: str | None = None  # None: "oef-rounding" (synthetic), "gavel-lease" (trace)
@@ -445,10 +445,10 @@ class Scenario:
     def tenant_ids(self, seed: int | None = None) -> list[str]:
         """Tenant ids ``t0, t1, ...`` zero-padded so they sort numerically; of a trace scenario:
         its tenants' names in order of their first job (``seed``: the trace's, default the
-        scenario seed; :func:`agents.trace_tenants.tenant_order`)."""
+        scenario seed; :func:`marketsim.agents.trace_tenants.tenant_order`)."""
         ts = self.workload.trace
         if ts is not None:
-            from agents.trace_tenants import tenant_order
+            from marketsim.agents.trace_tenants import tenant_order
 
             types = self.cluster.gpu_types
             table_path = self.profiles.file or str(data_path(GAVEL_THROUGHPUTS))
@@ -518,7 +518,7 @@ class Scenario:
 
     # -- building models ---------------------------------------------------------------------------
     def trace_workload(self, seed: int | None = None) -> TraceWorkload:
-        """The :class:`agents.config.TraceWorkload` of a trace scenario; ``seed`` drives the Philly
+        """The :class:`marketsim.agents.config.TraceWorkload` of a trace scenario; ``seed`` drives the Philly
         job-type draw (default: the scenario seed). Raises if the scenario has no trace."""
         ts = self.workload.trace
         if ts is None:
@@ -683,12 +683,12 @@ class Scenario:
         )
 
     def build_model(self, policy: str, variant: str, seed: np.random.SeedSequence | int) -> Any:
-        """A :class:`agents.model.MarketModel` for one replication seed.
+        """A :class:`marketsim.agents.model.MarketModel` for one replication seed.
 
         ``seed`` is split into a workload stream and a model stream (``spawn(2)`` of a fresh copy),
         so the workload is identical for every policy and variant of the same seed.
         """
-        from agents.model import MarketModel
+        from marketsim.agents.model import MarketModel
 
         config, rng = self.model_inputs(policy, variant, seed)
         return MarketModel(config, rng=rng)
@@ -696,7 +696,7 @@ class Scenario:
     def model_inputs(
         self, policy: str, variant: str, seed: np.random.SeedSequence | int
     ) -> tuple[ModelConfig, np.random.Generator]:
-        """The config and model RNG :meth:`build_model` gives a :class:`agents.model.MarketModel`."""
+        """The config and model RNG :meth:`build_model` gives a :class:`marketsim.agents.model.MarketModel`."""
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         fresh = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
         work_ss, model_ss = fresh.spawn(2)
@@ -719,7 +719,7 @@ def _trace_of(ts: TraceSpec, table_path: str, types: tuple[str, ...], seed: int)
 
 @lru_cache(maxsize=32)
 def _cached_generated(table: str, types: tuple[str, ...], jobs: int, rate: float, seed: int, reference: str) -> Trace:
-    from market.traces import generate_gavel_trace
+    from marketsim.market.traces import generate_gavel_trace
 
     return generate_gavel_trace(_cached_table(table), types, jobs, rate, seed, reference)
 
@@ -833,7 +833,7 @@ def _choice(t: _Table, name: str, default: str, allowed: tuple[str, ...]) -> str
 
 
 def _lease_order(c: _Table, is_trace: bool) -> str:
-    from agents.trace_rounds import LEASE_ORDERS
+    from marketsim.agents.trace_rounds import LEASE_ORDERS
 
     if c.has("lease_order") and not is_trace:
         raise InputError(c.key("lease_order"), c.raw("lease_order"), "applies to trace workloads only")
@@ -1157,7 +1157,7 @@ def _max_jobs(w: _Table) -> int | None:
 
 
 def _generated_jobs(w: _Table) -> int:
-    """``[workload] jobs`` of a generated trace, 1 to :data:`market.traces.MAX_TRACE_JOBS`, checked
+    """``[workload] jobs`` of a generated trace, 1 to :data:`marketsim.market.traces.MAX_TRACE_JOBS`, checked
     before the trace is drawn."""
     v = int(w.integer("jobs", required=True, minimum=1))
     if v > MAX_TRACE_JOBS:

@@ -1,10 +1,10 @@
-"""A :class:`~agents.model.MarketModel` built from plain keyword arguments, the form ``mesa.batch_run`` and
+"""A :class:`~marketsim.agents.model.MarketModel` built from plain keyword arguments, the form ``mesa.batch_run`` and
 Mesa's visualisation drive: ``ScenarioModel(scenario_name=..., policy=..., variant=..., seed=..., rounds=...)``.
 
-It lives here, above both the Mesa layer (:mod:`agents`) and the scenario loader, because loading a
-scenario by name needs :mod:`scenarios.loader`, which itself builds configs from :mod:`agents.config` and
-models with :meth:`scenarios.loader.Scenario.build_model`: the Mesa model does not depend on the TOML
-layer."""
+It lives here, above both the Mesa layer (:mod:`marketsim.agents`) and the scenario loader, because loading a
+scenario by name needs :mod:`marketsim.scenarios.loader`, which itself builds configs from
+:mod:`marketsim.agents.config` and models with :meth:`marketsim.scenarios.loader.Scenario.build_model`: the Mesa model
+does not depend on the TOML layer."""
 
 from __future__ import annotations
 
@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import ModelConfig
-from agents.model import MarketModel
-from market.errors import InputError, check_int
-from scenarios.loader import Scenario, load_scenario
+from marketsim.agents.config import ModelConfig
+from marketsim.agents.model import MarketModel
+from marketsim.market.errors import InputError, check_int
+from marketsim.scenarios.loader import Scenario, load_scenario
 
 __all__ = ["ScenarioModel"]
 
 
 class ScenarioModel(MarketModel):
-    """:class:`~agents.model.MarketModel` of a scenario, from plain keyword arguments.
+    """:class:`~marketsim.agents.model.MarketModel` of a scenario, from plain keyword arguments.
 
-    ``scenario_name``: a scenario name, TOML path or :class:`scenarios.loader.Scenario` (not
+    ``scenario_name``: a scenario name, TOML path or :class:`marketsim.scenarios.loader.Scenario` (not
     ``scenario``, which Mesa reserves for its own Scenario object); ``policy`` (default: the scenario's
     first); ``variant`` (``"truthful"``); ``seed`` (int or ``SeedSequence``; the same model as
     ``Scenario.build_model(policy, variant, seed)``; ``rng=`` is accepted as its synonym, which is how
@@ -32,7 +32,7 @@ class ScenarioModel(MarketModel):
     in rounds). :attr:`scenario_name` holds the scenario's name. Its DataCollector also has a reporter
     per cluster measure and the tenant agents' measures (``MESA_REPORTERS``: what ``mesa.batch_run`` reads).
 
-    :param scenario_name: a shipped scenario's name, a TOML path or a :class:`scenarios.loader.Scenario`
+    :param scenario_name: a shipped scenario's name, a TOML path or a :class:`marketsim.scenarios.loader.Scenario`
     :param policy: a policy of the scenario; ``None``: its first
     :param variant: a variant of the scenario, e.g. ``"truthful"`` or ``"lying"``
     :param seed: an int or ``SeedSequence``; ``None``: fresh OS entropy (not reproducible)

@@ -36,7 +36,7 @@ def oef_small_ledger() -> list:
     """The OEF claims ledger at the default size and seed (``run_claims("oef", size="small", seed=0)``),
     measured once per test process: it is deterministic, so the tests that read it share one run
     (about 13 CPU s) instead of each measuring it again."""
-    from market.audit.claims import run_claims
+    from marketsim.market.audit.claims import run_claims
 
     return run_claims("oef", size="small", seed=0)
 
@@ -48,7 +48,7 @@ def cli_reads_oef_small_ledger(monkeypatch: pytest.MonkeyPatch, oef_small_ledger
     printing and report paths, whose ledger numbers test_claims.py checks."""
     import copy
 
-    import market.audit.claims as claims
+    import marketsim.market.audit.claims as claims
 
     real = claims.run_claims
 

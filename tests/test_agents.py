@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.config import JobConfig, ModelConfig, TenantConfig
-from agents.model import MarketModel
-from agents.server import GPUServerAgent
-from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
-from agents.tenant import TenantAgent
-from market.errors import InputError
-from market.topology import single_rack
-from scenarios.loader import load_scenario
+from marketsim.agents.config import JobConfig, ModelConfig, TenantConfig
+from marketsim.agents.model import MarketModel
+from marketsim.agents.server import GPUServerAgent
+from marketsim.agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy, Truthful
+from marketsim.agents.tenant import TenantAgent
+from marketsim.market.errors import InputError
+from marketsim.market.topology import single_rack
+from marketsim.scenarios.loader import load_scenario
 
 POLICIES = ["oef-noncoop", "oef-coop", "gavel", "gandiva-fair", "maxmin", "max-throughput"]
 BIG = 1e9  # work that never finishes within the tests' horizons

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.astraea.audit import STRATEGIES, AstraeaTenantTarget, strategy_gains
-from market.astraea.market import AstraeaMarket, make_market, phantom_jobs, tenant_reports
-from market.auction.market import decisions_by_id, run_market
-from market.audit.search import AuditConfig, audit
-from market.errors import InputError
+from marketsim.market.astraea.audit import STRATEGIES, AstraeaTenantTarget, strategy_gains
+from marketsim.market.astraea.market import AstraeaMarket, make_market, phantom_jobs, tenant_reports
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.audit.search import AuditConfig, audit
+from marketsim.market.errors import InputError
 
 approx = lambda x: pytest.approx(x, rel=1e-9, abs=1e-9)  # noqa: E731
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from test_astraea_fixtures import approx, toy_cluster, toy_jobs, toy_params
 from test_astraea_invariants import micro_instance
 
-from market.astraea import AstraeaOnline, Cluster, Server, check_feasible, collective_revenue, run_astraea
-from market.astraea.accounting import (
+from marketsim.market.astraea import AstraeaOnline, Cluster, Server, check_feasible, collective_revenue, run_astraea
+from marketsim.market.astraea.accounting import (
     astraea_makespan,
     astraea_utilisation,
     budget_residual,
@@ -23,7 +23,7 @@ from market.astraea.accounting import (
     tenant_revenue,
     utilisation_series,
 )
-from market.astraea.baselines import (
+from marketsim.market.astraea.baselines import (
     exclusive_partition,
     run_batchsche,
     run_exclusive,
@@ -31,10 +31,10 @@ from market.astraea.baselines import (
     run_hived,
     waterfill,
 )
-from market.astraea.model import worker_cap
-from market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
-from market.errors import InputError
-from market.registry import get
+from marketsim.market.astraea.model import worker_cap
+from marketsim.market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
+from marketsim.market.errors import InputError
+from marketsim.market.registry import get
 
 
 def owned_toy() -> Cluster:
@@ -45,7 +45,7 @@ def owned_toy() -> Cluster:
 def test_exclusive_partition_toy_and_errors() -> None:
     assert exclusive_partition(toy_cluster(), "quota") == {1: (0, 1), 2: (2, 3)}
     assert exclusive_partition(owned_toy(), "owner") == {1: (0, 1), 2: (2, 3)}
-    from market.astraea import Tenant
+    from marketsim.market.astraea import Tenant
 
     odd = Cluster((Server(0, 2, 1), Server(1, 2, 1)), (Tenant(1, 1, 1), Tenant(2, 3, 1)))
     with pytest.raises(InputError, match="no exact server split"):
@@ -113,8 +113,8 @@ def test_paper_workload_gangs_are_placeable_only_when_sized() -> None:
     """Why the default exists: on the astraea study's base instance (D_j ∈ [20, 50], one PS per server,
     b_p / b_w ≈ 4.5) the literal g_j = W_j leaves Gandiva_fair and HiveD with no completed job, while
     every placeable-sized job is maximal (one more worker would not fit an empty cluster, or g = W_j)."""
-    from market.astraea.market import make_market
-    from market.auction.market import run_market
+    from marketsim.market.astraea.market import make_market
+    from marketsim.market.auction.market import run_market
 
     base = {"jobs": 40, "servers": 16, "tenants": 4, "m_scale": 0.01, "horizon": 4096}  # the study's base, seed 0
     mk = make_market(base, np.random.default_rng(0))
@@ -126,7 +126,7 @@ def test_paper_workload_gangs_are_placeable_only_when_sized() -> None:
         assert all(1 <= d.log["n_workers"] <= 50 for d in ds)
     res = run_gandiva_fair(mk.cluster, mk.jobs, mk.params)
     cw, cp = [np.array([getattr(s, a) for s in mk.cluster.servers]) for a in ("n_workers", "n_ps")]
-    from market.astraea.baselines import _place_first_fit, _sim_jobs
+    from marketsim.market.astraea.baselines import _place_first_fit, _sim_jobs
 
     for sj in _sim_jobs(mk.cluster, mk.jobs, mk.params):
         g = res.extra["gang"][sj.job.jid]

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from market.astraea.claims import pareto_moves
-from market.astraea.market import make_market
-from market.auction.market import run_market
-from market.audit.claims import VERDICTS, papers, recheck_witness, run_claims, to_records
+from marketsim.market.astraea.claims import pareto_moves
+from marketsim.market.astraea.market import make_market
+from marketsim.market.auction.market import run_market
+from marketsim.market.audit.claims import VERDICTS, papers, recheck_witness, run_claims, to_records
 
 IDS = ["SI", "SP", "SP-job", "SP-ext", "IR", "NFR", "PE", "GAYC", "BB", "RATIO", "T1"]
 
@@ -70,8 +70,8 @@ def test_per_claim_seed_is_independent_of_selection(ledger: dict) -> None:
 def test_cli_claims_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, ledger: dict) -> None:
     """The CLI prints the ledger as JSON; it prints the module's ledger (the same run_claims call,
     measured once) instead of measuring it again (it was a slow test for that alone)."""
-    import market.audit.claims as claims_mod
-    from analysis.frontends.cli import main
+    import marketsim.market.audit.claims as claims_mod
+    from marketsim.analysis.frontends.cli import main
 
     calls = []
 

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from market.astraea import (
+from marketsim.market.astraea import (
     AstraeaParams,
     Cluster,
     JobSpec,
@@ -23,11 +23,11 @@ from market.astraea import (
     run_astraea,
     tenant_revenue,
 )
-from market.astraea.model import batch_index, batch_window, duration, need_ps, round_window, throughput
-from market.astraea.pricing import gap_bound, price, price_table, ratio_bound, theoretical_lambda, theta_rule
-from market.astraea.round import RoundState, RunContext, best_schedule, mincostc, mincostd
-from market.income import gain_as_you_contribute
-from market.registry import get
+from marketsim.market.astraea.model import batch_index, batch_window, duration, need_ps, round_window, throughput
+from marketsim.market.astraea.pricing import gap_bound, price, price_table, ratio_bound, theoretical_lambda, theta_rule
+from marketsim.market.astraea.round import RoundState, RunContext, best_schedule, mincostc, mincostd
+from marketsim.market.income import gain_as_you_contribute
+from marketsim.market.registry import get
 
 approx = lambda x: pytest.approx(x, rel=1e-9, abs=1e-9)  # noqa: E731
 
@@ -332,7 +332,7 @@ def test_f13_eq2_generic() -> None:
 
 
 def test_f13_alpha_generic() -> None:
-    from market.astraea.accounting import alpha_from_revenue
+    from marketsim.market.astraea.accounting import alpha_from_revenue
 
     a, ok = alpha_from_revenue([150, 50], [6, 2], [3, 1])
     assert ok and a.tolist() == [approx(1), approx(1)]
@@ -350,7 +350,7 @@ def test_registered_and_overrides() -> None:
 # F14 --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("mode", "T", "opt"), [("elastic", 16, 286), ("fixed", 16, 284)])
 def test_f14_offline_optimum_and_ratio(mode: str, T: int, opt: float) -> None:
-    from market.astraea.offline import opt_exact
+    from marketsim.market.astraea.offline import opt_exact
 
     o = opt_exact(toy_cluster(), toy_jobs(), toy_params(mode), T)
     assert o.value == approx(opt)
@@ -363,7 +363,7 @@ def test_f14_offline_optimum_and_ratio(mode: str, T: int, opt: float) -> None:
 
 @pytest.mark.slow
 def test_f14_offline_optimum_long_horizon() -> None:
-    from market.astraea.offline import opt_exact
+    from marketsim.market.astraea.offline import opt_exact
 
     o = opt_exact(toy_cluster(), toy_jobs(), toy_params("elastic"), 33)
     assert o.value == approx(326) and o.chosen["j22"][:2] == (4, 33)

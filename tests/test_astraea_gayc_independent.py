@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import market.astraea.online as online
-from market.astraea.claims import TOY_FIXED, _build, _eq2_error, _pooled, eq2_incomes
-from market.auction.market import run_market
-from market.audit.claims import run_claims
+import marketsim.market.astraea.online as online
+from marketsim.market.astraea.claims import TOY_FIXED, _build, _eq2_error, _pooled, eq2_incomes
+from marketsim.market.auction.market import run_market
+from marketsim.market.audit.claims import run_claims
 
 
 def test_spec_f13_generic_numbers() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.astraea import (
+from marketsim.market.astraea import (
     AstraeaParams,
     Cluster,
     JobSpec,
@@ -24,10 +24,10 @@ from market.astraea import (
     run_astraea,
     tenant_revenue,
 )
-from market.astraea.accounting import true_completion
-from market.astraea.market import micro_jobs
-from market.errors import InputError
-from market.utility import LinearUtility
+from marketsim.market.astraea.accounting import true_completion
+from marketsim.market.astraea.market import micro_jobs
+from marketsim.market.errors import InputError
+from marketsim.market.utility import LinearUtility
 
 
 def micro_instance(seed: int) -> tuple[Cluster, list[JobSpec]]:

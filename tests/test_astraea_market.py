@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.astraea import run_astraea, tenant_revenue
-from market.astraea.market import AstraeaMarket, make_bid, make_market
-from market.auction.market import AuctionMarket, decisions_by_id, run_market
-from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, audit
-from market.errors import InputError
+from marketsim.market.astraea import run_astraea, tenant_revenue
+from marketsim.market.astraea.market import AstraeaMarket, make_bid, make_market
+from marketsim.market.auction.market import AuctionMarket, decisions_by_id, run_market
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.search import AuditConfig, audit
+from marketsim.market.errors import InputError
 
 approx = lambda x: pytest.approx(x, rel=1e-9, abs=1e-9)  # noqa: E731
 
@@ -194,8 +194,8 @@ def test_make_bid_submission_slot() -> None:
 
 
 def test_study_scenario_and_mesa_model_match_plain_replay() -> None:
-    from agents.auction import AuctionModel
-    from analysis.engine.studies import build_market, load_study
+    from marketsim.agents.auction import AuctionModel
+    from marketsim.analysis.engine.studies import build_market, load_study
 
     study = load_study("astraea")
     m0 = make_market({}, np.random.default_rng(0))

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market import registry
-from market.auction import PriceLedger, dp_forward, exp_price, greedy_cost_vector, reconstruct
-from market.auction.offline import competitive_ratio
-from market.errors import InputError
+from marketsim.market import registry
+from marketsim.market.auction import PriceLedger, dp_forward, exp_price, greedy_cost_vector, reconstruct
+from marketsim.market.auction.offline import competitive_ratio
+from marketsim.market.errors import InputError
 
 
 @settings(max_examples=40, deadline=None)
@@ -80,7 +80,7 @@ def test_registry_names():
 @pytest.mark.parametrize("name", ["fifo", "drf", "dorm", "rrh"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_baselines_oasis_instances(name, seed):
-    from market.oasis.generators import oasis_tiny_instance
+    from marketsim.market.oasis.generators import oasis_tiny_instance
 
     cl, reqs, _ = oasis_tiny_instance(np.random.default_rng(seed), H=2)
     mech = registry.get(name).fn(cl, rng=np.random.default_rng(5))
@@ -106,8 +106,8 @@ def test_baselines_oasis_instances(name, seed):
 
 @pytest.mark.parametrize("name", ["fifo", "drf", "dorm", "oasis-pdors"])
 def test_baselines_pdors_instances(name):
-    from market.pdors import pdors_realised
-    from market.pdors.generators import pdors_tiny_instance
+    from marketsim.market.pdors import pdors_realised
+    from marketsim.market.pdors.generators import pdors_tiny_instance
 
     cl, jobs, _ = pdors_tiny_instance(np.random.default_rng(2), I=5, T=5, H=3, cap=8.0)
     fn = registry.get(name).fn
@@ -126,8 +126,8 @@ def test_baselines_pdors_instances(name):
 
 
 def test_baseline_bad_inputs():
-    from market.oasis.generators import oasis_tiny_instance
-    from market.oasis.mechanisms import make_baseline
+    from marketsim.market.oasis.generators import oasis_tiny_instance
+    from marketsim.market.oasis.mechanisms import make_baseline
 
     cl, _, _ = oasis_tiny_instance(np.random.default_rng(0))
     with pytest.raises(InputError, match="baseline"):

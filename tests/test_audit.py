@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.audit import (
+from marketsim.market.audit import (
     AuditConfig,
     FairShareTarget,
     SealedBidTarget,
@@ -35,10 +35,10 @@ from market.audit import (
     summarize,
     wilson_interval,
 )
-from market.audit.instances import random_instance
-from market.audit.target import BaseTarget, Dimension, check_params
-from market.errors import InputError
-from market.registry import get
+from marketsim.market.audit.instances import random_instance
+from marketsim.market.audit.target import BaseTarget, Dimension, check_params
+from marketsim.market.errors import InputError
+from marketsim.market.registry import get
 
 # ---------------------------------------------------------------------------------------------
 # controls: the detector has power, and finds nothing where nothing is to be found

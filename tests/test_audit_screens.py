@@ -1,4 +1,4 @@
-"""The audit's linprog-free screens (market.audit.screens) return the registered mechanism's
+"""The audit's linprog-free screens (marketsim.market.audit.screens) return the registered mechanism's
 allocation bit for bit, so a hunt evaluation's figures do not change when the screen is used."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import market.audit.screens as screens
-from market import registry
-from market.audit.fairshare import FairShareTarget
-from market.audit.hunt_spaces import MisreportSpace
-from market.audit.instances import random_instance
+import marketsim.market.audit.screens as screens
+from marketsim.market import registry
+from marketsim.market.audit.fairshare import FairShareTarget
+from marketsim.market.audit.hunt_spaces import MisreportSpace
+from marketsim.market.audit.instances import random_instance
 
 
 @pytest.mark.parametrize("policy", screens.SCREENED)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market import registry
-from market.audit.fairshare import FairShareTarget
-from market.audit.search import AuditConfig, audit
-from market.audit.target import BaseTarget, Dimension
-from market.oef.validate import validate_inputs
+from marketsim.market import registry
+from marketsim.market.audit.fairshare import FairShareTarget
+from marketsim.market.audit.search import AuditConfig, audit
+from marketsim.market.audit.target import BaseTarget, Dimension
+from marketsim.market.oef.validate import validate_inputs
 
 W2 = [[1.0, 2.0], [1.0, 5.0]]
 
@@ -113,7 +113,7 @@ def test_at_limit_when_the_hard_limit_is_the_search_bound() -> None:
 def test_zero_truthful_utility_gives_a_null_relative_gain_with_a_note() -> None:
     import json
 
-    from analysis.frontends.audit_report import ZERO_TRUTHFUL_NOTE, agent_summary, format_relative_gain
+    from marketsim.analysis.frontends.audit_report import ZERO_TRUTHFUL_NOTE, agent_summary, format_relative_gain
 
     class _Zero(_Shading):
         def utility(self, agent: object, outcome: float) -> float:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frontends.cli import main
-from market.traces import MAX_TRACE_BYTES
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.traces import MAX_TRACE_BYTES
 
 GAVEL_LINE = ("ResNet-18 (batch size 16)\tpython3 main.py\tcifar10\t--num_steps\t1\t{steps}\t{scale}\t{prio}"
               "\t-1.000000\t{arrival}\n")  # fmt: skip

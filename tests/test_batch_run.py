@@ -1,4 +1,4 @@
-"""The Mesa model from plain keyword arguments (scenarios.model.ScenarioModel, a MarketModel), driven by
+"""The Mesa model from plain keyword arguments (marketsim.scenarios.model.ScenarioModel, a MarketModel), driven by
 ``mesa.batch_run`` (issue #27 item 4)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.model import MarketModel
-from market.errors import InputError
-from scenarios.loader import load_scenario
-from scenarios.model import ScenarioModel
+from marketsim.agents.model import MarketModel
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import load_scenario
+from marketsim.scenarios.model import ScenarioModel
 
 POLICIES = ["oef-noncoop", "gavel"]
 

@@ -1,7 +1,7 @@
 """Independent re-derivation of OEF claim C6 ("users are allocated adjacent GPU types", Theorem 5.2).
 
-Shares no code with the ledger's face LPs (``market.oef.claims._no_contiguous_optimum``) nor with
-``market.oef.lp``: the LPs are built here densely from the paper's formulas (LP (9): max total
+Shares no code with the ledger's face LPs (``marketsim.market.oef.claims._no_contiguous_optimum``) nor with
+``marketsim.market.oef.lp``: the LPs are built here densely from the paper's formulas (LP (9): max total
 throughput s.t. capacity and equal throughput across users; LP (10) with (10c) read as envy-freeness
 ``W_l.x_l >= W_l.x_i``), and a row "has a contiguous optimum" is decided by a MILP (HiGHS through
 highspy, gap tolerances 0, feasibility 1e-9) with binary support indicators ``y_j`` of the row:
@@ -29,8 +29,8 @@ import highspy
 import numpy as np
 import pytest
 
-from market import registry
-from market.oef.claims import measure
+from marketsim.market import registry
+from marketsim.market.oef.claims import measure
 
 INF = highspy.kHighsInf
 
@@ -83,7 +83,7 @@ def _highs(
     for opt, v in (("primal_feasibility_tolerance", 1e-9), ("dual_feasibility_tolerance", 1e-9),
                    ("mip_feasibility_tolerance", 1e-9), ("mip_rel_gap", 0.0), ("mip_abs_gap", 0.0),
                    ("random_seed", 0), ("threads", 1)):  # fmt: skip
-        # threads = 1 like market.oef.lp: HiGHS's task scheduler is global, and a solver started with
+        # threads = 1 like marketsim.market.oef.lp: HiGHS's task scheduler is global, and a solver started with
         # more threads makes every later single-threaded Highs in the process fail (status Not Set)
         h.setOptionValue(opt, v)
     lp = highspy.HighsLp()
@@ -398,7 +398,7 @@ def test_a_tie_with_a_contiguous_optimum_is_not_counted() -> None:
         assert independent_count(mode, W_TIE, M_TIE, 1e-3) == independent_count(mode, W_TIE, M_TIE, 1e-1) == 0
         assert no_contiguous_optimum_rows(mode, W_TIE, M_TIE, 1e-12, 1e-1) == 0
         assert exact_unique_optimum(mode, W_TIE, M_TIE) is None
-    from market.oef.claims import _no_contiguous_optimum
+    from marketsim.market.oef.claims import _no_contiguous_optimum
 
     assert not _no_contiguous_optimum("oef-noncoop", W_TIE, M_TIE, X, 0)
     assert not _no_contiguous_optimum("oef-coop", W_TIE, M_TIE, X, 0)
@@ -420,8 +420,8 @@ def test_mechanism_vertices_agree_with_the_independent_optimum() -> None:
 def ledger_instances() -> dict[str, list]:
     """The C6 instances of ``marketsim claims --paper oef --size large --seed 0``: the claim's rng is
     seeded by (seed, 'oef', 'C6'); 100 unrestricted instances are drawn first, then 100 ordered."""
-    from market.audit.claims import _seq
-    from market.audit.instances import SIZES, random_instance
+    from marketsim.market.audit.claims import _seq
+    from marketsim.market.audit.instances import SIZES, random_instance
 
     rng = np.random.default_rng(_seq(0, "oef", "C6"))
     p = SIZES["large"]

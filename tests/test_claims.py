@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from market.audit.claims import (
+from marketsim.market.audit.claims import (
     VERDICTS,
     ClaimContext,
     Measurement,
@@ -20,8 +20,8 @@ from market.audit.claims import (
     to_markdown,
     to_records,
 )
-from market.errors import InputError
-from market.oef.claims import measure
+from marketsim.market.errors import InputError
+from marketsim.market.oef.claims import measure
 
 OEF_IDS = {f"C{i}" for i in range(1, 17)} | {"C1-ext", "C1b", "C2-noncoop", "C3-noncoop"}
 
@@ -61,7 +61,7 @@ def test_impossibility_theorems_have_witnesses(oef_ledger: list) -> None:
 
 
 def test_exact_oracle_decides_c1_and_c1_ext_on_small_instances(oef_ledger: list) -> None:
-    # the oracle path of the ledger (market.audit.exact.oracle, no extra cost: the fixture's run): every small
+    # the oracle path of the ledger (marketsim.market.audit.exact.oracle, no extra cost: the fixture's run): every small
     # C1 instance is PROVEN to hold (certified bound within tol over the paper's inflation box), and C1-ext's
     # violations include proven ones (certified gains by deflating)
     by = {r.claim_id: r for r in oef_ledger}

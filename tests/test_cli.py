@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frontends.cli import main, parse_matrix
+from marketsim.analysis.frontends.cli import main, parse_matrix
 
 TINY = """
 name = "tiny"
@@ -123,7 +123,7 @@ def test_help_imports_no_heavy_module() -> None:
     import sys
 
     code = (
-        "import sys; from analysis.frontends.cli import main; code = main(['--help']); "
+        "import sys; from marketsim.analysis.frontends.cli import main; code = main(['--help']); "
         "print(sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'highspy', 'marketsim.agents') "
         "if m in sys.modules))"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.frontends.audit_report import (
+from marketsim.analysis.frontends.audit_report import (
     INSTANCE_BUILDERS,
     AuditCase,
     AuditRequest,
@@ -19,10 +19,10 @@ from analysis.frontends.audit_report import (
     regret_frame,
     write_audit_report,
 )
-from analysis.frontends.cli import main
-from market.audit import AuditConfig, FairShareTarget, audit_all
-from market.audit.claims import claims as registered_claims
-from market.errors import InputError
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.audit import AuditConfig, FairShareTarget, audit_all
+from marketsim.market.audit.claims import claims as registered_claims
+from marketsim.market.errors import InputError
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
@@ -51,7 +51,7 @@ def test_audit_json_matches_the_auditor(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_auction_audit_json_has_the_fair_share_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    from analysis.frontends.audit_report import AT_LIMIT_NOTE, ZERO_TRUTHFUL_NOTE
+    from marketsim.analysis.frontends.audit_report import AT_LIMIT_NOTE, ZERO_TRUTHFUL_NOTE
 
     _, fs_out, _ = _run(capsys, ["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--json"])
     fields = set(json.loads(fs_out)["agents"][0])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frontends.cli import main
+from marketsim.analysis.frontends.cli import main
 
 
 def _err(capsys, argv: list[str], code: int = 2) -> str:
@@ -43,8 +43,8 @@ def test_directory_as_scenario_says_directory(capsys, tmp_path: Path) -> None:
 
 
 def test_empty_job_types_fail_validation(tmp_path: Path) -> None:
-    from market.errors import InputError
-    from scenarios.loader import load_scenario
+    from marketsim.market.errors import InputError
+    from marketsim.scenarios.loader import load_scenario
 
     text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
     toml = tmp_path / "s.toml"
@@ -75,7 +75,7 @@ def test_speedups_from_a_csv_file_and_stdin(capsys, tmp_path: Path, monkeypatch)
 
 
 def test_failed_runs_are_reported_once(capsys, tmp_path: Path, monkeypatch) -> None:
-    from agents.model import MarketModel
+    from marketsim.agents.model import MarketModel
 
     original = MarketModel.run
 
@@ -95,8 +95,8 @@ def test_failed_runs_are_reported_once(capsys, tmp_path: Path, monkeypatch) -> N
 
 @pytest.mark.parametrize("bad", ["../../x", "a/b", ".hidden", "x" * 101, "sp ace"])
 def test_names_that_would_escape_the_output_directory_are_rejected(tmp_path: Path, bad: str) -> None:
-    from market.errors import InputError
-    from scenarios.loader import load_scenario
+    from marketsim.market.errors import InputError
+    from marketsim.scenarios.loader import load_scenario
 
     text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
     toml = tmp_path / "s.toml"
@@ -108,7 +108,7 @@ def test_names_that_would_escape_the_output_directory_are_rejected(tmp_path: Pat
 
 
 def test_file_stems_become_safe_default_names(tmp_path: Path) -> None:
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     text = (Path(__file__).parents[1] / "scenarios" / "default.toml").read_text()
     toml = tmp_path / "my run (v2).toml"
@@ -117,8 +117,8 @@ def test_file_stems_become_safe_default_names(tmp_path: Path) -> None:
 
 
 def test_study_and_sweep_names_are_checked(tmp_path: Path) -> None:
-    from analysis.engine.studies import load_study
-    from market.errors import InputError
+    from marketsim.analysis.engine.studies import load_study
+    from marketsim.market.errors import InputError
 
     text = (Path(__file__).parents[1] / "market" / "auction" / "studies" / "control_auction.toml").read_text()
     toml = tmp_path / "c.toml"
@@ -175,7 +175,7 @@ def test_report_folder_is_checked_before_computing(capsys, tmp_path: Path) -> No
 
 
 def test_report_folder_error_comes_before_the_ledger_runs(capsys, tmp_path: Path, monkeypatch) -> None:
-    import market.audit.claims as ledger
+    import marketsim.market.audit.claims as ledger
 
     def never(*a, **k):
         raise AssertionError("the ledger ran before --report was checked")
@@ -239,16 +239,16 @@ def test_a_huge_scenario_fails_before_building(capsys, tmp_path: Path, old: str,
 def test_huge_replications_fail_before_planning(capsys, tmp_path: Path) -> None:
     err = _err(capsys, ["run", "default", "--reps", "100000000", "--out", str(tmp_path / "out")])
     assert "--reps gives 600,000,000 runs" in err and "at most 1,000,000" in err
-    from analysis.engine.runner import plan_runs
-    from market.errors import InputError
-    from scenarios.loader import load_scenario
+    from marketsim.analysis.engine.runner import plan_runs
+    from marketsim.market.errors import InputError
+    from marketsim.scenarios.loader import load_scenario
 
     with pytest.raises(InputError, match="at most 1,000,000"):
         plan_runs(load_scenario("default"), replications=10**8)
 
 
 def test_a_huge_speedups_file_stops_at_the_row_limit(capsys, tmp_path: Path, monkeypatch) -> None:
-    import analysis.frontends.cli as cli
+    import marketsim.analysis.frontends.cli as cli
 
     monkeypatch.setattr(cli, "MAX_ROWS", 50)  # the same code path as 10^7 rows against 100,000
     f = tmp_path / "w.csv"

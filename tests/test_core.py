@@ -8,12 +8,12 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from market.errors import InputError, as_float_array, check_int, check_positive
-from market.jobs import PSJob
-from market.registry import get, names, register
-from market.topology import multi_rack_tree, random_geometric_edge, shortest_path_latency, single_rack
-from market.types import Cluster, GpuServer, GpuType, JobType, Tenant, check_capacity_vector
-from market.utility import ConvexUtility, LinearUtility, SigmoidUtility, TabularUtility
+from marketsim.market.errors import InputError, as_float_array, check_int, check_positive
+from marketsim.market.jobs import PSJob
+from marketsim.market.registry import get, names, register
+from marketsim.market.topology import multi_rack_tree, random_geometric_edge, shortest_path_latency, single_rack
+from marketsim.market.types import Cluster, GpuServer, GpuType, JobType, Tenant, check_capacity_vector
+from marketsim.market.utility import ConvexUtility, LinearUtility, SigmoidUtility, TabularUtility
 
 
 def test_input_error_names_field_and_value() -> None:

@@ -69,7 +69,7 @@ def test_plugins_page_auction_strategy_snippet_runs(tmp_path: Path) -> None:
     eps = meta["project"]["entry-points"]["marketsim.mechanisms"]
     (info / "entry_points.txt").write_text("[marketsim.mechanisms]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
     snippet = re.search(r"```python\n(from hypothesis import given, settings\n"
-                        r"from market.testing.strategies import auction_instances\n.*?)```",
+                        r"from marketsim.market.testing.strategies import auction_instances\n.*?)```",
                         PLUGINS.read_text(), re.S)  # fmt: skip
     assert snippet, "docs/plugins.md lost its auction_instances example"
     test = tmp_path / "user_tests" / "test_user.py"
@@ -87,7 +87,7 @@ def test_claims_ledger_stores_negative_zero_as_zero() -> None:
     """docs/plugins.md §7: ``effect_size`` is stored as given except that -0.0 becomes 0 (no '-0' in tables)."""
     code = textwrap.dedent(
         """
-        from market.audit.claims import Measurement, register_claim, run_claims, to_markdown
+        from marketsim.market.audit.claims import Measurement, register_claim, run_claims, to_markdown
         @register_claim("negzero-doc", "Z1", "statement", "how", kind="universal")
         def z1(ctx):
             return Measurement(n_instances=1, effect_size=-0.0, effect="max relative gain")
@@ -145,11 +145,13 @@ def test_docs_site_lists_every_page_and_public_module() -> None:
     whole = set(re.findall(r"^::: ([\w.]+)\n(?:    .*\n)*?\s+show_submodules: true", reference, re.M))
     # the public API of issue 27 (registry, types, testing, audit, the mechanisms' entry points, the Mesa
     # models); a module added later needs no entry here (packages rendered whole pick it up)
-    public = {"market.registry", "market.plugins", "market.types", "market.allocation", "market.errors",
-              "market.testing", "market.testing.strategies", "market.traces"}
+    public = {"marketsim.market.registry", "marketsim.market.plugins", "marketsim.market.types",
+              "marketsim.market.allocation", "marketsim.market.errors",
+              "marketsim.market.testing", "marketsim.market.testing.strategies", "marketsim.market.traces"}
     assert public <= documented, f"not in the API reference: {sorted(public - documented)}"
-    assert {"market.audit", "market.auction", "market.oef", "market.oasis", "market.pdors", "market.eris",
-            "market.astraea", "market.learning", "marketsim.agents"} <= whole
+    assert {"marketsim.market.audit", "marketsim.market.auction", "marketsim.market.oef", "marketsim.market.oasis",
+            "marketsim.market.pdors", "marketsim.market.eris",
+            "marketsim.market.astraea", "marketsim.market.learning", "marketsim.agents"} <= whole
 
 
 def test_packaging_licence_extras_and_ci_steps() -> None:

@@ -161,16 +161,11 @@ def missing_fields(obj: Callable[..., object]) -> tuple[list[str], list[str]]:
     return missing, wrong
 
 
-def _key(qualname: str) -> str:
-    # the namespace migration prefixes every package with "marketsim."; the messages keep the short names
-    return qualname.removeprefix("marketsim.")
-
-
 def audit(objects: dict[str, Callable[..., object]]) -> list[str]:
     """Every problem: a missing field or a ``:param`` naming no parameter."""
     problems = []
     for qualname, obj in sorted(objects.items()):
-        key = _key(qualname)
+        key = qualname
         missing, wrong = missing_fields(obj)
         problems += [f"{key}: ':param {n}:' names no parameter" for n in wrong]
         if missing:
@@ -179,18 +174,21 @@ def audit(objects: dict[str, Callable[..., object]]) -> list[str]:
 
 
 def test_reference_pages_name_importable_identifiers() -> None:
-    idents = {_key(name): whole for name, whole, _ in reference_identifiers()}
-    assert len(idents) >= 20 and idents["market.audit"] is True and idents["market.registry"] is False
+    idents = {name: whole for name, whole, _ in reference_identifiers()}
+    assert len(idents) >= 20
+    assert idents["marketsim.market.audit"] is True and idents["marketsim.market.registry"] is False
     objects = rendered_objects()
     # one of each kind: a module function, a class with its constructor, a method, an __all__ re-export
-    assert any(k.endswith("market.registry.get") for k in objects)
-    assert any(k.endswith("market.errors.InputError") for k in objects)
-    assert any(k.endswith("market.audit.fairshare.FairShareTarget") for k in objects)
+    assert any(k.endswith("marketsim.market.registry.get") for k in objects)
+    assert any(k.endswith("marketsim.market.errors.InputError") for k in objects)
+    assert any(k.endswith("marketsim.market.audit.fairshare.FairShareTarget") for k in objects)
     assert len(objects) > 500
     # a members: list restricts a module to the names it lists and a package to the submodules it lists
-    keys = {_key(k) for k in objects}
-    assert "market.oef.validate.validate_inputs" in keys and "market.oef.validate.prepare" not in keys
-    assert "market.oef.claims.c1" in keys and not any(k.startswith("market.oef.programs.") for k in keys)
+    keys = set(objects)
+    assert "marketsim.market.oef.validate.validate_inputs" in keys
+    assert "marketsim.market.oef.validate.prepare" not in keys
+    assert "marketsim.market.oef.claims.c1" in keys
+    assert not any(k.startswith("marketsim.market.oef.programs.") for k in keys)
 
 
 def test_every_rendered_function_documents_its_parameters_and_result() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market import registry
-from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, run_eris
-from market.eris.baselines import antman, liquid, tiresias, worker_count
-from market.eris.diagnostics import check_feasibility
-from market.eris.workload import eris_simulator, eris_testbed, eris_topology, generate_jobs
-from market.utility import SigmoidUtility
+from marketsim.market import registry
+from marketsim.market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, run_eris
+from marketsim.market.eris.baselines import antman, liquid, tiresias, worker_count
+from marketsim.market.eris.diagnostics import check_feasibility
+from marketsim.market.eris.workload import eris_simulator, eris_testbed, eris_topology, generate_jobs
+from marketsim.market.utility import SigmoidUtility
 
 F = SigmoidUtility(3000.0, 1 / 3, 0.0)
 
@@ -106,7 +106,7 @@ def test_generator_is_seeded_and_shaped():
 
 
 def test_sweeps_cover_the_resolved_ranges():
-    from market.eris.workload import SWEEP_GAMMA, SWEEP_I, SWEEP_R, sweep
+    from marketsim.market.eris.workload import SWEEP_GAMMA, SWEEP_I, SWEEP_R, sweep
 
     rng = np.random.default_rng(0)
     assert [(x, i.sites.R) for x, i in sweep("R", rng)] == [(R, R) for R in SWEEP_R]

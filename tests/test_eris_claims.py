@@ -9,9 +9,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from market.eris import run_eris
-from market.eris.baselines import antman, liquid, tiresias
-from market.eris.workload import eris_simulator, eris_testbed
+from marketsim.market.eris import run_eris
+from marketsim.market.eris.baselines import antman, liquid, tiresias
+from marketsim.market.eris.workload import eris_simulator, eris_testbed
 
 BASELINES = (tiresias, antman, liquid)
 

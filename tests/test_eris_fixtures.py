@@ -8,13 +8,22 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from market.eris import CR_CONSTANT, ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, price, realised_utility
-from market.eris.deploy import deploy_batch, deploy_reference, plan_from_batch, prepare_job, prepare_slot
-from market.eris.exact import competitive_ratio, one_shot_exact, opt_milp
-from market.eris.network import build_links
-from market.eris.prices import SlotView
-from market.eris.sources import cumulative_sources, slot_sources, source_sequence
-from market.utility import SigmoidUtility
+from marketsim.market.eris import (
+    CR_CONSTANT,
+    ErisAuction,
+    ErisConfig,
+    ErisJob,
+    ErisSites,
+    NetworkSpec,
+    price,
+    realised_utility,
+)
+from marketsim.market.eris.deploy import deploy_batch, deploy_reference, plan_from_batch, prepare_job, prepare_slot
+from marketsim.market.eris.exact import competitive_ratio, one_shot_exact, opt_milp
+from marketsim.market.eris.network import build_links
+from marketsim.market.eris.prices import SlotView
+from marketsim.market.eris.sources import cumulative_sources, slot_sources, source_sequence
+from marketsim.market.utility import SigmoidUtility
 
 REL = 1e-6
 ABS = 5e-7  # the spec prints 6 decimals
@@ -263,7 +272,7 @@ def test_f13_opt_and_ratio():
 
 
 def test_f10_diagnostics():
-    from market.eris.diagnostics import check_feasibility, normalisation, small_job
+    from marketsim.market.eris.diagnostics import check_feasibility, normalisation, small_job
 
     sites, cfg, auc, j1, j2 = _f10()
     d1, d2 = auc.step(1, [j1, j2])

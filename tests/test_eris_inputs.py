@@ -8,10 +8,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.eris.workload import generate_jobs
-from market.errors import InputError
-from market.utility import SigmoidUtility, TabularUtility
+from marketsim.market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.eris.workload import generate_jobs
+from marketsim.market.errors import InputError
+from marketsim.market.utility import SigmoidUtility, TabularUtility
 
 F = SigmoidUtility(3000.0, 1 / 3, 0.0)
 
@@ -147,7 +147,7 @@ def test_unschedulable_job_is_rejected_not_an_error():
 def test_auction_built_from_a_horizon_alone() -> None:
     """``ErisAuction(sites, horizon=T)`` (no config) builds the default config: base slots 0..T, and
     without either it is an InputError naming ``config``."""
-    from market.types import EdgeSite
+    from marketsim.market.types import EdgeSite
 
     site = [EdgeSite("s0", {"gpu": 4.0, "cpu": 32.0})]
     auction = ErisAuction(site, horizon=5)

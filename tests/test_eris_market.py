@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.auction.market import AuctionMarket, run_market
-from market.eris import ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.eris.baselines import antman, liquid, tiresias
-from market.eris.market import ErisMarket, make_market
-from market.errors import InputError
-from market.utility import SigmoidUtility
+from marketsim.market.auction.market import AuctionMarket, run_market
+from marketsim.market.eris import ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.eris.baselines import antman, liquid, tiresias
+from marketsim.market.eris.market import ErisMarket, make_market
+from marketsim.market.errors import InputError
+from marketsim.market.utility import SigmoidUtility
 
 REL = 1e-6
 
@@ -188,8 +188,8 @@ def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[st
     theorem checks hold, the spec's Thm-4/5 findings and the known non-value lies reproduce."""
     import json
 
-    from analysis.frontends.cli import main
-    from market.audit.claims import claims, recheck_witness
+    from marketsim.analysis.frontends.cli import main
+    from marketsim.market.audit.claims import claims, recheck_witness
 
     assert main(["claims", "--paper", "eris", "--json"]) == 0
     recs = json.loads(capsys.readouterr().out)
@@ -212,7 +212,7 @@ def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[st
 def test_claim_instances_round_trip_through_json() -> None:
     import json
 
-    from market.eris.claims import instance_from_dict, instance_to_dict, micro_instance
+    from marketsim.market.eris.claims import instance_from_dict, instance_to_dict, micro_instance
 
     rng = np.random.default_rng(4)
     for _ in range(10):
@@ -226,7 +226,7 @@ def test_claim_instances_round_trip_through_json() -> None:
 
 # --- the reproduction studies (market/eris/studies/eris.toml and eris_paper.toml) ---
 def test_eris_studies_parse_and_cover_both_modes() -> None:
-    from analysis.engine.studies import load_study, study_names
+    from marketsim.analysis.engine.studies import load_study, study_names
 
     assert {"eris", "eris_paper"} <= set(study_names())
     for name in ("eris", "eris_paper"):
@@ -243,9 +243,9 @@ def test_eris_studies_parse_and_cover_both_modes() -> None:
 
 def test_eris_study_cell_runs_through_the_mesa_model() -> None:
     """One testbed cell of the default study: Mesa model == plain replay, lying variant paired."""
-    from agents.auction import AuctionModel
-    from analysis.engine.cells import CellSpec
-    from analysis.engine.studies import execute_cell, load_study
+    from marketsim.agents.auction import AuctionModel
+    from marketsim.analysis.engine.cells import CellSpec
+    from marketsim.analysis.engine.studies import execute_cell, load_study
 
     st = load_study("eris")
     panel = next(i for i, p in enumerate(st.panels) if p.fixed.get("scenario") == "testbed")
@@ -262,7 +262,7 @@ def test_eris_study_cell_runs_through_the_mesa_model() -> None:
 
 
 def test_topology_market_places_edge_sites_on_the_graph() -> None:
-    from agents.auction import AuctionModel
+    from marketsim.agents.auction import AuctionModel
 
     m = make_market({"R": 6, "I": 5, "T": 8, "mode": "topology"}, np.random.default_rng(2))
     model = AuctionModel(m, "eris", rng=0).run()

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, realised_utility
-from market.eris.deploy import prepare_job
-from market.eris.diagnostics import check_feasibility
-from market.eris.exact import competitive_ratio, subroutine_check
-from market.eris.schedule import build_menu, build_menu_reference
-from market.utility import SigmoidUtility
+from marketsim.market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, realised_utility
+from marketsim.market.eris.deploy import prepare_job
+from marketsim.market.eris.diagnostics import check_feasibility
+from marketsim.market.eris.exact import competitive_ratio, subroutine_check
+from marketsim.market.eris.schedule import build_menu, build_menu_reference
+from marketsim.market.utility import SigmoidUtility
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
@@ -196,7 +196,7 @@ def test_paper_claim_thm5_ratio_bound():
 @settings(max_examples=15, **SETTINGS)
 @given(instances(max_R=2, max_K=1, max_T=2, max_I=3, max_D=2))
 def test_opt_milp_matches_enumeration(inst):
-    from market.eris.exact import opt_enumerate, opt_milp
+    from marketsim.market.eris.exact import opt_enumerate, opt_milp
 
     sites, net, cfg, jobs = inst
     milp = opt_milp(jobs, sites, net, cfg)

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, realised_utility, run_eris
-from market.eris.diagnostics import check_feasibility
-from market.eris.workload import eris_topology, generate_jobs
-from market.topology import random_geometric_edge
-from market.utility import SigmoidUtility, TabularUtility
+from marketsim.market.eris import ErisAuction, ErisConfig, ErisJob, ErisSites, NetworkSpec, realised_utility, run_eris
+from marketsim.market.eris.diagnostics import check_feasibility
+from marketsim.market.eris.workload import eris_topology, generate_jobs
+from marketsim.market.topology import random_geometric_edge
+from marketsim.market.utility import SigmoidUtility, TabularUtility
 
 
 def test_topology_mode_on_core_edge_graph():

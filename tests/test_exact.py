@@ -1,4 +1,4 @@
-"""Exact best responses (market.audit.exact): closed forms, an independent grid cross-check through the
+"""Exact best responses (marketsim.market.audit.exact): closed forms, an independent grid cross-check through the
 registered mechanisms, error paths, and one test per key step of the formulation."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from market import registry
-from market.audit.exact import SUPPORTED, available, best_response
-from market.audit.fairshare import FairShareTarget
-from market.audit.search import relative
-from market.errors import InputError
+from marketsim.market import registry
+from marketsim.market.audit.exact import SUPPORTED, available, best_response
+from marketsim.market.audit.fairshare import FairShareTarget
+from marketsim.market.audit.search import relative
+from marketsim.market.errors import InputError
 
 H2 = [[1.0, 2.0], [1.0, 5.0]]
 
@@ -186,7 +186,7 @@ def test_missing_solver_is_one_clear_error(monkeypatch):
 
 
 def test_cli_exact_json_and_errors(capsys):
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     assert main(["audit", "--mechanism", "oef-noncoop", "--speedups", "1,2;1,5", "--exact", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -217,7 +217,7 @@ def test_without_complementarity_the_kkt_bound_is_wrong():
 
 def test_without_the_box_the_report_leaves_it():
     # tenant 0's best lie is the report -> 0: without the box the program puts it below the box's 1e-4
-    from market.audit.exact import _box, _solve_scip, parametric_lp
+    from marketsim.market.audit.exact import _box, _solve_scip, parametric_lp
 
     t = FairShareTarget("oef-noncoop", W=H2, m=[1, 1], n_arbitrary=0)
     box = _box(t, 0, [1], None)
@@ -250,7 +250,7 @@ def test_gavel_tie_certified_by_the_smallest_resolved_nudge():
 
 def test_scip_messages_stay_off_stderr(capfd):
     # SoPlex prints "Cannot set feasibility tolerance ... without GMP" on fd 2 at feastol 1e-9 (the second solve)
-    from market.audit.exact import _box, _solve_scip, parametric_lp
+    from marketsim.market.audit.exact import _box, _solve_scip, parametric_lp
 
     t = FairShareTarget("gavel", W=W_TIE, m=[1, 2, 2], n_arbitrary=0)
     box = _box(t, 0, [1, 2], None)
@@ -281,7 +281,7 @@ def test_coop_near_copy_is_uncertified_with_a_valid_bound():
 def test_coop_normalised_relaxation_finds_the_better_lie(monkeypatch):
     # oef-coop 3x3 (bench_exact's first 3x3 instance), deviator 2: within 2000 nodes the strong-duality program
     # stops at a lie worth +10.6%; the normalised-dual relaxation's optimum, polished, is worth +18.2%
-    import market.audit.exact as ex
+    import marketsim.market.audit.exact as ex
 
     W, m = np.array([[1.0, 4.375, 5.226], [1.0, 4.479, 4.593], [1.0, 2.068, 4.041]]), np.array([2, 3, 2])
     r = best_response("oef-coop", W, m, 2, node_limit=2000, closure=False)
@@ -301,7 +301,7 @@ def test_node_limit_is_a_load_independent_budget():
 
 
 def test_oracle_answers_are_cached_per_instance(monkeypatch):
-    import market.audit.exact as ex
+    import marketsim.market.audit.exact as ex
 
     calls = []
     real = ex.best_response

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from market import registry
-from market.errors import InputError
-from market.oef import lp
+from marketsim.market import registry
+from marketsim.market.errors import InputError
+from marketsim.market.oef import lp
 
 SUM = registry.get("gavel-max-sum-throughput", "fair-share").fn
 MAXMIN = registry.get("gavel-max-min-perf", "fair-share").fn
@@ -205,7 +205,7 @@ def test_solver_is_chosen_by_size_and_agrees() -> None:
 
 
 def test_cli_allocate_accepts_zero_throughput_and_scale_factors(capsys) -> None:
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     assert main(["allocate", "--policy", "gavel-max-sum-throughput", "--speedups", "1,2;3,4", "--capacity", "2,1",
                  "--scale-factors", "2,1", "--json"]) == 0  # fmt: skip
@@ -224,7 +224,7 @@ def test_cli_allocate_accepts_zero_throughput_and_scale_factors(capsys) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_identical_jobs_solved_once_give_the_same_optimum(seed: int) -> None:
-    """Aggregation (market.oef.roundlp): a workload of 5 job types repeated; same s* / min ratio as
+    """Aggregation (marketsim.market.oef.roundlp): a workload of 5 job types repeated; same s* / min ratio as
     the full LP, identical jobs get identical shares, capacity and caps hold."""
     rng = np.random.default_rng(seed)
     types = rng.uniform(0.5, 6.0, (5, 3))
@@ -356,8 +356,8 @@ def test_gavel_policies_run_in_the_synthetic_round_loop(tmp_path, capsys) -> Non
 
     import pandas as pd
 
-    from analysis.frontends.cli import main
-    from scenarios.loader import load_scenario
+    from marketsim.analysis.frontends.cli import main
+    from marketsim.scenarios.loader import load_scenario
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SYNTHETIC, encoding="utf-8")

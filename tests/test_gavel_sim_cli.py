@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frontends import cli, gavel_sim
+from marketsim.analysis.frontends import cli, gavel_sim
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +195,7 @@ def test_cli_dispatch_and_cheap_help(capsys: pytest.CaptureFixture[str], tmp_pat
     assert cli.main(["gavel-sim", "-t", str(trace), "-p", "gandiva", "-c", "1:1:1"]) == 2
     assert "marketsim gavel-sim: error: --policy" in capsys.readouterr().err
     code = (
-        "import sys; from analysis.frontends.cli import main; code = main(['gavel-sim', '--help']); "
+        "import sys; from marketsim.analysis.frontends.cli import main; code = main(['gavel-sim', '--help']); "
         "print(code, sorted(m for m in ('mesa', 'pandas', 'scipy', 'networkx', 'marketsim.agents') "
         "if m in sys.modules))"
     )

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.loader import load_scenario
+from marketsim.scenarios.loader import load_scenario
 
 DATA = Path(__file__).parent / "data"
 
@@ -59,7 +59,7 @@ def _gavel(name: str) -> pd.Series:
 def test_engine_reproduces_aligned_gavel_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """100 jobs, 4 V100s, max-min perf: Gavel (patched to our documented semantics, HiGHS) and we
     agree on every JCT to Gavel's printed 3 decimals, on the per-job program (no aggregation)."""
-    import agents.trace_rounds as tr
+    import marketsim.agents.trace_rounds as tr
 
     monkeypatch.setattr(tr, "NATIVE_OPTIONS", {})
     monkeypatch.setattr(tr, "TIE_BREAK", False)  # tied rows in Gavel's (HiGHS) row order, as the patched Gavel

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.loader import parse_scenario
+from marketsim.scenarios.loader import parse_scenario
 
 DATA = Path(__file__).parent / "data"
 #: trace name -> file in tests/data (tests/data/gavel_multigpu.README.md)

@@ -1,4 +1,4 @@
-"""The commit a results file records (analysis.engine.studies.git_commit): the hash, marked when
+"""The commit a results file records (marketsim.analysis.engine.studies.git_commit): the hash, marked when
 tracked files differ from it, and a stated default outside a checkout."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.engine.studies import git_commit
+from marketsim.analysis.engine.studies import git_commit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -7,10 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.engine.headlines import Headline, evaluate_headline, evaluate_headlines, headline_markdown, parse_headline
-from analysis.engine.studies import Panel, load_study, parse_study, run_study
-from analysis.frontends.study_report import write_study
-from market.errors import InputError
+from marketsim.analysis.engine.headlines import (
+    Headline,
+    evaluate_headline,
+    evaluate_headlines,
+    headline_markdown,
+    parse_headline,
+)
+from marketsim.analysis.engine.studies import Panel, load_study, parse_study, run_study
+from marketsim.analysis.frontends.study_report import write_study
+from marketsim.market.errors import InputError
 
 
 def _frame(a_vals, b_vals, *, xs=(10, 20), panel=0, metric="welfare"):
@@ -207,13 +213,14 @@ def test_at_most_zero_level_claim() -> None:
 
 
 def test_every_shipped_study_ends_with_headlines() -> None:
-    from analysis.engine.studies import load_study, study_names
+    from marketsim.analysis.engine.studies import load_study, study_names
 
     for name in study_names():
         assert load_study(name).headlines, f"study {name} states no headline claim"
 
 
-# -- the verdict rule at each of its boundaries (analysis.engine.headlines.verdict) ---------------------------
+# -- the verdict rule at each of its boundaries (marketsim.analysis.engine.headlines.verdict)
+# ---------------------------
 
 
 @pytest.mark.parametrize(
@@ -246,7 +253,7 @@ def test_every_shipped_study_ends_with_headlines() -> None:
     ],
 )
 def test_verdict_rule_on_both_sides_of_each_boundary(paper, ours, low, high, kw, expected, phrase):
-    from analysis.engine.headlines import verdict
+    from marketsim.analysis.engine.headlines import verdict
 
     kw = {"ratio": True, **kw}
     got, reason = verdict(paper, ours, low, high, **kw)
@@ -275,7 +282,7 @@ def test_ratio_is_a_ratio_of_means_with_a_seeded_bootstrap_interval():
 
 
 def test_ratio_of_means_bootstrap_covers_and_handles_zero_baselines():
-    from analysis.engine.headlines import ratio_of_means
+    from marketsim.analysis.engine.headlines import ratio_of_means
 
     rng = np.random.default_rng(0)
     b = rng.lognormal(0, 1, 200)
@@ -293,7 +300,7 @@ def _share_frame(ones: int, n: int = 20) -> pd.DataFrame:
 
 
 def test_a_share_uses_a_wilson_interval_inside_0_1():
-    from analysis.engine.headlines import wilson_interval
+    from marketsim.analysis.engine.headlines import wilson_interval
 
     h = Headline(text="A gains the most", panel=0, metric="gains_most", mechanism="A", paper=1.0, tolerance=0.0,
                  statistic="share")  # fmt: skip
@@ -315,7 +322,7 @@ def test_by_construction_is_not_reproduced_and_a_failure_stays_a_failure():
     assert broken["verdict"] == "not reproduced"
     t = evaluate_headlines(_frame(B, B), [_h(1.0, tolerance=0.05, id="a"), _h(1.0, tolerance=0.05, id="b",
                                                                             by_construction="by design")])  # fmt: skip
-    from analysis.engine.headlines import headline_counts, mark_fragile
+    from marketsim.analysis.engine.headlines import headline_counts, mark_fragile
 
     counts = headline_counts(mark_fragile(t))
     assert counts["verdicts"]["reproduced"] == 1 and counts["verdicts"]["by construction"] == 1
@@ -323,7 +330,7 @@ def test_by_construction_is_not_reproduced_and_a_failure_stays_a_failure():
 
 @pytest.mark.parametrize(("share", "expected"), [(3.999, "direction only"), (4.001, "stronger than the paper")])
 def test_direction_only_is_bounded_above(share, expected):
-    from analysis.engine.headlines import verdict
+    from marketsim.analysis.engine.headlines import verdict
 
     paper = 1.2
     ours = math.exp(share * math.log(paper))
@@ -332,7 +339,7 @@ def test_direction_only_is_bounded_above(share, expected):
 
 
 def test_fragile_marks_a_verdict_one_sensitivity_row_flips():
-    from analysis.engine.headlines import headline_counts, mark_fragile
+    from marketsim.analysis.engine.headlines import headline_counts, mark_fragile
 
     a = B * 0.945 * (1 + _noise(3, 0.01))
     f = pd.concat([_frame(a, B), _frame(B * 0.95 * (1 + _noise(4, 0.01)), B, panel=1)], ignore_index=True)
@@ -364,7 +371,7 @@ def test_fragile_marks_a_verdict_one_sensitivity_row_flips():
 
 
 def test_alternative_readings_are_listed_with_how_the_count_changes():
-    from analysis.engine.headlines import headline_counts, mark_fragile
+    from marketsim.analysis.engine.headlines import headline_counts, mark_fragile
 
     f = pd.concat([_frame(B * 1.16, B), _frame(B * 1.02, B, panel=1)], ignore_index=True)
     main = _h(1.16, id="u4")

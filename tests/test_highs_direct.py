@@ -1,4 +1,4 @@
-"""Gavel's LPs sent straight to highspy (market.oef.highs_direct) give the vertex scipy's linprog
+"""Gavel's LPs sent straight to highspy (marketsim.market.oef.highs_direct) give the vertex scipy's linprog
 ("highs-ds", the path they replace) gives, on seeded random instances with zeros, gang jobs,
 weights and caps."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import market.oef.gavel as gv
-from market.registry import get
+import marketsim.market.oef.gavel as gv
+from marketsim.market.registry import get
 
 
 def _instances(seed: int, count: int):

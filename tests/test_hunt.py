@@ -1,5 +1,5 @@
-"""The counterexample hunt (market.audit.hunt): optimiser wiring, shrinking, the ledger flip, the
-CLI's witness re-derived by `marketsim audit`, determinism, and the market.testing assertion."""
+"""The counterexample hunt (marketsim.market.audit.hunt): optimiser wiring, shrinking, the ledger flip, the
+CLI's witness re-derived by `marketsim audit`, determinism, and the marketsim.market.testing assertion."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.frontends.cli import main
-from market.audit import claims as ledger
-from market.audit import hunt as hunt_mod
-from market.audit.hunt import Evaluation, hunt, hunt_claims
-from market.audit.hunt_spaces import MisreportSpace
-from market.audit.instances import FairShareInstance
-from market.testing import IncentiveViolation, assert_no_counterexample
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.audit import claims as ledger
+from marketsim.market.audit import hunt as hunt_mod
+from marketsim.market.audit.hunt import Evaluation, hunt, hunt_claims
+from marketsim.market.audit.hunt_spaces import MisreportSpace
+from marketsim.market.audit.instances import FairShareInstance
+from marketsim.market.testing import IncentiveViolation, assert_no_counterexample
 
 
 @dataclass
@@ -82,7 +82,7 @@ def test_fixed_budget_is_deterministic() -> None:
 
 
 def test_bad_budget_is_an_input_error() -> None:
-    from market.errors import InputError
+    from marketsim.market.errors import InputError
 
     with pytest.raises(InputError):
         hunt(Bowl())
@@ -163,7 +163,7 @@ def test_a_seconds_cap_stops_the_hunt_and_says_so() -> None:
 
 def _proportional(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **_: Any) -> Any:
     """Each GPU type split in proportion to the reported speedups on it: inflating pays."""
-    from market.allocation import Allocation
+    from marketsim.market.allocation import Allocation
 
     W = np.asarray(W, dtype=float)
     X = W / W.sum(axis=0, keepdims=True) * np.asarray(m, dtype=float)
@@ -172,7 +172,7 @@ def _proportional(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **_:
 
 def _equal_split(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **_: Any) -> Any:
     """Every tenant gets m / n of every type whatever it reports: truthful."""
-    from market.allocation import Allocation
+    from marketsim.market.allocation import Allocation
 
     n = np.asarray(W).shape[0]
     X = np.tile(np.asarray(m, dtype=float) / n, (n, 1))
@@ -203,7 +203,7 @@ def test_hunt_spaces_are_registered() -> None:
 
 
 def test_auction_space_moves_true_types() -> None:
-    from market.oasis.hunt import DIMS, space
+    from marketsim.market.oasis.hunt import DIMS, space
 
     sp = space(seeds=(0,), deviators=(0,), lie_dims=DIMS)
     (variant, d), = sp.variants()
@@ -229,7 +229,7 @@ def test_confirmation_reruns_the_inner_search_and_loses_nothing() -> None:
 def test_the_inner_search_runs_on_its_fixed_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever generator an evaluation is handed, the inner audit gets one seeded with INNER_SEED
     (what makes the confirmation and `marketsim audit --search hunt` re-derive the figure)."""
-    import market.audit.hunt_spaces as hs
+    import marketsim.market.audit.hunt_spaces as hs
 
     seen = []
     real = hs.audit
@@ -248,7 +248,7 @@ def test_the_inner_search_runs_on_its_fixed_seed(monkeypatch: pytest.MonkeyPatch
 
 
 def test_realistic_box_covers_gavel_and_grows_at_its_edge() -> None:
-    from market.audit.hunt_spaces import EDGE_LIMITS, REALISTIC, FairShareSpace, gavel_max_ratio
+    from marketsim.market.audit.hunt_spaces import EDGE_LIMITS, REALISTIC, FairShareSpace, gavel_max_ratio
 
     assert REALISTIC["ratio_max"] >= gavel_max_ratio() > 10  # Gavel's K80 -> V100 table
     sp = FairShareSpace("r", **REALISTIC)

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.frontends.cli import main
-from market.audit import claims as ledger
-from market.audit.hunt import hunt, hunt_space
-from market.errors import InputError
-from market.oasis.generators import oasis_tiny_from_params, oasis_tiny_instance, oasis_tiny_params
-from market.pdors.generators import pdors_tiny_from_params, pdors_tiny_instance, pdors_tiny_params
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.audit import claims as ledger
+from marketsim.market.audit.hunt import hunt, hunt_space
+from marketsim.market.errors import InputError
+from marketsim.market.oasis.generators import oasis_tiny_from_params, oasis_tiny_instance, oasis_tiny_params
+from marketsim.market.pdors.generators import pdors_tiny_from_params, pdors_tiny_instance, pdors_tiny_params
 
 
 # ---- parametric generators ---------------------------------------------------------------------
@@ -48,7 +48,7 @@ def test_pdors_parametric_tiny_instance_is_the_seeded_one(seed: int) -> None:
 
 def test_the_ledger_ratio_is_unchanged_on_a_seeded_spec() -> None:
     """A seeded spec and its explicit-parameter twin give the same OPT/ALG − 2α."""
-    from market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run, tiny_spec
+    from marketsim.market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run, tiny_spec
 
     spec = tiny_spec(2004, 2, 8.0, (1.0, 10.0))
     _, reqs, _ = oasis_tiny_instance(np.random.default_rng(2004), H=2, cpu=8.0, gamma1_range=(1.0, 10.0))
@@ -103,7 +103,7 @@ def test_the_space_holds_the_ledger_sizes_and_samples_like_the_ledger() -> None:
 
 # ---- evaluation, witness and determinism ---------------------------------------------------------
 def test_oasis_ratio_hunt_is_deterministic_and_its_witness_rederives() -> None:
-    from market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run
+    from marketsim.market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run
 
     sp = hunt_space("oasis", "C-O4")
     a = hunt(sp, evals=9, seed=3, optimiser="cma", max_shrink=4)
@@ -121,7 +121,7 @@ def test_oasis_ratio_hunt_is_deterministic_and_its_witness_rederives() -> None:
 
 
 def test_pdors_ratio_hunt_is_deterministic_and_its_witness_rederives() -> None:
-    from market.pdors.claims import CHECKS
+    from marketsim.market.pdors.claims import CHECKS
 
     a = hunt(hunt_space("pdors", "C-P7"), evals=3, seed=1, optimiser="cma", max_shrink=1)
     b = hunt(hunt_space("pdors", "C-P7"), evals=3, seed=1, optimiser="cma", max_shrink=1)
@@ -133,7 +133,7 @@ def test_pdors_ratio_hunt_is_deterministic_and_its_witness_rederives() -> None:
     assert r["effect"] == a.best_effect == w["effect"]
     assert ledger.recheck_witness(w) is (r["violations"] > 0)
     # the effect of an instance is the larger of its two G modes' (one MILP shared by both)
-    from market.pdors.hunt import MODES
+    from marketsim.market.pdors.hunt import MODES
 
     inst = a.best_instance
     per_mode = [CHECKS["C-P7"]({**inst, "mode": m})["effect"] for m in MODES]
@@ -156,8 +156,8 @@ def test_claims_cli_hunt_evals_is_deterministic_for_c_o4(capsys: pytest.CaptureF
 
 def test_a_milp_at_its_time_limit_is_skipped_not_a_ratio(monkeypatch: pytest.MonkeyPatch) -> None:
     """An incumbent that is not proven optimal never becomes a ratio: the evaluation is skipped."""
-    import market.oasis.hunt as oh
-    from market.oasis.hunt import SKIPPED
+    import marketsim.market.oasis.hunt as oh
+    from marketsim.market.oasis.hunt import SKIPPED
 
     sp = hunt_space("oasis", "C-O4")
     inst = sp.decode(2, np.full(65, 0.4))
@@ -169,8 +169,8 @@ def test_a_milp_at_its_time_limit_is_skipped_not_a_ratio(monkeypatch: pytest.Mon
 
 
 def test_pdors_ratio_skips_a_milp_at_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    import market.pdors.claims as pc
-    from market.pdors.hunt import SKIPPED
+    import marketsim.market.pdors.claims as pc
+    from marketsim.market.pdors.hunt import SKIPPED
 
     sp = hunt_space("pdors", "C-P7")
     inst = sp.decode(3, np.full(31, 0.6))
@@ -187,8 +187,8 @@ def test_pdors_ratio_skips_a_milp_at_its_time_limit(monkeypatch: pytest.MonkeyPa
 def test_the_node_limit_is_a_deterministic_skip() -> None:
     """The hunt's MILPs stop at a node limit (a deterministic work limit, not the machine's speed):
     at 0 nodes no MILP is solved, and every evaluation is skipped."""
-    from market.oasis.hunt import SKIPPED as O_SKIPPED
-    from market.pdors.hunt import SKIPPED as P_SKIPPED
+    from marketsim.market.oasis.hunt import SKIPPED as O_SKIPPED
+    from marketsim.market.pdors.hunt import SKIPPED as P_SKIPPED
 
     o = hunt_space("oasis", "C-O4")
     assert o.node_limit == 5000 and o.time_limit == 300.0
@@ -220,7 +220,7 @@ def test_the_old_c_p10_witness_was_a_grid_artefact() -> None:
     positive surplus after misreporting its batch size / target) reproduces only on the spec's
     workload grid (dp_units = 40); the exact-workload DP, now the default, admits no such gain, and
     the oracle reports the grid witness as an artefact."""
-    from market.audit.oracles import confirm_witness
+    from marketsim.market.audit.oracles import confirm_witness
 
     grid = {**_LEDGER_P10, "args": {**_LEDGER_P10["args"], "params": {**_LEDGER_P10["args"]["params"], "dp": "grid"}}}
     assert ledger.recheck_witness(grid)
@@ -232,7 +232,7 @@ def test_the_old_c_p10_witness_was_a_grid_artefact() -> None:
 def test_a_ledger_c_p10_witness_encodes_into_the_hunt_space() -> None:
     """A C-P10-truthful witness of the ledger's market (tiny_market_params, run seed 0) is a point of
     the CLI's hunt space (the market of its seed, no TRUE-type move, its bidder deviating)."""
-    from market.pdors.claims import CAPS, tiny_market_params
+    from marketsim.market.pdors.claims import CAPS, tiny_market_params
 
     seed = 906027039
     w = {"kind": "pdors", "claim": "C-P10-truthful",
@@ -253,7 +253,7 @@ def test_finding_oasis_c_o4_ratio_beyond_two_alpha() -> None:
     near-L prices with a schedule over slots 1..6 worth 1.3e-5 and fills the server, so job 0
     (slot 3, done in one slot for 44.35) runs only in slot 7 (worth 8.4e-6). OPT = 44.35 (job 0 in
     slot 3 alone), OPT/ALG = 2.06e6 against 2α = 55.16."""
-    from market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run
+    from marketsim.market.oasis.claims import STEP_CHECKS, _with_opt, tiny_run
 
     spec = {"jobs": [[3.0, 3.0, 4.0, 1.0, 1.0, 46.0, 4.7, 1.7], [1.0, 12.0, 4.0, 3.0, 2.0, 160.0, 4.8, 2.6]],
             "H": 1, "cpu": 6.0, "T": 8}  # fmt: skip
@@ -272,7 +272,7 @@ def test_the_old_pdors_c_p7_witness_is_a_grid_artefact() -> None:
     (dp_units = 40) PD-ORS admits jobs 0 and 2 with late, nearly worthless completions and rejects
     job 1 (worth 0.89 when done in 2 slots): OPT/ALG = 2833 > (6G/δ)ε = 1485. The grid credits job
     0 39 of its 40 units in 3 slots; with the exact-workload DP the ratio is 1."""
-    from market.pdors.claims import CHECKS
+    from marketsim.market.pdors.claims import CHECKS
 
     jobs = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5],
             [0.0, 5.0, 4.0, 2.0, 1.0, 2.0, 2.0, 1.1, 4.8, 3.3]]
@@ -290,8 +290,8 @@ def test_the_old_pdors_c_p7_witness_is_a_grid_artefact() -> None:
 def test_the_shared_offline_optimum_is_the_instance_own() -> None:
     """The two G modes share one MILP solve per instance; instances that differ only in capacity
     (or in a job) get their own optimum."""
-    from market.pdors.claims import CHECKS
-    from market.pdors.offline import pdors_offline_optimum
+    from marketsim.market.pdors.claims import CHECKS
+    from marketsim.market.pdors.offline import pdors_offline_optimum
 
     jobs = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5]]
     opts = []
@@ -311,7 +311,7 @@ def test_finding_pdors_c_p10_gain_on_exact_workloads() -> None:
     admitted with a positive TRUE surplus when it reports one PS per worker (γ = 1, family UP_ratio):
     the exact-DP oracle confirms it, and the gain does not depend on the rounding (the exact per-slot
     MILP gives the same)."""
-    from market.audit.oracles import confirm_witness
+    from marketsim.market.audit.oracles import confirm_witness
 
     w = {"kind": "auction_hunt", "paper": "pdors", "space": "pdors:C-P10-truthful", "mechanism": "pdors-paper",
          "point": {"seed": 0, "deviator": 0,

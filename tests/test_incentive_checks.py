@@ -1,4 +1,4 @@
-"""The user-facing incentive assertions (market.testing) on every registered mechanism, and the
+"""The user-facing incentive assertions (marketsim.market.testing) on every registered mechanism, and the
 pytest plugin (entry point pytest11) driven the way a user would: a test file run by pytest.
 
 Expectations are what the auditor and hand checks show; every "violated" row re-checks the
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from market import registry
-from market.auction.market import run_market
-from market.errors import InputError
-from market.testing import (
+from marketsim.market import registry
+from marketsim.market.auction.market import run_market
+from marketsim.market.errors import InputError
+from marketsim.market.testing import (
     IncentiveViolation,
     assert_budget_balanced,
     assert_envy_free,
@@ -23,7 +23,7 @@ from market.testing import (
     assert_strategyproof,
     auction_instance,
 )
-from market.testing.strategies import fair_share_instances
+from marketsim.market.testing.strategies import fair_share_instances
 
 A = ([[1, 2], [1, 5]], [1, 1])  # OEF spec fixture (one slow, one fast GPU)
 B = ([[1, 1], [1, 1.01]], [1, 1])  # shrunk by hypothesis: non-coop OEF misses SI by 2.5e-5
@@ -55,7 +55,7 @@ HYP = settings(max_examples=12, deadline=None, database=None, suppress_health_ch
 
 def _builtin(family: str) -> list[str]:
     """Mechanisms of marketsim's own plugins (other tests may register more)."""
-    return [n for n in registry.names(family) if registry.get(n).fn.__module__.startswith("market.")]
+    return [n for n in registry.names(family) if registry.get(n).fn.__module__.startswith("marketsim.market.")]
 
 
 def test_every_fair_share_mechanism_has_expectations() -> None:
@@ -186,7 +186,7 @@ def test_bad_inputs_name_the_field() -> None:
 
 PLUGIN_TEST = """
 from hypothesis import given, settings
-from market.testing.strategies import fair_share_instances
+from marketsim.market.testing.strategies import fair_share_instances
 
 @settings(max_examples=20, deadline=None, database=None)
 @given(fair_share_instances(tenants=(2, 3), gpu_types=(2, 2)))
@@ -214,7 +214,7 @@ def test_pytest_plugin_prints_a_shrunk_witness(pytester: pytest.Pytester) -> Non
 
 def test_failing_assertion_hides_the_library_source(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_fail="""
-from market.testing import assert_envy_free, assert_strategyproof
+from marketsim.market.testing import assert_envy_free, assert_strategyproof
 
 def test_direct():
     assert_strategyproof("max-throughput", [([[1, 1], [1, 1]], [1, 1])])
@@ -246,7 +246,7 @@ def test_pytest_plugin_budget_option(pytester: pytest.Pytester) -> None:
 def _replay_gain(inst, name: str, agent: int, params: dict) -> float:
     """Independent re-check of an auction witness: two plain replays (truth / the lie) at the
     instance's mechanism seed, the bidder's TRUE surplus compared."""
-    from market.auction.market import decisions_by_id
+    from marketsim.market.auction.market import decisions_by_id
 
     market = inst.market
     bid = next(b for b in market.bids() if int(b.job_id) == agent)

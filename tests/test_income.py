@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from test_astraea_fixtures import toy_cluster, toy_jobs, toy_params
 from test_astraea_invariants import micro_instance, micro_params
 
-from market.astraea import run_astraea
-from market.astraea.accounting import divide_incomes
-from market.errors import InputError
-from market.income import (
+from marketsim.market.astraea import run_astraea
+from marketsim.market.astraea.accounting import divide_incomes
+from marketsim.market.errors import InputError
+from marketsim.market.income import (
     balance,
     capacity_game_values,
     equal_split,
@@ -221,8 +221,8 @@ def test_shapley_symmetry_of_identical_contributors(seed: int) -> None:
 
 
 def test_market_income_division_comparison() -> None:
-    from market.astraea.market import make_market
-    from market.auction.market import run_market
+    from marketsim.market.astraea.market import make_market
+    from marketsim.market.auction.market import run_market
 
     m = make_market({"workload": "toy", "horizon": 16, "worker_count_mode": "fixed"}, np.random.default_rng(0))
     decs = run_market(m, "astraea")

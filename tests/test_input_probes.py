@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frontends.cli import main
+from marketsim.analysis.frontends.cli import main
 
 LONG = "x" * 300
 AUCTION = ["audit", "--mechanism", "fixed-price"]
@@ -135,7 +135,7 @@ def test_a_300_character_output_name_is_named_as_the_flag(capsys, tmp_path: Path
 
 
 def test_text_numbers_must_use_ascii_digits() -> None:
-    from market.errors import InputError, as_float_array, check_finite, check_int
+    from marketsim.market.errors import InputError, as_float_array, check_finite, check_int
 
     for bad in (
         lambda: check_finite("x", "１"),
@@ -158,8 +158,8 @@ def test_trace_keys_without_a_trace_say_what_is_missing(capsys, tmp_path: Path) 
 
 
 def test_an_executor_that_never_comes_up_leaves_no_manifest(tmp_path: Path) -> None:
-    from analysis.engine.sweep import load_sweep, run_sweep
-    from market.errors import InputError
+    from marketsim.analysis.engine.sweep import load_sweep, run_sweep
+    from marketsim.market.errors import InputError
 
     class Unreachable:
         name = "dask"

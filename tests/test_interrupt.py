@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market import registry
-from market.oef import lp
+from marketsim.market import registry
+from marketsim.market.oef import lp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,8 +38,8 @@ def test_cooperative_rounds_are_reported() -> None:
 _LOG_ROUNDS = """
 import sys
 from pathlib import Path
-from market.oef import lp
-from analysis.frontends.cli import main
+from marketsim.market.oef import lp
+from marketsim.analysis.frontends.cli import main
 
 log = Path(sys.argv[1])
 
@@ -98,7 +98,7 @@ def _wait_for(pred, timeout: float = 60.0) -> None:
 
 def test_ctrl_c_with_the_process_executor_keeps_finished_runs(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "default", "--reps", "40", "--workers", "2",
+    cmd = [sys.executable, "-m", "marketsim.analysis.frontends.cli", "run", "default", "--reps", "40", "--workers", "2",
            "--out", str(out)]
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
@@ -133,7 +133,7 @@ _CUT_SHORT = """
 import os, struct, sys, time
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from analysis.engine.runner import _ignore_sigint, stop_pool
+from marketsim.analysis.engine.runner import _ignore_sigint, stop_pool
 
 if __name__ == "__main__":
     pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint)
@@ -174,7 +174,8 @@ def test_ctrl_c_in_a_process_sweep_keeps_parts_and_resumes(tmp_path: Path) -> No
     text = (ROOT / "scenarios" / "sweep_lie_factor.toml").read_text()
     cfg.write_text(text.replace("replications = 4", "replications = 24"))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "sweep", str(cfg), "--executor", "process", "--workers", "2",
+    cmd = [sys.executable, "-m", "marketsim.analysis.frontends.cli", "sweep", str(cfg), "--executor", "process",
+           "--workers", "2",
            "--chunk-size", "4", "--out", str(out), "--quiet"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: (out / "parts").exists() and len(list((out / "parts").glob("*.parquet"))) >= 3)
@@ -217,7 +218,7 @@ def test_ctrl_c_before_any_run_finished_exits_130(tmp_path: Path) -> None:
     """Issue #20: an interrupt before the first process-pool run finished ended in an ArrowTypeError
     traceback (the empty results frame had null-typed columns) with status 1."""
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "--workers", "2", "--executor", "process",
+    cmd = [sys.executable, "-m", "marketsim.analysis.frontends.cli", "run", "--workers", "2", "--executor", "process",
            "--out", str(out), "--quiet"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: len(_children(p.pid)) >= 2 or p.poll() is not None)
@@ -234,7 +235,7 @@ def test_ctrl_c_before_any_run_finished_exits_130(tmp_path: Path) -> None:
 
 _SIGINT_WHILE_IMPORTING = """
 import multiprocessing, os, signal, sys, threading, time
-from analysis.engine.runner import ProcessExecutor
+from marketsim.analysis.engine.runner import ProcessExecutor
 
 
 class Item:
@@ -279,7 +280,7 @@ def test_pool_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
     """Issue #20: after SIGKILL of `marketsim run` its process-pool workers ran on as orphans; each
     worker now exits at its parent's death (Linux death signal, else a getppid watchdog; a worker
     still importing exits when its imports are done)."""
-    cmd = [sys.executable, "-m", "analysis.frontends.cli", "run", "--reps", "20", "--workers", "2",
+    cmd = [sys.executable, "-m", "marketsim.analysis.frontends.cli", "run", "--reps", "20", "--workers", "2",
            "--executor", "process", "--out", str(tmp_path / "out"), "--quiet"]  # fmt: skip
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
@@ -306,21 +307,22 @@ import builtins, os, runpy, signal, sys
 
 _import = builtins.__import__
 def _hook(name, *args, **kwargs):
-    # the first import of market.errors is analysis.frontends.cli's, inside its guarded import block: Ctrl-C there
-    if name == "market.errors" and "market.errors" not in sys.modules:
+    # the first import of marketsim.market.errors is marketsim.analysis.frontends.cli's, inside its guarded import
+    # block: Ctrl-C there
+    if name == "marketsim.market.errors" and "marketsim.market.errors" not in sys.modules:
         builtins.__import__ = _import
         os.kill(os.getpid(), signal.SIGINT)
     return _import(name, *args, **kwargs)
 builtins.__import__ = _hook
 sys.argv = ["marketsim", "list"]
-runpy.run_module("analysis.frontends.cli", run_name="__main__", alter_sys=True)
+runpy.run_module("marketsim.analysis.frontends.cli", run_name="__main__", alter_sys=True)
 """
 
 
 def test_ctrl_c_while_the_cli_starts_exits_130() -> None:
     """The CLI's imports take seconds on a busy machine; a Ctrl-C meanwhile printed a
     KeyboardInterrupt traceback (and killed the process by the signal) instead of ending quietly.
-    The child sends itself SIGINT exactly while analysis.frontends.cli imports (a timed signal from outside
+    The child sends itself SIGINT exactly while marketsim.analysis.frontends.cli imports (a timed signal from outside
     raced with the imports, which take only ~0.3 s on an idle machine)."""
     p = subprocess.run([sys.executable, "-c", _INTERRUPT_DURING_IMPORTS], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)  # fmt: skip
@@ -330,7 +332,7 @@ def test_ctrl_c_while_the_cli_starts_exits_130() -> None:
 
 _ORPHAN = """
 import multiprocessing, os, sys, time
-from analysis.engine.runner import _worker_init
+from marketsim.analysis.engine.runner import _worker_init
 
 
 def child(parent):

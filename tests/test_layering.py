@@ -1,7 +1,7 @@
 """Layering (issue #27 item 5). The packages form layers, lowest first: the core ``market`` (mechanisms,
 audit, data), the Mesa models ``agents``, the TOML scenarios ``scenarios``, the experiment engine
-``analysis.engine`` and its front ends ``analysis.frontends`` (CLI, live page, reports, plots). A module
-imports only its own layer or lower ones: nothing under market/ imports the application layer, and the
+``marketsim.analysis.engine`` and its front ends ``marketsim.analysis.frontends`` (CLI, live page, reports, plots). A
+module imports only its own layer or lower ones: nothing under market/ imports the application layer, and the
 engine never imports a front end. No two project modules import each other, directly or through others.
 Imports inside functions count as well as those at module level (a lazy import still couples the two
 files); imports under ``if TYPE_CHECKING:`` do not: they never run, they only name types for annotations."""
@@ -65,7 +65,7 @@ def _imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
         else:
             continue
         for t in targets:
-            while t and t not in known:  # `import market.oef.lp` -> the deepest project module named
+            while t and t not in known:  # `import marketsim.market.oef.lp` -> the deepest project module named
                 t = t.rpartition(".")[0]
             if t:
                 out.append((t, node.lineno))
@@ -111,7 +111,7 @@ def test_nothing_under_market_imports_analysis() -> None:
 
 
 def test_layers_import_only_downwards() -> None:
-    """Includes: the engine (analysis.engine) never imports a front end (analysis.frontends)."""
+    """Includes: the engine (marketsim.analysis.engine) never imports a front end (marketsim.analysis.frontends)."""
     mods = _modules()
     assert {_layer(n) for n in mods} == {None, *range(len(LAYERS))}  # every layer exists and is seen
     bad = _upward_imports(mods)

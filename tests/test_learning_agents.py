@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.strategies import HedgeLearner
-from market.audit.fairshare import resolve_fair_share
-from market.errors import InputError
-from scenarios.loader import parse_scenario
+from marketsim.agents.strategies import HedgeLearner
+from marketsim.market.audit.fairshare import resolve_fair_share
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import parse_scenario
 
 TOML = """
 name = "learners"

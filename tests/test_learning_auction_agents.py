@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.learning import EpisodeHedge, learn_in_episodes
-from market.errors import InputError
+from marketsim.agents.learning import EpisodeHedge, learn_in_episodes
+from marketsim.market.errors import InputError
 
 
 def _market():
-    from market.eris.market import make_market
+    from marketsim.market.eris.market import make_market
 
     return make_market({"R": 4, "I": 8, "T": 10}, np.random.default_rng(0))
 

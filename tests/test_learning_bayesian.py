@@ -25,14 +25,20 @@ from functools import partial
 import numpy as np
 import pytest
 
-from analysis.engine.stats import t_interval
-from market.audit.controls import first_price, posted_price, second_price
-from market.errors import InputError
-from market.learning import BidFunction, batch_utilities, bne_first_price, expected_revenue, learn_bid_function
-from market.learning.bayesian import learn_bid_functions
-from market.learning.bne import asymmetric_first_price_bne, bne_reference, symmetric_bne
-from market.learning.distributions import make_distribution, uniform
-from market.learning.payments import PAYMENT_RULES, win_share
+from marketsim.analysis.engine.stats import t_interval
+from marketsim.market.audit.controls import first_price, posted_price, second_price
+from marketsim.market.errors import InputError
+from marketsim.market.learning import (
+    BidFunction,
+    batch_utilities,
+    bne_first_price,
+    expected_revenue,
+    learn_bid_function,
+)
+from marketsim.market.learning.bayesian import learn_bid_functions
+from marketsim.market.learning.bne import asymmetric_first_price_bne, bne_reference, symmetric_bne
+from marketsim.market.learning.distributions import make_distribution, uniform
+from marketsim.market.learning.payments import PAYMENT_RULES, win_share
 
 V = np.linspace(0.0, 1.0, 101)
 
@@ -409,7 +415,7 @@ _HEAD = 'kind = "learning"\n[learning]\nfamily = "bayesian"\nrule = "es"\n'
       "learning.instance.classes[0].values.a")],
 )  # fmt: skip
 def test_bad_bayesian_learning_files_exit_2_naming_the_field(tmp_path, capsys, body: str, needle: str) -> None:
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     toml = tmp_path / "bad.toml"
     toml.write_text(_HEAD + body)
@@ -421,7 +427,7 @@ def test_bad_bayesian_learning_files_exit_2_naming_the_field(tmp_path, capsys, b
 def test_learn_command_reports_seed_means_with_intervals_and_plots_bids(tmp_path) -> None:
     import pandas as pd
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     toml = tmp_path / "b.toml"
     toml.write_text(_HEAD + 'mechanisms = ["all-pay", "first-price"]\nrounds = 20\noptions = {batch = 2048}\n'
@@ -445,7 +451,7 @@ def test_learn_command_reports_seed_means_with_intervals_and_plots_bids(tmp_path
 def test_learn_command_with_bidder_classes(tmp_path) -> None:
     import pandas as pd
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     toml = tmp_path / "a.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 10\noptions = {batch = 1024}\n'
@@ -463,7 +469,7 @@ def test_learn_command_with_bidder_classes(tmp_path) -> None:
 def test_bayesian_learning_is_identical_with_two_processes(tmp_path) -> None:
     import pandas as pd
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     toml = tmp_path / "p.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price"]\nrounds = 8\noptions = {batch = 512}\n'
@@ -478,8 +484,8 @@ def test_bayesian_learning_is_identical_with_two_processes(tmp_path) -> None:
 
 
 def test_a_failing_bayesian_task_keeps_the_others_and_the_report(tmp_path, monkeypatch) -> None:
-    import analysis.frontends.learn as L
-    import analysis.frontends.learn_bayesian as LB
+    import marketsim.analysis.frontends.learn as L
+    import marketsim.analysis.frontends.learn_bayesian as LB
 
     toml = tmp_path / "f.toml"
     toml.write_text(_HEAD + 'mechanisms = ["first-price", "all-pay"]\nrounds = 4\noptions = {batch = 256}\n'

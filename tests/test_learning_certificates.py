@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.audit.fairshare import resolve_fair_share
-from market.errors import InputError
-from market.learning.certificates import AuctionProfileTarget, audit_play, audit_profile
-from market.learning.dynamics import (
+from marketsim.market.audit.fairshare import resolve_fair_share
+from marketsim.market.errors import InputError
+from marketsim.market.learning.certificates import AuctionProfileTarget, audit_play, audit_profile
+from marketsim.market.learning.dynamics import (
     FairShareGame,
     best_response_dynamics,
     cce_epsilon,
@@ -98,8 +98,8 @@ def test_off_grid_factors_are_accepted_and_bad_inputs_name_the_field() -> None:
 def test_the_auction_profile_target_sees_the_others_reports() -> None:
     """Pay-your-bid control: the deviator's TRUE surplus against shaded rivals equals the game's
     own evaluation of that profile, and differs from the one against truthful rivals."""
-    from analysis.engine.studies import build_market
-    from market.learning.dynamics import AuctionGame
+    from marketsim.analysis.engine.studies import build_market
+    from marketsim.market.learning.dynamics import AuctionGame
 
     market = build_market("control", {"jobs": 8, "T": 8, "capacity": 4, "price": 1.0}, np.random.default_rng(0))
     g = AuctionGame(market=market, mechanism="pay-your-bid", grid=default_grid(9, 0.25, 4.0))

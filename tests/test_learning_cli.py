@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.frontends.cli import main
-from analysis.frontends.learn import learning_names, load_learning
+from marketsim.analysis.frontends.cli import main
+from marketsim.analysis.frontends.learn import learning_names, load_learning
 
 
 def test_embedded_learning_scenarios_parse() -> None:
@@ -63,7 +63,7 @@ def test_learning_runs_are_deterministic_with_every_executor(tmp_path: Path) -> 
 
 
 def test_a_failing_learning_task_keeps_the_others(monkeypatch) -> None:
-    import analysis.frontends.learn as L
+    import marketsim.analysis.frontends.learn as L
 
     sc = L.load_learning("learn_oef")
     real = L._dynamics_one
@@ -152,7 +152,7 @@ def test_continuous_rule_from_the_cli(tmp_path: Path) -> None:
 def test_every_registered_mechanism_has_a_price_of_lying_row() -> None:
     """Each fair-share allocator and online auction in the registry is learned on in at least one
     shipped learning scenario (a newly registered mechanism fails this until it gets a row)."""
-    from market import registry
+    from marketsim.market import registry
 
     covered = set()
     for name in learning_names():
@@ -161,7 +161,7 @@ def test_every_registered_mechanism_has_a_price_of_lying_row() -> None:
         n
         for kind in ("fair-share", "auction")
         for n in registry.names(kind)
-        if registry.get(n, kind).fn.__module__.startswith("market.")
+        if registry.get(n, kind).fn.__module__.startswith("marketsim.market.")
     ]  # not mechanisms tests register
     missing = set(shipped) - covered
     assert not missing, sorted(missing)

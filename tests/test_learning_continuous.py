@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.audit.fairshare import resolve_fair_share
-from market.errors import InputError
-from market.learning.continuous import ProfileTarget, continuous_best_response
+from marketsim.market.audit.fairshare import resolve_fair_share
+from marketsim.market.errors import InputError
+from marketsim.market.learning.continuous import ProfileTarget, continuous_best_response
 
 W2 = [[1.0, 2.0], [1.0, 5.0]]
 M2 = [1.0, 1.0]
@@ -84,7 +84,7 @@ def test_cooperative_oef_best_responses_chase_a_jump_in_the_allocation() -> None
     import json
     from pathlib import Path
 
-    from market.learning.dynamics import FairShareGame
+    from marketsim.market.learning.dynamics import FairShareGame
 
     d = json.loads((Path(__file__).parent / "data" / "coop_knife_edge.json").read_text())
     g = FairShareGame(mechanism="oef-coop", W=d["W"], m=d["m"])
@@ -140,7 +140,7 @@ def test_a_tie_chase_under_gavel_is_neither_a_cycle_nor_converged() -> None:
 def _pennies(W, m, *, weights=None, caps=None, **_):
     """Matching pennies over reports (both TRUE rows are [1, 2]): the fast GPU goes to tenant 0 when
     both over-report or both do not, else to tenant 1; the slow GPU is split."""
-    from market.allocation import Allocation
+    from marketsim.market.allocation import Allocation
 
     over = np.asarray(W, dtype=float)[:, 1] > 2.0 + 1e-12
     win = 0 if over[0] == over[1] else 1

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from market.allocation import Allocation
-from market.errors import InputError
-from market.learning.dynamics import (
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError
+from marketsim.market.learning.dynamics import (
     FairShareGame,
     best_response_dynamics,
     cce_epsilon,
@@ -144,7 +144,7 @@ def test_default_grid_contains_truth() -> None:
 
 
 def _eris_market():
-    from market.eris.market import make_market
+    from marketsim.market.eris.market import make_market
 
     return make_market({"R": 4, "I": 8, "T": 10}, np.random.default_rng(0))
 
@@ -152,7 +152,7 @@ def _eris_market():
 def test_auction_game_truthful_mechanism_stays_at_truth() -> None:
     """Eris' posted prices are bid-independent: best responses keep truth and the wide-grid
     certificate finds no gain (it would if the game mis-scored a misreport)."""
-    from market.learning.dynamics import AuctionGame
+    from marketsim.market.learning.dynamics import AuctionGame
 
     g = AuctionGame(market=_eris_market(), mechanism="eris", grid=default_grid(5, 0.25, 4.0))
     res = best_response_dynamics(g, max_passes=3)
@@ -167,7 +167,7 @@ def test_auction_game_finds_that_antman_bidders_inflate_into_the_guaranteed_clas
     is >= 1.5. On this instance no job completes under truth; bidder 0 (tau 1.42) doubles its value,
     becomes guaranteed and completes: best responses leave truth by inflating (never shading), and
     welfare rises (a finding, measured on this fixed instance)."""
-    from market.learning.dynamics import AuctionGame
+    from marketsim.market.learning.dynamics import AuctionGame
 
     market = _eris_market()
     g = AuctionGame(market=market, mechanism="antman", grid=default_grid(5, 0.25, 4.0))
@@ -185,7 +185,7 @@ def test_auction_game_finds_that_antman_bidders_inflate_into_the_guaranteed_clas
 
 
 def test_auction_game_rejects_a_grid_outside_the_validator() -> None:
-    from market.learning.dynamics import AuctionGame
+    from marketsim.market.learning.dynamics import AuctionGame
 
     with pytest.raises(InputError) as err:
         AuctionGame(market=_eris_market(), mechanism="eris", grid=[0.01, 1.0, 100.0])
@@ -200,8 +200,8 @@ def test_best_responses_with_negative_utilities_converge_to_a_grid_equilibrium()
     switching threshold that scales a negative utility used to call a learner's own strategy
     "better" and report a period-1 cycle; now the run converges and the final profile is a pure
     equilibrium of the grid (nobody gains by more than the tolerance)."""
-    from analysis.engine.studies import build_market
-    from market.learning.dynamics import AuctionGame
+    from marketsim.analysis.engine.studies import build_market
+    from marketsim.market.learning.dynamics import AuctionGame
 
     m = build_market("astraea", {"workload": "micro", "jobs": 6, "servers": 4, "tenants": 2, "horizon": 64},
                      np.random.default_rng(0))  # fmt: skip

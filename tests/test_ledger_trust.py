@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from market import registry
-from market.audit.claims import run_claims
-from market.oef.claims import measure
+from marketsim.market import registry
+from marketsim.market.audit.claims import run_claims
+from marketsim.market.oef.claims import measure
 
 # Two tenants, three GPU types. Tenant 0's comparative advantage is the middle type (1.51/1.30),
 # tenant 1's the two ends, so every efficient allocation gives tenant 1 types 0 and 2 but not 1.
@@ -92,7 +92,7 @@ def test_c6_ledger_row_is_violated_with_a_witness_and_split_by_generator() -> No
 
 
 def test_small_samples_read_weak_and_every_label_carries_n() -> None:
-    from market.audit.claims import WEAK_N, Claim, to_markdown, verdict_label
+    from marketsim.market.audit.claims import WEAK_N, Claim, to_markdown, verdict_label
 
     assert verdict_label("holds", 6) == "holds (n=6, weak)"
     assert verdict_label("holds", WEAK_N) == f"holds (n={WEAK_N})"
@@ -108,7 +108,7 @@ def test_small_samples_read_weak_and_every_label_carries_n() -> None:
 
 
 def test_cli_claims_table_and_tally_show_weak(capsys, cli_reads_oef_small_ledger: list) -> None:
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     assert main(["claims", "--paper", "oef", "--width", "20"]) == 0
     out = capsys.readouterr().out
@@ -117,7 +117,7 @@ def test_cli_claims_table_and_tally_show_weak(capsys, cli_reads_oef_small_ledger
 
 def test_c15_small_finds_the_coop_pe_counterexample_like_large() -> None:
     """C15 used to read holds on --size small and violated on --size large."""
-    from market.oef.claims import C15_PE_FIXTURE, _prop_tol
+    from marketsim.market.oef.claims import C15_PE_FIXTURE, _prop_tol
 
     W, m = np.array(C15_PE_FIXTURE[0]), np.array(C15_PE_FIXTURE[1])
     assert measure("pe", "oef-coop", W, m) > 1000 * _prop_tol("pe", W, m)
@@ -161,7 +161,7 @@ def test_c_o5b_tolerance_rejection_is_a_violation() -> None:
     completion and the empty cluster's price is ~4e-45, so its best payoff μ = 6.6e-10 is positive far
     beyond float noise; OASiS's 1e-9·max(1, f̂) admission guard rejects it. The claim's zero-payoff
     threshold sits below the admission threshold, so this tolerance rejection counts."""
-    from market.oasis.claims import _empty_rejections, _market
+    from marketsim.market.oasis.claims import _empty_rejections, _market
 
     m = _market(ZERO_PAYOFF_MARKET)
     q = m.true_request(0)
@@ -177,8 +177,8 @@ def test_c_o5b_zero_threshold_is_below_the_admission_threshold(f_hat: float, cos
     import inspect
     from types import SimpleNamespace
 
-    from market.oasis.claims import _zero_payoff_threshold
-    from market.oasis.mechanism import Oasis
+    from marketsim.market.oasis.claims import _zero_payoff_threshold
+    from marketsim.market.oasis.mechanism import Oasis
 
     admit_tol = inspect.signature(Oasis.__init__).parameters["admit_tol"].default
     q = SimpleNamespace(arrival=0, utility=lambda n: f_hat)
@@ -191,7 +191,7 @@ def test_c_o5b_zero_threshold_is_below_the_admission_threshold(f_hat: float, cos
 
 def test_c_o5b_reports_a_real_rejection(monkeypatch) -> None:
     """Power: an OASiS whose admission guard rejects clearly positive payoffs must be caught."""
-    import market.oasis.claims as oc
+    import marketsim.market.oasis.claims as oc
 
     class Picky(oc.Oasis):
         def __init__(self, *a, **k) -> None:
@@ -221,7 +221,7 @@ def test_c6_counts_a_unique_noncontiguous_optimum(scale: float) -> None:
     """The ledger's own unrestricted non-cooperative instance: the optimum is unique and row 1 uses
     GPU types 0 and 2 only. With a fixed face slack 1e-9·|f*| against a fixed threshold 1e-7 the
     slack alone let the face LP put s = 1.3e-7 on type 1 and the row passed as contiguous."""
-    from market.oef.claims import _no_contiguous_optimum, _p_structural
+    from marketsim.market.oef.claims import _no_contiguous_optimum, _p_structural
 
     m = C6_M * scale
     a = registry.get("oef-noncoop").fn(C6_W, m)
@@ -233,7 +233,7 @@ def test_c6_counts_a_unique_noncontiguous_optimum(scale: float) -> None:
 def test_c6_tied_optimum_with_a_contiguous_alternative_is_not_counted() -> None:
     """Identical rows: every equal-throughput split is optimal; row 0 of X uses types {0, 2}, but
     X' = [[1, 1, 0], [0, 0, 1]] (both rows at throughput 3) is optimal and contiguous."""
-    from market.oef.claims import _no_contiguous_optimum
+    from marketsim.market.oef.claims import _no_contiguous_optimum
 
     W = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
     X = np.array([[1.0, 0.0, 2 / 3], [0.0, 1.0, 1 / 3]])
@@ -241,7 +241,7 @@ def test_c6_tied_optimum_with_a_contiguous_alternative_is_not_counted() -> None:
 
 
 def test_c6_tolerances_are_relative_and_consistent() -> None:
-    from market.oef.claims import C6_SUPPORT_REL, C6_TIE_REL, c6_tolerances
+    from marketsim.market.oef.claims import C6_SUPPORT_REL, C6_TIE_REL, c6_tolerances
 
     c = -np.array([1.0, 2.0, 3.0])
     tol1, slack1 = c6_tolerances(c, np.array([1.0, 2.0]))

@@ -1,4 +1,4 @@
-"""Price decomposition of the per-round max-min LPs (market.oef.maxmin): the optimum of the full
+"""Price decomposition of the per-round max-min LPs (marketsim.market.oef.maxmin): the optimum of the full
 program, a feasible allocation, and a certificate that catches a wrong price guess."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from market.oef import lp, oef_noncoop
-from market.oef.maxmin import PriceWarmStart, solve_maxmin
-from market.registry import get
+from marketsim.market.oef import lp, oef_noncoop
+from marketsim.market.oef.maxmin import PriceWarmStart, solve_maxmin
+from marketsim.market.registry import get
 
 
 def full_lp(C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool) -> float:
@@ -174,7 +174,7 @@ def test_noncoop_warm_rounds_take_the_decomposition() -> None:
 def _scaled_guess(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
     """Make the first guess of ``t`` (in whatever units the solver works) ``factor`` times the one
     the sample gives, keeping its prices."""
-    import market.oef.maxmin as mm
+    import marketsim.market.oef.maxmin as mm
 
     real = mm._guess
 

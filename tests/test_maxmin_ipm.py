@@ -1,5 +1,5 @@
 """Interior-point first prices and the cap-pinned path of the price decomposition
-(market.oef.maxmin_ipm, market.oef.maxmin._pinned / _polish) on small jittered and near-tie
+(marketsim.market.oef.maxmin_ipm, marketsim.market.oef.maxmin._pinned / _polish) on small jittered and near-tie
 programs drawn from Gavel's 26 single-GPU job types: optimum within 1e-9 relative of an
 independent full LP (scipy's HiGHS, tight tolerances), feasible allocations, deterministic."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from test_maxmin_decomposition import check_feasible, full_lp
 
-import market.oef.maxmin as mm
-from market.oef.maxmin import solve_maxmin
-from market.oef.maxmin_ipm import maxmin_prices
+import marketsim.market.oef.maxmin as mm
+from marketsim.market.oef.maxmin import solve_maxmin
+from marketsim.market.oef.maxmin_ipm import maxmin_prices
 
 TABLE = Path(__file__).resolve().parents[1] / "market" / "data" / "gavel_throughputs.csv"
 

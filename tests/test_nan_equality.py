@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.testing.equality import same
+from marketsim.market.testing.equality import same
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from market.auction import PriceLedger, ResourceSpace, exp_price
-from market.errors import InputError
-from market.oasis import (
+from marketsim.market.auction import PriceLedger, ResourceSpace, exp_price
+from marketsim.market.errors import InputError
+from marketsim.market.oasis import (
     Oasis,
     OasisCluster,
     OasisConstants,
@@ -20,7 +20,7 @@ from market.oasis import (
     realised_outcome,
     slot_cost_vector,
 )
-from market.utility import SigmoidUtility, TabularUtility
+from marketsim.market.utility import SigmoidUtility, TabularUtility
 
 TOL = 1e-9
 
@@ -67,7 +67,7 @@ def test_F_O3_cost_vector():
         np.testing.assert_allclose(cost[:7], [0, 1.4, 2.5, 4.9, 7.0, 12.6, 17.6], atol=TOL)
         if N == 8:
             assert math.isinf(cost[7]) and math.isinf(cost[8])
-    from market.auction import greedy_placement
+    from marketsim.market.auction import greedy_placement
 
     assert greedy_placement(wo, caps(res_w, w), 5).tolist() == [2, 2, 1]
     assert greedy_placement(po, caps(res_p, s), 3).tolist() == [2, 1]
@@ -160,7 +160,7 @@ def test_F_O7_empty_system_admission():
 
 
 def test_F_O8_determinism():
-    from market.oasis.generators import oasis_tiny_instance
+    from marketsim.market.oasis.generators import oasis_tiny_instance
 
     outs = []
     for _ in range(2):

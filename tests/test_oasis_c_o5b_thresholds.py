@@ -14,9 +14,9 @@ import inspect
 import numpy as np
 import pytest
 
-from market.oasis import Oasis, OasisCluster, OasisConstants, OasisRequest, oasis_search
-from market.oasis.claims import ZERO_PAYOFF_REL, _empty_rejections, _fresh_ledgers
-from market.utility import TabularUtility
+from marketsim.market.oasis import Oasis, OasisCluster, OasisConstants, OasisRequest, oasis_search
+from marketsim.market.oasis.claims import ZERO_PAYOFF_REL, _empty_rejections, _fresh_ledgers
+from marketsim.market.utility import TabularUtility
 
 ADMIT_TOL = inspect.signature(Oasis.__init__).parameters["admit_tol"].default
 CL = OasisCluster.build(3, [[4.0]], [[4.0]])

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from market.auction.market import AuctionMarket, decisions_by_id, run_market
-from market.audit.online import OnlineAuctionTarget
-from market.errors import InputError
-from market.oasis import OasisCluster, OasisConstants, OasisJob
-from market.oasis.market import AUDIT_PARAMS, MECHANISMS, OasisMarket, make_market
-from market.utility import TabularUtility
+from marketsim.market.auction.market import AuctionMarket, decisions_by_id, run_market
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.errors import InputError
+from marketsim.market.oasis import OasisCluster, OasisConstants, OasisJob
+from marketsim.market.oasis.market import AUDIT_PARAMS, MECHANISMS, OasisMarket, make_market
+from marketsim.market.utility import TabularUtility
 
 TOL = 1e-9
 SMALL = AUDIT_PARAMS
@@ -198,7 +198,7 @@ def oasis_ledger() -> list[dict]:
     import io
     import json
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -207,7 +207,7 @@ def oasis_ledger() -> list[dict]:
 
 
 def test_every_oasis_claim_has_a_measured_verdict(oasis_ledger):
-    from market.audit.claims import VERDICTS
+    from marketsim.market.audit.claims import VERDICTS
 
     ids = [c["claim_id"] for c in oasis_ledger]
     for prefix in ("C-O1", "C-O2", "C-O3", "C-O4", "C-O5", "C-O6"):
@@ -224,7 +224,7 @@ def test_every_oasis_claim_has_a_measured_verdict(oasis_ledger):
 
 
 def test_oasis_witnesses_reproduce(oasis_ledger):
-    from market.audit.claims import recheck_witness
+    from marketsim.market.audit.claims import recheck_witness
 
     for c in oasis_ledger:
         if c["witness"] is not None:
@@ -247,7 +247,7 @@ def test_oasis_ledger_findings(oasis_ledger):
 
 
 def test_subroutine_enumeration_matches_on_fixed_cases():
-    from market.oasis.claims import subroutine_error
+    from marketsim.market.oasis.claims import subroutine_error
 
     assert max(subroutine_error(s) for s in range(25)) <= 1e-9
 
@@ -257,7 +257,7 @@ def test_subroutine_enumeration_matches_on_fixed_cases():
 # ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["oasis", "oasis_paper"])
 def test_oasis_study_loads_and_its_audit_instance_is_the_small_one(name):
-    from analysis.engine.studies import load_study
+    from marketsim.analysis.engine.studies import load_study
 
     s = load_study(name)
     assert s.paper == "oasis" and s.mechanisms == MECHANISMS
@@ -270,7 +270,7 @@ def test_oasis_study_loads_and_its_audit_instance_is_the_small_one(name):
 
 
 def test_mesa_model_runs_oasis_like_the_plain_replay():
-    from agents.auction import AuctionModel, BidStrategy
+    from marketsim.agents.auction import AuctionModel, BidStrategy
 
     m = _small(4)
     model = AuctionModel(m, "oasis", {1: BidStrategy({"arrival_delay": 1}, "late")}, rng=0).run()
@@ -305,7 +305,7 @@ def test_audit_has_power_on_the_same_market():
 @pytest.mark.heavy  # the paper-size ledger: run with -m heavy (outside the 30-minute CI budget)
 def test_oasis_ledger_large():
     """Large size (every demand/capacity level down to 1/100, 12 markets, full audits): minutes."""
-    from market.audit.claims import VERDICTS, recheck_witness, run_claims
+    from marketsim.market.audit.claims import VERDICTS, recheck_witness, run_claims
 
     res = {r.claim_id: r for r in run_claims("oasis", size="large", seed=1)}
     for r in res.values():

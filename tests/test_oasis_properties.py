@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.auction import exp_price
-from market.auction.offline import competitive_ratio
-from market.oasis import Oasis, realised_outcome
-from market.oasis.generators import oasis_tiny_instance
-from market.oasis.offline import oasis_offline_optimum
+from marketsim.market.auction import exp_price
+from marketsim.market.auction.offline import competitive_ratio
+from marketsim.market.oasis import Oasis, realised_outcome
+from marketsim.market.oasis.generators import oasis_tiny_instance
+from marketsim.market.oasis.offline import oasis_offline_optimum
 
 SETTINGS = settings(max_examples=25, deadline=None)
 instances = st.tuples(
@@ -117,7 +117,7 @@ def test_finding_weak_duality_fails_with_coarse_demands():
 def test_offline_optimum_not_below_online():
     """Regression: the HiGHS bundled with scipy 1.18.1 (presolve on) called a 7.981 solution of this
     instance optimal although the online schedule, feasible for the same MILP, reaches 8.005.
-    ``market.milp`` solves with highspy, which finds 8.005 (the online schedules are optimal here)."""
+    ``marketsim.market.milp`` solves with highspy, which finds 8.005 (the online schedules are optimal here)."""
     cl, reqs, consts, m, decs, _ = _run(1374, 3, (1.0, 10.0))
     alg = sum(d.utility for d in decs)
     opt = oasis_offline_optimum(cl, reqs, time_limit=30)
@@ -129,7 +129,7 @@ def test_offline_optimum_not_below_online():
 def test_milp_bad_option_and_statuses():
     from scipy.optimize import Bounds, LinearConstraint
 
-    from market.milp import milp
+    from marketsim.market.milp import milp
 
     with pytest.raises(ValueError, match="not_an_option"):
         milp(np.array([1.0]), options={"not_an_option": 1})

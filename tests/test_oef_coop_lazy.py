@@ -1,4 +1,4 @@
-"""Lazy cooperative OEF (market.oef.lp.solve_coop: row generation with deletion of slack rows)
+"""Lazy cooperative OEF (marketsim.market.oef.lp.solve_coop: row generation with deletion of slack rows)
 against the full LP (10) with all R(R-1) envy-freeness rows (``lp.build_coop`` solved by scipy's
 ``linprog``), and the certificate that ends the row generation (``lp.ef_violations``)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.oef import lp
-from market.oef.highs_model import highs_model_from_csc
-from market.oef.programs import ef_csr
+from marketsim.market.oef import lp
+from marketsim.market.oef.highs_model import highs_model_from_csc
+from marketsim.market.oef.programs import ef_csr
 
 REL = 1e-9
 

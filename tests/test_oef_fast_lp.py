@@ -1,4 +1,4 @@
-"""The fast OEF solve paths (market.oef.lp.solve_noncoop / solve_coop) against the full LPs.
+"""The fast OEF solve paths (marketsim.market.oef.lp.solve_noncoop / solve_coop) against the full LPs.
 
 Non-coop: dual simplex from the staircase basis must reach the optimum of LP (9) as scipy's
 ``linprog`` solves it from scratch; on ordered speedups the staircase basis is already optimal.
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.oef import SpeedupReport, allocate_tenants, lp, noncoop_lp
-from market.oef import properties as P
-from market.oef.highs_model import highs_model_from_csc, solve_model
-from market.oef.mechanisms import oef_coop, oef_noncoop
+from marketsim.market.oef import SpeedupReport, allocate_tenants, lp, noncoop_lp
+from marketsim.market.oef import properties as P
+from marketsim.market.oef.highs_model import highs_model_from_csc, solve_model
+from marketsim.market.oef.mechanisms import oef_coop, oef_noncoop
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REL = 1e-9
@@ -237,7 +237,7 @@ def test_noncoop_warm_start_across_rounds_matches_cold_solves(seed):
 
 
 def test_noncoop_warm_start_bad_options():
-    from market.errors import InputError
+    from marketsim.market.errors import InputError
 
     W = [[1.0, 2.0], [1.0, 3.0]]
     for kwargs, field in (({"warm_start": object()}, "warm_start"), ({"row_ids": [1]}, "row_ids"),

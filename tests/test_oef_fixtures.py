@@ -7,11 +7,11 @@ from fractions import Fraction as Fr
 import numpy as np
 import pytest
 
-from market import registry
-from market.oef import SpeedupReport, allocate_tenants, build_virtual_users, lp
-from market.oef import properties as P
-from market.oef.baselines import equal_split, gandiva_fair, gavel_maxmin, max_throughput
-from market.oef.mechanisms import oef_coop, oef_noncoop, si_constrained_lp
+from marketsim.market import registry
+from marketsim.market.oef import SpeedupReport, allocate_tenants, build_virtual_users, lp
+from marketsim.market.oef import properties as P
+from marketsim.market.oef.baselines import equal_split, gandiva_fair, gavel_maxmin, max_throughput
+from marketsim.market.oef.mechanisms import oef_coop, oef_noncoop, si_constrained_lp
 
 LP_TOL = 1e-7
 EXACT_TOL = 1e-9

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.engine.headlines import MAX_EFFECT, MIN_EFFECT, headline_counts, mark_fragile, verdict
-from analysis.engine.studies import load_study
+from marketsim.analysis.engine.headlines import MAX_EFFECT, MIN_EFFECT, headline_counts, mark_fragile, verdict
+from marketsim.analysis.engine.studies import load_study
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "oef"
 CSV = RESULTS / "headlines.csv"

@@ -1,4 +1,4 @@
-"""The LP layer split by job (issue #27): ``market.oef.lp`` still exposes every public name of the
+"""The LP layer split by job (issue #27): ``marketsim.market.oef.lp`` still exposes every public name of the
 modules it was split into (the same objects), its two call-time settings reach the modules that
 read them, and ``NoncoopWarmStart.decomposition`` holds the price decomposition's kept program."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from market.oef import coop_lp, highs_model, lp, noncoop_lp, programs, scipy_lp, solution, staircase
-from market.oef.maxmin import PriceWarmStart
-from market.oef.mechanisms import oef_noncoop
+from marketsim.market.oef import coop_lp, highs_model, lp, noncoop_lp, programs, scipy_lp, solution, staircase
+from marketsim.market.oef.maxmin import PriceWarmStart
+from marketsim.market.oef.mechanisms import oef_noncoop
 
 HOMES = (programs, scipy_lp, highs_model, staircase, noncoop_lp, coop_lp, solution)
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-import market.oef.mechanisms as mech
-import market.oef.noncoop_lp as ncl
-from market.errors import InputError
-from market.oef import lp, oef_noncoop
-from market.oef.validate import cache_key, prepare
-from market.oef.virtual import replication_copies, weight_fractions
+import marketsim.market.oef.mechanisms as mech
+import marketsim.market.oef.noncoop_lp as ncl
+from marketsim.market.errors import InputError
+from marketsim.market.oef import lp, oef_noncoop
+from marketsim.market.oef.validate import cache_key, prepare
+from marketsim.market.oef.virtual import replication_copies, weight_fractions
 
 
 def _reference_t(W: np.ndarray, m: np.ndarray, omega: np.ndarray) -> float:
@@ -132,7 +132,7 @@ def test_exact_weights_rescale_tiny_weights_as_the_full_list_does() -> None:
 
 
 def test_array_weights_validated_without_a_python_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    import market.oef.validate as val
+    import marketsim.market.oef.validate as val
 
     calls: list[str] = []
     real = val._num

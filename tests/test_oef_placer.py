@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market.errors import InputError
-from market.oef.placer import (
+from marketsim.market.errors import InputError
+from marketsim.market.oef.placer import (
     DeviationRounder,
     Placement,
     RunnableJob,
@@ -22,8 +22,8 @@ from market.oef.placer import (
     round_half_up,
     waterfill,
 )
-from market.oef.throughput import job_rate
-from market.topology import single_rack
+from marketsim.market.oef.throughput import job_rate
+from marketsim.market.topology import single_rack
 
 BIG = 10**6  # "cap = ∞" of the §6.3 table
 
@@ -519,7 +519,7 @@ def test_pack_hosts_best_fit_vs_first_fit(testbed) -> None:
 
 
 def test_pack_hosts_natural_host_order_and_errors() -> None:
-    from market.types import GpuServer
+    from marketsim.market.types import GpuServer
 
     servers = [GpuServer("h10", 0, 4), GpuServer("h2", 0, 4)]
     out = pack_hosts([(RunnableJob("x", 4, 0.0, 0.0), np.array([4]))], servers)

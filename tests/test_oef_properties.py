@@ -7,11 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from market import registry
-from market.oef import SpeedupReport, allocate_tenants
-from market.oef import properties as P
-from market.oef.baselines import equal_split, gandiva_fair, gavel_maxmin
-from market.oef.mechanisms import oef_coop, oef_noncoop
+from marketsim.market import registry
+from marketsim.market.oef import SpeedupReport, allocate_tenants
+from marketsim.market.oef import properties as P
+from marketsim.market.oef.baselines import equal_split, gandiva_fair, gavel_maxmin
+from marketsim.market.oef.mechanisms import oef_coop, oef_noncoop
 
 TOL = 1e-7
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -257,7 +257,7 @@ def test_replication_vs_direct_identical_class_sums_where_unique(inst, wl):
     """Replicated and direct weighted forms give identical class sums X whenever the class-level
     optimum is unique (spec A1 unit test; on a non-unique optimal face only U and, for LP 9, the
     class throughputs are determined -- tested above)."""
-    from market.oef import lp as lpmod
+    from marketsim.market.oef import lp as lpmod
 
     W, m = inst
     w = _weights(wl, W.shape[0])

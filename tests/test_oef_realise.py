@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.errors import InputError
-from market.oef.realise import GandivaLottery, make_realiser, own_realisation
+from marketsim.market.errors import InputError
+from marketsim.market.oef.realise import GandivaLottery, make_realiser, own_realisation
 
 A, B, C = ("a", "j"), ("b", "j"), ("c", "j")
 

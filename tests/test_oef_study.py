@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.engine.headlines import HEADLINE_VERDICTS
-from analysis.engine.studies import load_study, plan_cells, run_study, study_family, study_names
-from analysis.frontends.cli import main
-from analysis.frontends.study_report import write_study
-from market.errors import InputError
-from market.testing.equality import same
+from marketsim.analysis.engine.headlines import HEADLINE_VERDICTS
+from marketsim.analysis.engine.studies import load_study, plan_cells, run_study, study_family, study_names
+from marketsim.analysis.frontends.cli import main
+from marketsim.analysis.frontends.study_report import write_study
+from marketsim.market.errors import InputError
+from marketsim.market.testing.equality import same
 
 # Two GPU types, two tenants: H2 of the OEF spec (W = [[1, 2], [1, 5]], m = (1, 1)).
 CSV = "job_type,gpu_type,num_gpus,throughput_steps_per_s\na,slow,1,1.0\na,fast,1,2.0\nb,slow,1,1.0\nb,fast,1,5.0\n"
@@ -265,7 +265,7 @@ def test_gavel_duration_rule_draws_gavels_generator() -> None:
     and about 80% of the jobs are below 60·10^3."""
     import numpy as np
 
-    from scenarios.loader import parse_scenario
+    from marketsim.scenarios.loader import parse_scenario
 
     doc = {
         "cluster": {"gpu_types": ["k80", "p100", "v100"], "gpus": [4, 4, 4]},
@@ -290,7 +290,7 @@ def test_embedded_gavel_jct_study_loads() -> None:
                                 "oef-coop", "gandiva-fair")  # fmt: skip
     assert study.variants[0].fraction == pytest.approx(0.2)
     # both panels run on the trace engine (Gavel's lease rounds) with Gavel-generated workloads
-    from analysis.engine.fairshare_study import panel_scenario
+    from marketsim.analysis.engine.fairshare_study import panel_scenario
 
     for pi, x in ((0, 0.5), (1, 1.5)):
         scen = panel_scenario(study, pi, x)
@@ -335,7 +335,7 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     hand_computed) as a study: under Gavel's max-sum-throughput job 0 lying cuts its JCT from 540 s
     to 360 s (liar_gain 0.05 h) and lengthens job 1's from 360 s to 576 s; under max-min the
     reports are unused (a gain of exactly 0). Paired differences of the report use the twins."""
-    from analysis.engine.studies import paired_differences
+    from marketsim.analysis.engine.studies import paired_differences
 
     (tmp_path / "lie.csv").write_text("job_type,gpu_type,num_gpus,throughput_steps_per_s\nA,k80,1,1.0\n"
                                       "A,v100,1,2.0\nB,k80,1,1.0\nB,v100,1,2.5\n")  # fmt: skip
@@ -370,7 +370,7 @@ def test_trace_study_lying_paired_jcts_by_hand(tmp_path: Path) -> None:
     assert both.loc[("gavel-max-sum-throughput", "liar_act_active"), "paid"] == 1.0  # throughput up ...
     assert both.loc[("gavel-max-sum-throughput", "liar_jct_h"), "paid"] == 1.0  # ... and JCT down: lying paid
     assert both.loc[("maxmin", "liar_jct_h"), "paid"] == 0.0
-    # every strategy runs on a trace (agents.trace_tenants): job 0 (true row [1, 2]) reporting the
+    # every strategy runs on a trace (marketsim.agents.trace_tenants): job 0 (true row [1, 2]) reporting the
     # speedup vector [1, 3] is the policy row [1, 3] = the same lie as "fast" x 1.5, the same JCTs
     rep = TRACE_LIE.replace('strategy = "fast"\nfactor = 1.5', 'strategy = "report"\nvector = [1.0, 3.0]')
     rep = rep.replace('x = "variant.liar.factor"\nvalues = [1.5]', 'x = "cluster.round_seconds"\nvalues = [360.0]')
@@ -445,9 +445,9 @@ realisation = "oef-rounding"
 def test_realisations_per_panel_seeds_added_type_and_section6_metrics(tmp_path: Path) -> None:
     import numpy as np
 
-    from agents.model import MarketModel
-    from analysis.engine.fairshare_study import panel_scenario, summarise_run
-    from analysis.engine.headlines import evaluate_headline
+    from marketsim.agents.model import MarketModel
+    from marketsim.analysis.engine.fairshare_study import panel_scenario, summarise_run
+    from marketsim.analysis.engine.headlines import evaluate_headline
 
     study = load_study(_write(tmp_path, S6, "tiny_s6"))
     cells = plan_cells(study)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from market.errors import InputError
-from market.oef.throughput import cross_host_efficiency, job_rate
+from marketsim.market.errors import InputError
+from marketsim.market.oef.throughput import cross_host_efficiency, job_rate
 
 LSTM = np.array([1.0, 1.7, 2.15])  # speedups over (3070, 3080, 3090), fixture J2
 

@@ -1,6 +1,6 @@
 """The OEF study's trace-engine panels (issue 25 item 4): a synthetic workload replayed on the trace
 engine with hosts (agents/trace_from_tenants.py), the study's ``engine`` key, and the progress
-bar's cost weighting (analysis.engine.studies.cell_cost / run_cost)."""
+bar's cost weighting (marketsim.analysis.engine.studies.cell_cost / run_cost)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analysis.engine.studies as studies_mod
-from agents.config import JobConfig, ModelConfig, TenantConfig
-from agents.model import MarketModel
-from agents.trace_from_tenants import trace_config
-from analysis.engine.studies import cell_cost, load_study, parse_study, plan_cells, run_cost, run_study
-from market.errors import InputError
-from scenarios.loader import ClusterSpec
+import marketsim.analysis.engine.studies as studies_mod
+from marketsim.agents.config import JobConfig, ModelConfig, TenantConfig
+from marketsim.agents.model import MarketModel
+from marketsim.agents.trace_from_tenants import trace_config
+from marketsim.analysis.engine.studies import cell_cost, load_study, parse_study, plan_cells, run_cost, run_study
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 

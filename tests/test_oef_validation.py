@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from market import registry
-from market.errors import InputError
-from market.oef import SpeedupReport, allocate_tenants, build_virtual_users
-from market.oef.baselines import gandiva_fair, gavel_maxmin
-from market.oef.mechanisms import oef_coop, oef_noncoop
+from marketsim.market import registry
+from marketsim.market.errors import InputError
+from marketsim.market.oef import SpeedupReport, allocate_tenants, build_virtual_users
+from marketsim.market.oef.baselines import gandiva_fair, gavel_maxmin
+from marketsim.market.oef.mechanisms import oef_coop, oef_noncoop
 
 POLICIES = ["oef-noncoop", "oef-coop", "max-throughput", "maxmin", "gavel", "gandiva-fair", "si-constrained"]
 W = [[1.0, 2.0], [1.0, 3.0]]

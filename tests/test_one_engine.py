@@ -13,16 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import agents.trace_rounds as tr_mod
-from agents.config import ModelConfig, ServerFailure, TraceWorkload
-from agents.model import MarketModel
-from agents.server import GPUServerAgent
-from agents.strategies import ReportVector, ScaleDims
-from agents.tenant import TenantAgent
-from market.errors import InputError
-from market.topology import single_rack
-from market.traces import GAVEL_TRACE, Trace, data_path
-from scenarios.loader import load_scenario, parse_scenario
+import marketsim.agents.trace_rounds as tr_mod
+from marketsim.agents.config import ModelConfig, ServerFailure, TraceWorkload
+from marketsim.agents.model import MarketModel
+from marketsim.agents.server import GPUServerAgent
+from marketsim.agents.strategies import ReportVector, ScaleDims
+from marketsim.agents.tenant import TenantAgent
+from marketsim.market.errors import InputError
+from marketsim.market.topology import single_rack
+from marketsim.market.traces import GAVEL_TRACE, Trace, data_path
+from marketsim.scenarios.loader import load_scenario, parse_scenario
 
 SYNTHETIC = """
 name = "one_engine"
@@ -415,7 +415,7 @@ def test_oef_placement_keeps_a_spread_lease_inside_one_rack() -> None:
     fit (the baselines' placement) follows host order across racks. Free GPUs of one type: rack 0
     hosts (1, 2), rack 1 hosts (2, 2); a 4-GPU lease fits no host: best fit puts it on rack 1's two
     hosts (1 rack), first fit on hosts 0, 1, 2 (2 racks)."""
-    from market.hosts import HostPlacer
+    from marketsim.market.hosts import HostPlacer
 
     pl = HostPlacer(np.zeros(4, dtype=int), np.array([1, 2, 2, 2]), "oef", 3, host_rack=np.array([0, 0, 1, 1]))
     out = pl.place(np.array([0]), np.array([0]), np.array([4]))

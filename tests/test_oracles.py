@@ -1,4 +1,4 @@
-"""Independent oracles (market.audit.oracles): a witness that flips a verdict is confirmed by an
+"""Independent oracles (marketsim.market.audit.oracles): a witness that flips a verdict is confirmed by an
 independent path, or reported as an artefact (issue #32 item 2)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from market.audit import claims as ledger
-from market.audit import hunt as hunt_mod
-from market.audit.hunt import Evaluation, hunt_claims
-from market.audit.oracles import confirm_witness, oracle_kinds, register_oracle
+from marketsim.market.audit import claims as ledger
+from marketsim.market.audit import hunt as hunt_mod
+from marketsim.market.audit.hunt import Evaluation, hunt_claims
+from marketsim.market.audit.oracles import confirm_witness, oracle_kinds, register_oracle
 
 # the hunt's C-P7 "counterexample" (benchmarks/results/hunt_ratio.json before issue #32), made on the
 # spec's workload grid (dp_units = 40): OPT/ALG = 2833 against the bound 1485
@@ -57,7 +57,7 @@ def test_an_artefact_witness_makes_the_verdict_inconclusive() -> None:
 def test_a_real_misreport_survives_the_resolution_oracle_a_null_one_does_not() -> None:
     """W = [[1,2],[1,5]]: tenant 1 copying tenant 0's row gains 75% at every resolution; a 'lie' that
     is the truth gains nothing."""
-    from market.audit.oracles import _resolution_misreport
+    from marketsim.market.audit.oracles import _resolution_misreport
 
     w = {"kind": "misreport", "mechanism": "oef-noncoop", "W": [[1.0, 2.0], [1.0, 5.0]], "m": [1.0, 1.0],
          "deviator": 1, "report": [1.0, 2.0], "weight": None, "gain": 0.0, "tol": 1e-7}  # fmt: skip
@@ -81,8 +81,8 @@ def test_a_witness_kind_without_an_oracle_is_reported_as_not_independently_confi
 def test_an_audit_result_becomes_a_misreport_witness_the_oracle_confirms() -> None:
     """The plugin route: ``misreport_witness(t, r)`` of an audit's best lie (W = [[1,2],[1,5]],
     tenant 1 under oef-noncoop gains 75% by copying row 0) is re-checked at 2x and 4x."""
-    from market.audit import FairShareTarget, audit
-    from market.audit.hunt_spaces import misreport_witness
+    from marketsim.market.audit import FairShareTarget, audit
+    from marketsim.market.audit.hunt_spaces import misreport_witness
 
     t = FairShareTarget("oef-noncoop", W=np.array([[1.0, 2.0], [1.0, 5.0]]), m=np.array([1.0, 1.0]))
     r = audit(t, 1, rng=np.random.default_rng(0))
@@ -115,7 +115,7 @@ def test_a_hunt_witness_the_oracle_rejects_flips_nothing(monkeypatch: pytest.Mon
     monkeypatch.setitem(hunt_mod._SPACES, ("toy", "T1"), lambda size, claim: _Toy())
     monkeypatch.setattr(hunt_mod, "hunt_spaces", lambda: sorted(hunt_mod._SPACES))
     monkeypatch.setitem(ledger._CHECKERS, "toy_w", lambda w: True)
-    from market.audit import oracles
+    from marketsim.market.audit import oracles
 
     monkeypatch.setitem(oracles._ORACLES, "toy_w", [])
     register_oracle("toy_w", "toy-oracle")(lambda w: oracles.OracleResult("toy-oracle", False))
@@ -139,7 +139,7 @@ def test_the_resolution_oracle_scales_gavels_one_job_bound() -> None:
     +100%). Counted in half / quarter GPUs the jobs' bound must scale too (caps = 2, 4 devices):
     then the gain is +100% at every resolution. Doubling m alone gives each job a second fast GPU to
     share and the real gain would vanish (an oracle calling it an artefact)."""
-    from market.audit.oracles import _resolution_misreport
+    from marketsim.market.audit.oracles import _resolution_misreport
 
     w = {"kind": "misreport", "mechanism": "gavel-max-sum-throughput", "W": [[1.0, 2.0], [1.0, 5.0]],
          "m": [1.0, 1.0], "deviator": 0, "report": [1.0, 6.0], "weight": None, "gain": 1.0, "tol": 1e-7}  # fmt: skip
@@ -153,7 +153,7 @@ def test_the_resolution_oracle_scales_gavels_one_job_bound() -> None:
 def test_the_ledger_run_confirms_its_witness_before_reporting(monkeypatch: pytest.MonkeyPatch) -> None:
     """run_claims re-checks a violated claim's witness with the oracle of its kind: rejected, the
     verdict is `inconclusive` (an artefact), confirmed it stays `violated`; `confirm=False` skips it."""
-    from market.audit import oracles
+    from marketsim.market.audit import oracles
 
     ledger.claims()  # load the registered papers first (the toy claim is added to them)
     monkeypatch.setitem(ledger._CLAIMS, ("toyp", "T1"), ledger.ClaimSpec(

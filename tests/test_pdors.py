@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from market.auction import ResourceSpace
-from market.errors import InputError
-from market.pdors import (
+from marketsim.market.auction import ResourceSpace
+from marketsim.market.errors import InputError
+from marketsim.market.pdors import (
     Pdors,
     PdorsCluster,
     PdorsConfig,
@@ -20,10 +20,10 @@ from market.pdors import (
     job_rng,
     mb_per_slot_to_gbps,
 )
-from market.pdors.mechanism import slot_thetas
-from market.pdors.rounding import G_thm3, G_thm4, remark1_rhs, repair, round_draws
-from market.pdors.theta import SlotProblem, SplitLP, colocated_costs
-from market.utility import SigmoidUtility
+from marketsim.market.pdors.mechanism import slot_thetas
+from marketsim.market.pdors.rounding import G_thm3, G_thm4, remark1_rhs, repair, round_draws
+from marketsim.market.pdors.theta import SlotProblem, SplitLP, colocated_costs
+from marketsim.market.utility import SigmoidUtility
 
 TOL = 1e-9
 
@@ -92,7 +92,7 @@ def test_F_P4_split_lp_and_choice():
     assert th[1] == pytest.approx(12.0, abs=TOL)
     assert ch[1].mode == "colocated" and ch[1].w.tolist() == [0, 3] and ch[1].s.tolist() == [0, 3]
     # without the ratio row the LP would place no PS (value 4.5); with it every integer split costs >= 13
-    from market.pdors.theta import _split_exact
+    from marketsim.market.pdors.theta import _split_exact
 
     assert _split_exact(sp, 3.75).cost == pytest.approx(13.0, abs=TOL)
 
@@ -182,7 +182,7 @@ def test_F_P10_end_to_end():
 
 
 def test_F_P11_determinism_and_crn():
-    from market.pdors.generators import pdors_tiny_instance
+    from marketsim.market.pdors.generators import pdors_tiny_instance
 
     def run(jobs, cl, c):
         return [d.to_json() for d in Pdors(cl, c, PdorsConfig(seed=3)).run(jobs)]

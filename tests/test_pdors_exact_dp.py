@@ -1,4 +1,4 @@
-"""PD-ORS's pricing DP on exact workloads (market.pdors.pricing): brute force, the plain-loop
+"""PD-ORS's pricing DP on exact workloads (marketsim.market.pdors.pricing): brute force, the plain-loop
 reference, credited = true progress, and the C-P7 witness of issue #32 (a grid artefact)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from market.pdors import Pdors, PdorsConfig
-from market.pdors.generators import pdors_tiny_from_params, pdors_tiny_instance
-from market.pdors.offline import pdors_offline_optimum
-from market.pdors.pricing import DONE_RTOL, SlotOptions, exact_dp, schedule_progress
-from market.pdors.reference import exact_dp_reference
+from marketsim.market.pdors import Pdors, PdorsConfig
+from marketsim.market.pdors.generators import pdors_tiny_from_params, pdors_tiny_instance
+from marketsim.market.pdors.offline import pdors_offline_optimum
+from marketsim.market.pdors.pricing import DONE_RTOL, SlotOptions, exact_dp, schedule_progress
+from marketsim.market.pdors.reference import exact_dp_reference
 
 # the C-P7 "counterexample" of the hunt (OPT/ALG = 2833 with dp_units = 40): issue #32
 WITNESS = [[0.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.5, 5.9, 1.3], [3.0, 6.0, 3.0, 2.0, 0.5, 1.0, 1.0, 1.0, 4.2, 2.5],
@@ -120,12 +120,12 @@ def test_slots_in_the_same_state_share_one_option_set(monkeypatch: pytest.Monkey
     every slot uses it; a slot whose state differs (a price raised in it) gets its own."""
     from dataclasses import replace
 
-    from market.auction.prices import PriceLedger
-    from market.pdors import pricing
-    from market.pdors.constants import PdorsConstants
-    from market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs
-    from market.pdors.mechanism import pdors_search
-    from market.pdors.model import PdorsCluster
+    from marketsim.market.auction.prices import PriceLedger
+    from marketsim.market.pdors import pricing
+    from marketsim.market.pdors.constants import PdorsConstants
+    from marketsim.market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs
+    from marketsim.market.pdors.mechanism import pdors_search
+    from marketsim.market.pdors.model import PdorsCluster
 
     calls = []
     real = pricing.slot_options

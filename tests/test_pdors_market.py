@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy.optimize import Bounds
 
-from market.auction.market import AuctionMarket, run_market
-from market.errors import InputError
-from market.milp import milp
-from market.oasis.constants import estimate_constants
-from market.pdors import PdorsCluster, PdorsConfig, PdorsConstants, PdorsJob, mb_per_slot_to_gbps
-from market.pdors.baselines import _split_cluster, oasis_request_for
-from market.pdors.market import DEFAULTS, MECHANISMS, PdorsMarket, make_market
-from market.pdors.theta import SlotProblem, SplitLP
-from market.utility import SigmoidUtility
+from marketsim.market.auction.market import AuctionMarket, run_market
+from marketsim.market.errors import InputError
+from marketsim.market.milp import milp
+from marketsim.market.oasis.constants import estimate_constants
+from marketsim.market.pdors import PdorsCluster, PdorsConfig, PdorsConstants, PdorsJob, mb_per_slot_to_gbps
+from marketsim.market.pdors.baselines import _split_cluster, oasis_request_for
+from marketsim.market.pdors.market import DEFAULTS, MECHANISMS, PdorsMarket, make_market
+from marketsim.market.pdors.theta import SlotProblem, SplitLP
+from marketsim.market.utility import SigmoidUtility
 
 TINY = {"workload": "tiny", "jobs": 6, "T": 6, "machines": 3, "calib_jobs": 200}
 
@@ -124,13 +124,13 @@ def test_milp_after_split_lp():
 # ------------------------------------------------------------------ claims ledger (spec §7)
 @pytest.fixture(scope="module")
 def ledger() -> list:
-    from market.audit.claims import run_claims
+    from marketsim.market.audit.claims import run_claims
 
     return run_claims("pdors", size="small", seed=0)
 
 
 def test_every_pdors_claim_has_a_verdict(ledger):
-    from market.audit.claims import VERDICTS, claims
+    from marketsim.market.audit.claims import VERDICTS, claims
 
     ids = [c.claim_id for c in claims("pdors")]
     assert [r.claim_id for r in ledger] == ids
@@ -156,7 +156,7 @@ def test_every_pdors_claim_has_a_verdict(ledger):
 
 
 def test_pdors_witnesses_recheck(ledger):
-    from market.audit.claims import recheck_witness
+    from marketsim.market.audit.claims import recheck_witness
 
     bad = [r for r in ledger if r.verdict == "violated"]
     assert bad
@@ -167,8 +167,8 @@ def test_pdors_witnesses_recheck(ledger):
 def test_cli_claims_json(ledger, monkeypatch, capsys):
     import json
 
-    import market.audit.claims as claims_mod
-    from analysis.frontends.cli import main
+    import marketsim.market.audit.claims as claims_mod
+    from marketsim.analysis.frontends.cli import main
 
     monkeypatch.setattr(claims_mod, "run_claims", lambda *a, **k: ledger)
     assert main(["claims", "--paper", "pdors", "--json"]) == 0
@@ -185,7 +185,8 @@ def test_cli_claims_json_subprocess():
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "analysis.frontends.cli", "claims", "--paper", "pdors", "--claim", "C-P2", "--json"],
+        [sys.executable, "-m", "marketsim.analysis.frontends.cli", "claims", "--paper", "pdors", "--claim", "C-P2",
+         "--json"],
         capture_output=True,
         text=True,
         check=True,
@@ -196,7 +197,7 @@ def test_cli_claims_json_subprocess():
 
 @pytest.mark.parametrize("name", ["pdors", "pdors_paper"])
 def test_studies_validate_and_audit_instance_builds(name):
-    from analysis.engine.studies import load_study
+    from marketsim.analysis.engine.studies import load_study
 
     s = load_study(name)
     assert s.paper == "pdors" and s.mechanisms[0] == "pdors"

@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from market.auction.offline import competitive_ratio
-from market.milp import MIP_ABS_GAP
-from market.pdors import Pdors, PdorsConfig, pdors_realised
-from market.pdors.generators import pdors_tiny_instance
-from market.pdors.offline import pdors_offline_optimum
+from marketsim.market.auction.offline import competitive_ratio
+from marketsim.market.milp import MIP_ABS_GAP
+from marketsim.market.pdors import Pdors, PdorsConfig, pdors_realised
+from marketsim.market.pdors.generators import pdors_tiny_instance
+from marketsim.market.pdors.offline import pdors_offline_optimum
 
 instances = st.tuples(
     st.integers(0, 2**32 - 1),
@@ -89,7 +89,7 @@ def test_grid_rejects_tight_feasible_job_exact_dp_admits():
     """Spec §3.3 grid artefact: with Q = 200 units, a job needing exactly its full-speed d_i = T - a_i
     slots is infeasible on the grid (u_max·3 = 198 < 200), so an empty system rejects it although the
     exact optimum runs it (C-P9 "empty system admits every feasible job" failed because of the grid).
-    The default exact-workload DP (market.pdors.pricing) admits it."""
+    The default exact-workload DP (marketsim.market.pdors.pricing) admits it."""
     cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(4), I=5, T=5, H=2, cap=4.0)
     j = jobs[3]
     assert (j.arrival, j.V, j.global_batch, j.c_int(), j.min_duration()) == (2, 6, 1, 0.5, 3)
@@ -105,8 +105,8 @@ def test_grid_rejects_tight_feasible_job_exact_dp_admits():
 def test_vectorised_draws_equal_one_at_a_time_loop(seed, repair, S):
     """Step 13 vectorised (blocks, rewound stream, proven-infeasible skip) == the one-draw loop:
     same draws kept, same feasibility, same count, and the generator ends in the same state."""
-    from market.pdors.rounding import draw_roundings_reference
-    from market.pdors.theta import SlotProblem, draw_roundings, feasible_rows
+    from marketsim.market.pdors.rounding import draw_roundings_reference
+    from marketsim.market.pdors.theta import SlotProblem, draw_roundings, feasible_rows
 
     rng = np.random.default_rng(seed)
     H, R = int(rng.integers(1, 6)), int(rng.integers(1, 3))
@@ -143,6 +143,6 @@ def test_vectorised_draws_equal_one_at_a_time_loop(seed, repair, S):
 
 
 def job_rng_pair(seed):
-    from market.pdors import job_rng
+    from marketsim.market.pdors import job_rng
 
     return job_rng(seed % 1000, 7), job_rng(seed % 1000, 7)

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from market.traces import data_path, read_philly_csv
-from scenarios.loader import load_scenario
+from marketsim.market.traces import data_path, read_philly_csv
+from marketsim.scenarios.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def test_philly_full_scenario_has_the_15_vcs_as_tenants_and_the_docs_show_its_ch
     """The scenario's tenants are the 15 VCs; docs/traces.md shows `marketsim run philly_full
     --check`: every line is what it prints today (lines the page shortens with ", ...)" or ", ..."
     match up to the ellipsis)."""
-    from analysis.frontends.trace_report import check_lines
+    from marketsim.analysis.frontends.trace_report import check_lines
 
     s = load_scenario("philly_full")
     assert len(s.tenant_ids()) == 15 and s.workload.trace.tenancy == "user"
@@ -87,7 +87,7 @@ def test_philly_full_sweep_same_numbers_on_every_executor(tmp_path: Path) -> Non
     """``marketsim sweep`` of philly_full (first 150 jobs, 64 GPUs per type) on the local, process and
     Dask executors: identical results.parquet."""
     pytest.importorskip("distributed")
-    from analysis.engine.sweep import load_sweep, run_sweep
+    from marketsim.analysis.engine.sweep import load_sweep, run_sweep
 
     (tmp_path / "sw.toml").write_text(SWEEP)
     cfg = load_sweep(tmp_path / "sw.toml")

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.frontends.cli import main
-from market import registry
-from market.allocation import Allocation
-from market.errors import InputError
-from market.testing import IncentiveViolation, assert_strategyproof
+from marketsim.analysis.frontends.cli import main
+from marketsim.market import registry
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError
+from marketsim.market.testing import IncentiveViolation, assert_strategyproof
 
 TINY = """
 name = "tiny_plugin_run"
@@ -115,7 +115,7 @@ def test_weight_is_a_dimension_when_asked_for() -> None:
 
 
 def test_unknown_weight_dimension_says_how() -> None:
-    from market.audit import FairShareTarget, audit
+    from marketsim.market.audit import FairShareTarget, audit
 
     t = FairShareTarget("maxmin", W=[[1, 2], [1, 5]], m=[1, 1])
     with pytest.raises(InputError, match=r"weight_claims=True"):

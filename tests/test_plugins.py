@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from market import plugins
-from market.errors import InputError
-from market.plugins import Plugin
+from marketsim.market import plugins
+from marketsim.market.errors import InputError
+from marketsim.market.plugins import Plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = {"oef", "oasis", "pdors", "astraea", "eris"}
@@ -45,15 +45,15 @@ def _run(code: str, path: Path | None = None, *args: str) -> subprocess.Complete
 UNIFORM = {
     "uniplug/__init__.py": "",
     "uniplug/plugin.py": """
-        from market.plugins import Plugin
+        from marketsim.market.plugins import Plugin
         PLUGIN = Plugin(name="uniplug", summary="Uniform test plugin",
                         mechanisms={"fair-share": ("uniplug.mech",)}, claims=("uniplug.claims",),
                         studies="uniplug.studies")
     """,
     "uniplug/mech.py": """
         import numpy as np
-        from market.allocation import Allocation
-        from market.registry import register
+        from marketsim.market.allocation import Allocation
+        from marketsim.market.registry import register
 
         @register("uniform-test", "fair-share", "Every GPU type split equally (test plugin)", paper="uniplug")
         def uniform(W, m, *, weights=None, caps=None, **options):
@@ -62,9 +62,9 @@ UNIFORM = {
             return Allocation(X, "uniform-test", float((W * X).sum()))
     """,
     "uniplug/claims.py": """
-        from market.audit.claims import Measurement, register_claim
-        from market.audit.fairshare import FairShareTarget
-        from market.audit.search import audit
+        from marketsim.market.audit.claims import Measurement, register_claim
+        from marketsim.market.audit.fairshare import FairShareTarget
+        from marketsim.market.audit.search import audit
 
         @register_claim("uniplug", "U1", "Uniform split is strategy-proof", "audit on W=[[1,2],[1,5]], m=[1,1]")
         def u1(ctx):
@@ -86,18 +86,18 @@ def test_builtin_plugins_come_from_entry_points() -> None:
     assert not plugins.broken()
     # every paper declares its claims and (auction papers) a market adapter and studies
     for p in PAPERS:
-        hunted = (f"market.{p}.hunt",) if p in {"oef", "pdors", "oasis", "eris"} else ()  # their hunt spaces
-        assert found[p].claims == (f"market.{p}.claims", *hunted)
+        hunted = (f"marketsim.market.{p}.hunt",) if p in {"oef", "pdors", "oasis", "eris"} else ()  # their hunt spaces
+        assert found[p].claims == (f"marketsim.market.{p}.claims", *hunted)
     for p in PAPERS - {"oef"}:
-        assert found[p].market == f"market.{p}.market"
-        assert found[p].studies == f"market.{p}.studies"
-    from market.audit.claims import papers
+        assert found[p].market == f"marketsim.market.{p}.market"
+        assert found[p].studies == f"marketsim.market.{p}.studies"
+    from marketsim.market.audit.claims import papers
 
     assert PAPERS <= set(papers())
 
 
 def test_studies_live_in_paper_folders() -> None:
-    from analysis.engine.studies import load_study, study_names
+    from marketsim.analysis.engine.studies import load_study, study_names
 
     assert {"oasis_paper", "pdors_paper", "astraea", "eris_paper", "control_auction"} <= set(study_names())
     assert load_study("oasis_paper").source == "market/oasis/studies/oasis_paper.toml"
@@ -109,9 +109,9 @@ def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> No
     r = _run(
         """
         import json
-        from market import plugins, registry
-        from market.audit.claims import run_claims, papers
-        from scenarios.loader import scenario_names
+        from marketsim.market import plugins, registry
+        from marketsim.market.audit.claims import run_claims, papers
+        from marketsim.scenarios.loader import scenario_names
         info = registry.get("uniform-test")
         res = run_claims("uniplug", size="small", seed=0)
         print(json.dumps({"plugins": sorted(plugins.plugins()), "family": info.family,
@@ -127,7 +127,7 @@ def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> No
     assert "uniplug" in out["papers"]
     assert out["verdict"] == "holds"  # a report-independent split: no lie can gain
     assert out["scenario"]
-    cli = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
+    cli = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert cli.returncode == 0, cli.stderr
     assert "uniplug" in cli.stdout and "uniform-test" in cli.stdout
 
@@ -135,28 +135,29 @@ def test_installed_plugin_is_discovered_listed_and_audited(tmp_path: Path) -> No
 def test_broken_plugin_is_skipped_and_reported(tmp_path: Path) -> None:
     files = {"badplug/__init__.py": "", "badplug/plugin.py": "raise ImportError('no such dependency: foo')\n"}
     path = _fake_dist(tmp_path, "badplug", "badplug = badplug.plugin:PLUGIN", files)
-    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
+    r = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert r.returncode == 0, r.stderr
     assert "badplug" in r.stdout and "BROKEN" in r.stdout and "no such dependency: foo" in r.stdout
     assert "maxmin" in r.stdout  # the framework still works
     assert "skipped" not in r.stderr  # `list` shows it as BROKEN instead of warning as well
-    r2 = _run("from market import plugins; plugins.plugins()", path)
+    r2 = _run("from marketsim.market import plugins; plugins.plugins()", path)
     assert "marketsim plugin 'badplug' skipped" in r2.stderr  # elsewhere: one warning
 
 
 def test_entry_point_that_is_not_a_plugin(tmp_path: Path) -> None:
     files = {"notplug/__init__.py": "PLUGIN = 42\n"}
     path = _fake_dist(tmp_path, "notplug", "notplug = notplug:PLUGIN", files)
-    r = _run("from market import plugins; print(plugins.broken())", path)
+    r = _run("from marketsim.market import plugins; print(plugins.broken())", path)
     assert r.returncode == 0, r.stderr
-    assert "not a market.plugins.Plugin" in r.stdout
+    assert "not a marketsim.market.plugins.Plugin" in r.stdout
 
 
 def test_plugin_whose_mechanism_module_fails_is_skipped(tmp_path: Path) -> None:
     files = dict(UNIFORM)
     files["uniplug/mech.py"] = "raise RuntimeError('mechanism module exploded')\n"
     path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
-    r = _run("from market import registry, plugins; print(registry.names('fair-share')); print(plugins.broken())",
+    r = _run("from marketsim.market import registry, plugins; print(registry.names('fair-share')); "
+             "print(plugins.broken())",
              path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "maxmin" in r.stdout and "mechanism module exploded" in r.stdout
@@ -166,7 +167,7 @@ def test_scenario_name_clash_names_both_files(tmp_path: Path) -> None:
     files = dict(UNIFORM)
     files["uniplug/studies/default.toml"] = 'name = "default"\n'
     path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
-    r = _run("from scenarios.loader import scenario_names; scenario_names()", path)
+    r = _run("from marketsim.scenarios.loader import scenario_names; scenario_names()", path)
     assert r.returncode != 0
     assert "'default'" in r.stderr and "is shipped twice" in r.stderr and "uniplug.studies" in r.stderr
 
@@ -175,12 +176,12 @@ def test_fair_share_lookup_does_not_import_the_auction_papers() -> None:
     r = _run(
         """
         import sys
-        from market import registry
+        from marketsim.market import registry
         registry.get("maxmin")
-        heavy = [m for m in ("market.eris.mechanism", "market.astraea.online", "market.oasis.mechanism",
-                             "market.pdors.mechanism") if m in sys.modules]
+        heavy = [m for m in ("marketsim.market.eris.mechanism", "marketsim.market.astraea.online", "marketsim.market.oasis.mechanism",
+                             "marketsim.market.pdors.mechanism") if m in sys.modules]
         print(heavy)
-        """
+        """  # noqa: E501
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
@@ -205,7 +206,7 @@ def test_plugin_validation_names_the_field(kwargs: dict, field: str) -> None:
 def test_add_plugin_rejects_a_clash() -> None:
     with pytest.raises(InputError, match="already provided"):
         plugins.add_plugin(Plugin(name="oef", summary="impostor"))
-    with pytest.raises(InputError, match="must be a market.plugins.Plugin"):
+    with pytest.raises(InputError, match="must be a marketsim.market.plugins.Plugin"):
         plugins.add_plugin("oef")  # type: ignore[arg-type]
 
 
@@ -213,14 +214,14 @@ def test_list_marks_a_plugin_broken_when_its_mechanism_module_fails(tmp_path: Pa
     files = dict(UNIFORM)
     files["uniplug/mech.py"] = "raise RuntimeError('mechanism module exploded')\n"
     path = _fake_dist(tmp_path, "uniplug", "uniplug = uniplug.plugin:PLUGIN", files)
-    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
+    r = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("uniplug "))
     assert "BROKEN" in line and "mechanism module exploded" in line
     assert "Uniform test plugin" not in r.stdout  # listed once, as broken, not with its summary
     assert "maxmin" in r.stdout and "skipped" not in r.stderr  # listed, not warned about as well
     # a later command that looks up a built-in mechanism does not import (nor warn about) the plugin
-    r2 = _run("from market import registry; print(registry.get('maxmin').family)", path)
+    r2 = _run("from marketsim.market import registry; print(registry.get('maxmin').family)", path)
     assert r2.returncode == 0, r2.stderr
     assert r2.stdout.strip() == "fair-share" and "uniplug" not in r2.stderr
 
@@ -228,13 +229,13 @@ def test_list_marks_a_plugin_broken_when_its_mechanism_module_fails(tmp_path: Pa
 CLASH = {
     "clashplug/__init__.py": "",
     "clashplug/plugin.py": """
-        from market.plugins import Plugin
+        from marketsim.market.plugins import Plugin
         PLUGIN = Plugin(name="drf", summary="Clashing test plugin", mechanisms={"fair-share": ("clashplug.mech",)})
     """,
     "clashplug/mech.py": """
         import numpy as np
-        from market.allocation import Allocation
-        from market.registry import register
+        from marketsim.market.allocation import Allocation
+        from marketsim.market.registry import register
 
         def _split(W, m, *, weights=None, caps=None, **options):
             W = np.asarray(W, float)
@@ -253,7 +254,7 @@ def test_name_clashes_are_warned_listed_and_builtins_win(tmp_path: Path) -> None
     r = _run(
         """
         import json
-        from market import registry
+        from marketsim.market import registry
         # the plugin's fair-share family is looked up first: the built-in auction 'drf' must still win
         fresh = registry.get("clash-ok").plugin
         print(json.dumps({"drf": registry.get("drf").family, "maxmin": registry.get("maxmin").fn.__module__,
@@ -263,18 +264,18 @@ def test_name_clashes_are_warned_listed_and_builtins_win(tmp_path: Path) -> None
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["drf"] == "auction" and out["maxmin"].startswith("market.") and out["fresh"] == "drf"
+    assert out["drf"] == "auction" and out["maxmin"].startswith("marketsim.market.") and out["fresh"] == "drf"
     msgs = " ".join(out["clashes"]["drf"])
     assert "mechanism name 'drf' is already registered" in msgs and "'maxmin'" in msgs
     assert "plugin name 'drf' is also the name of the auction mechanism" in msgs
     assert "mechanism name 'maxmin' is already registered" in r.stderr  # warned
-    cli = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
+    cli = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.count("NAME CLASH") == 3 and "clash-ok" in cli.stdout
 
 
 def test_register_outside_a_plugin_still_rejects_a_taken_name() -> None:
-    from market.registry import get, register
+    from marketsim.market.registry import get, register
 
     get("maxmin")
     with pytest.raises(InputError, match="already registered"):
@@ -321,7 +322,7 @@ def test_doc_fair_share_plugin_is_the_shipped_example(tmp_path: Path) -> None:
     for rel, text in files.items():
         assert text == (ROOT / "examples" / "marketsim-proportional" / rel).read_text(), rel
     path, _ = _install_from_doc(tmp_path, "marketsim-proportional")
-    r = _run("from analysis.frontends.cli import main; raise SystemExit(main(['audit', '--mechanism', "
+    r = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['audit', '--mechanism', "
              "'proportional-share', '--speedups', '1,2;1,5', '--json']))", path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -332,16 +333,16 @@ def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path
     path, meta = _install_from_doc(tmp_path, "reserve-auction")
     # the package-data line that ships the study TOMLs
     assert meta["tool"]["setuptools"]["package-data"] == {"reserve_auction.studies": ["*.toml"]}
-    lst = _run("from analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
+    lst = _run("from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['list']))", path)
     assert lst.returncode == 0, lst.stderr
     assert "first-price-reserve" in lst.stdout and "posted-reserve" in lst.stdout and "reserve_demo" in lst.stdout
     assert "BROKEN" not in lst.stdout and "NAME CLASH" not in lst.stdout
     r = _run(
         """
         import json, io, contextlib
-        from analysis.frontends.cli import main
-        from market.testing import IncentiveViolation, assert_individually_rational, assert_strategyproof
-        from market.testing import auction_instance
+        from marketsim.analysis.frontends.cli import main
+        from marketsim.market.testing import IncentiveViolation, assert_individually_rational, assert_strategyproof
+        from marketsim.market.testing import auction_instance
         out = {}
         for mech in ("first-price-reserve", "posted-reserve"):
             buf = io.StringIO()
@@ -370,14 +371,15 @@ def test_doc_auction_plugin_runs_lists_audits_and_flags_the_limit(tmp_path: Path
         assert a["witness"]["value_scale"] == pytest.approx(0.1) and a["at_limit"]
         assert a["truthful_utility"] == 0.0 and a["relative_gain"] is None and len(a["notes"]) == 2
     assert out["fp_violation"] is not None and out["fp_violation"]["at_limit"]
-    run = _run(f"from analysis.frontends.cli import main; raise SystemExit(main(['run', 'reserve_demo', '--reps', '1', "
+    run = _run(f"from marketsim.analysis.frontends.cli import main; raise SystemExit(main(['run', 'reserve_demo', "
+               f"'--reps', '1', "
                f"'--quiet', '--out', {str(tmp_path / 'out')!r}]))", path)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "results.parquet").exists()
 
 
 def test_plugin_author_api_is_exported_documented_and_described() -> None:
-    import market.audit as api
+    import marketsim.market.audit as api
 
     for name in ("FairShareTarget", "random_instance", "FairShareInstance", "AuditConfig", "audit", "Dimension",
                  "register_claim", "ClaimContext", "Measurement"):  # fmt: skip

@@ -1,4 +1,4 @@
-"""market.profiles: the throughput-table loader (on Gavel's real table) and the generators."""
+"""marketsim.market.profiles: the throughput-table loader (on Gavel's real table) and the generators."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.errors import InputError
-from market.profiles import (
+from marketsim.market.errors import InputError
+from marketsim.market.profiles import (
     OEF_ASSUMED_SPEEDUPS,
     feasible,
     jittered_profile,

@@ -1,6 +1,6 @@
 """Every mention of an ``analysis`` module in the code, tests, benchmarks, docs, notebooks, README,
-pyproject and CI scripts names one that exists (``analysis.engine.runner``, ``analysis/frontends/cli.py``,
-``python -m analysis.frontends.cli``): a module moved or renamed leaves no stale path behind in prose,
+pyproject and CI scripts names one that exists (``marketsim.analysis.engine.runner``, ``analysis/frontends/cli.py``,
+``python -m marketsim.analysis.frontends.cli``): a module moved or renamed leaves no stale path behind in prose,
 subprocess commands or entry points, which no import would catch. ``benchmarks/results/`` is left out:
 those files record the state when they were produced."""
 

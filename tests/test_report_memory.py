@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.engine import runner
-from analysis.engine.runner import COLUMNS, load_report_frame, run_experiment, scan_results, write_experiment
-from analysis.engine.stats import REPORT_CLUSTER_MEASURES, paired_gains, policy_summary
-from analysis.frontends import trace_report
-from analysis.frontends.trace_report import iter_run_records, load_records, run_traces, tenant_table
-from scenarios.loader import load_scenario
+from marketsim.analysis.engine import runner
+from marketsim.analysis.engine.runner import COLUMNS, load_report_frame, run_experiment, scan_results, write_experiment
+from marketsim.analysis.engine.stats import REPORT_CLUSTER_MEASURES, paired_gains, policy_summary
+from marketsim.analysis.frontends import trace_report
+from marketsim.analysis.frontends.trace_report import iter_run_records, load_records, run_traces, tenant_table
+from marketsim.scenarios.loader import load_scenario
 
 SCENARIO = """
 name = "mem"
@@ -100,7 +100,7 @@ def test_report_never_reads_the_results_file_whole(written, tmp_path: Path, monk
     """The report phase (report_experiment, what ``marketsim run`` calls) reads results.parquet only
     through batch scans: a whole or filtered ``read_table`` (which reads many row groups ahead and,
     unfiltered, every tenant's records) or ``load_records`` (every run at once) fails the report."""
-    from analysis.frontends.report import report_experiment
+    from marketsim.analysis.frontends.report import report_experiment
 
     exp, paths = written
 

@@ -1,6 +1,6 @@
-"""Results are never lost or mislabelled at any write point (issue 34, item 5; analysis.engine.run_status).
+"""Results are never lost or mislabelled at any write point (issue 34, item 5; marketsim.analysis.engine.run_status).
 
-Every results file comes into being through one rename, :func:`analysis.engine.run_status.replace_file`
+Every results file comes into being through one rename, :func:`marketsim.analysis.engine.run_status.replace_file`
 (``write_atomic`` writes a hidden temporary sibling first). The tests patch that one function to
 inject, deterministically and in-process, what a kill, a Ctrl-C / SIGTERM or a full disk would do at
 each write point of a command:
@@ -28,9 +28,9 @@ import pandas as pd
 import pytest
 from testkit import read_meta, report_first_line, resumable_sweep, signals_not_ignored  # noqa: F401 (fixture)
 
-from analysis.engine import run_status
-from analysis.frontends.cli import main
-from market.errors import InputError
+from marketsim.analysis.engine import run_status
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["run", "default", "--reps", "1", "--policies", "maxmin", "--quiet"]
@@ -251,8 +251,8 @@ def test_run_prints_the_per_policy_table_also_with_quiet(tmp_path: Path, capsys)
 def test_run_computes_the_per_policy_summary_once(tmp_path: Path, monkeypatch, capsys) -> None:
     """report.md's per-policy table and the printed one are one computation (it reads every record of
     a 100k-job trace run: twice cost seconds), and the printed table is that summary."""
-    import analysis.engine.stats as stats
-    import analysis.frontends.report as report
+    import marketsim.analysis.engine.stats as stats
+    import marketsim.analysis.frontends.report as report
 
     calls, real = [], stats.policy_summary
 
@@ -323,7 +323,7 @@ _STOP_IN = """
 import sys, time
 from pathlib import Path
 import importlib
-from analysis.frontends.cli import main
+from marketsim.analysis.frontends.cli import main
 
 marker, module, name = Path(sys.argv[1]), importlib.import_module(sys.argv[2]), sys.argv[3]
 
@@ -337,8 +337,9 @@ sys.exit(main(sys.argv[4:]))
 """
 
 
-@pytest.mark.parametrize(("kind", "module", "name"), [("learn", "analysis.frontends.learn", "run_learning"),
-                                                      ("claims", "market.audit.claims", "run_claims")])  # fmt: skip
+@pytest.mark.parametrize(("kind", "module", "name"), [("learn", "marketsim.analysis.frontends.learn", "run_learning"),
+                                                      ("claims", "marketsim.market.audit.claims",
+                                                       "run_claims")])  # fmt: skip
 def test_sigterm_exits_130_from_learn_and_claims(
     stop_at_marker, kind: str, module: str, name: str, tmp_path: Path
 ) -> None:
@@ -358,7 +359,7 @@ RESUMABLE = resumable_sweep()
 def test_a_sweep_stopped_in_its_final_merge_says_interrupted_and_resumes(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:
-    import analysis.engine.sweep as sweep
+    import marketsim.analysis.engine.sweep as sweep
 
     cfg, out = tmp_path / "resumable.toml", tmp_path / "out"
     cfg.write_text(RESUMABLE, encoding="utf-8")

@@ -1,5 +1,5 @@
 """Output folders say whether their run finished, and a re-run never overwrites what a user computed
-(analysis.engine.run_status; docs/inputs.md "Killed and interrupted runs").
+(marketsim.analysis.engine.run_status; docs/inputs.md "Killed and interrupted runs").
 
 meta.json says ``"status": "running"`` from the start and ``complete`` / ``capped`` / ``failed`` /
 ``interrupted`` at the end; a SIGKILLed run's folder still says ``running`` and the next command
@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 from testkit import read_meta, report_first_line, resumable_sweep, signals_not_ignored  # noqa: F401 (fixture)
 
-from analysis.engine import run_status
-from analysis.frontends.cli import main
-from market.errors import InputError
+from marketsim.analysis.engine import run_status
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 STAMP = re.compile(r"\.\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(-\d+)?$")
@@ -80,7 +80,7 @@ def test_move_aside_names_the_folder_after_the_start_and_never_collides(tmp_path
 
 
 def test_writers_called_directly_keep_an_earlier_report(tmp_path: Path, capsys) -> None:
-    from analysis.frontends.audit_report import write_audit_report
+    from marketsim.analysis.frontends.audit_report import write_audit_report
 
     out = tmp_path / "audit"
     write_audit_report(out)
@@ -93,7 +93,7 @@ def test_writers_called_directly_keep_an_earlier_report(tmp_path: Path, capsys) 
 
 
 def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: Path, monkeypatch, capsys) -> None:
-    import market.audit.claims
+    import marketsim.market.audit.claims
 
     out = tmp_path / "claims"
     args = ["claims", "--paper", "oasis", "--claim", "C-O2", "--report", str(out)]
@@ -105,7 +105,7 @@ def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: P
     def stop(*args, **kwargs):
         raise KeyboardInterrupt  # Ctrl-C while the ledger runs
 
-    monkeypatch.setattr(market.audit.claims, "run_claims", stop)
+    monkeypatch.setattr(marketsim.market.audit.claims, "run_claims", stop)
     capsys.readouterr()
     assert main(args) == 130
     [old] = _siblings(out)  # the first report, whole and unchanged
@@ -115,7 +115,7 @@ def test_claims_report_keeps_an_earlier_report_and_says_how_it_ended(tmp_path: P
 
 def test_explore_lying_keeps_an_earlier_lie_sweep(tmp_path: Path, capsys) -> None:
     """A folder from before status files (a lie_sweep.csv, no meta.json) is moved aside too."""
-    from analysis.frontends import explore_lying
+    from marketsim.analysis.frontends import explore_lying
 
     out = tmp_path / "lie"
     out.mkdir()
@@ -166,7 +166,7 @@ def test_the_current_directory_is_never_moved(tmp_path: Path, monkeypatch, capsy
 
 
 def test_a_failed_run_says_so_and_the_others_are_results(tmp_path: Path, monkeypatch, capsys) -> None:
-    from scenarios.loader import Scenario
+    from marketsim.scenarios.loader import Scenario
 
     real = Scenario.build_model
 
@@ -188,12 +188,12 @@ def test_a_failed_run_says_so_and_the_others_are_results(tmp_path: Path, monkeyp
 
 
 def test_a_command_that_raises_after_claiming_its_folder_says_failed(tmp_path: Path, monkeypatch) -> None:
-    import analysis.engine.runner
+    import marketsim.analysis.engine.runner
 
     def boom(*args, **kwargs):
         raise MemoryError("out of memory")
 
-    monkeypatch.setattr(analysis.engine.runner, "run_experiment", boom)
+    monkeypatch.setattr(marketsim.analysis.engine.runner, "run_experiment", boom)
     out = tmp_path / "o"
     with pytest.raises(MemoryError):
         main([*QUICK, "--out", str(out)])
@@ -204,12 +204,12 @@ def test_a_command_that_raises_after_claiming_its_folder_says_failed(tmp_path: P
 def test_a_signal_before_any_result_marks_the_folder_interrupted(tmp_path: Path, monkeypatch) -> None:
     """Interrupted while the runs start (before run_experiment returns): the 'running' mark becomes
     'interrupted', with a report.md that says nothing here is a result."""
-    import analysis.engine.runner
+    import marketsim.analysis.engine.runner
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(analysis.engine.runner, "run_experiment", stop)
+    monkeypatch.setattr(marketsim.analysis.engine.runner, "run_experiment", stop)
     out = tmp_path / "out"
     assert main([*QUICK, "--out", str(out)]) == 130
     assert read_meta(out)["status"] == "interrupted" and read_meta(out)["complete"] is False
@@ -217,7 +217,7 @@ def test_a_signal_before_any_result_marks_the_folder_interrupted(tmp_path: Path,
 
 
 def test_an_interrupted_study_keeps_its_finished_cells(tmp_path: Path, monkeypatch, capsys) -> None:
-    import analysis.engine.studies as studies
+    import marketsim.analysis.engine.studies as studies
 
     real, calls = studies.execute_cell, []
 
@@ -253,8 +253,8 @@ def test_a_study_run_is_marked_complete_at_the_end(tmp_path: Path, capsys) -> No
 _STOP_BEFORE_THIRD_RUN = """
 import sys, time
 from pathlib import Path
-import analysis.engine.runner as runner
-from analysis.frontends.cli import main
+import marketsim.analysis.engine.runner as runner
+from marketsim.analysis.frontends.cli import main
 
 marker, real, calls = Path(sys.argv[1]), runner.execute_run, []
 
@@ -317,8 +317,8 @@ RESUMABLE = resumable_sweep()
 _STOP_BEFORE_THIRD_CHUNK = """
 import sys, time
 from pathlib import Path
-import analysis.engine.sweep as sweep
-from analysis.frontends.cli import main
+import marketsim.analysis.engine.sweep as sweep
+from marketsim.analysis.frontends.cli import main
 
 marker, real, calls = Path(sys.argv[1]), sweep.execute_chunk, []
 

@@ -9,13 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.model import MarketModel
-from analysis.engine.runner import COLUMNS, LocalExecutor, make_executor, plan_runs, run_experiment, write_experiment
-from analysis.engine.stats import gain_summary, paired_gains, t_interval
-from analysis.frontends.plots import plot_lying_gain, plot_throughput
-from analysis.frontends.report import render_report
-from market.errors import InputError
-from scenarios.loader import Scenario, parse_scenario
+from marketsim.agents.model import MarketModel
+from marketsim.analysis.engine.runner import (
+    COLUMNS,
+    LocalExecutor,
+    make_executor,
+    plan_runs,
+    run_experiment,
+    write_experiment,
+)
+from marketsim.analysis.engine.stats import gain_summary, paired_gains, t_interval
+from marketsim.analysis.frontends.plots import plot_lying_gain, plot_throughput
+from marketsim.analysis.frontends.report import render_report
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import Scenario, parse_scenario
 
 SMALL = """
 name = "small"
@@ -144,7 +151,7 @@ def test_t_interval() -> None:
 def test_frame_is_in_sort_key_order_without_a_sort(small: Scenario) -> None:
     """run_experiment concatenates runs in (policy, variant, replication) order instead of sorting the
     whole frame; the result must equal a full stable sort by SORT_KEYS."""
-    from analysis.engine.runner import SORT_KEYS
+    from marketsim.analysis.engine.runner import SORT_KEYS
 
     exp = run_experiment(small, replications=2, progress=False)
     resorted = exp.frame.sort_values(SORT_KEYS, kind="mergesort").reset_index(drop=True)
@@ -195,8 +202,8 @@ def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, 
     """spill_dir streams each run's records to Parquet parts as it goes (the CLI's path); the
     consolidated results.parquet equals the in-memory frame, the parts are gone, and the report's
     reduced frame gives the same summary and paired gains as the full frame."""
-    from analysis.engine.runner import load_report_frame
-    from analysis.engine.stats import policy_summary
+    from marketsim.analysis.engine.runner import load_report_frame
+    from marketsim.analysis.engine.stats import policy_summary
 
     mem = run_experiment(small, replications=2, progress=False)
     sp = run_experiment(small, replications=2, progress=False, executor="process", workers=2,
@@ -291,7 +298,7 @@ def test_report_and_stdout_give_the_same_run_time(capsys, tmp_path: Path) -> Non
     import json
     import re
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     out = tmp_path / "out"
     assert main(["run", "default", "--reps", "1", "--policies", "gavel", "--out", str(out), "--quiet"]) == 0

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.strategies import ScaleDims, Truthful
-from market.errors import InputError
-from scenarios.loader import load_scenario, parse_scenario, scenario_names
+from marketsim.agents.strategies import ScaleDims, Truthful
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import load_scenario, parse_scenario, scenario_names
 
 TINY = """
 name = "tiny"
@@ -166,7 +166,7 @@ def test_workload_distributions_and_overrides() -> None:
 
 
 def test_explore_lying_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from analysis.frontends.explore_lying import main as sweep
+    from marketsim.analysis.frontends.explore_lying import main as sweep
 
     text = TINY.replace('policies = ["oef-noncoop", "maxmin"]', 'policies = ["oef-noncoop", "max-throughput"]')
     text = text.replace('["a", "b", "c"]', '["RTX3070", "RTX3080", "RTX3090"]').replace("c = 1.5", "RTX3090 = 1.5")

@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.auction import AuctionModel, BidStrategy
-from analysis.engine.studies import load_study, parse_study, run_study, study_names
-from analysis.frontends.cli import main
-from analysis.frontends.study_report import write_study
-from market.auction.controls import ControlBid, ControlMarket, make_market
-from market.auction.market import decisions_by_id, run_market
-from market.audit.online import OnlineAuctionTarget
-from market.audit.search import audit
-from market.errors import InputError
+from marketsim.agents.auction import AuctionModel, BidStrategy
+from marketsim.analysis.engine.studies import load_study, parse_study, run_study, study_names
+from marketsim.analysis.frontends.cli import main
+from marketsim.analysis.frontends.study_report import write_study
+from marketsim.market.auction.controls import ControlBid, ControlMarket, make_market
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.search import audit
+from marketsim.market.errors import InputError
 
 
 def _tiny() -> ControlMarket:
@@ -201,7 +201,7 @@ def test_auction_gain_curves_match_the_hand_formula_and_report(tmp_path, capsys)
     """Pay-your-bid, admitted bidder of value v and posted cost c: reporting f·v with f·v > c keeps
     the same slot and pays f·v instead of v, so the gain is v·(1 − f) exactly; the fixed price
     has gain <= 0 everywhere."""
-    from analysis.frontends.audit_report import target_gain_curves
+    from marketsim.analysis.frontends.audit_report import target_gain_curves
 
     m = make_market({"jobs": 8, "T": 8}, np.random.default_rng(0))
     admitted = [d.job_id for d in run_market(m, "pay-your-bid") if d.admitted]

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from test_oef_headlines_csv import check_counts_and_fragility, check_direction_only, check_verdicts, read_table
 
-from analysis.engine.headlines import HEADLINE_VERDICTS
-from analysis.engine.studies import load_study, study_headlines
+from marketsim.analysis.engine.headlines import HEADLINE_VERDICTS
+from marketsim.analysis.engine.studies import load_study, study_headlines
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("astraea", "eris")
@@ -159,8 +159,8 @@ def _control(**extra: object) -> dict:
 
 def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
     """`[[lead]] headlines = [i]` puts headline i's row, by the closing table's rule, before any panel."""
-    from analysis.engine.studies import parse_study, run_study
-    from analysis.frontends.study_report import write_study
+    from marketsim.analysis.engine.studies import parse_study, run_study
+    from marketsim.analysis.frontends.study_report import write_study
 
     study = parse_study(_control(lead=[{"text": "mechanism-level: the fixed price", "headlines": [1]}]), "c")
     paths = write_study(run_study(study, replications=2), tmp_path)
@@ -178,8 +178,8 @@ def test_a_lead_of_headlines_opens_the_report(tmp_path: Path) -> None:
      ({"headlines": [True]}, "lead[0].headlines"), ({"headlines": [0], "metric": "welfare"}, "lead[0].metric")],
 )  # fmt: skip
 def test_a_bad_lead_of_headlines_names_the_field(lead: dict, field: str) -> None:
-    from analysis.engine.studies import parse_study
-    from market.errors import InputError
+    from marketsim.analysis.engine.studies import parse_study
+    from marketsim.market.errors import InputError
 
     with pytest.raises(InputError, match=re.escape(field)):
         parse_study(_control(lead=[lead]), "c")

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from testkit import resumable_sweep
 
-from analysis.engine.sweep import (
+from marketsim.analysis.engine.sweep import (
     EXECUTION_COLUMNS,
     RUN_COLUMNS,
     SweepResult,
@@ -26,8 +26,8 @@ from analysis.engine.sweep import (
     plan_sweep,
     run_sweep,
 )
-from analysis.frontends.cli import main
-from market.errors import InputError
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,8 +124,8 @@ def test_process_and_dask_executors_give_identical_parquet(
 _STOP_BEFORE_FOURTH_CHUNK = """
 import sys, time
 from pathlib import Path
-import analysis.engine.sweep as sweep
-from analysis.frontends.cli import main
+import marketsim.analysis.engine.sweep as sweep
+from marketsim.analysis.frontends.cli import main
 
 marker, real, calls = Path(sys.argv[1]), sweep.execute_chunk, []
 
@@ -302,7 +302,7 @@ def test_cli_sweep_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_missing_dask_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from analysis.engine.executors_dask import DaskExecutor, import_distributed
+    from marketsim.analysis.engine.executors_dask import DaskExecutor, import_distributed
 
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(InputError, match=r"pip install 'marketsim-cluster\[dask\]'"):
@@ -327,7 +327,7 @@ def test_consolidation_streams_one_part_at_a_time(local_run: SweepResult, tmp_pa
     written in several row groups, never holding more than 2 part files at once."""
     import shutil
 
-    import analysis.engine.sweep as sw
+    import marketsim.analysis.engine.sweep as sw
 
     out = tmp_path / "copy"
     shutil.copytree(local_run.out / "parts", out / "parts")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.auction import AuctionModel, BidStrategy
-from analysis.engine.studies import parse_study, run_study
-from market.astraea.audit import AstraeaTenantTarget
-from market.astraea.market import make_market
-from market.auction.controls import make_market as control_market
-from market.errors import InputError
+from marketsim.agents.auction import AuctionModel, BidStrategy
+from marketsim.analysis.engine.studies import parse_study, run_study
+from marketsim.market.astraea.audit import AstraeaTenantTarget
+from marketsim.market.astraea.market import make_market
+from marketsim.market.auction.controls import make_market as control_market
+from marketsim.market.errors import InputError
 
 STRATEGIES = [
     {"value_scale": 2.0},

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.engine.runner import COLUMNS, run_experiment
-from analysis.engine.stats import (
+from marketsim.analysis.engine.runner import COLUMNS, run_experiment
+from marketsim.analysis.engine.stats import (
     cluster_integrals,
     gain_summary,
     jct_summary,
@@ -22,8 +22,8 @@ from analysis.engine.stats import (
     record_lengths,
     throughput_while_active,
 )
-from market.errors import InputError
-from scenarios.loader import parse_scenario
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import parse_scenario
 
 DATA = Path(__file__).resolve().parents[1] / "market" / "data"
 
@@ -204,8 +204,8 @@ def test_philly_trace_reported_utilisation_matches_the_leases() -> None:
     utilisation `marketsim run` reports equals GPU-seconds used / available within 1%."""
     from dataclasses import replace
 
-    from analysis.frontends.report import render_report
-    from scenarios.loader import load_scenario
+    from marketsim.analysis.frontends.report import render_report
+    from marketsim.scenarios.loader import load_scenario
 
     sc = load_scenario("philly_trace")
     sc = replace(sc, workload=replace(sc.workload, trace=replace(sc.workload.trace, max_jobs=150)),
@@ -235,7 +235,7 @@ def test_trace_liar_table_signs_agree_with_the_raw_data() -> None:
     """40 Gavel-trace jobs on 2 + 2 + 2 GPUs, 4 tenants, tenant 0 deflating its K80 speedups under
     gavel: its JCT worsens and its time-weighted throughput falls, so the gain is negative (a mean
     over records of unequal length said it gained)."""
-    from analysis.frontends.report import render_report
+    from marketsim.analysis.frontends.report import render_report
 
     sc = _gavel_scenario(40, (2, 2, 2), ["gavel"], LIAR)
     exp = run_experiment(sc, progress=False)

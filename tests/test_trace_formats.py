@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.frontends.cli import main
-from market.errors import InputError
-from market.profiles import load_throughput_table
-from market.traces import (
+from marketsim.analysis.frontends.cli import main
+from marketsim.market.errors import InputError
+from marketsim.market.profiles import load_throughput_table
+from marketsim.market.traces import (
     PHILLY_SAMPLE,
     data_path,
     load_trace,
@@ -209,7 +209,7 @@ def test_check_refuses_a_study(capsys) -> None:
 
 
 def test_vectorised_philly_reader_equals_the_row_reader(tmp_path: Path) -> None:
-    from market.traces import _philly_fast, _philly_rows
+    from marketsim.market.traces import _philly_fast, _philly_rows
 
     p = data_path(PHILLY_SAMPLE)
     fast, slow = _philly_fast(p), _philly_rows(p)

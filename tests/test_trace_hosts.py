@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.errors import InputError
-from market.hosts import HostPlacer
-from market.oef.placer import RunnableJob, pack_hosts
-from market.profiles import ThroughputTable, load_throughput_table
-from market.traces import (
+from marketsim.market.errors import InputError
+from marketsim.market.hosts import HostPlacer
+from marketsim.market.oef.placer import RunnableJob, pack_hosts
+from marketsim.market.profiles import ThroughputTable, load_throughput_table
+from marketsim.market.traces import (
     GAVEL_THROUGHPUTS,
     GAVEL_THROUGHPUTS_UNCONSOLIDATED,
     Trace,
     data_path,
     unconsolidated_throughputs,
 )
-from market.types import GpuServer
-from scenarios.loader import load_scenario
+from marketsim.market.types import GpuServer
+from marketsim.scenarios.loader import load_scenario
 
 RESNET16 = "ResNet-50 (batch size 16)"
 #: Gavel's table (market/data): ResNet-50 (batch size 16) on 4 P100s
@@ -122,7 +122,7 @@ def _pack_reference(host_type: list[int], cap: list[int], typ: list[int], size: 
 
 
 def test_pack_hosts_is_the_placer_on_spec_objects() -> None:
-    """``market.oef.placer.pack_hosts`` (spec A8 on job and server objects) is the engine's placer."""
+    """``marketsim.market.oef.placer.pack_hosts`` (spec A8 on job and server objects) is the engine's placer."""
     servers = [GpuServer("h0", 0, 4), GpuServer("h1", 0, 2), GpuServer("h10", 1, 4)]
     chosen = [(RunnableJob("a", 2, 0.0, 0.0), np.array([2, 0])), (RunnableJob("b", 5, 0.0, 0.0), np.array([1, 4]))]
     out = pack_hosts(chosen, servers, "oef")
@@ -317,7 +317,7 @@ def test_migration_cost_charged_when_hosts_change(tmp_path: Path) -> None:
     sc = _scenario(tmp_path, 1, 'placement = "oef"\nmigration_cost_s = 60.0', gpus=8, per_host=4)
     tw = sc.trace_workload()
     tw = replace(tw, trace=replace(tw.trace, total_steps=np.array([steps])))
-    from agents.model import MarketModel
+    from marketsim.agents.model import MarketModel
 
     cfg = sc.instantiate("maxmin", "truthful", np.random.default_rng(0))
     m = MarketModel(replace(cfg, trace=tw), rng=0)
@@ -343,8 +343,8 @@ def test_migration_cost_charged_when_hosts_change(tmp_path: Path) -> None:
 
 
 def test_report_lists_migrations(tmp_path: Path) -> None:
-    from analysis.engine.runner import run_experiment
-    from analysis.engine.stats import policy_summary
+    from marketsim.analysis.engine.runner import run_experiment
+    from marketsim.analysis.engine.stats import policy_summary
 
     sc = _scenario(tmp_path, HAND_STEPS, 'placement = "naive"\nmigration_cost_s = 30.0')
     res = run_experiment(sc, progress=False)

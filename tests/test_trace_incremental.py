@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from testkit import tenant4_trace
 
-from agents.trace_rounds import TraceRounds
-from market.traces import GAVEL_TRACE, data_path
-from scenarios.loader import load_scenario, parse_scenario
+from marketsim.agents.trace_rounds import TraceRounds
+from marketsim.market.traces import GAVEL_TRACE, data_path
+from marketsim.scenarios.loader import load_scenario, parse_scenario
 
 DATA = Path(__file__).parent / "data"
 
@@ -192,13 +192,13 @@ def test_long_dot_products_do_not_depend_on_blas_threads() -> None:
     import subprocess
     import sys
 
-    from agents.trace_rounds import DOT_CHUNK, _dot
+    from marketsim.agents.trace_rounds import DOT_CHUNK, _dot
 
     rng = np.random.default_rng(4)
     x, y = rng.random(DOT_CHUNK) * 1e3, rng.random(DOT_CHUNK)
     assert _dot(x, y) == float(x @ y)
     code = (
-        "import numpy as np; from agents.trace_rounds import _dot\n"
+        "import numpy as np; from marketsim.agents.trace_rounds import _dot\n"
         "out = []\n"
         "for s in range(30):\n"
         "    r = np.random.default_rng(s); n = 12_000 + 997 * s\n"
@@ -219,7 +219,7 @@ def test_row_groups_equal_numpy_unique_rows(seed: int) -> None:
     """``row_groups`` (one lexsort) finds the groups ``np.unique(axis=0)`` finds, numbered the same:
     ties, -0.0 against 0.0, integer-valued columns, a NaN key (np.unique's path); ``row_classes``
     built on it gives the classes in order of first appearance."""
-    from market.oef.roundlp import row_classes, row_groups
+    from marketsim.market.oef.roundlp import row_classes, row_groups
 
     rng = np.random.default_rng(seed)
     n, q = int(rng.integers(1, 300)), int(rng.integers(1, 7))

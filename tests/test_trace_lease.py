@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.trace_rounds import ALLOCATED_ONLY, TraceRounds
+from marketsim.agents.trace_rounds import ALLOCATED_ONLY, TraceRounds
 
 
 def _reference(eng: TraceRounds, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:

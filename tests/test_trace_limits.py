@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frontends.cli import main
+from marketsim.analysis.frontends.cli import main
 
 GEN = """
 name = "gen"
@@ -56,14 +56,14 @@ def _trace(tmp_path: Path, steps: str, arrival: str) -> Path:
     ],
 )
 def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, monkeypatch, kw: dict, needle: str) -> None:
-    import analysis.engine.runner
-    import analysis.engine.sweep  # imported before the patches below: it binds runner.execute_run at import
-    import market.traces
+    import marketsim.analysis.engine.runner
+    import marketsim.analysis.engine.sweep  # imported before the patches below: it binds runner.execute_run at import
+    import marketsim.market.traces
 
     def never(*args, **kwargs):
         raise AssertionError("the scenario was refused after the runs started")
 
-    real, drawn = market.traces.generate_gavel_trace, []
+    real, drawn = marketsim.market.traces.generate_gavel_trace, []
 
     def draw(table, types, jobs, *args, **kwargs):
         drawn.append(int(jobs))
@@ -73,10 +73,10 @@ def test_absurd_generated_scenarios_exit_2_at_once(capsys, tmp_path: Path, monke
 
     # nothing is simulated, and at most the 5 jobs of a sane scenario are drawn (the rate's limit reads
     # their arrival times; a 1e9-job trace cannot even be drawn): counts, not a time
-    monkeypatch.setattr(market.traces, "generate_gavel_trace", draw)
-    monkeypatch.setattr(analysis.engine.runner, "run_experiment", never)
-    monkeypatch.setattr(analysis.engine.runner, "execute_run", never)
-    monkeypatch.setattr(analysis.engine.sweep, "execute_run", never)
+    monkeypatch.setattr(marketsim.market.traces, "generate_gavel_trace", draw)
+    monkeypatch.setattr(marketsim.analysis.engine.runner, "run_experiment", never)
+    monkeypatch.setattr(marketsim.analysis.engine.runner, "execute_run", never)
+    monkeypatch.setattr(marketsim.analysis.engine.sweep, "execute_run", never)
     assert main(["run", str(_gen(tmp_path, **kw)), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     assert sum(drawn) <= 5, drawn
     err = capsys.readouterr().err
@@ -96,7 +96,7 @@ def test_absurd_trace_lines_exit_2_naming_line_and_column(capsys, tmp_path: Path
 
 
 def test_limits_leave_room_for_the_packaged_traces() -> None:
-    from market.traces import MAX_TOTAL_STEPS, MAX_TRACE_SECONDS, data_path, load_trace
+    from marketsim.market.traces import MAX_TOTAL_STEPS, MAX_TRACE_SECONDS, data_path, load_trace
 
     for name, fmt in (("gavel_trace_seed1.trace", "gavel"), ("philly_sample.csv", "philly")):
         tr = load_trace(data_path(name), fmt)

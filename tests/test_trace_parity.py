@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.trace_rounds import TraceRounds
-from market.errors import InputError
-from market.profiles import load_throughput_table
-from market.registry import get
-from market.traces import assign_philly_job_types, order_by_speed, read_philly_csv
-from scenarios.loader import load_scenario
+from marketsim.agents.trace_rounds import TraceRounds
+from marketsim.market.errors import InputError
+from marketsim.market.profiles import load_throughput_table
+from marketsim.market.registry import get
+from marketsim.market.traces import assign_philly_job_types, order_by_speed, read_philly_csv
+from marketsim.scenarios.loader import load_scenario
 
 TABLE = """job_type,gpu_type,num_gpus,throughput_steps_per_s
 A,k80,1,1.0
@@ -179,10 +179,11 @@ def test_a_job_infeasible_on_a_type_never_runs_there_under_any_policy() -> None:
     """Job 1 (0 steps/s on the K80) shares a K80 and a V100 with job 0: under every speedup-based
     policy and both lease orders it is never leased the K80, both jobs complete, and the K80 is
     not left idle while job 0 waits for it."""
-    from market.registry import names
+    from marketsim.market.registry import names
 
     T = np.array([[1.0, 2.0], [0.0, 1.0]])
-    for policy in [n for n in names("fair-share") if get(n).fn.__module__.startswith("market.")]:  # built-in ones
+    # built-in ones
+    for policy in [n for n in names("fair-share") if get(n).fn.__module__.startswith("marketsim.market.")]:
         for order in ("fastest", "shuffle"):
             eng = TraceRounds(
                 throughputs=T, scale=np.array([1, 1]), total_steps=np.array([3000.0, 3000.0]),
@@ -278,7 +279,7 @@ def test_fifo_in_a_trace_run_leases_only_allocated_jobs(tmp_path: Path) -> None:
 
 def test_lease_order_is_rejected_without_a_trace() -> None:
     """`lease_order` would be silently ignored by the synthetic round loop: an error names it."""
-    from scenarios.loader import parse_scenario
+    from marketsim.scenarios.loader import parse_scenario
 
     data = {"policies": ["maxmin"], "cluster": {"gpu_types": ["k80"], "gpus": [2], "lease_order": "shuffle"},
             "workload": {"tenants": 2}}  # fmt: skip

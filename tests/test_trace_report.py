@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.engine.runner import run_experiment, write_experiment
-from analysis.frontends.trace_report import (
+from marketsim.analysis.engine.runner import run_experiment, write_experiment
+from marketsim.analysis.frontends.trace_report import (
     binned_integral,
     finish_time_fairness,
     load_records,
@@ -22,7 +22,7 @@ from analysis.frontends.trace_report import (
     size_table,
     tenant_table,
 )
-from scenarios.loader import load_scenario
+from marketsim.scenarios.loader import load_scenario
 
 TABLE = """job_type,gpu_type,num_gpus,throughput_steps_per_s
 A,k80,1,1.0
@@ -91,7 +91,7 @@ def test_two_tenants_on_one_gpu_hand_computed(tmp_path: Path) -> None:
 def test_the_section_computes_each_runs_finish_time_fairness_once(tmp_path: Path, monkeypatch) -> None:
     """rho (isolated times: the tenants' active matrix over every record) is computed once per run
     for the per-policy and the per-tenant tables, read-only, and equal to a fresh computation."""
-    import analysis.frontends.trace_report as tr
+    import marketsim.analysis.frontends.trace_report as tr
 
     csv = "job_id,arrival_s,num_gpus,total_steps,job_type,tenant\nju,0,1,720,A,u\njv,0,1,360,A,v\n"
     _, runs = _runs(tmp_path, csv, "maxmin", '["k80"]', "[1]")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scenarios.loader import load_scenario, parse_scenario
+from marketsim.scenarios.loader import load_scenario, parse_scenario
 
 DATA = Path(__file__).parent / "data"
 GEN = {

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from testkit import tenant4_trace
 
-from market.errors import InputError
-from market.traces import GAVEL_TRACE, data_path
-from scenarios.loader import load_scenario
+from marketsim.market.errors import InputError
+from marketsim.market.traces import GAVEL_TRACE, data_path
+from marketsim.scenarios.loader import load_scenario
 
 
 def _tenant4_text() -> str:
@@ -32,7 +32,7 @@ def test_tenancy_4_with_a_scale_liar_writes_every_tenants_rows(tmp_path: Path) -
     results.parquet has `act` rows of all 4 tenants; the liar's est_reported differs from its est
     (by exactly its V100 share: the report doubles the V100 throughput), the honest tenants'
     do not. The tenants' rows add up to the cluster's total_est / total_act / busy_gpus."""
-    from analysis.engine.runner import run_experiment, write_experiment
+    from marketsim.analysis.engine.runner import run_experiment, write_experiment
 
     out = tmp_path / "out"
     write_experiment(run_experiment(load_scenario(_tenant4(tmp_path)), progress=False), out)

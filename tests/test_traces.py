@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.errors import InputError
-from market.profiles import load_throughput_table
-from market.traces import (
+from marketsim.market.errors import InputError
+from marketsim.market.profiles import load_throughput_table
+from marketsim.market.traces import (
     GAVEL_THROUGHPUTS,
     GAVEL_TRACE,
     PHILLY_SAMPLE,
@@ -22,7 +22,7 @@ from market.traces import (
     read_philly_csv,
     tenant_of_jobs,
 )
-from scenarios.loader import load_scenario
+from marketsim.scenarios.loader import load_scenario
 
 TABLE = """job_type,gpu_type,num_gpus,throughput_steps_per_s
 A,k80,1,1.0
@@ -266,7 +266,7 @@ def test_trace_job_errors(tmp_path: Path) -> None:
 def test_infeasible_type_skipped_by_every_policy(tmp_path: Path) -> None:
     """A job that cannot run on one GPU type runs under every registered fair-share policy: the
     type is skipped for it (alone, 10 steps at 1 step/s on the V100: JCT 10 s)."""
-    from market.registry import get, names
+    from marketsim.market.registry import get, names
 
     (tmp_path / "table.csv").write_text(TABLE + "C,k80,1,0.0\nC,v100,1,1.0\n")
     (tmp_path / "t.trace").write_text(_line("C", 10, 0.0) + "\n")
@@ -274,7 +274,8 @@ def test_infeasible_type_skipped_by_every_policy(tmp_path: Path) -> None:
         '[cluster]\ngpu_types = ["k80", "v100"]\ngpus = [1, 1]\n[profiles]\nfile = "table.csv"\n'
         '[workload]\ntrace = "t.trace"\n'
     )
-    for policy in [n for n in names("fair-share") if get(n).fn.__module__.startswith("market.")]:  # built-in ones
+    # built-in ones
+    for policy in [n for n in names("fair-share") if get(n).fn.__module__.startswith("marketsim.market.")]:
         (tmp_path / "s.toml").write_text(f'policies = ["{policy}"]\n' + body)
         model = load_scenario(tmp_path / "s.toml").build_model(policy, "truthful", 0)
         model.run()
@@ -310,7 +311,7 @@ def test_cli_runs_a_trace_scenario(tmp_path: Path, capsys: pytest.CaptureFixture
 
     import pandas as pd
 
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     trace = tmp_path / "short.trace"
     rows = [line.split("\t") for line in data_path(GAVEL_TRACE).read_text().splitlines()[:40]]
@@ -433,9 +434,9 @@ B,v100,1,2.5
 def _lie_model(tmp_path: Path, liars: tuple[str, ...], factor: float = 1.5):
     from dataclasses import replace
 
-    from agents.model import MarketModel
-    from agents.strategies import ScaleDims
-    from agents.trace_rounds import lying_throughputs
+    from marketsim.agents.model import MarketModel
+    from marketsim.agents.strategies import ScaleDims
+    from marketsim.agents.trace_rounds import lying_throughputs
 
     (tmp_path / "table.csv").write_text(LIE_TABLE)
     (tmp_path / "t.trace").write_text(_line("A", 720, 0.0) + "\n" + _line("B", 900, 0.0) + "\n")
@@ -487,9 +488,9 @@ def test_a_liar_on_a_trace_changes_the_lease_order_hand_computed(tmp_path: Path)
 
 
 def test_lying_throughputs_rules_and_errors() -> None:
-    from agents.config import TraceWorkload
-    from agents.strategies import ReportVector, ScaleDims
-    from agents.trace_rounds import lying_throughputs
+    from marketsim.agents.config import TraceWorkload
+    from marketsim.agents.strategies import ReportVector, ScaleDims
+    from marketsim.agents.trace_rounds import lying_throughputs
 
     T = np.array([[1.0, 2.0, 0.0], [1.0, 3.0, 4.0], [2.0, 2.0, 2.0]])
     jt, ten = np.array(["A", "B", "A"]), np.array(["u0", "u1", "u0"])
@@ -507,11 +508,11 @@ def test_lying_throughputs_rules_and_errors() -> None:
 
 
 def test_generated_gavel_trace_follows_gavels_generator() -> None:
-    """Gavel's generator (market.traces.generate_gavel_trace): exponential gaps of mean 3600/rate,
+    """Gavel's generator (marketsim.market.traces.generate_gavel_trace): exponential gaps of mean 3600/rate,
     the first job at 0, durations 60*10^U(1.5, 3) s w.p. 0.8 else 60*10^U(3, 4) s on a V100
     (total_steps = duration x the V100 throughput), job types uniform over the types that run on
     every GPU type; same seed, same trace; a different seed, a different one."""
-    from market.traces import generate_gavel_trace
+    from marketsim.market.traces import generate_gavel_trace
 
     table = load_throughput_table(data_path(GAVEL_THROUGHPUTS))
     types = ("k80", "p100", "v100")

@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 pytest.importorskip("solara", reason="the viz extra is not installed (pip install 'marketsim-cluster[viz]')")
 
-from analysis.frontends import viz  # noqa: E402  (after the importorskip guard)
+from marketsim.analysis.frontends import viz  # noqa: E402  (after the importorskip guard)
 
 ROOT = Path(__file__).resolve().parents[1]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -210,7 +210,7 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
     """The extra stays optional: the CLI imports no solara, and `viz` without it is one line + exit 2."""
     probe = (
         "import sys\n"
-        "import analysis.frontends.cli as cli\n"
+        "import marketsim.analysis.frontends.cli as cli\n"
         "assert 'solara' not in sys.modules and 'mesa.visualization' not in sys.modules\n"
         "sys.modules['solara'] = None  # as if the extra were not installed\n"
         "sys.exit(cli.main(['viz', '--no-browser']))\n"
@@ -223,7 +223,7 @@ def test_cli_viz_without_solara_exits_2(tmp_path):
 
 def test_cli_viz_rejects_unknown_name(capsys):
     """An unknown name: one line, exit 2, listing the fair-share scenarios AND the auction studies."""
-    from analysis.frontends.cli import main
+    from marketsim.analysis.frontends.cli import main
 
     assert main(["viz", "no_such_study_or_scenario", "--no-browser"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -470,7 +470,7 @@ def _served_page(tmp_path: Path, target: str):
     try:
         with open(server_log, "wb") as log:
             server = subprocess.Popen(
-                [sys.executable, "-m", "analysis.frontends.cli", "viz", target, "--host", "127.0.0.1",
+                [sys.executable, "-m", "marketsim.analysis.frontends.cli", "viz", target, "--host", "127.0.0.1",
                  "--port", str(page_port), "--no-browser"],
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 env={**os.environ, "PYTHONWARNINGS": "always::FutureWarning,always::DeprecationWarning"},

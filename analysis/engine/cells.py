@@ -1,7 +1,7 @@
 """The unit of work of a study: :class:`CellSpec` (one workload on which every mechanism and variant of the
 study runs) and its :class:`CellResult` (metric rows, tenant rows, or the error), shared by the auction cells
-(:mod:`analysis.engine.studies`) and the fair-share cells (:mod:`analysis.engine.fairshare_study`), and by the
-executors that run them. ``TRUTHFUL`` names the variant in which everyone reports the truth."""
+(:mod:`marketsim.analysis.engine.studies`) and the fair-share cells (:mod:`marketsim.analysis.engine.fairshare_study`),
+and by the executors that run them. ``TRUTHFUL`` names the variant in which everyone reports the truth."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 if TYPE_CHECKING:
-    from analysis.engine.studies import Study
+    from marketsim.analysis.engine.studies import Study
 
 __all__ = ["TRUTHFUL", "CellSpec", "CellResult"]
 

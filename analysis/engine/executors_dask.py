@@ -1,14 +1,14 @@
 """Dask distributed executor for the Monte Carlo runner and sweeps.
 
 ``DaskExecutor(address=None, workers=2)`` maps a function over items on a Dask cluster and yields
-results as they complete (:class:`analysis.engine.runner.Executor` protocol). With an ``address``
+results as they complete (:class:`marketsim.analysis.engine.runner.Executor` protocol). With an ``address``
 (``tcp://HOST:PORT``) it connects to a running scheduler; without one it starts a
 ``LocalCluster`` of ``workers`` single-threaded worker *processes* for the duration of the map.
 Dask is imported only inside :meth:`DaskExecutor.map`, so marketsim works without it; a missing
-installation raises :class:`market.errors.InputError` telling how to install it.
+installation raises :class:`marketsim.market.errors.InputError` telling how to install it.
 
 An item whose task raises (e.g. a killed worker) comes back as
-:func:`analysis.engine.runner.crash_result` (``item.failure(message)`` for sweep chunks, an error
+:func:`marketsim.analysis.engine.runner.crash_result` (``item.failure(message)`` for sweep chunks, an error
 ``RunResult`` for run specs), so ``run_experiment(..., executor=DaskExecutor())`` works too.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from analysis.engine.runner import crash_result
-from market.errors import InputError, check_int
+from marketsim.analysis.engine.runner import crash_result
+from marketsim.market.errors import InputError, check_int
 
 __all__ = ["DaskExecutor", "import_distributed", "INSTALL_HINT", "LEAN_CONFIG"]
 

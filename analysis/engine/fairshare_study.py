@@ -1,7 +1,7 @@
 """Reproduction studies of the fair-share papers (OEF): ``marketsim run oef``.
 
 A fair-share study is a ``kind = "study"`` TOML with a ``[scenario]`` table: a fair-share scenario
-in the schema of :mod:`scenarios.loader` (cluster, profiles, workload, tenants; no ``policies``,
+in the schema of :mod:`marketsim.scenarios.loader` (cluster, profiles, workload, tenants; no ``policies``,
 ``replications``, ``seed`` or ``[[variant]]``, which the study sets). Each ``[[panel]]`` deep-merges
 its own ``[panel.scenario]`` over it (tables merge key by key, everything else is replaced), may
 restrict the study's ``mechanisms`` and ``variants``, and sweeps ``x``: a dotted path into the
@@ -9,16 +9,16 @@ scenario (``"kappa"``, ``"workload.arrival_window_s"``) or ``"variant.<name>.<ke
 parameter of a lying variant, e.g. its inflation factor).
 
 Every cell (panel, value, replication) draws ONE workload: ``SeedSequence(seed, spawn_key=(panel,
-xi, rep))`` seeds :meth:`scenarios.loader.Scenario.instantiate`, so every mechanism and every
+xi, rep))`` seeds :meth:`marketsim.scenarios.loader.Scenario.instantiate`, so every mechanism and every
 variant of the cell runs the same tenants, jobs and speedups (common random numbers). A
 ``[[variant]]`` makes tenants lie: ``tenants = [indices]`` or ``fraction = f`` (drawn per cell),
 with a strategy table as in a scenario's variant (``strategy = "fast"``, ``factor = 1.3``; ``scale``,
 ``report``, ``noise``).
 
-Every cell runs on the one round engine (:mod:`agents.trace_rounds`, ``docs/trace_simulation.md``).
+Every cell runs on the one round engine (:mod:`marketsim.agents.trace_rounds`, ``docs/trace_simulation.md``).
 Metrics of one run (one row per panel × x × replication × variant × mechanism), throughputs in
 slowest-GPU equivalents (OEF spec §5.4). Every figure is a time integral over the run's records
-(each weighted by the seconds it covers, its ``round_s``; :mod:`analysis.engine.stats`) or a per-job
+(each weighted by the seconds it covers, its ``round_s``; :mod:`marketsim.analysis.engine.stats`) or a per-job
 figure:
 
 * ``total_est`` / ``total_act``: the cluster's estimated (the policy's allocation at the true
@@ -33,7 +33,7 @@ figure:
 * lying variants: ``liar_est``, ``liar_act``, ``honest_est``, ``honest_act`` (the set's summed
   throughput, work per second of the run), ``liar_act_active`` (the liars' summed throughput while
   any of them is active: its integral over those records divided by their seconds;
-  :data:`analysis.engine.stats.ACTIVE_DEFINITION`), ``liar_jct_h``, ``honest_jct_h``, each with a
+  :data:`marketsim.analysis.engine.stats.ACTIVE_DEFINITION`), ``liar_jct_h``, ``honest_jct_h``, each with a
   ``_truthful`` twin measured on the SAME tenants in the truthful run of the same cell and mechanism,
   plus ``total_est_truthful``, ``total_act_truthful``, ``mean_jct_h_truthful`` and ``liar_gain``
   (``liar_act − liar_act_truthful``). Headlines compare such columns with ``baseline_metric``.
@@ -59,7 +59,7 @@ Further per-run metrics (runs of <= 8 tenants; NaN where they do not apply), for
   ``min_user_gain_vs_maxmin`` = ``min_l est_tl / est_tl(maxmin)`` and ``u3_gains_most`` (1 if tenant 3
   has the largest such ratio, else 0) (Fig. 5(a)).
 
-**Realisation** (:mod:`market.oef.realise`, ``ModelConfig.realisation``): each mechanism runs with
+**Realisation** (:mod:`marketsim.market.oef.realise`, ``ModelConfig.realisation``): each mechanism runs with
 its OWN realisation (``realisation_mode = "own"``: Gavel's lease for ``gavel`` and Gavel's own
 policies, Gandiva_fair's lottery, OEF's rounding for the others); a panel's ``realisations =
 ["own", "oef-rounding"]`` adds a run with OEF's rounding for the mechanisms whose own realisation
@@ -77,8 +77,8 @@ the liars' (every variant's liars are agents, truthful ones in the truthful run,
 ``liar_act_active``); ``liar_gain`` is the liars' mean JCT saved by lying (hours, > 0 = sooner).
 A lying variant's tenants are the trace's tenants under its tenancy (``"job"``: single jobs;
 ``"user"`` / ``N``: every job of the tenant lies), indexed in order of their first job's arrival;
-they play the variant's strategy as trace tenants (:mod:`agents.trace_tenants`, every strategy): the policy sees their
-reports, the jobs progress at the true throughputs.
+they play the variant's strategy as trace tenants (:mod:`marketsim.agents.trace_tenants`, every strategy): the policy
+sees their reports, the jobs progress at the true throughputs.
 """
 
 from __future__ import annotations
@@ -94,13 +94,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
-from analysis.engine.stats import cluster_integrals
-from market.errors import InputError
+from marketsim.analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
+from marketsim.analysis.engine.stats import cluster_integrals
+from marketsim.market.errors import InputError
 
 if TYPE_CHECKING:
-    from analysis.engine.studies import Study, Variant
-    from scenarios.loader import Scenario
+    from marketsim.analysis.engine.studies import Study, Variant
+    from marketsim.scenarios.loader import Scenario
 
 __all__ = [
     "FAIR_METRICS",
@@ -171,8 +171,8 @@ def panel_variants(study: Study, pi: int) -> tuple[Variant, ...]:
 
 
 def panel_scenario(study: Study, pi: int, x: Any) -> Scenario:
-    """The validated :class:`scenarios.loader.Scenario` of panel ``pi`` at value ``x``."""
-    from scenarios.loader import parse_scenario
+    """The validated :class:`marketsim.scenarios.loader.Scenario` of panel ``pi`` at value ``x``."""
+    from marketsim.scenarios.loader import parse_scenario
 
     panel = study.panels[pi]
     doc = deep_merge(study.scenario, panel.scenario)
@@ -187,7 +187,7 @@ def panel_scenario(study: Study, pi: int, x: Any) -> Scenario:
 def variant_strategy(study: Study, variant: Variant, pi: int, x: Any, gpu_types: Sequence[str]) -> Any:
     """The reporting strategy of ``variant`` on panel ``pi`` at ``x`` (a panel over
     ``variant.<name>.<key>`` sets that key to ``x``)."""
-    from scenarios.loader import _strategy, _Table
+    from marketsim.scenarios.loader import _strategy, _Table
 
     params = dict(variant.params)
     prefix = f"variant.{variant.name}."
@@ -210,7 +210,7 @@ def validate_fair_study(study: Study) -> None:
     names = {v.name for v in study.variants}
     first = panel_scenario(study, 0, study.panels[0].values[0])
     for v in study.variants:  # the variant as written (a panel may sweep one of its keys)
-        from scenarios.loader import _strategy, _Table
+        from marketsim.scenarios.loader import _strategy, _Table
 
         t = _Table(dict(v.params), f"study {study.name}: variant {v.name}")
         _strategy(t, first.cluster.gpu_types)
@@ -277,9 +277,9 @@ def _spread(values: Sequence[float]) -> float:
 def _timed_tenant_rows(f: pd.DataFrame, round_seconds: float) -> tuple[pd.DataFrame, float]:
     """The tenants' ``est`` / ``act`` / ``est_reported`` rows with their record's ``start`` and
     ``length`` (s: ``round_start_s`` / ``round_s`` where the record has them, else ``round x
-    round_seconds`` / ``round_seconds``; :func:`analysis.engine.stats.record_lengths`) and ``w`` =
+    round_seconds`` / ``round_seconds``; :func:`marketsim.analysis.engine.stats.record_lengths`) and ``w`` =
     value x length; and the seconds the run's records cover."""
-    from analysis.engine.stats import record_lengths
+    from marketsim.analysis.engine.stats import record_lengths
 
     length = record_lengths(f, round_seconds, keys=())
     starts = f[(f["tenant"] == "") & (f["measure"] == "round_start_s")].set_index("round")["value"]
@@ -354,9 +354,9 @@ def _small_run_metrics(model: Any, f: pd.DataFrame, ids: Sequence[str], liars: S
 def summarise_run(
     model: Any, liars: Sequence[str] = (), frame: pd.DataFrame | None = None
 ) -> tuple[dict[str, float], pd.DataFrame]:
-    """Metrics of one finished :class:`agents.model.MarketModel` run (see the module docstring)
+    """Metrics of one finished :class:`marketsim.agents.model.MarketModel` run (see the module docstring)
     and its per-tenant rows (``tenant, index, est, act, jct_h, jobs_done, liar``). ``frame``: the
-    model's :meth:`~agents.model.MarketModel.tidy` frame if already computed. Rates are means over
+    model's :meth:`~marketsim.agents.model.MarketModel.tidy` frame if already computed. Rates are means over
     simulated time (each record weighted by its length ``round_s``); a tenant's over the time it had
     an active job; the liars' and honest tenants' summed rates over the whole run's time."""
     f = model.tidy() if frame is None else frame
@@ -437,7 +437,7 @@ def summarise_run(
 
 def trace_tenant_ids(tenants: np.ndarray) -> list[str]:
     """The distinct tenant names of a trace workload in order of their first job (arrival order)."""
-    from agents.trace_tenants import tenant_order
+    from marketsim.agents.trace_tenants import tenant_order
 
     return tenant_order(tenants)
 
@@ -474,9 +474,9 @@ def summarise_trace_run(model: Any, liars: Sequence[str] = (), frame: pd.DataFra
 
 def _liar_act_active(f: pd.DataFrame, liars: Sequence[str], round_seconds: float) -> float:
     """The liars' summed TRUE ``act`` integrated over the records in which any of them is active,
-    divided by that time (slowest-GPU equivalents; :func:`analysis.engine.stats.throughput_while_active`);
+    divided by that time (slowest-GPU equivalents; :func:`marketsim.analysis.engine.stats.throughput_while_active`);
     NaN without their per-tenant rows or if none of them was ever active."""
-    from analysis.engine.stats import throughput_while_active
+    from marketsim.analysis.engine.stats import throughput_while_active
 
     t = throughput_while_active(f, liars, ("act",), round_seconds, keys=(), as_one="liars")
     return float(t["act"].iloc[0]) if len(t) else math.nan
@@ -488,8 +488,8 @@ _TRACE_TWINS = ("liar_jct_h", "honest_jct_h", "liar_act_active")
 def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.SeedSequence,
                         liar_rng: np.random.Generator, key: dict[str, Any]) -> CellResult:  # fmt: skip
     """A cell of a trace scenario: every mechanism truthful and with each variant's liars."""
-    from agents.model import MarketModel
-    from agents.strategies import Truthful
+    from marketsim.agents.model import MarketModel
+    from marketsim.agents.strategies import Truthful
 
     study = spec.study
 
@@ -518,7 +518,7 @@ def _execute_trace_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.S
         for vname, liars, strat in variants:
             t0 = time.perf_counter()
             config = config_of(mech)
-            if liars:  # the liars are trace tenants playing the variant's strategy (agents.trace_tenants)
+            if liars:  # the liars are trace tenants playing the variant's strategy (marketsim.agents.trace_tenants)
                 lying = replace(config.trace, strategies=dict.fromkeys(liars, strat), liars=liars, tenant_rows="agents")
                 config = replace(config, trace=lying)
             elif every_liar:  # every variant's liar is a (truthful) agent here: its rows pair up with the lying run
@@ -559,7 +559,7 @@ def _realisations(study: Study, pi: int, mech: str) -> list[tuple[str, str]]:
     the same run). On an ``engine = "trace"`` panel every mechanism is realised by Gavel's lease
     and the realisation is the host placement (own: "oef-placement" for ``oef-*``,
     "naive-placement" for the others, as ``placement = "auto"``)."""
-    from market.oef.realise import own_realisation
+    from marketsim.market.oef.realise import own_realisation
 
     if study.panels[pi].engine == "trace":
         own = "oef-placement" if mech.startswith("oef-") else "naive-placement"
@@ -582,7 +582,7 @@ def _execute_twin_cell(spec: CellSpec, scenario: Scenario, scen_ss: np.random.Se
     (same streams), every mechanism realised by Gavel's lease (the round engine's
     ``realisation = "gavel-lease"``) with its leases on hosts, per realisation (= host placement);
     truthful only."""
-    from agents.model import MarketModel
+    from marketsim.agents.model import MarketModel
 
     rows: list[dict[str, Any]] = []
     for mech in spec.mechanisms:
@@ -622,7 +622,7 @@ _TWINS = ("liar_est", "liar_act", "honest_est", "honest_act", "liar_jct_h", "hon
 
 def execute_fair_cell(spec: CellSpec) -> CellResult:
     """Draw the cell's workload once and run every mechanism of the panel, truthful and lying."""
-    from agents.model import MarketModel
+    from marketsim.agents.model import MarketModel
 
     study = spec.study
     try:

@@ -57,7 +57,7 @@ realisation or engine; so is any row with ``realisation`` other than ``"own"``) 
 ``alternative_of = "id"`` row (another reading of the paper where the paper contradicts itself:
 ``conflict`` states the contradiction; :func:`headline_counts` says how the count changes with the
 alternative reading). A counted verdict that a sensitivity row or a sensitivity panel
-(:func:`analysis.engine.studies.headline_sensitivity`) turns into another verdict is *fragile*
+(:func:`marketsim.analysis.engine.studies.headline_sensitivity`) turns into another verdict is *fragile*
 (:func:`mark_fragile`; the ``fragile`` column names the setting), when that re-reading is
 :func:`conclusive` (it has cells and, for a ratio, its interval excludes 1).
 
@@ -76,8 +76,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.stats import t_interval
-from market.errors import InputError, check_int
+from marketsim.analysis.engine.stats import t_interval
+from marketsim.market.errors import InputError, check_int
 
 __all__ = [
     "BOOTSTRAP",
@@ -586,7 +586,7 @@ def mark_fragile(table: pd.DataFrame, sensitivity: pd.DataFrame | None = None) -
     """``table`` with its ``fragile`` column filled: for every counted or alternative row, the
     settings under which the same claim gets another verdict, from the table's own sensitivity rows
     (``role == "sensitivity"``, ``of`` = the row's id: another realisation or engine) and from
-    ``sensitivity`` (:func:`analysis.engine.studies.headline_sensitivity`: the headline at the other
+    ``sensitivity`` (:func:`marketsim.analysis.engine.studies.headline_sensitivity`: the headline at the other
     values of its panel and on its sensitivity panels; columns ``id, panel, x_name, x, n, verdict``,
     ``conclusive`` and ``sensitivity``: only rows of a sensitivity panel count, not the other points of
     the headline's own panel). Only a :func:`conclusive` re-reading can flip a verdict (a sensitivity

@@ -27,7 +27,7 @@ unless every file is in place: never ``"complete": true`` beside a missing plot 
 report. Every file is written to a hidden temporary sibling and renamed into place
 (:func:`write_atomic`), so no results file is ever truncated; a failed write (a full disk) raises
 :class:`WriteError` naming the file. Sweeps keep theirs in ``sweep.json`` (see
-:mod:`analysis.engine.sweep`), with the same statuses and the same ``report.md`` first line.
+:mod:`marketsim.analysis.engine.sweep`), with the same statuses and the same ``report.md`` first line.
 
 **Nothing a user computed is overwritten.** A folder holds a run when it has a ``meta.json``,
 ``sweep.json``, ``report.md`` or a results file a writer would replace (:data:`MARKERS`).
@@ -39,7 +39,7 @@ moved) when a live process still writes the folder (an exclusive ``flock`` on ``
 that the kernel drops when that process ends, even by SIGKILL) and when the folder is the current
 directory, one of its parents or the home directory. ``marketsim sweep --resume`` continues a sweep
 in place instead (:func:`claim` with ``keep_previous=False``). Writers that library users call
-directly (:func:`analysis.engine.runner.write_experiment`, ``write_study``, ``write_learning``,
+directly (:func:`marketsim.analysis.engine.runner.write_experiment`, ``write_study``, ``write_learning``,
 ``write_audit_report``) call :func:`guard`, which does the same unless this process holds the folder.
 """
 
@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = [
     "RUNNING",

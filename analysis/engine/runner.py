@@ -8,13 +8,13 @@ identical seed in any process.
 
 Executors map a function over run specs and yield results as they finish: ``local`` (in this
 process) and ``process`` (``concurrent.futures.ProcessPoolExecutor``); the Dask executor
-(:class:`analysis.engine.executors_dask.DaskExecutor`, optional dependency) implements the same
+(:class:`marketsim.analysis.engine.executors_dask.DaskExecutor`, optional dependency) implements the same
 :class:`Executor` protocol and can be passed as ``executor=``. Results are reassembled in plan
 order and sorted, so the output is identical whatever the executor and completion order.
-Resumable parameter sweeps with Parquet part files live in :mod:`analysis.engine.sweep`.
+Resumable parameter sweeps with Parquet part files live in :mod:`marketsim.analysis.engine.sweep`.
 
 Output (long format, one row per measurement): ``run_id, scenario, policy, variant,
-replication, round, tenant, measure, value`` (see :meth:`agents.model.MarketModel.tidy` for the
+replication, round, tenant, measure, value`` (see :meth:`marketsim.agents.model.MarketModel.tidy` for the
 measures). A run that raises is reported in :attr:`Experiment.errors` and the others still count.
 """
 
@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis.engine import run_status
-from market.errors import InputError, check_choice, check_int
-from scenarios.loader import Scenario
+from marketsim.analysis.engine import run_status
+from marketsim.market.errors import InputError, check_choice, check_int
+from marketsim.scenarios.loader import Scenario
 
 __all__ = [
     "RunSpec",
@@ -181,7 +181,7 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
     """Build and run one model; never raises (errors come back in :attr:`RunResult.error`).
 
     With ``spill_dir`` the model's records are written, as they are drained
-    (:attr:`agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time) and gathered up to
+    (:attr:`marketsim.agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time) and gathered up to
     :data:`SPILL_ROWS` rows, to Parquet files ``spill_dir/<run>/part-NNNNN.parquet`` listed in
     :attr:`RunResult.parts`, and the result holds no frame: the run's memory then does not grow with
     its rounds."""
@@ -684,14 +684,14 @@ def load_report_frame(
     Without ``trace`` (rounds of a synthetic workload, whose throughput plot shows every tenant):
     every cluster row (``tenant == ""``), every tenant's ``act``, the ``jct_s`` rows and the deviators'
     ``est`` and ``runnable_jobs`` (when they are active:
-    :func:`analysis.engine.stats.throughput_while_active`). With ``trace`` (a trace run: the JCT
+    :func:`marketsim.analysis.engine.stats.throughput_while_active`). With ``trace`` (a trace run: the JCT
     plot, the summary and the gain tables): the cluster rows of
-    :data:`analysis.engine.stats.REPORT_CLUSTER_MEASURES`, the ``jct_s`` rows and the deviators'
+    :data:`marketsim.analysis.engine.stats.REPORT_CLUSTER_MEASURES`, the ``jct_s`` rows and the deviators'
     ``act``, ``est`` and ``runnable_jobs``; the other tenants' records (most of the file) are not
     kept. ``exclude_runs``: run ids whose rows are left out (runs stopped by the round cap)."""
     import pyarrow.parquet as pq
 
-    from analysis.engine.stats import REPORT_CLUSTER_MEASURES
+    from marketsim.analysis.engine.stats import REPORT_CLUSTER_MEASURES
 
     devs = sorted(set((deviators or {}).values()))
     filters: list[list[tuple[str, str, Any]]]
@@ -713,10 +713,10 @@ def write_experiment(exp: Experiment, out_dir: str | Path) -> dict[str, Path]:
     (one row per finished job: run columns, round, tenant, job_id, job_type, workers, arrival_s,
     completion_s, jct_s), if any run failed ``errors.txt``, and ``meta.json`` last into ``out_dir``
     (created; an earlier run there that this process does not hold is moved aside first:
-    :func:`analysis.engine.run_status.guard`). Each file is written whole or not at all
-    (:func:`~analysis.engine.run_status.write_atomic`); under :func:`~analysis.engine.run_status.claim`
-    meta.json waits for the end of the command (:func:`~analysis.engine.run_status.write_meta`).
-    Returns the paths by kind."""
+    :func:`marketsim.analysis.engine.run_status.guard`). Each file is written whole or not at all
+    (:func:`~marketsim.analysis.engine.run_status.write_atomic`); under
+    :func:`~marketsim.analysis.engine.run_status.claim` meta.json waits for the end of the command
+    (:func:`~marketsim.analysis.engine.run_status.write_meta`). Returns the paths by kind."""
     out = Path(out_dir)
     run_status.guard(out)
     try:

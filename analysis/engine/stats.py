@@ -18,7 +18,7 @@ Throughputs are in slowest-GPU equivalents (work-seconds per second). The simula
 covers is the time its records cover: the trace engine jumps over idle gaps in which no job is
 active (no record), so those gaps count neither as available nor as used GPU time.
 
-Public helpers (also used by :mod:`analysis.engine.fairshare_study`, :mod:`analysis.engine.sweep`
+Public helpers (also used by :mod:`marketsim.analysis.engine.fairshare_study`, :mod:`marketsim.analysis.engine.sweep`
 and the trace reports): :func:`record_lengths`, :func:`cluster_integrals`,
 :func:`throughput_while_active`, :func:`jct_summary`, :func:`paired_gains`, :func:`gain_summary`,
 :func:`policy_summary`, :func:`t_interval`.
@@ -31,7 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from market.errors import InputError, check_positive
+from marketsim.market.errors import InputError, check_positive
 
 __all__ = [
     "RUN_KEYS",
@@ -57,7 +57,7 @@ ACTIVE_DEFINITION = (
 )
 #: the cluster measures (``tenant == ""`` rows) that :func:`policy_summary` and :func:`paired_gains` read
 #: (record lengths, the time integrals, the counts): a trace run's report reads only these from its results
-#: (:func:`analysis.engine.runner.load_report_frame`)
+#: (:func:`marketsim.analysis.engine.runner.load_report_frame`)
 REPORT_CLUSTER_MEASURES: tuple[str, ...] = (
     "available_gpus", "round_s", "utilisation", "total_est", "total_act", "jobs_completed", "resolved",
     "cross_type_workers", "migrations", "migration_lost_s",

@@ -2,13 +2,13 @@
 
 Two families share this runner, the report and the headline verdicts: the auction papers (below)
 and, when the TOML has a ``[scenario]`` table, the fair-share papers (OEF), whose cells run the Mesa
-:class:`agents.model.MarketModel` (:mod:`analysis.engine.fairshare_study`, which documents their schema
-and metrics).
+:class:`marketsim.agents.model.MarketModel` (:mod:`marketsim.analysis.engine.fairshare_study`, which documents their
+schema and metrics).
 
 A study sweeps one parameter per *panel* (e.g. the number of jobs, of sites, the price parameter
 gamma) and, for every value and replication, builds ONE instance with the paper's builder
 (``make_market(params, rng)`` of ``market/<paper>/market.py``) and runs every mechanism on it
-through the Mesa :class:`agents.auction.AuctionModel` (common random numbers: the same workload and
+through the Mesa :class:`marketsim.agents.auction.AuctionModel` (common random numbers: the same workload and
 the same mechanism seed for every mechanism and variant of a cell). Optional lying *variants*
 replay the cell with some bidders misreporting, so paired differences (variant − truthful) come
 from the same workload.
@@ -35,7 +35,7 @@ Schema (unknown keys are errors naming the key)::
                   baseline_realisation, x, tolerance, note, variant, realisation, statistic,
                   by_construction, sensitivity_of, alternative_of, conflict: a headline number of
                   the paper, judged reproduced / by construction / direction only / stronger than the
-                  paper / not reproduced from our cells (:mod:`analysis.engine.headlines`); the
+                  paper / not reproduced from our cells (:mod:`marketsim.analysis.engine.headlines`); the
                   report ends with their table
     [[variant]]   name (required), params = {dimension = value} (required), and exactly one of
                   bidders = [job ids] | fraction = f (share of bidders, drawn per cell) |
@@ -65,9 +65,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from agents.auction import AuctionModel, BidStrategy
-from analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
-from analysis.engine.headlines import (
+from marketsim.agents.auction import AuctionModel, BidStrategy
+from marketsim.analysis.engine.cells import TRUTHFUL, CellResult, CellSpec
+from marketsim.analysis.engine.headlines import (
     Headline,
     conclusive,
     evaluate_headline,
@@ -75,13 +75,13 @@ from analysis.engine.headlines import (
     mark_fragile,
     parse_headline,
 )
-from analysis.engine.runner import make_executor
-from analysis.engine.stats import t_interval
-from market import plugins
-from market.auction.market import AuctionMarket
-from market.errors import InputError, check_int, check_name, slug
-from market.studies import build_market, builders  # the core's instance builders, re-exported here
-from scenarios.catalog import embedded
+from marketsim.analysis.engine.runner import make_executor
+from marketsim.analysis.engine.stats import t_interval
+from marketsim.market import plugins
+from marketsim.market.auction.market import AuctionMarket
+from marketsim.market.errors import InputError, check_int, check_name, slug
+from marketsim.market.studies import build_market, builders  # the core's instance builders, re-exported here
+from marketsim.scenarios.catalog import embedded
 
 __all__ = [
     "builders",
@@ -139,7 +139,7 @@ class Panel:
     sensitivity_of: int | None = None  # a sensitivity panel: re-reads the headlines of that panel here
     realisations: tuple[str, ...] = ()  # fair-share: "own" plus alternatives, e.g. ("own", "oef-rounding")
     #: fair-share: "synthetic" (the rate model) or "trace" (the same drawn workload on the trace engine
-    #: with hosts, agents.trace_from_tenants; its alternative realisation is "oef-placement")
+    #: with hosts, marketsim.agents.trace_from_tenants; its alternative realisation is "oef-placement")
     engine: str = "synthetic"
 
 
@@ -256,9 +256,9 @@ def _unknown(name: str, key: str, t: Mapping[str, Any], allowed: set[str]) -> No
 
 def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: str | Path | None = None) -> Study:
     """Validate a study TOML document (see the module docstring for the schema; a ``[scenario]``
-    table makes it a fair-share study, :mod:`analysis.engine.fairshare_study`). ``base_dir`` resolves a
+    table makes it a fair-share study, :mod:`marketsim.analysis.engine.fairshare_study`). ``base_dir`` resolves a
     fair-share scenario's relative ``profiles.file`` (default: the current directory)."""
-    from market.registry import names as mechanism_names
+    from marketsim.market.registry import names as mechanism_names
 
     _unknown(name, "", {k: v for k, v in data.items() if k not in _TABLES}, _TOP)
     if data.get("kind") != "study":
@@ -275,7 +275,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         if m not in known:
             raise InputError(_where(name, "mechanisms"), m, f"is not a registered {family} mechanism {sorted(known)}")
     if family == "fair-share":
-        from analysis.engine.fairshare_study import FAIR_METRICS
+        from marketsim.analysis.engine.fairshare_study import FAIR_METRICS
 
         default_metrics: tuple[str, ...] = FAIR_METRICS
         if data.get("base") or data.get("audit"):
@@ -331,7 +331,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
                 raise InputError(_where(name, f"{key}.engine"), engine, f"must be one of {list(ENGINES)}")
             preal: tuple[str, ...] = ()
             if "realisations" in t:
-                from market.oef.realise import REALISATIONS
+                from marketsim.market.oef.realise import REALISATIONS
 
                 allowed = TRACE_REALISATIONS if engine == "trace" else REALISATIONS
                 preal = _str_list(name, f"{key}.realisations", t["realisations"])
@@ -362,7 +362,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
     for i, t in enumerate(_tables(name, "variant", data.get("variant", []))):
         key = f"variant[{i}]"
         if family == "fair-share":
-            from analysis.engine.fairshare_study import VARIANT_KEYS
+            from marketsim.analysis.engine.fairshare_study import VARIANT_KEYS
 
             _unknown(name, key, t, {"name", "tenants", "fraction", *VARIANT_KEYS})
         else:
@@ -481,7 +481,7 @@ def parse_study(data: Mapping[str, Any], name: str, source: str = "", base_dir: 
         tuple(unmeasured),
     )
     if family == "fair-share":
-        from analysis.engine.fairshare_study import validate_fair_study
+        from marketsim.analysis.engine.fairshare_study import validate_fair_study
 
         validate_fair_study(study)
     return study
@@ -621,7 +621,7 @@ def panel_replications(study: Study, pi: int, override: int | None = None) -> in
 
 
 #: Cost model of a fair-share run in CPU seconds (the progress bar's unit), calibrated on the OEF
-#: study (``python -m analysis.frontends.cli run oef``; per-run ``seconds`` of results.parquet and process CPU
+#: study (``python -m marketsim.analysis.frontends.cli run oef``; per-run ``seconds`` of results.parquet and process CPU
 #: of single cells, 2026-11-27): a run costs a fixed ``_RUN_S`` (building the model, summarising)
 #: plus per round ``_ROUND_S + _TENANT_ROUND_S x tenants`` (backlogged workloads: every tenant is
 #: active every round), or for workloads with arrivals ``_ARRIVAL_ROUND_S[engine] x factor(policy)
@@ -665,7 +665,7 @@ def cell_cost(spec: CellSpec) -> float:
     if study.family != "fair-share":
         return float(len(spec.mechanisms) * (1 + sum(1 for v in study.variants if not v.panels
                                                      or spec.panel in v.panels)))
-    from analysis.engine.fairshare_study import _realisations, panel_scenario, panel_variants
+    from marketsim.analysis.engine.fairshare_study import _realisations, panel_scenario, panel_variants
 
     scen = panel_scenario(study, spec.panel, spec.x)
     rounds = float(scen.rounds)
@@ -706,7 +706,7 @@ def execute_cell(spec: CellSpec) -> CellResult:
     """Build the cell's instance once and run every mechanism and variant on it."""
     study = spec.study
     if study.family == "fair-share":
-        from analysis.engine.fairshare_study import execute_fair_cell
+        from marketsim.analysis.engine.fairshare_study import execute_fair_cell
 
         return execute_fair_cell(spec)
     try:
@@ -1027,7 +1027,7 @@ def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) ->
     panel (a setting the paper leaves open), False at the other values of the headline's own panel
     (other points of the swept figure, e.g. another profiling error than the one the paper quotes).
     A verdict that a conclusive sensitivity row changes is fragile
-    (:func:`analysis.engine.headlines.mark_fragile`)."""
+    (:func:`marketsim.analysis.engine.headlines.mark_fragile`)."""
     from dataclasses import replace
 
     cols = ["id", "headline", "realisation", "panel", "x_name", "x", "ours", "low", "high", "CI", "n", "verdict",
@@ -1052,7 +1052,7 @@ def headline_sensitivity(frame: pd.DataFrame, study: Study, *, seed: int = 0) ->
 
 
 def study_headlines(frame: pd.DataFrame, study: Study, *, seed: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The study's headline table (every headline, :func:`analysis.engine.headlines.evaluate_headlines`)
+    """The study's headline table (every headline, :func:`marketsim.analysis.engine.headlines.evaluate_headlines`)
     with its ``fragile`` column filled, and the sensitivity table (:func:`headline_sensitivity`).
     ``seed`` (default: the study's) seeds the bootstrap intervals."""
     seed = study.seed if seed is None else seed

@@ -28,7 +28,7 @@ variant per (strategy, tenant, value), named e.g. ``inflate[factor=1.3]``.
 Seeds (DESIGN "Randomness and reproducibility"): ONE ``SeedSequence(seed)`` per sweep, spawned
 into ``replications`` children; child ``r`` seeds every run of replication ``r`` — every scenario,
 grid cell, policy and variant, truthful and lying alike (common random numbers) — through
-:meth:`scenarios.loader.Scenario.build_model` (workload stream and model stream split off it).
+:meth:`marketsim.scenarios.loader.Scenario.build_model` (workload stream and model stream split off it).
 A run id is the first 16 hex digits of the SHA-256 of the run's canonical JSON description
 (scenario TOML data after overrides, policy, variant definition, replication, seed entropy and
 spawn key), so it is stable across processes, machines and restarts.
@@ -80,13 +80,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
-from analysis.engine.run_status import CAPPED
-from analysis.engine.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
-from analysis.engine.stats import t_interval
-from market.errors import InputError, check_choice, check_int, check_name, slug
-from scenarios.catalog import embedded, embedded_file
-from scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
+from marketsim.agents.strategies import MultiplicativeNoise, ReportVector, ScaleDims, Strategy
+from marketsim.analysis.engine.run_status import CAPPED
+from marketsim.analysis.engine.runner import MAX_RUNS, Executor, LocalExecutor, ProcessExecutor, RunSpec, execute_run
+from marketsim.analysis.engine.stats import t_interval
+from marketsim.market.errors import InputError, check_choice, check_int, check_name, slug
+from marketsim.scenarios.catalog import embedded, embedded_file
+from marketsim.scenarios.loader import TRUTHFUL, Scenario, VariantSpec, parse_scenario
 
 __all__ = [
     "StrategyDef",
@@ -366,7 +366,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
 
 @dataclass(frozen=True)
 class SweepRun:
-    """One simulation of a sweep; :meth:`runspec` is what :func:`analysis.engine.runner.execute_run` runs."""
+    """One simulation of a sweep; :meth:`runspec` is what :func:`marketsim.analysis.engine.runner.execute_run` runs."""
 
     run_id: str
     scenario: Scenario
@@ -671,7 +671,7 @@ SWEEP_EXECUTORS: dict[str, Callable[[int | None, str | None], Executor]] = {
 
 
 def _dask(workers: int | None, address: str | None) -> Executor:
-    from analysis.engine.executors_dask import DaskExecutor
+    from marketsim.analysis.engine.executors_dask import DaskExecutor
 
     return DaskExecutor(address=address, workers=workers)
 
@@ -687,9 +687,9 @@ def make_sweep_executor(name: str, workers: int | None = None, address: str | No
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """``write`` ``path`` whole or not at all, synced to disk (:func:`analysis.engine.run_status.write_atomic`:
-    a failure raises ``WriteError`` naming ``path``)."""
-    from analysis.engine.run_status import write_atomic
+    """``write`` ``path`` whole or not at all, synced to disk
+    (:func:`marketsim.analysis.engine.run_status.write_atomic`: a failure raises ``WriteError`` naming ``path``)."""
+    from marketsim.analysis.engine.run_status import write_atomic
 
     def write_synced(tmp: Path) -> None:
         write(tmp)
@@ -775,9 +775,9 @@ def _write_json(path: Path, obj: Any) -> None:
 
 def _write_status(out: Path, manifest: dict[str, Any], runs: pd.DataFrame | None = None) -> None:
     """Write ``sweep.json`` and a ``report.md`` whose first line says the sweep's status
-    (:func:`analysis.engine.run_status.status_line` unless complete), with its sessions and, at the
+    (:func:`marketsim.analysis.engine.run_status.status_line` unless complete), with its sessions and, at the
     end, its runs by status (``runs``)."""
-    from analysis.engine.run_status import COMPLETE, RUNNING, status_line
+    from marketsim.analysis.engine.run_status import COMPLETE, RUNNING, status_line
 
     status = manifest.get("status", RUNNING)
     lines = [] if status == COMPLETE else [status_line(status), ""]
@@ -819,11 +819,11 @@ def run_sweep(
 
     Without ``resume`` ``out`` must not hold parts yet; with it, run ids already in the parts are
     skipped (failed ones too, unless ``retry_failed``), and the plan must be the one that wrote them.
-    No other live process may be writing ``out`` (:func:`analysis.engine.run_status.claim`: an
+    No other live process may be writing ``out`` (:func:`marketsim.analysis.engine.run_status.claim`: an
     :class:`InputError` names ``--out``); a sweep there that was killed is labelled so first
     (``"status": "killed"``, its last session ``"ended": "killed"``).
     """
-    from analysis.engine.run_status import claim
+    from marketsim.analysis.engine.run_status import claim
 
     with claim(out, keep_previous=False, mark=False, sigterm=False):
         return _run_sweep(config, Path(out), executor=executor, workers=workers, address=address, resume=resume,
@@ -1085,13 +1085,13 @@ def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str =
 
     * ``liar_*``: the deviator's TRUE ``measure`` (default ``act``: actual throughput, the fair-share
       tenants' utility) while active: its integral over the records in which the deviator is active
-      (:data:`analysis.engine.stats.ACTIVE_DEFINITION`) divided by that time (slowest-GPU equivalents);
+      (:data:`marketsim.analysis.engine.stats.ACTIVE_DEFINITION`) divided by that time (slowest-GPU equivalents);
     * ``others_*`` / ``total_*``: the other tenants' / everyone's ``measure`` integrated over the run
       and divided by the run's simulated seconds (work per second; ``total`` is welfare, and
       ``liar + others`` is not ``total``: the liar's figure is per second of ITS active time);
     * ``liar_jct_*``: the mean JCT (s) of the deviator's finished jobs (< 0 diff: sooner).
 
-    Records weigh the seconds they cover (:func:`analysis.engine.stats.record_lengths`: ``round_s``,
+    Records weigh the seconds they cover (:func:`marketsim.analysis.engine.stats.record_lengths`: ``round_s``,
     else the run's ``round_seconds`` from ``runs``)."""
     if results.empty or runs.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
@@ -1113,7 +1113,7 @@ def pair_aggregates(
     over its active records, slowest-GPU-equivalent seconds), ``active_s`` (s), and the sum and count
     of its finished jobs' JCTs (``jct_sum_s``, ``jobs``). ``round_seconds``: the length of records
     without ``round_s`` rows."""
-    from analysis.engine.stats import record_lengths, throughput_while_active
+    from marketsim.analysis.engine.stats import record_lengths, throughput_while_active
 
     seconds = record_lengths(results, round_seconds, ["run_id"]).groupby(level="run_id").sum()
     thr = throughput_while_active(results, None, (measure,), round_seconds, ["run_id"])
@@ -1173,7 +1173,7 @@ def paired_summary(pairs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Per (scenario, cell, policy, variant): n pairs, the liar's mean truthful throughput while active
     and its relative gain (ratio estimator: mean diff / mean truthful), and for liar / others / total /
     liar_jct (the liar's mean JCT, s) the mean paired difference with its Student-t ``level`` interval
-    (:func:`analysis.engine.stats.t_interval`); ``p_gain``: share of replications in which lying raised
+    (:func:`marketsim.analysis.engine.stats.t_interval`); ``p_gain``: share of replications in which lying raised
     the liar's throughput while active (diff > 1e-9); ``p_jct_gain``: share in which it shortened the
     liar's mean JCT (replications where the liar finished jobs in both runs)."""
     keys = ["scenario", "cell", "policy", "variant"]

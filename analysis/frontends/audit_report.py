@@ -3,7 +3,7 @@ plots, and a Markdown report with the claims ledger.
 
 ``marketsim audit`` turns command-line inputs into an audit target through a registry of
 *instance builders* keyed by mechanism family (:data:`INSTANCE_BUILDERS`): the fair-share builder
-wraps the registered allocator in :class:`market.audit.FairShareTarget` and measures envy-freeness,
+wraps the registered allocator in :class:`marketsim.market.audit.FairShareTarget` and measures envy-freeness,
 sharing incentive, Pareto efficiency and capacity on the truthful allocation. An auction family is
 added by registering a builder returning an :class:`AuditCase` (target + truthful property
 violations) with :func:`register_instance_builder`.
@@ -11,7 +11,7 @@ violations) with :func:`register_instance_builder`.
 Plots (seaborn, Agg backend): :func:`plot_regret` (distribution of the best gain per mechanism
 over seeded random instances, :func:`regret_frame`) and :func:`plot_gain_curves` (gain vs
 misreport factor per dimension, :func:`gain_curve_frame`). :func:`write_audit_report` writes both
-and the claims ledger (:func:`market.audit.to_markdown`) into ``report.md``.
+and the claims ledger (:func:`marketsim.market.audit.to_markdown`) into ``report.md``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.run_status import guard, write_atomic
-from market.audit import AuditConfig, AuditResult, FairShareTarget, audit_all, evaluate_misreport, fair_share_report
-from market.audit.claims import Claim, hunt_cell, to_markdown
-from market.audit.instances import random_instance
-from market.errors import InputError, check_int
+from marketsim.analysis.engine.run_status import guard, write_atomic
+from marketsim.market.audit import (
+    AuditConfig,
+    AuditResult,
+    FairShareTarget,
+    audit_all,
+    evaluate_misreport,
+    fair_share_report,
+)
+from marketsim.market.audit.claims import Claim, hunt_cell, to_markdown
+from marketsim.market.audit.instances import random_instance
+from marketsim.market.errors import InputError, check_int
 
 __all__ = [
     "AuditRequest",
@@ -73,7 +80,7 @@ class AuditCase:
 
 
 InstanceBuilder = Callable[[AuditRequest], AuditCase]
-#: Instance builders by mechanism family (``market.registry`` family names).
+#: Instance builders by mechanism family (``marketsim.market.registry`` family names).
 INSTANCE_BUILDERS: dict[str, InstanceBuilder] = {}
 
 
@@ -110,7 +117,7 @@ def _fair_share_case(req: AuditRequest) -> AuditCase:
 
 def build_case(req: AuditRequest) -> AuditCase:
     """The audit case of ``req.mechanism`` via its family's registered builder."""
-    from market.registry import get, names
+    from marketsim.market.registry import get, names
 
     known = sorted(set(names("fair-share")) | set(names("auction")))
     try:
@@ -158,7 +165,7 @@ def agent_summary(r: AuditResult) -> dict[str, Any]:
     auction): ``agent, truthful_utility, best_gain, relative_gain, witness, witness_family,
     witness_report, at_limit, violated`` and ``notes`` (a list of sentences, empty when nothing needs
     saying). ``relative_gain`` is ``None`` when the truthful utility is 0 (a gain from nothing is
-    not a ratio); ``at_limit`` (see :class:`market.audit.AuditResult`) adds :data:`AT_LIMIT_NOTE`."""
+    not a ratio); ``at_limit`` (see :class:`marketsim.market.audit.AuditResult`) adds :data:`AT_LIMIT_NOTE`."""
     rel = r.relative_gain if np.isfinite(r.relative_gain) else None
     notes = []
     if rel is None:
@@ -182,10 +189,10 @@ def agent_summary(r: AuditResult) -> dict[str, Any]:
 def attach_exact(out: dict[str, Any], mechanism: str, W: np.ndarray, m: np.ndarray, weights: np.ndarray | None,
                  **kwargs: Any) -> dict[str, Any]:  # fmt: skip
     """Add to every agent of an :func:`audit_case` summary an ``exact`` object: the exact best response
-    (:func:`market.audit.exact.best_response`, default box) as JSON (``relative_gain``, ``upper_bound``,
+    (:func:`marketsim.market.audit.exact.best_response`, default box) as JSON (``relative_gain``, ``upper_bound``,
     ``gap``, ``certified``, ``report``, ``box``, ``at_lower``/``at_upper``/``on_edge``, ``closure_bound``,
     ``method``, ``status``, ``seconds``, ``notes``). ``kwargs`` go to ``best_response``."""
-    from market.audit.exact import best_response
+    from marketsim.market.audit.exact import best_response
 
     for a in out["agents"]:
         res = best_response(mechanism, W, m, int(a["agent"]), weights=weights, **kwargs).to_dict()
@@ -221,7 +228,7 @@ def format_relative_gain(rel: float | None) -> str:
 
 
 def _json(x: Any) -> Any:
-    from market.audit.search import jsonable
+    from marketsim.market.audit.search import jsonable
 
     return jsonable(x)
 
@@ -241,7 +248,7 @@ def regret_frame(
     """Best gain (regret) of every agent on ``n_instances`` random fair-share instances per
     mechanism; instance ``i`` is the same for every mechanism (seed ``(seed, i)``). Columns:
     mechanism, instance, n, k, agent, truthful_utility, best_gain, relative_gain."""
-    from market.audit.instances import SIZES
+    from marketsim.market.audit.instances import SIZES
 
     check_int("n_instances", n_instances, minimum=1)
     if size not in SIZES:
@@ -329,8 +336,8 @@ def auction_regret_frame(
     """Best gain (regret) of every bidder under the online auction ``mechanism`` on ``n_instances``
     seeded ``[audit]`` instances of ``study`` (instance ``i`` from ``SeedSequence(seed, (i,))``).
     Columns as :func:`regret_frame` (``n`` = bidders, ``k`` = 0)."""
-    from analysis.engine.studies import build_market
-    from market.audit.online import OnlineAuctionTarget
+    from marketsim.analysis.engine.studies import build_market
+    from marketsim.market.audit.online import OnlineAuctionTarget
 
     check_int("n_instances", n_instances, minimum=1)
     cfg = config or AuditConfig(n_grid=6, n_joint=12, refine_starts=1, refine_maxfev=30, probes=False)
@@ -433,7 +440,7 @@ def plot_gain_curves(frame: pd.DataFrame, path: str | Path, max_panels: int = 8,
 def claims_table(results: Iterable[Claim], width: int = 70) -> list[list[str]]:
     """Rows ``[claim id, statement, verdict (with the oracle that re-checked its witness), effect size,
     witness]`` (texts cut to ``width``), plus
-    the hunt (:func:`market.audit.claims.hunt_cell`) for hunted claims."""
+    the hunt (:func:`marketsim.market.audit.claims.hunt_cell`) for hunted claims."""
 
     def cut(s: str) -> str:
         s = " ".join(s.split())

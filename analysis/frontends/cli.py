@@ -38,12 +38,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from analysis.frontends.args import float_arg, int_arg
+from marketsim.analysis.frontends.args import float_arg, int_arg
 
 try:  # these imports take seconds on a busy machine: a Ctrl-C meanwhile ends quietly, as one later does
     import numpy as np
 
-    from market.errors import InputError, SolveError, check_finite
+    from marketsim.market.errors import InputError, SolveError, check_finite
 except KeyboardInterrupt:
     sys.stderr.write("marketsim: interrupted\n")
     raise SystemExit(130) from None
@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------------------------------------------
-# parsing helpers (int_arg / float_arg: analysis.frontends.args, shared with gavel_sim and explore_lying)
+# parsing helpers (int_arg / float_arg: marketsim.analysis.frontends.args, shared with gavel_sim and explore_lying)
 
 
 def parse_vector(field: str, text: str) -> np.ndarray:
@@ -196,8 +196,8 @@ def _remove_empty_created() -> None:
 
 def _parse_weights(text: str, n: int) -> np.ndarray:
     """``--weights``: ``n`` finite numbers > 0 whose largest / smallest ratio the LPs solve reliably
-    (:data:`market.oef.validate.MAX_WEIGHT_RATIO`); errors name ``--weights[i]``."""
-    from market.oef.validate import MAX_WEIGHT_RATIO
+    (:data:`marketsim.market.oef.validate.MAX_WEIGHT_RATIO`); errors name ``--weights[i]``."""
+    from marketsim.market.oef.validate import MAX_WEIGHT_RATIO
 
     weights = parse_vector("--weights", text)
     if weights.size != n:
@@ -214,9 +214,9 @@ def _parse_weights(text: str, n: int) -> np.ndarray:
 
 def _parse_scale_factors(text: str, n: int) -> np.ndarray:
     """``--scale-factors``: ``n`` whole numbers of GPUs per placement, 1 ..
-    :data:`market.types.MAX_GPUS_PER_TYPE` (a job wider than that fits no cluster we solve; 1e308 made
+    :data:`marketsim.market.types.MAX_GPUS_PER_TYPE` (a job wider than that fits no cluster we solve; 1e308 made
     HiGHS fail with a model error); errors name ``--scale-factors[i]``."""
-    from market.types import MAX_GPUS_PER_TYPE
+    from marketsim.market.types import MAX_GPUS_PER_TYPE
 
     sf = parse_vector("--scale-factors", text)
     if sf.size != n:
@@ -236,7 +236,7 @@ def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> 
     Errors name ``field[i]`` (not the mechanisms' internal fields) and no numpy warning leaks."""
     import inspect
 
-    from market.oef.validate import validate_inputs
+    from marketsim.market.oef.validate import validate_inputs
 
     top = float(inspect.signature(validate_inputs).parameters["max_speedup"].default)
     with np.errstate(all="ignore"):
@@ -258,7 +258,7 @@ def _check_speedup_ratios(field: str, W: np.ndarray, mirrored: bool = False) -> 
 
 def cmd_allocate(args: argparse.Namespace) -> int:
     """Solve one fair-share allocation and print it."""
-    from market.registry import get, names
+    from marketsim.market.registry import get, names
 
     W = parse_matrix("--speedups", args.speedups)
     n, k = W.shape
@@ -282,7 +282,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
-        from market.types import check_capacity_vector
+        from marketsim.market.types import check_capacity_vector
 
         m = check_capacity_vector("--capacity", cap, k)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
@@ -294,7 +294,7 @@ def cmd_allocate(args: argparse.Namespace) -> int:
         raise InputError(
             "--policy", args.policy, f"is not a registered fair-share mechanism; known: {names('fair-share')}"
         ) from None
-    from market.oef import lp as oef_lp
+    from marketsim.market.oef import lp as oef_lp
 
     if sys.stderr.isatty() and not args.quiet:  # long cooperative solves report their rounds
 
@@ -348,10 +348,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print the installed plugins, the registered mechanisms and the embedded scenarios."""
     import warnings
 
-    from market import plugins
-    from market.registry import check_name_clashes, get, names
-    from scenarios.catalog import embedded
-    from scenarios.loader import scenario_names
+    from marketsim.market import plugins
+    from marketsim.market.registry import check_name_clashes, get, names
+    from marketsim.scenarios.catalog import embedded
+    from marketsim.scenarios.loader import scenario_names
 
     # import every family first: a plugin whose mechanism module fails, or whose names clash, is only
     # known after its modules were imported
@@ -377,8 +377,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             flag = " [claims truthful]" if info.claims_truthful else ""
             flag += f" [plugin {info.plugin}, BROKEN]" if info.plugin in broken else ""
             print(f"  {name:16s} {info.summary}{flag}")
-    from analysis.engine.studies import study_names
-    from analysis.frontends.learn import learning_names
+    from marketsim.analysis.engine.studies import study_names
+    from marketsim.analysis.frontends.learn import learning_names
 
     sweeps = [n for n in scenario_names() if n.startswith("sweep_")]
     studies = study_names()
@@ -407,10 +407,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a scenario's Monte Carlo experiment; write Parquet, plots and a report."""
     # Mesa first, while the call stack is shallow and few modules are loaded: Mesa 3.5 names a logger at
     # import with inspect.stack(), whose cost grows with both (callgrind: 8% fewer instructions for the
-    # imports of a run than when Mesa comes in under scenarios.loader -> agents -> ...).
+    # imports of a run than when Mesa comes in under marketsim.scenarios.loader -> agents -> ...).
     import mesa  # noqa: F401
 
-    from scenarios.loader import load_scenario
+    from marketsim.scenarios.loader import load_scenario
 
     if args.reps is not None and args.reps < 1:
         raise InputError("--reps", args.reps, "must be >= 1")
@@ -418,11 +418,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputError("--workers", args.workers, "must be >= 1")
     if args.seed is not None and args.seed < 0:
         raise InputError("--seed", args.seed, "must be >= 0")
-    from analysis.engine.sweep import sweep_names
+    from marketsim.analysis.engine.sweep import sweep_names
 
     if args.scenario in sweep_names():
         raise InputError("scenario", args.scenario, f"is a sweep config; run it with `{PROG} sweep {args.scenario}`")
-    from analysis.engine.studies import is_study
+    from marketsim.analysis.engine.studies import is_study
 
     if is_study(args.scenario):
         if args.check:
@@ -433,7 +433,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.policies is not None:  # any registered fair-share policy, a plugin's too (not only the scenario's)
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
         scenario = scenario.with_policies(policies)
-    from analysis.engine.runner import MAX_RUNS
+    from marketsim.analysis.engine.runner import MAX_RUNS
 
     reps = scenario.replications if args.reps is None else args.reps
     n_runs = reps * len(policies or scenario.policies) * len(scenario.variant_names)
@@ -442,14 +442,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         why = f"gives {n_runs:,} runs (x policies x variants); at most {MAX_RUNS:,} (size limit)"
         raise InputError(field, reps, why)
     if args.check:  # validate and describe the workload; no run, no output folder
-        from analysis.frontends.trace_report import check_lines
+        from marketsim.analysis.frontends.trace_report import check_lines
 
         print("\n".join(check_lines(scenario, args.seed, policies)))
         return 0
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / scenario.name
     ensure_writable(out)
-    from analysis.engine.run_status import claim
+    from marketsim.analysis.engine.run_status import claim
 
     # an earlier run in `out` is moved aside; the folder says "running" until the end (a killed run's
     # folder says so), SIGTERM ends a run as Ctrl-C does (finished runs are kept)
@@ -459,8 +459,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_scenario(args: argparse.Namespace, scenario, policies: list[str] | None, executor: str, out: Path) -> int:
     """The runs, files and summary of :func:`cmd_run` for a scenario, once ``out`` is marked running."""
-    from analysis.engine.runner import run_experiment, write_experiment
-    from analysis.frontends.report import report_experiment, runs_time_text
+    from marketsim.analysis.engine.runner import run_experiment, write_experiment
+    from marketsim.analysis.frontends.report import report_experiment, runs_time_text
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -505,7 +505,7 @@ POLICY_TABLE_COLUMNS = ("policy", "variant", "total_act", "utilisation", "jobs_c
 
 
 def _print_policy_table(summ) -> None:
-    """Print the report's per-policy summary (``summ``: :func:`analysis.engine.stats.policy_summary`
+    """Print the report's per-policy summary (``summ``: :func:`marketsim.analysis.engine.stats.policy_summary`
     as report.md has it, means over replications) on stdout: :data:`POLICY_TABLE_COLUMNS`; also with
     ``--quiet``, which only turns the progress bar off. Runs that are not results (capped) are not in it."""
     if summ.empty:
@@ -532,8 +532,9 @@ def _report_run(headline: str, out: Path, files: Sequence[Path | None], errors: 
 
 
 def _run_study(args: argparse.Namespace) -> int:
-    """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see analysis.engine.studies)."""
-    from analysis.engine.studies import load_study
+    """``marketsim run STUDY``: a paper's reproduction study (auction or fair-share; see
+    marketsim.analysis.engine.studies)."""
+    from marketsim.analysis.engine.studies import load_study
 
     study = load_study(args.scenario)
     mechanisms = [p.strip() for p in args.policies.split(",") if p.strip()] if args.policies is not None else None
@@ -542,7 +543,7 @@ def _run_study(args: argparse.Namespace) -> int:
     executor = args.executor or ("process" if args.workers > 1 else "local")
     out = Path(args.out) if args.out else Path("results") / study.name
     ensure_writable(out)
-    from analysis.engine.run_status import claim
+    from marketsim.analysis.engine.run_status import claim
 
     with claim(out, {"study": study.name}):  # write_study replaces meta.json and report.md at the end
         return _run_study_cells(args, study, mechanisms, executor, out)
@@ -550,8 +551,8 @@ def _run_study(args: argparse.Namespace) -> int:
 
 def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | None, executor: str, out: Path) -> int:
     """The cells, files and summary of :func:`_run_study`, once ``out`` is marked running."""
-    from analysis.engine.studies import run_study
-    from analysis.frontends.study_report import write_study
+    from marketsim.analysis.engine.studies import run_study
+    from marketsim.analysis.frontends.study_report import write_study
 
     res = run_study(
         study,
@@ -567,11 +568,11 @@ def _run_study_cells(args: argparse.Namespace, study, mechanisms: list[str] | No
     except Exception:
         if not res.interrupted:
             raise
-        from analysis.engine.run_status import write_atomic
+        from marketsim.analysis.engine.run_status import write_atomic
 
         write_atomic(out / "results.parquet", lambda p: res.frame.to_parquet(p, index=False))  # the cells kept
         paths = {"results": out / "results.parquet"}
-    from analysis.engine.run_status import mark_complete
+    from marketsim.analysis.engine.run_status import mark_complete
 
     # the status of the meta.json written last, at the end of `claim`: complete, failed (cells in errors.txt)
     # or interrupted (finished cells kept)
@@ -630,10 +631,10 @@ def _check_audit_sizes(overrides: dict[str, object]) -> None:
 
 def _audit_auction(args: argparse.Namespace) -> int:
     """``marketsim audit`` of an online auction on a study's small ``[audit]`` instance."""
-    from analysis.engine.studies import build_market, load_study, study_names
-    from analysis.frontends.audit_report import agent_summary, format_relative_gain
-    from market.audit.online import OnlineAuctionTarget
-    from market.audit.search import audit_all, jsonable
+    from marketsim.analysis.engine.studies import build_market, load_study, study_names
+    from marketsim.analysis.frontends.audit_report import agent_summary, format_relative_gain
+    from marketsim.market.audit.online import OnlineAuctionTarget
+    from marketsim.market.audit.search import audit_all, jsonable
 
     if args.speedups is not None:
         raise InputError("--speedups", args.speedups, f"is for fair-share allocators; {args.mechanism} is an auction")
@@ -680,7 +681,11 @@ def _audit_auction(args: argparse.Namespace) -> int:
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
     if args.report:
-        from analysis.frontends.audit_report import auction_regret_frame, target_gain_curves, write_audit_report
+        from marketsim.analysis.frontends.audit_report import (
+            auction_regret_frame,
+            target_gain_curves,
+            write_audit_report,
+        )
 
         with _report_folder(args.report, {"audit": args.mechanism, "study": study.name}):
             curves = target_gain_curves(target)
@@ -713,7 +718,7 @@ def _audit_auction(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run or resume a parameter sweep; print the paired lying-gain summary."""
-    from analysis.engine.sweep import load_sweep, run_sweep
+    from marketsim.analysis.engine.sweep import load_sweep, run_sweep
 
     if args.workers is not None and args.workers < 1:
         raise InputError("--workers", args.workers, "must be >= 1")
@@ -722,7 +727,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = load_sweep(args.config)
     out = Path(args.out) if args.out else Path("results") / f"sweep-{config.name}"
     ensure_writable(out)
-    from analysis.engine.run_status import sigterm_as_interrupt
+    from marketsim.analysis.engine.run_status import sigterm_as_interrupt
 
     with sigterm_as_interrupt():  # SIGTERM stops a sweep as Ctrl-C does: sweep.json says interrupted
         res = run_sweep(
@@ -781,17 +786,17 @@ def _print_audit_notes(agents: Sequence[dict]) -> None:
 
 def _report_folder(path: str | Path, meta: dict[str, object]):
     """Hold ``--report`` folder ``path`` while the report is computed and written
-    (:func:`analysis.engine.run_status.claim`: an earlier report there is moved aside, the folder
+    (:func:`marketsim.analysis.engine.run_status.claim`: an earlier report there is moved aside, the folder
     reads ``running`` until the end, a folder another live command writes exits 2)."""
-    from analysis.engine.run_status import claim
+    from marketsim.analysis.engine.run_status import claim
 
     return claim(Path(path), meta, field="--report")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     """Search every agent's best misreport against a mechanism on one instance."""
-    from analysis.frontends.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
-    from market.registry import get, names
+    from marketsim.analysis.frontends.audit_report import AuditRequest, audit_case, build_case, format_relative_gain
+    from marketsim.market.registry import get, names
 
     try:
         family = get(args.mechanism).family
@@ -819,19 +824,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
         cap = parse_vector("--capacity", args.capacity)
         if cap.size != k:
             raise InputError("--capacity", args.capacity, f"has {cap.size} entries, expected {k} (one per GPU type)")
-        from market.types import check_capacity_vector
+        from marketsim.market.types import check_capacity_vector
 
         m = check_capacity_vector("--capacity", cap, k).astype(float)
     weights = None if args.weights is None else _parse_weights(args.weights, n)
     _check_speedup_ratios("--speedups", W, mirrored=True)
     if args.instances < 1:
         raise InputError("--instances", args.instances, "must be >= 1")
-    from market.oef.validate import validate_inputs
+    from marketsim.market.oef.validate import validate_inputs
 
     # the same input checks `allocate` applies (conditioning bound, weight range): exit 2, not a solver error
     validate_inputs(W, m, weights=weights, row_labels=[f"--speedups[{i}]" for i in range(n)])
     if args.exact:  # before the search: an unsupported policy or a missing solver fails at once
-        from market.audit.exact import available
+        from marketsim.market.audit.exact import available
 
         ok, why = available(args.mechanism)
         if not ok:
@@ -839,18 +844,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
     case = build_case(AuditRequest(args.mechanism, W, m, weights, args.seed))
     config = None
     if args.search == "hunt":  # the hunt's inner search: its config on the fast screen, no random-vector probes
-        from market.audit import FairShareTarget
-        from market.audit.hunt_spaces import HUNT_CONFIG
+        from marketsim.market.audit import FairShareTarget
+        from marketsim.market.audit.hunt_spaces import HUNT_CONFIG
 
         case.target = FairShareTarget(args.mechanism, W, m, weights=weights, n_arbitrary=0, fast=True)
         config = HUNT_CONFIG
     out = audit_case(case, seed=args.seed, config=config)
     if args.exact:
-        from analysis.frontends.audit_report import attach_exact
+        from marketsim.analysis.frontends.audit_report import attach_exact
 
         attach_exact(out, args.mechanism, W, m, weights)
     if args.report:
-        from analysis.frontends.audit_report import gain_curve_frame, regret_frame, write_audit_report
+        from marketsim.analysis.frontends.audit_report import gain_curve_frame, regret_frame, write_audit_report
 
         with _report_folder(args.report, {"audit": args.mechanism}):
             curves = gain_curve_frame(args.mechanism, W, m, agent=None, weights=weights)
@@ -874,7 +879,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print("  ".join(s.ljust(w) for s, w in zip(r, widths, strict=True)))
     _print_audit_notes(out["agents"])
     if args.exact:
-        from analysis.frontends.audit_report import exact_rows
+        from marketsim.analysis.frontends.audit_report import exact_rows
 
         print("exact best responses (bilevel program solved by SCIP; certified = the registered mechanism attains "
               "the proven bound within the gap):")  # fmt: skip
@@ -892,8 +897,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_claims(args: argparse.Namespace) -> int:
     """Run the claims ledger (of one paper) and print it as a table or JSON."""
-    from analysis.frontends.audit_report import claims_table, write_audit_report
-    from market.audit.claims import WEAK_N, papers, run_claims, to_records
+    from marketsim.analysis.frontends.audit_report import claims_table, write_audit_report
+    from marketsim.market.audit.claims import WEAK_N, papers, run_claims, to_records
 
     if args.paper is not None and args.paper not in papers():
         raise InputError("--paper", args.paper, f"has no registered claims; known: {papers()}")
@@ -925,7 +930,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     with _report_folder(args.report, meta) if args.report else contextlib.nullcontext():
         results = run_claims(args.paper, size=args.size, seed=args.seed, ids=ids)
         if hunting:
-            from market.audit.hunt import hunt_claims
+            from marketsim.market.audit.hunt import hunt_claims
 
             hunt_claims(results, evals=args.hunt_evals, seconds=args.hunt_max_seconds, seed=args.seed,
                         optimiser=args.hunt_optimiser)  # fmt: skip
@@ -950,16 +955,16 @@ def cmd_learn(args: argparse.Namespace) -> int:
     """Run a learning scenario: adaptive reports, equilibrium certificate, price of lying."""
     from dataclasses import replace
 
-    from analysis.frontends.learn import load_learning, run_learning, write_learning
+    from marketsim.analysis.frontends.learn import load_learning, run_learning, write_learning
 
     sc = load_learning(args.scenario)
     if args.rounds is not None:
-        from analysis.frontends.learn import check_rounds
-        from market.errors import check_int
+        from marketsim.analysis.frontends.learn import check_rounds
+        from marketsim.market.errors import check_int
 
         sc = replace(sc, rounds=check_rounds("--rounds", check_int("--rounds", args.rounds, minimum=1)))
     if args.seed is not None:
-        from market.errors import check_int
+        from marketsim.market.errors import check_int
 
         sc = replace(sc, seed=check_int("--seed", args.seed, minimum=0))
     if args.workers is not None and args.workers < 1:
@@ -976,7 +981,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
             print(f"\r{label}: {i}/{n} rounds ({now - t0:.0f} s)", end="" if i < n else "\n", file=sys.stderr)
 
     executor = args.executor or ("process" if (args.workers or 1) > 1 else "local")
-    from analysis.engine.run_status import claim, mark_complete
+    from marketsim.analysis.engine.run_status import claim, mark_complete
 
     with claim(out, {"learning": sc.name}):  # an earlier run in `out` is moved aside; running until the end
         traj, table = run_learning(sc, progress=progress, executor=executor, workers=args.workers)
@@ -992,7 +997,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
 def cmd_viz(args: argparse.Namespace) -> int:
     """Serve the Mesa SolaraViz page of a fair-share scenario or auction study (needs the ``viz`` extra)."""
     try:
-        from analysis.frontends import viz
+        from marketsim.analysis.frontends import viz
     except ImportError as exc:  # solara / altair missing: the extra is optional
         print(
             f"{PROG} viz: error: the page needs the optional 'viz' extra ({exc.name or exc} is not installed); "
@@ -1007,8 +1012,8 @@ def cmd_viz(args: argparse.Namespace) -> int:
 
 
 def cmd_gavel_sim(args: argparse.Namespace) -> int:
-    """``marketsim gavel-sim``: Gavel's trace driver on marketsim (analysis.frontends.gavel_sim)."""
-    from analysis.frontends import gavel_sim
+    """``marketsim gavel-sim``: Gavel's trace driver on marketsim (marketsim.analysis.frontends.gavel_sim)."""
+    from marketsim.analysis.frontends import gavel_sim
 
     return gavel_sim.main(args.gavel_args, prog=f"{PROG} gavel-sim")
 
@@ -1270,7 +1275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``marketsim`` console script; returns the exit status."""
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["gavel-sim"]:  # Gavel's own flags (-t, --trace_file, ...): its parser, and nothing else to import
-        from analysis.frontends import gavel_sim
+        from marketsim.analysis.frontends import gavel_sim
 
         return gavel_sim.main(raw[1:], prog=f"{PROG} gavel-sim")
     parser = build_parser()
@@ -1281,7 +1286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = f"{PROG} {args.command}"
     _CREATED.clear()
     code = 1
-    from analysis.engine.run_status import WriteError, sigterm_as_interrupt
+    from marketsim.analysis.engine.run_status import WriteError, sigterm_as_interrupt
 
     try:
         _reject_empty_values(args)

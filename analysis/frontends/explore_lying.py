@@ -5,7 +5,7 @@ Runs a scenario (default ``oef_lying``) with one lying variant per factor λ (te
 random numbers), and prints the deviator's mean paired gain in TRUE throughput per allocator
 (relative, with 95% t intervals). Usage::
 
-    python -m analysis.frontends.explore_lying [--scenario oef_lying] [--factors 0.8,1.1,1.3,1.5,2] \\
+    python -m marketsim.analysis.frontends.explore_lying [--scenario oef_lying] [--factors 0.8,1.1,1.3,1.5,2] \\
         [--reps 5] [--workers 1] [--measure act] [--out DIR]
 """
 
@@ -16,14 +16,14 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from agents.strategies import ScaleDims
-from analysis.engine.run_status import claim, mark_complete, write_atomic
-from analysis.engine.runner import run_experiment
-from analysis.engine.stats import gain_summary, paired_gains
-from analysis.frontends.args import int_arg
-from analysis.frontends.plots import plot_lying_gain
-from market.errors import InputError
-from scenarios.loader import VariantSpec, load_scenario
+from marketsim.agents.strategies import ScaleDims
+from marketsim.analysis.engine.run_status import claim, mark_complete, write_atomic
+from marketsim.analysis.engine.runner import run_experiment
+from marketsim.analysis.engine.stats import gain_summary, paired_gains
+from marketsim.analysis.frontends.args import int_arg
+from marketsim.analysis.frontends.plots import plot_lying_gain
+from marketsim.market.errors import InputError
+from marketsim.scenarios.loader import VariantSpec, load_scenario
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from analysis.frontends.args import int_arg
-from market.errors import InputError
+from marketsim.analysis.frontends.args import int_arg
+from marketsim.market.errors import InputError
 
 __all__ = ["POLICIES", "UNSUPPORTED", "GPU_ORDER", "build_parser", "main", "read_throughputs_json", "simulate"]
 
@@ -204,7 +204,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
 
     import mesa  # noqa: F401  -- first, while the stack is shallow (see cli.cmd_run)
 
-    from scenarios.loader import parse_scenario
+    from marketsim.scenarios.loader import parse_scenario
 
     data: dict[str, Any] = {
         "name": "gavel-sim",

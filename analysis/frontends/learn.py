@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.run_status import guard, write_atomic
-from market.errors import InputError, check_int, check_name, slug
-from market.learning.dynamics import (
+from marketsim.analysis.engine.run_status import guard, write_atomic
+from marketsim.market.errors import InputError, check_int, check_name, slug
+from marketsim.market.learning.dynamics import (
     AuctionGame,
     DynamicsResult,
     FairShareGame,
@@ -57,7 +57,7 @@ from market.learning.dynamics import (
     hedge,
     price_of_lying,
 )
-from scenarios.catalog import embedded
+from marketsim.scenarios.catalog import embedded
 
 __all__ = ["LearningScenario", "learning_names", "load_learning", "run_learning", "write_learning"]
 
@@ -211,7 +211,7 @@ def _game(sc: LearningScenario, mechanism: str) -> Game:
                 raise InputError(f"learning.instance.{key}", None, "is required for the fair-share family")
         return FairShareGame(mechanism=mechanism, W=inst["W"], m=inst["m"], weights=inst.get("weights"),
                              caps=inst.get("caps"), grid=sc.grid, learners=sc.learners)  # fmt: skip
-    from analysis.engine.studies import build_market
+    from marketsim.analysis.engine.studies import build_market
 
     paper = inst.get("paper")
     if not isinstance(paper, str):
@@ -238,7 +238,7 @@ def _dynamics(sc: LearningScenario, game: Game, progress: Callable[[int, int], N
 def _bayesian_one(
     sc: LearningScenario, mech: str, n: int, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    from analysis.frontends.learn_bayesian import bayesian_row
+    from marketsim.analysis.frontends.learn_bayesian import bayesian_row
 
     return bayesian_row(sc, mech, n, progress)
 
@@ -258,7 +258,7 @@ def _certificate_cols(sc: LearningScenario, game: Game, profile: Any, grid: dict
     the audit's search at that profile (``eps_audit``, every report the validator accepts);
     ``eps_rel`` / ``eps_abs`` the larger (any deviation found is real), ``certificate`` whether that
     is within the tolerance, ``deviator`` / ``deviation`` who gains how, from which report to which."""
-    from market.learning.certificates import audit_profile
+    from marketsim.market.learning.certificates import audit_profile
 
     tol = _tol(sc)
     cert = audit_profile(game, profile, tol=tol, seed=sc.seed)
@@ -279,7 +279,7 @@ def _cce_cols(sc: LearningScenario, game: Game, res: DynamicsResult) -> dict[str
     """No-regret play as a coarse correlated equilibrium: ``max_regret_rel`` (grid) beside
     ``cce_eps_audit`` (the audit's search for the best fixed report against the empirical play;
     measured only when the grid epsilon is within the tolerance, since it can only be larger)."""
-    from market.learning.certificates import audit_play
+    from marketsim.market.learning.certificates import audit_play
 
     tol = _tol(sc)
     grid = max(res.regret_rel.values())
@@ -302,9 +302,9 @@ def _continuous_one(
     sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rule ``continuous``: the audit's best lie against the others' current reports, no grid
-    (:func:`market.learning.continuous.continuous_best_response`; ``rounds`` = passes, option
+    (:func:`marketsim.market.learning.continuous.continuous_best_response`; ``rounds`` = passes, option
     ``tol``). The price-of-lying metrics come from a game whose grid contains the final factors."""
-    from market.learning.continuous import continuous_best_response
+    from marketsim.market.learning.continuous import continuous_best_response
 
     inst = sc.instance
     tol = _tol(sc)
@@ -334,9 +334,9 @@ def _episodes_one(
     sc: LearningScenario, mech: str, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Rule ``episodes`` (auctions): Hedge bidders inside Mesa ``AuctionModel`` runs, one run per
-    episode (:func:`agents.learning.learn_in_episodes`; ``rounds`` = episodes, option ``eta``).
+    episode (:func:`marketsim.agents.learning.learn_in_episodes`; ``rounds`` = episodes, option ``eta``).
     The end state is each learner's modal factor, certified and scored like the other rules."""
-    from agents.learning import learn_in_episodes
+    from marketsim.agents.learning import learn_in_episodes
 
     game = _game(sc, mech)
     assert isinstance(game, AuctionGame)
@@ -430,7 +430,7 @@ def learn_tasks(sc: LearningScenario) -> list[LearnTask]:
     if sc.family != "bayesian":
         _game(sc, sc.mechanisms[0])  # bad instances fail here, as an InputError naming the field
         return [LearnTask(sc, m) for m in sc.mechanisms]
-    from analysis.frontends.learn_bayesian import parse_bayesian
+    from marketsim.analysis.frontends.learn_bayesian import parse_bayesian
 
     return [LearnTask(sc, m, n) for m in sc.mechanisms for n in parse_bayesian(sc).ns]
 
@@ -449,7 +449,7 @@ def run_learning(
     identical with every executor. Per-round ``progress(label, i, n)`` is reported with the local
     executor; the process executor reports each finished task (``i = n = 1``). A failed task
     becomes a row with ``status = "error"`` and its message; the others are kept."""
-    from analysis.engine.runner import make_executor
+    from marketsim.analysis.engine.runner import make_executor
 
     tasks = learn_tasks(sc)
     out: dict[str, LearnOutcome] = {}
@@ -481,7 +481,7 @@ def _plot(sc: LearningScenario, traj: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     if sc.family == "bayesian":
-        from analysis.frontends.learn_bayesian import plot_convergence
+        from marketsim.analysis.frontends.learn_bayesian import plot_convergence
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
         if len(traj):
@@ -526,7 +526,7 @@ def _md(frame: pd.DataFrame) -> str:
 def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame, out: Path) -> list[Path]:
     """Write trajectories.parquet, price_of_lying.csv, convergence.png and report.md into ``out``
     (Bayesian auctions: also bids.png, learned bids against the BNE); an earlier run in ``out`` that this
-    process does not hold is moved aside first (:func:`analysis.engine.run_status.guard`)."""
+    process does not hold is moved aside first (:func:`marketsim.analysis.engine.run_status.guard`)."""
     guard(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "trajectories.parquet", out / "price_of_lying.csv", out / "convergence.png", out / "report.md"]
@@ -534,7 +534,7 @@ def write_learning(sc: LearningScenario, traj: pd.DataFrame, table: pd.DataFrame
     write_atomic(paths[1], lambda p: table.to_csv(p, index=False))
     _plot(sc, traj, paths[2])
     if sc.family == "bayesian":
-        from analysis.frontends.learn_bayesian import plot_bids, report_table
+        from marketsim.analysis.frontends.learn_bayesian import plot_bids, report_table
 
         shown, expl = report_table(table)
         paths.append(out / "bids.png")

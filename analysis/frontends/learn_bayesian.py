@@ -13,19 +13,19 @@ The ``[learning.instance]`` table of a Bayesian learning TOML::
 
 ``[learning] options`` holds the ES settings (``population``, ``sigma``, ``lr``, ``batch``,
 ``degree``, ``shape`` = ``"auto"`` (default: family, degree, sigma and lr per mechanism and number
-of bidders, :func:`market.learning.bayesian.auto_settings`), ``"free"`` or ``"monotone"``;
-:func:`market.learning.bayesian.learn_bid_functions`); the table's ``family`` column says which
+of bidders, :func:`marketsim.market.learning.bayesian.auto_settings`), ``"free"`` or ``"monotone"``;
+:func:`marketsim.market.learning.bayesian.learn_bid_functions`); the table's ``family`` column says which
 were used. Every unknown key, mechanism or
-distribution is an :class:`~market.errors.InputError` naming the field (exit 2 from the CLI).
+distribution is an :class:`~marketsim.market.errors.InputError` naming the field (exit 2 from the CLI).
 
 A table row per (mechanism, n): with several seeds, ``l2_to_bne``, ``revenue``, ``revenue_gap``
 (revenue / BNE revenue − 1) and ``factor`` are means over seeds with 95% t intervals in
-``*_lo`` / ``*_hi``; ``bne_revenue`` is the computed reference (:mod:`market.learning.bne`);
+``*_lo`` / ``*_hi``; ``bne_revenue`` is the computed reference (:mod:`marketsim.market.learning.bne`);
 ``coef`` the seed-mean Bernstein coefficients (a list per class with classes); ``bids`` the
 seed-mean learned b(v) at 101 equally spaced values on ``[low, high]`` (a JSON list; a list per
 class with classes), checkable without the family's code; ``exploitability`` (mean and interval
 over seeds) the best-response gain against the learned profile as a fraction of the bidder's
-utility under it (:func:`market.learning.bayesian.exploitability`; the largest over classes).
+utility under it (:func:`marketsim.market.learning.bayesian.exploitability`; the largest over classes).
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engine.run_status import write_atomic
-from market.errors import InputError, check_int, check_positive
-from market.learning.distributions import ValueDistribution, make_distribution
+from marketsim.analysis.engine.run_status import write_atomic
+from marketsim.market.errors import InputError, check_int, check_positive
+from marketsim.market.learning.distributions import ValueDistribution, make_distribution
 
 __all__ = ["BayesianSpec", "bayesian_row", "parse_bayesian", "plot_bids", "report_table"]
 
 INSTANCE_KEYS = ("n", "values", "classes", "options", "seeds", "exploitability")
-#: grid settings of :func:`market.learning.bayesian.exploitability` a file may set (smaller = faster, coarser)
+#: grid settings of :func:`marketsim.market.learning.bayesian.exploitability` a file may set (smaller = faster, coarser)
 EXPLOIT_KEYS = ("quadrature", "value_points", "bid_points", "refine")
 ES_OPTIONS = ("population", "sigma", "lr", "batch", "degree", "shape")
 #: Okabe–Ito colour-blind-safe palette (black last: it is the BNE colour in single-line plots).
@@ -75,14 +75,14 @@ class BayesianSpec:
 
 def mechanism_options(spec: BayesianSpec, mechanism: str) -> dict[str, Any]:
     """The instance options that ``mechanism``'s payment rule accepts."""
-    from market.learning.payments import PAYMENT_RULES
+    from marketsim.market.learning.payments import PAYMENT_RULES
 
     return {k: v for k, v in spec.options.items() if k in PAYMENT_RULES[mechanism].options}
 
 
 def parse_bayesian(sc: Any) -> BayesianSpec:
     """Validate the Bayesian parts of a learning scenario (module docstring)."""
-    from market.learning.payments import PAYMENT_RULES, check_options
+    from marketsim.market.learning.payments import PAYMENT_RULES, check_options
 
     inst = sc.instance
     extra = sorted(set(inst) - set(INSTANCE_KEYS))
@@ -135,7 +135,7 @@ def parse_bayesian(sc: Any) -> BayesianSpec:
         if key not in ES_OPTIONS:
             raise InputError(f"learning.options.{key}", val, f"is not an ES option; known: {list(ES_OPTIONS)}")
         if key == "shape":
-            from market.learning.bayesian import SHAPES
+            from marketsim.market.learning.bayesian import SHAPES
 
             if val not in SHAPES:
                 raise InputError("learning.options.shape", val, f"must be one of {list(SHAPES)}")
@@ -170,7 +170,7 @@ def _check_reserve_and_lows(
     screening value: the lowest participating type is at or above the highest value), and, for
     first price with bidder classes, different lows below the reserve (the asymmetric BNE needs a
     common lower bound)."""
-    from market.learning.payments import PAYMENT_RULES
+    from marketsim.market.learning.payments import PAYMENT_RULES
 
     r = float(opts.get("reserve", 0.0))
     highest = max(d.high for d in values)
@@ -197,15 +197,15 @@ def _check_reserve_and_lows(
 
 
 def reference(spec: BayesianSpec, mechanism: str, n: int) -> Any:
-    """The BNE reference of a task (:func:`market.learning.bne.bne_reference`), or ``None``."""
-    from market.learning.bne import bne_reference
+    """The BNE reference of a task (:func:`marketsim.market.learning.bne.bne_reference`), or ``None``."""
+    from marketsim.market.learning.bne import bne_reference
 
     dists, counts = spec.classes(n)
     return bne_reference(mechanism, dists, counts, mechanism_options(spec, mechanism))
 
 
 def _ci(x: list[float]) -> tuple[float, float, float]:
-    from analysis.engine.stats import t_interval
+    from marketsim.analysis.engine.stats import t_interval
 
     return t_interval(np.asarray(x, dtype=float))
 
@@ -214,7 +214,7 @@ def bayesian_row(
     sc: Any, mechanism: str, n: int, progress: Callable[[int, int], None] | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Learn ``mechanism`` with ``n`` bidders for every seed; the trajectories and one table row."""
-    from market.learning.bayesian import BidFunction, expected_revenue, exploitability, learn_bid_functions
+    from marketsim.market.learning.bayesian import BidFunction, expected_revenue, exploitability, learn_bid_functions
 
     spec = parse_bayesian(sc)
     dists, counts = spec.classes(n)
@@ -319,7 +319,7 @@ def plot_bids(sc: Any, table: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from market.learning.bayesian import BidFunction
+    from marketsim.market.learning.bayesian import BidFunction
 
     spec = parse_bayesian(sc)
     ok = table[table.get("status", pd.Series(index=table.index, dtype=object)).ne("error")] if len(table) else table

@@ -25,8 +25,8 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.engine.run_status import write_atomic
-from analysis.engine.stats import gain_summary, paired_gains
+from marketsim.analysis.engine.run_status import write_atomic
+from marketsim.analysis.engine.stats import gain_summary, paired_gains
 
 __all__ = ["plot_throughput", "plot_lying_gain", "plot_jct_cdf", "tenant_styles", "MEASURE_LABELS", "MEASURE_NAMES"]
 
@@ -197,7 +197,7 @@ def plot_lying_gain(
     round_seconds: float | None = None,
 ) -> Path:
     """Bar chart of the deviator's mean paired gain per allocator and lying variant, with 95% t
-    intervals over replications (:func:`analysis.engine.stats.gain_summary`): its TRUE ``measure``
+    intervals over replications (:func:`marketsim.analysis.engine.stats.gain_summary`): its TRUE ``measure``
     throughput while active (the time integral over its active records divided by its active time),
     ``relative`` = mean(lying − truthful) / mean(truthful) in %, else the mean difference in
     slowest-GPU equivalents; and, when its jobs finished, a second panel with the change of its mean

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.engine.stats import ACTIVE_DEFINITION, gain_summary, paired_gains, policy_summary
+from marketsim.analysis.engine.stats import ACTIVE_DEFINITION, gain_summary, paired_gains, policy_summary
 
 __all__ = ["render_report", "write_report", "report_experiment", "runs_time_text", "gain_tables"]
 
@@ -64,7 +64,7 @@ def _ci_pct(lo: float, hi: float) -> str:
 def gain_tables(frame: pd.DataFrame, deviators: Mapping[str, str], round_seconds: float | None) -> list[str]:
     """The "Gain from lying" section (markdown lines): per policy and lying variant, the deviator's
     TRUE throughput while active and its mean JCT, truthful against lying, paired by seed
-    (:func:`analysis.engine.stats.paired_gains` / :func:`~analysis.engine.stats.gain_summary`)."""
+    (:func:`marketsim.analysis.engine.stats.paired_gains` / :func:`~marketsim.analysis.engine.stats.gain_summary`)."""
     out = [
         "## Gain from lying (the deviator's TRUE experience, truthful vs lying, paired by seed, 95% t CI)",
         "",
@@ -120,7 +120,7 @@ def render_report(
 ) -> str:
     """The markdown text: experiment header, per-policy summary table, lying-gain table (if the
     scenario has lying variants), extra ``sections`` (markdown, e.g. the trace section of
-    :mod:`analysis.frontends.trace_report`), plot links and failed runs."""
+    :mod:`marketsim.analysis.frontends.trace_report`), plot links and failed runs."""
     return _render(meta, frame, deviators, plots, errors, sections)[0]
 
 
@@ -199,27 +199,27 @@ def write_report(
     sections: Sequence[str] = (),
 ) -> Path:
     """Write :func:`render_report` to ``path`` (UTF-8, whole or not at all:
-    :func:`analysis.engine.run_status.write_atomic`) and return it."""
-    from analysis.engine.run_status import write_atomic
+    :func:`marketsim.analysis.engine.run_status.write_atomic`) and return it."""
+    from marketsim.analysis.engine.run_status import write_atomic
 
     text = render_report(meta, frame, deviators, plots, errors, sections)
     return write_atomic(Path(path), lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[list[Path], Path, pd.DataFrame]:
-    """The report phase of ``marketsim run``: from ``exp`` (an :class:`analysis.engine.runner.Experiment`)
+    """The report phase of ``marketsim run``: from ``exp`` (an :class:`marketsim.analysis.engine.runner.Experiment`)
     and its written ``results`` (results.parquet), the figures (trace runs: ``jct_cdf.png`` and the trace
     section's ``utilisation.png``; otherwise ``throughput.png`` and, with lying variants,
     ``lying_gain.png``) and ``report.md`` in ``out``. Returns ``(figures, report path, the report's
-    per-policy summary)`` (:func:`analysis.engine.stats.policy_summary`, computed once: ``run`` prints it).
+    per-policy summary)`` (:func:`marketsim.analysis.engine.stats.policy_summary`, computed once: ``run`` prints it).
 
     Memory: the results file is never read whole. The trace section reads one run's records at a time
-    (:func:`analysis.frontends.trace_report.trace_section`) and keeps per-run summaries; then the rows the
-    tables and plots use are read (:func:`analysis.engine.runner.load_report_frame`; for a trace run the
+    (:func:`marketsim.analysis.frontends.trace_report.trace_section`) and keeps per-run summaries; then the rows the
+    tables and plots use are read (:func:`marketsim.analysis.engine.runner.load_report_frame`; for a trace run the
     cluster records, the JCTs and the deviators' rows, not every tenant's records). Runs stopped by the
     round cap are left out."""
-    from analysis.engine.runner import load_report_frame
-    from analysis.frontends.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
+    from marketsim.analysis.engine.runner import load_report_frame
+    from marketsim.analysis.frontends.plots import plot_jct_cdf, plot_lying_gain, plot_throughput
 
     scenario = exp.scenario
     out = Path(out)
@@ -227,7 +227,7 @@ def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[l
     round_s = scenario.cluster.round_seconds
     section = ""
     if trace:  # per-tenant, per-size, tail, backfill, makespan; first, so no other frame is alive meanwhile
-        from analysis.frontends.trace_report import trace_section
+        from marketsim.analysis.frontends.trace_report import trace_section
 
         section = trace_section(exp, results, exp.completions, out)
     bad = {r["run_id"] for r in exp.incomplete}  # runs stopped by the round cap: not results
@@ -245,7 +245,7 @@ def report_experiment(exp: Any, results: str | Path, out: str | Path) -> tuple[l
         sections.append(section)
         if (out / "utilisation.png").is_file():
             plots.append(out / "utilisation.png")
-    from analysis.engine.run_status import write_atomic
+    from marketsim.analysis.engine.run_status import write_atomic
 
     text, summ = _render(exp.meta(), frame, exp.deviators, plots, exp.errors, sections)
     report = write_atomic(out / "report.md", lambda p: p.write_text(text, encoding="utf-8"))

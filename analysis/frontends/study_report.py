@@ -1,4 +1,4 @@
-"""Writing a study's outputs (a front end of :mod:`analysis.engine.studies`): ``results.parquet``,
+"""Writing a study's outputs (a front end of :mod:`marketsim.analysis.engine.studies`): ``results.parquet``,
 ``meta.json``, one PNG per panel, ``headlines.csv`` (+ ``headlines_sensitivity.csv``,
 ``headlines_cells.csv`` with every cell behind each headline, ``headlines_summary.json`` with the
 verdict counts the docs quote, ``lead.csv``) and ``report.md`` with the verdict table. The engine
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.engine.cells import TRUTHFUL
-from analysis.engine.headlines import (
+from marketsim.analysis.engine.cells import TRUTHFUL
+from marketsim.analysis.engine.headlines import (
     HEADLINE_VERDICTS,
     MAX_EFFECT,
     MIN_EFFECT,
@@ -21,8 +21,8 @@ from analysis.engine.headlines import (
     headline_counts,
     headline_markdown,
 )
-from analysis.engine.run_status import guard, write_atomic, write_meta
-from analysis.engine.studies import (
+from marketsim.analysis.engine.run_status import guard, write_atomic, write_meta
+from marketsim.analysis.engine.studies import (
     Lead,
     Study,
     StudyResult,
@@ -151,7 +151,7 @@ def _machine_text(m: dict) -> str:
 def write_headlines(result: StudyResult, table: pd.DataFrame, sens: pd.DataFrame, out: Path) -> dict[str, Path]:
     """``headlines.csv`` (every row, with role and fragility), ``headlines_sensitivity.csv``,
     ``headlines_cells.csv`` (the cells behind every headline: the per-seed distribution) and
-    ``headlines_summary.json`` (:func:`analysis.engine.headlines.headline_counts`: the counts the
+    ``headlines_summary.json`` (:func:`marketsim.analysis.engine.headlines.headline_counts`: the counts the
     docs quote)."""
     study = result.study
     paths = {"headlines": out / "headlines.csv", "cells": out / "headlines_cells.csv",
@@ -191,8 +191,8 @@ def _per_cell_section(table: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
 
 def write_study(result: StudyResult, out_dir: str | Path) -> dict[str, Path]:
     """Write Parquet, one PNG per panel, ``report.md`` and ``meta.json`` last (each file whole or not
-    at all: :func:`analysis.engine.run_status.write_atomic`; under ``claim`` meta.json waits for the
-    end of the command: :func:`~analysis.engine.run_status.write_meta`); returns the paths by role."""
+    at all: :func:`marketsim.analysis.engine.run_status.write_atomic`; under ``claim`` meta.json waits for the
+    end of the command: :func:`~marketsim.analysis.engine.run_status.write_meta`); returns the paths by role."""
     out = Path(out_dir)
     guard(out)  # an earlier run there that this process does not hold is moved aside, never overwritten
     out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ records (``round_s`` long each, rounds merged by the engine included), never a m
 * **Tail**: share of the total JCT held by the top 1% of jobs (by JCT).
 * **Backfill**: ``sum backfill_gpu_s / sum used GPU-s``: GPU-seconds leased to jobs on a type where
   the policy gave them no time fraction (the engine's work-conserving leases of priority-0 jobs;
-  ``agents.trace_rounds.TraceRoundResult.backfill_gpu_seconds``).
+  ``marketsim.agents.trace_rounds.TraceRoundResult.backfill_gpu_seconds``).
 * **Makespan**: the last completion (days from the first arrival), with the job that set it and
   its own lower bound (arrival + its run time alone on its fastest GPU type).
 * **Utilisation over time** (figure ``utilisation.png``): GPU-seconds used per day over the
@@ -117,7 +117,7 @@ def load_records(results: str | Path) -> pd.DataFrame:
     every run at once (small results; :func:`run_traces` given the path reads one run at a time)."""
     import pyarrow.parquet as pq
 
-    from analysis.engine.runner import decoded_frame, scan_results
+    from marketsim.analysis.engine.runner import decoded_frame, scan_results
 
     rows = scan_results(results, _RECORD_FILTERS, RECORD_COLUMNS)
     return decoded_frame(rows, pq.read_schema(results), RECORD_COLUMNS)
@@ -128,7 +128,7 @@ def iter_run_records(results: str | Path) -> Iterator[tuple[str, pd.DataFrame]]:
     time: ``round, tenant, measure, value`` of the rows :func:`load_records` reads, ``tenant`` and
     ``measure`` categorical. A results file holds each run's rows together (runs are written one
     after the other); a run whose rows come back after another run's raises ``ValueError``."""
-    from analysis.engine.runner import scan_results
+    from marketsim.analysis.engine.runner import scan_results
 
     done: set[str] = set()
     current: str | None = None
@@ -181,12 +181,12 @@ def _run_records(recs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def run_traces(exp: Any, records: str | Path | pd.DataFrame, completions: pd.DataFrame) -> list[RunTrace]:
-    """One :class:`RunTrace` per complete run of ``exp`` (an :class:`analysis.engine.runner.Experiment`
+    """One :class:`RunTrace` per complete run of ``exp`` (an :class:`marketsim.analysis.engine.runner.Experiment`
     of a trace scenario), in (policy, variant, replication) order. ``records``: the path of the
     results file (read one run at a time: :func:`iter_run_records`) or :func:`load_records`' rows.
     Each replication's trace (its seeded job types, steps and throughputs) is rebuilt from the
     scenario and the run's seed."""
-    from analysis.engine.runner import plan_runs
+    from marketsim.analysis.engine.runner import plan_runs
 
     scen = exp.scenario
     bad = {r["run_id"] for r in exp.incomplete}
@@ -493,8 +493,8 @@ def size_table(runs: Sequence[RunTrace]) -> pd.DataFrame:
 def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = "truthful") -> Path:
     """Daily utilisation (GPU-seconds used / the cluster's GPU-seconds of the day) and the daily
     time-averaged number of active jobs, one line per policy (mean over replications)."""
-    from analysis.engine.run_status import write_atomic
-    from analysis.frontends.plots import _figure
+    from marketsim.analysis.engine.run_status import write_atomic
+    from marketsim.analysis.frontends.plots import _figure
 
     sel = [r for r in runs if r.variant == variant] or list(runs)
     end = max(float((r.rec["round_start_s"] + r.rec["round_s"]).max()) for r in sel)
@@ -584,7 +584,8 @@ def render_trace_section(
 ) -> str:
     """The markdown of the trace section (module docstring). ``deviators`` (lying variant -> tenant)
     is accepted for the caller's convenience; the liar's JCT and time-weighted throughput, truthful
-    against lying, are the report's "Gain from lying" section (:func:`analysis.frontends.report.gain_tables`)."""
+    against lying, are the report's "Gain from lying" section
+    (:func:`marketsim.analysis.frontends.report.gain_tables`)."""
     if not runs:
         return ""
     pol = policy_table(runs)
@@ -645,7 +646,7 @@ def trace_section(exp: Any, results: str | Path, completions: pd.DataFrame | Non
     if not runs:
         return ""
     fig = plot_utilisation(runs, Path(out_dir) / "utilisation.png")
-    from market.traces import trace_profile
+    from marketsim.market.traces import trace_profile
 
     cfg, _ = scen.model_inputs(runs[0].policy, "truthful", _seed_of(exp, runs[0].replication))
     tw = cfg.trace
@@ -661,10 +662,10 @@ def _seed_of(exp: Any, replication: int) -> np.random.SeedSequence:
 def check_lines(scenario: Any, seed: int | None = None, policies: Sequence[str] | None = None) -> list[str]:
     """What ``marketsim run SCENARIO --check`` prints: the scenario is valid (it was loaded, so its
     trace was read and every check passed), and, for a trace scenario, the workload of its first
-    replication (:class:`market.traces.TraceProfile`: jobs, span, tenants, job sizes, demand,
+    replication (:class:`marketsim.market.traces.TraceProfile`: jobs, span, tenants, job sizes, demand,
     offered load); ``seed`` and ``policies`` as ``marketsim run`` takes them."""
-    from analysis.engine.runner import plan_runs
-    from market.traces import trace_profile
+    from marketsim.analysis.engine.runner import plan_runs
+    from marketsim.market.traces import trace_profile
 
     spec = plan_runs(scenario, 1, seed, policies, ["truthful"])[0]
     cfg, _ = scenario.model_inputs(spec.policy, "truthful", spec.seed_sequence())  # builds and checks the model input
@@ -696,7 +697,7 @@ def _has_column(path: str, name: str) -> bool:
     """The CSV trace at ``path`` (plain or gzip) names column ``name`` in its header."""
     import csv
 
-    from market.traces import open_text
+    from marketsim.market.traces import open_text
 
     with open_text(Path(path)) as fh:
         header = next(csv.reader(fh), [])

@@ -1,9 +1,9 @@
 """``marketsim viz``: a Mesa SolaraViz page for the fair-share market (optional ``viz`` extra).
 
-The page model is :class:`MarketVizModel`, a :class:`agents.model.MarketModel` of one embedded
+The page model is :class:`MarketVizModel`, a :class:`marketsim.agents.model.MarketModel` of one embedded
 fair-share scenario under one fair-share mechanism in which ONE tenant (the liar) scales its
 reported speedups on every faster GPU type (``j >= 1``) by ``lie_factor``
-(:meth:`agents.strategies.ScaleDims.fast`); everyone else is truthful. It carries a *truthful
+(:meth:`marketsim.agents.strategies.ScaleDims.fast`); everyone else is truthful. It carries a *truthful
 twin*: a second :class:`MarketModel` of the same scenario, mechanism and seed with everyone
 truthful (same workload, same model RNG), stepped in lockstep inside :meth:`MarketVizModel.step`.
 The liar's paired gain of a round is its TRUE throughput in the lying model minus its TRUE
@@ -19,7 +19,7 @@ topology`` (the networkx cluster graph, hosts coloured by GPU type). Each is SVG
 matplotlib PNG per card per step cost 0.1-0.2 s of CPU each and made a step take seconds.
 
 Auction studies (``control_auction``, ``oasis``, ``eris``, ``astraea``, ``pdors``, ...) get the auction
-page instead: :class:`AuctionVizModel`, an :class:`agents.auction.AuctionModel` of the study's small
+page instead: :class:`AuctionVizModel`, an :class:`marketsim.agents.auction.AuctionModel` of the study's small
 ``[audit]`` instance in which ONE bidder scales its reported value (``value_scale``, or the market's
 first factor dimension) by ``lie_factor``, with a truthful twin ``AuctionModel`` (same market,
 mechanism and mechanism seed) stepped in lockstep, one slot per step. The liar's paired gain after
@@ -27,7 +27,7 @@ each slot is its TRUE surplus (``market.true_surplus``) as decided so far minus 
 undecided; the final value is the gain of the run). Figures ``Admission timeline``, ``Prices and
 payments``, ``Liar's paired gain (auction)`` and ``Resources`` (:data:`AUCTION_TITLES`).
 
-Serving: :func:`serve` runs ``solara run analysis.frontends.viz:Page`` in this process; the scenario (or
+Serving: :func:`serve` runs ``solara run marketsim.analysis.frontends.viz:Page`` in this process; the scenario (or
 study) travels in the environment variable :data:`SCENARIO_ENV`.
 Nothing else in marketsim imports this module's dependencies (solara, altair).
 """
@@ -54,13 +54,13 @@ from mesa.visualization import Slider
 from mesa.visualization.solara_viz import ModelController, ModelCreator, ShowSteps, make_initial_grid_layout
 from mesa.visualization.utils import update_counter
 
-from agents.auction import AuctionModel, BidStrategy
-from agents.config import ModelConfig
-from agents.model import MarketModel
-from agents.strategies import ScaleDims, Truthful
-from market.errors import InputError, check_finite, check_int
-from market.registry import get, names
-from scenarios.loader import Scenario, load_scenario
+from marketsim.agents.auction import AuctionModel, BidStrategy
+from marketsim.agents.config import ModelConfig
+from marketsim.agents.model import MarketModel
+from marketsim.agents.strategies import ScaleDims, Truthful
+from marketsim.market.errors import InputError, check_finite, check_int
+from marketsim.market.registry import get, names
+from marketsim.scenarios.loader import Scenario, load_scenario
 
 __all__ = [
     "AUCTION_TITLES",
@@ -131,10 +131,10 @@ SEED_MAX = 999
 def fair_share_scenarios() -> list[str]:
     """Embedded fair-share scenarios: every embedded TOML that is no sweep, auction study or
     learning population (the same split as ``marketsim list``)."""
-    from analysis.engine.studies import study_names
-    from analysis.engine.sweep import sweep_names
-    from analysis.frontends.learn import learning_names
-    from scenarios.loader import scenario_names
+    from marketsim.analysis.engine.studies import study_names
+    from marketsim.analysis.engine.sweep import sweep_names
+    from marketsim.analysis.frontends.learn import learning_names
+    from marketsim.scenarios.loader import scenario_names
 
     other = set(sweep_names()) | set(study_names()) | set(learning_names())
     return [n for n in scenario_names() if n not in other]
@@ -151,16 +151,16 @@ def _toml_kind(path: Path) -> str | None:
 def resolve_scenario(name: str) -> Scenario:
     """Load fair-share scenario ``name`` (embedded name or TOML path); an auction study, a sweep,
     a learning population or an unknown name raises :class:`InputError` naming ``scenario``."""
-    from analysis.engine.studies import study_names
-    from analysis.engine.sweep import sweep_names
-    from analysis.frontends.learn import learning_names
+    from marketsim.analysis.engine.studies import study_names
+    from marketsim.analysis.engine.sweep import sweep_names
+    from marketsim.analysis.frontends.learn import learning_names
 
     if not isinstance(name, str) or not name.strip():
         raise InputError("scenario", name, f"must name a fair-share scenario, one of {fair_share_scenarios()}")
     embedded_name = "/" not in name and not name.endswith(".toml")
     kind = None
     if embedded_name:
-        from scenarios.loader import scenario_names
+        from marketsim.scenarios.loader import scenario_names
 
         if name not in scenario_names():
             raise InputError("scenario", name, f"is neither an embedded fair-share scenario {fair_share_scenarios()} "
@@ -188,7 +188,7 @@ def resolve_scenario(name: str) -> Scenario:
 def viz_mechanisms() -> tuple[str, ...]:
     """Fair-share mechanisms the round loop can run: the registered ones that run on a 2 x 2 instance
     (probed once) with the per-class GPU caps the round engine passes to those registered with
-    ``caps=True``, without caps for the others (:func:`market.registry.register`)."""
+    ``caps=True``, without caps for the others (:func:`marketsim.market.registry.register`)."""
     W = np.array([[1.0, 2.0], [1.0, 3.0]])
     m = np.array([2, 2])
     out = []
@@ -724,14 +724,14 @@ def topology_figure(model: MarketVizModel) -> str:
 
 def auction_studies() -> list[str]:
     """Embedded auction reproduction studies (``kind = "study"``; ``marketsim list``)."""
-    from analysis.engine.studies import study_names
+    from marketsim.analysis.engine.studies import study_names
 
     return study_names("auction")
 
 
 def is_auction_study(name: str) -> bool:
     """Whether ``name`` is an embedded auction study or a study TOML file."""
-    from analysis.engine.studies import study_family
+    from marketsim.analysis.engine.studies import study_family
 
     return isinstance(name, str) and bool(name.strip()) and study_family(name) == "auction"
 
@@ -739,7 +739,7 @@ def is_auction_study(name: str) -> bool:
 def load_auction_market(study_name: str, seed: int = 0) -> tuple[Any, Any]:
     """(study, market) of the study's small ``[audit]`` instance drawn with replication ``seed``;
     an unknown study raises :class:`InputError` naming ``study``."""
-    from analysis.engine.studies import build_market, load_study
+    from marketsim.analysis.engine.studies import build_market, load_study
 
     if not isinstance(study_name, str) or not study_name.strip():
         raise InputError("study", study_name, f"must name an auction study, one of {auction_studies()}")
@@ -1276,7 +1276,7 @@ PAGE_CSS = """
 
 @solara.component
 def Page() -> None:
-    """The app ``solara run analysis.frontends.viz:Page`` serves: one fresh model per browser session; an
+    """The app ``solara run marketsim.analysis.frontends.viz:Page`` serves: one fresh model per browser session; an
     auction study gets the auction page, anything else the fair-share page."""
     scenario = os.environ.get(SCENARIO_ENV) or DEFAULT_SCENARIO
     auction = is_auction_study(scenario)
@@ -1293,7 +1293,7 @@ def Page() -> None:
 def check_page_target(name: str) -> None:
     """Raise :class:`InputError` naming ``scenario`` when ``name`` is neither an embedded fair-share
     scenario, an embedded auction study nor a TOML file; the message lists both kinds."""
-    from scenarios.loader import scenario_names
+    from marketsim.scenarios.loader import scenario_names
 
     embedded = isinstance(name, str) and "/" not in name and not name.endswith(".toml")
     if embedded and name.strip() and name in scenario_names():
@@ -1311,7 +1311,7 @@ def check_page_target(name: str) -> None:
 def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765, open_browser: bool = True) -> int:
     """Serve :func:`Page` with the solara server on ``host:port`` until interrupted (Ctrl-C).
 
-    Equivalent to ``MARKETSIM_VIZ_SCENARIO=<scenario> solara run analysis.frontends.viz:Page --production``
+    Equivalent to ``MARKETSIM_VIZ_SCENARIO=<scenario> solara run marketsim.analysis.frontends.viz:Page --production``
     (no telemetry, no version check). The scenario is validated first; a port in use raises
     :class:`InputError` naming ``--port``."""
     name = scenario or DEFAULT_SCENARIO
@@ -1338,7 +1338,8 @@ def serve(scenario: str | None = None, host: str = "127.0.0.1", port: int = 8765
     settings.telemetry.mixpanel_enable = False
     # served on 127.0.0.1 over http, solara warns on every page load that it falls back to samesite=lax cookies
     warnings.filterwarnings("ignore", message="Cookies with samesite=none require https", category=UserWarning)
-    args = ["analysis.frontends.viz:Page", "--host", host, "--port", str(port), "--production", "--no-check-version"]
+    args = ["marketsim.analysis.frontends.viz:Page", "--host", host, "--port", str(port), "--production",
+            "--no-check-version"]
     args.append("--open" if open_browser else "--no-open")
     try:
         solara_main.run.main(args=args, prog_name="marketsim viz", standalone_mode=False)

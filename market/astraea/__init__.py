@@ -6,24 +6,24 @@ Import the submodules for the full API; the common names are re-exported here.
 Run a workload::
 
     import numpy as np
-    from market.astraea import AstraeaParams, run_astraea, tenant_revenue, alpha
-    from market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
-    from market.astraea.baselines import run_batchsche, run_exclusive, run_gandiva_fair, run_hived
+    from marketsim.market.astraea import AstraeaParams, run_astraea, tenant_revenue, alpha
+    from marketsim.market.astraea.trace import load_philly_csv, philly_workload, synthetic_workload
+    from marketsim.market.astraea.baselines import run_batchsche, run_exclusive, run_gandiva_fair, run_hived
 
     cluster, jobs, info = synthetic_workload(300, 100, 14, np.random.default_rng(0))
     res = run_astraea(cluster, jobs, AstraeaParams(worker_count_mode="elastic"))
     g = [t.total for t in tenant_revenue(res)]       # per-tenant revenue g_u (§2.10)
     alphas, var_alpha, ok = alpha(res)               # fairness ratio and its variance
 
-or through the registry: ``market.registry.get("astraea").fn(cluster, jobs, params, **overrides)``.
+or through the registry: ``marketsim.market.registry.get("astraea").fn(cluster, jobs, params, **overrides)``.
 """
 
-from market._lazy import lazy_exports
+from marketsim.market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "market.astraea.accounting": (
+        "marketsim.market.astraea.accounting": (
             "TenantRevenue",
             "Violation",
             "alpha",
@@ -32,7 +32,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "realised_utility",
             "tenant_revenue",
         ),
-        "market.astraea.model": (
+        "marketsim.market.astraea.model": (
             "AstraeaParams",
             "Cluster",
             "JobSpec",
@@ -41,7 +41,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "convex_utility",
             "linear_utility",
         ),
-        "market.astraea.online": (
+        "marketsim.market.astraea.online": (
             "AstraeaOnline",
             "AstraeaResult",
             "JobOutcome",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, throughput
-from market.errors import InputError, as_float_array
+from marketsim.market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, throughput
+from marketsim.market.errors import InputError, as_float_array
 
 __all__ = [
     "TenantRevenue",
@@ -86,7 +86,7 @@ def _value_true(result: object, jid: str, truth: Mapping[str, JobSpec] | None) -
 def realised_utility(result: object, jid: str, truth: Mapping[str, JobSpec] | None = None) -> float:
     """Realised utility of job ``jid`` (0 if not admitted or, with ``truth``, not truly completed).
 
-    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param result: an Astraea run (:class:`~marketsim.market.astraea.online.AstraeaResult`)
     :param jid: the job
     :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
     :returns: its utility, currency
@@ -119,7 +119,7 @@ def tenant_revenue(
 ) -> list[TenantRevenue]:
     """g_u for every tenant (cluster order). ``truth`` maps jid → true JobSpec (§7.1 execution).
 
-    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param result: an Astraea run (:class:`~marketsim.market.astraea.online.AstraeaResult`)
     :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
     :param self_income: count self-income in g (default: the run's ``self_income_in_g``)
     :returns: one :class:`TenantRevenue` per tenant
@@ -151,7 +151,7 @@ def tenant_revenue(
 def collective_revenue(result: object, truth: Mapping[str, JobSpec] | None = None) -> float:
     """R = Σ over completed jobs of f_j(X_j) (negative values counted as they are).
 
-    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param result: an Astraea run (:class:`~marketsim.market.astraea.online.AstraeaResult`)
     :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
     :returns: R, currency
     """
@@ -192,7 +192,7 @@ def variance(values: Sequence[float]) -> float:
 def alpha(result: object, truth: Mapping[str, JobSpec] | None = None) -> tuple[np.ndarray, float, bool]:
     """(α per tenant, population variance of α, defined flag) for an Astraea result.
 
-    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param result: an Astraea run (:class:`~marketsim.market.astraea.online.AstraeaResult`)
     :param truth: jid -> true :class:`JobSpec` (values from the true types), or ``None`` for the reported ones
     :returns: ``(alpha per tenant, population variance, defined)``
     """
@@ -277,7 +277,7 @@ class Violation:
 def check_feasible(result: object) -> list[Violation]:
     """A11: every row of §2.6 on the final schedule, plus round windows and budget balance.
 
-    :param result: an Astraea run (:class:`~market.astraea.online.AstraeaResult`)
+    :param result: an Astraea run (:class:`~marketsim.market.astraea.online.AstraeaResult`)
     :returns: the violations (empty when feasible)
     """
     cl: Cluster = result.cluster  # type: ignore[attr-defined]
@@ -385,7 +385,7 @@ def divide_purchases(
     ``"shapley"`` the Shapley value of each purchase's sharing-coalition game (per resource type,
     demand D_w or P per slot at the posted unit price, frozen unused quota; exact for ≤ 12 tenants,
     else sampled with ``rng``). Every rule is budget balanced: the incomes sum to the payments."""
-    from market.income import balance, equal_split, shapley_sharing
+    from marketsim.market.income import balance, equal_split, shapley_sharing
 
     if rule not in ("eq2", "equal", "shapley"):
         raise InputError("rule", rule, "must be one of ['eq2', 'equal', 'shapley']")

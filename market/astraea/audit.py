@@ -1,7 +1,7 @@
 """Tenant-level strategies in Astraea and their audit (spec §7.1, claims 13–14).
 
 A tenant u controls the reports of all its jobs. Its strategies are pure transforms of its true
-bids (:func:`market.astraea.market.tenant_reports`, beside the market's ``tenant_reports`` hook that
+bids (:func:`marketsim.market.astraea.market.tenant_reports`, beside the market's ``tenant_reports`` hook that
 Mesa's tenant agents call): scale every job's utility (``value_scale``), misreport every job's
 size (``size_scale``, epochs × factor), delay every submission (``arrival_delay`` hours), hide idle
 quota (``hide_workers``: phantom jobs of that many workers filling a whole round of every batch,
@@ -10,7 +10,7 @@ shared; their true value is 0 and any pass-2 cost they incur is paid), or withho
 (``withhold``: that many of its jobs, largest true work first, are never submitted). Leaving the
 coalition is a structural probe (``LEAVE``): the tenant runs alone on its exclusive partition.
 
-:class:`AstraeaTenantTarget` audits them with :mod:`market.audit.search`; the deviator's utility is
+:class:`AstraeaTenantTarget` audits them with :mod:`marketsim.market.audit.search`; the deviator's utility is
 its TRUE total g_u: its jobs' true values (§7.1 consequence model, phantoms 0) minus its payments
 plus its Eq. (2) income. Everyone else reports truthfully; θ, λ and the cluster stay fixed.
 """
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.market import AstraeaBid, AstraeaMarket, tenant_reports
-from market.auction.market import run_market
-from market.audit.target import BaseTarget, Dimension, Probe
-from market.errors import InputError
+from marketsim.market.astraea.market import AstraeaBid, AstraeaMarket, tenant_reports
+from marketsim.market.auction.market import run_market
+from marketsim.market.audit.target import BaseTarget, Dimension, Probe
+from marketsim.market.errors import InputError
 
 __all__ = [
     "AstraeaTenantTarget",

@@ -14,11 +14,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from market.astraea.accounting import elapsed, realised_value
-from market.astraea.model import AstraeaParams, Cluster, JobSpec, Server, Tenant, need_ps, throughput, worker_cap
-from market.astraea.online import _validate_jobs, resolve_theta, run_astraea
-from market.errors import InputError, check_choice, check_nonneg
-from market.registry import register
+from marketsim.market.astraea.accounting import elapsed, realised_value
+from marketsim.market.astraea.model import (
+    AstraeaParams,
+    Cluster,
+    JobSpec,
+    Server,
+    Tenant,
+    need_ps,
+    throughput,
+    worker_cap,
+)
+from marketsim.market.astraea.online import _validate_jobs, resolve_theta, run_astraea
+from marketsim.market.errors import InputError, check_choice, check_nonneg
+from marketsim.market.registry import register
 
 __all__ = [
     "BaselineResult",

@@ -1,11 +1,11 @@
 """Astraea (Wang et al., IEEE TC'22) claims of spec §7.2 as measurements on instances built by
-:func:`market.astraea.market.make_market` (the worked example and random micro instances).
+:func:`marketsim.market.astraea.market.make_market` (the worked example and random micro instances).
 
 Registered: batch sharing incentive (claim 13), strategy-proofness at tenant level (Theorem 4,
 claim 14) and per job, Pareto efficiency (Theorem 5, claim 15), gain-as-you-contribute fairness
 (Eq. 2, claim 10), budget balance (claim 11), the practical performance ratio (> 0.6, Fig. 5) and
 the Theorem 1 bounds. Every witness stores the ``make_market`` parameters and seed, so
-:func:`market.audit.claims.recheck_witness` rebuilds the instance from scratch.
+:func:`marketsim.market.audit.claims.recheck_witness` rebuilds the instance from scratch.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.accounting import collective_revenue
-from market.astraea.audit import DEMAND_DIMENSIONS, AstraeaTenantTarget
-from market.astraea.market import AstraeaBid, AstraeaMarket, make_market, tenant_reports
-from market.astraea.model import allowed_workers, duration, throughput
-from market.astraea.offline import opt_exact
-from market.astraea.online import run_astraea
-from market.astraea.pricing import gap_bound, ratio_bound
-from market.auction.base import Decision
-from market.auction.market import decisions_by_id, run_market
-from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
-from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, AuditResult, audit
-from market.errors import InputError
+from marketsim.market.astraea.accounting import collective_revenue
+from marketsim.market.astraea.audit import DEMAND_DIMENSIONS, AstraeaTenantTarget
+from marketsim.market.astraea.market import AstraeaBid, AstraeaMarket, make_market, tenant_reports
+from marketsim.market.astraea.model import allowed_workers, duration, throughput
+from marketsim.market.astraea.offline import opt_exact
+from marketsim.market.astraea.online import run_astraea
+from marketsim.market.astraea.pricing import gap_bound, ratio_bound
+from marketsim.market.auction.base import Decision
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.search import AuditConfig, AuditResult, audit
+from marketsim.market.errors import InputError
 
 __all__ = ["pareto_moves", "instance_params"]
 
@@ -53,7 +53,7 @@ def instance_params(ctx: ClaimContext, rng: np.random.Generator, **over: Any) ->
     :param ctx: the claim's context (run size)
     :param rng: the draws
     :param over: parameters to override
-    :returns: :func:`market.astraea.market.make_market` parameters
+    :returns: :func:`marketsim.market.astraea.market.make_market` parameters
     """
     U = int(rng.integers(2, 4))
     p = {
@@ -170,7 +170,8 @@ def _kw(params: dict[str, float]) -> dict[str, Any]:
     PAPER,
     "SP",
     "Strategy-proofness (Theorem 4): tenants cannot make more profits by lying about their resource demands",
-    "Tenant-level audit (market.astraea.audit.AstraeaTenantTarget): the deviating tenant scales all its jobs' "
+    "Tenant-level audit (marketsim.market.astraea.audit.AstraeaTenantTarget): the deviating tenant scales all its "
+    "jobs' "
     "utilities (×0.25..4) and sizes (epochs ×0.5..2), delays them (0..4 h) or hides idle quota with phantom jobs "
     "(0..q_w workers), one dimension at a time and jointly; others truthful, θ frozen; utility = TRUE g_u "
     "(true values on the decided schedules, phantoms 0, minus payments, plus Eq. 2 income). Violation if a lie "
@@ -552,7 +553,7 @@ def claim_pe(ctx: ClaimContext) -> Measurement:
 
 
 def eq2_incomes(unused_w: Any, unused_p: Any, cost_w: Any, cost_p: Any) -> np.ndarray:
-    """Astraea Eq. (2) written out slot by slot, independently of :mod:`market.income`:
+    """Astraea Eq. (2) written out slot by slot, independently of :mod:`marketsim.market.income`:
     ``rho^u = sum_t unused_w^u(t) / a_w(t) * c_w(t) + unused_p^u(t) / a_p(t) * c_p(t)`` (currency);
     ``unused_*`` (U, d) units, ``cost_*`` (d,) currency per slot. A slot with a cost and no pool raises.
 

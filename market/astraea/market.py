@@ -1,24 +1,24 @@
-"""Astraea instances behind the generic :class:`~market.auction.market.AuctionMarket` adapter
+"""Astraea instances behind the generic :class:`~marketsim.market.auction.market.AuctionMarket` adapter
 (spec astraea.md §5 evaluation setup, §7.1 audit conventions).
 
 ``make_market(params, rng)`` builds one multi-tenant instance:
 
 * ``workload="paper"``: the paper's evaluation, tenants = Philly virtual clusters. With ``trace`` =
   a Philly-format CSV path the jobs are the first ``jobs`` submissions of the ``tenants`` busiest VCs
-  from ``window_start`` on (:func:`market.astraea.trace.philly_workload`); without a trace the
-  synthetic generator calibrated to §5.1–5.2 (:func:`market.astraea.trace.synthetic_workload`).
+  from ``window_start`` on (:func:`marketsim.market.astraea.trace.philly_workload`); without a trace the
+  synthetic generator calibrated to §5.1–5.2 (:func:`marketsim.market.astraea.trace.synthetic_workload`).
 * ``workload="micro"``: small random instances (2–4 GPU servers, 1–2 PS slots each) for audits.
 * ``workload="toy"``: the paper's worked example (§4.2–4.4, spec F5; servers s1, s2 owned by u1 and
   s3, s4 by u2).
 
 θ is frozen BEFORE the auction from the true job population (A9 rule, or given) and every
 mechanism sees it. A bid is an :class:`AstraeaBid`: the job's report (a
-:class:`~market.astraea.model.JobSpec`, arrival in hours) with an int ``job_id`` and the slot at
+:class:`~marketsim.market.astraea.model.JobSpec`, arrival in hours) with an int ``job_id`` and the slot at
 which it is submitted (``ceil(arrival)``, the first slot boundary after the job exists).
 
 Mechanisms: ``astraea`` (the online driver, decisions at the batch times τ_l = 2^l), and the
 batch baselines ``batchsche``, ``exclusive``, ``astraea-gandiva``, ``hived``, which buffer the
-reports and simulate at :meth:`~market.auction.base.OnlineMechanism.finish` (they are causal slot
+reports and simulate at :meth:`~marketsim.market.auction.base.OnlineMechanism.finish` (they are causal slot
 simulations, so buffering changes no decision). Consequence model of a misreported job (§7.1): the
 job runs on its decided schedule at its TRUE speed; it completes at the first slot whose
 cumulative true progress covers its true work, else it is not completed (true utility 0) and still
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.accounting import PooledPurchase, alpha_from_revenue, divide_purchases, elapsed, variance
-from market.astraea.baselines import (
+from marketsim.market.astraea.accounting import PooledPurchase, alpha_from_revenue, divide_purchases, elapsed, variance
+from marketsim.market.astraea.baselines import (
     GANG_SIZES,
     BaselineResult,
     exclusive_partition,
@@ -44,7 +44,7 @@ from market.astraea.baselines import (
     run_gandiva_fair,
     run_hived,
 )
-from market.astraea.model import (
+from marketsim.market.astraea.model import (
     AstraeaParams,
     Cluster,
     JobSpec,
@@ -54,12 +54,12 @@ from market.astraea.model import (
     linear_utility,
     throughput,
 )
-from market.astraea.online import AstraeaOnline, resolve_theta
-from market.astraea.trace import PHILLY_JOBS_PER_HOUR, load_philly_csv, philly_workload, synthetic_workload
-from market.auction.base import Decision, OnlineMechanism, Schedule
-from market.auction.market import decisions_by_id
-from market.audit.target import Dimension
-from market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
+from marketsim.market.astraea.online import AstraeaOnline, resolve_theta
+from marketsim.market.astraea.trace import PHILLY_JOBS_PER_HOUR, load_philly_csv, philly_workload, synthetic_workload
+from marketsim.market.auction.base import Decision, OnlineMechanism, Schedule
+from marketsim.market.auction.market import decisions_by_id
+from marketsim.market.audit.target import Dimension
+from marketsim.market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
 
 __all__ = [
     "AstraeaBid",
@@ -609,7 +609,7 @@ class AstraeaMarket:
 
     def income_division(self, decisions: Sequence[Decision], rule: str) -> np.ndarray:
         """(U,) incomes of the run's pooled purchases divided by ``rule`` ("eq2" as paid, "equal",
-        "shapley"; :func:`market.astraea.accounting.divide_purchases`, sampled Shapley seeded 0).
+        "shapley"; :func:`marketsim.market.astraea.accounting.divide_purchases`, sampled Shapley seeded 0).
 
         :param decisions: the run's decisions
         :param rule: ``eq2``, ``equal`` or ``shapley``
@@ -822,7 +822,7 @@ def tenant_reports(
     by ``arrival_delay`` hours, ``hide_workers`` workers of its quota hidden behind phantom jobs
     (:func:`phantom_jobs`), and its ``withhold`` largest jobs (true work) never submitted; ``"half"`` for
     ``hide_workers`` / ``withhold`` means half its worker quota / half its jobs (rounded down).
-    All-default arguments return its true bids. :mod:`market.astraea.audit` audits these strategies."""
+    All-default arguments return its true bids. :mod:`marketsim.market.astraea.audit` audits these strategies."""
     t = _tenant(market, tenant)
     mine = [b for b in market.bids() if b.tenant == tenant]
     hide = t.quota_workers // 2 if hide_workers == "half" else int(hide_workers)

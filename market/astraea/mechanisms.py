@@ -1,6 +1,6 @@
-"""Importing this module registers Astraea and its baselines in ``market.registry``."""
+"""Importing this module registers Astraea and its baselines in ``marketsim.market.registry``."""
 
-from market.astraea import baselines as _baselines  # noqa: F401  (registers the baselines)
-from market.astraea import online as _online  # noqa: F401  (registers "astraea")
+from marketsim.market.astraea import baselines as _baselines  # noqa: F401  (registers the baselines)
+from marketsim.market.astraea import online as _online  # noqa: F401  (registers "astraea")
 
 __all__: list[str] = []

@@ -2,7 +2,7 @@
 
 Spec: shared/spec/astraea.md §2. Units: time in hours (1 slot = 1 h), bandwidth in Mbit/s,
 gradient size in MB, parameter-update time in ms. Every invalid value raises
-:class:`market.errors.InputError` naming the field and the value.
+:class:`marketsim.market.errors.InputError` naming the field and the value.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from market.errors import InputError, check_choice, check_finite, check_int, check_nonneg, check_positive
-from market.utility import ConvexUtility, LinearUtility
+from marketsim.market.errors import InputError, check_choice, check_finite, check_int, check_nonneg, check_positive
+from marketsim.market.utility import ConvexUtility, LinearUtility
 
 __all__ = [
     "Server",

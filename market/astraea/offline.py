@@ -16,9 +16,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint
 from scipy.sparse import coo_matrix
 
-from market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, throughput
-from market.errors import InputError, SolveError, check_int, check_positive
-from market.milp import milp
+from marketsim.market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, throughput
+from marketsim.market.errors import InputError, SolveError, check_int, check_positive
+from marketsim.market.milp import milp
 
 __all__ = ["OptResult", "opt_exact"]
 

@@ -3,7 +3,7 @@ on each tenant's own quota for free, pass 2 on the pooled leftover at posted pri
 
 ``run_astraea(cluster, jobs, params)`` runs a whole workload in one call; :class:`AstraeaOnline`
 exposes the same engine through the shared ``step(now, new_reports) -> list[Decision]`` interface of
-``market.auction``.
+``marketsim.market.auction``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from market.astraea.model import (
+from marketsim.market.astraea.model import (
     AstraeaParams,
     Cluster,
     JobSpec,
@@ -23,12 +23,12 @@ from market.astraea.model import (
     round_window,
     worker_cap,
 )
-from market.astraea.pricing import theta_rule
-from market.astraea.round import Candidate, JobInfo, RoundState, RunContext, _prices, best_schedule
-from market.auction.base import Decision, OnlineMechanism, Schedule
-from market.errors import InputError
-from market.income import balance, gain_as_you_contribute
-from market.registry import register
+from marketsim.market.astraea.pricing import theta_rule
+from marketsim.market.astraea.round import Candidate, JobInfo, RoundState, RunContext, _prices, best_schedule
+from marketsim.market.auction.base import Decision, OnlineMechanism, Schedule
+from marketsim.market.errors import InputError
+from marketsim.market.income import balance, gain_as_you_contribute
+from marketsim.market.registry import register
 
 __all__ = ["JobOutcome", "RoundLog", "AstraeaResult", "AstraeaEngine", "AstraeaOnline", "run_astraea", "astraea"]
 
@@ -168,7 +168,7 @@ class AstraeaResult:
         """One row per job (admitted or not): schedule, F, posted cost, μ, payment, realised utility."""
         import pandas as pd
 
-        from market.astraea.accounting import realised_utility
+        from marketsim.market.astraea.accounting import realised_utility
 
         rows = []
         for j in self.jobs:
@@ -430,7 +430,7 @@ def run_astraea(
     """
     params = params or AstraeaParams()
     if not isinstance(cluster, Cluster):
-        raise InputError("cluster", cluster, "must be a market.astraea.Cluster")
+        raise InputError("cluster", cluster, "must be a marketsim.market.astraea.Cluster")
     jobs = _validate_jobs(cluster, jobs, params)
     theta_w, theta_p = resolve_theta(cluster, jobs, params)
     eng = AstraeaEngine(cluster, params, theta_w, theta_p, search)
@@ -525,7 +525,7 @@ class AstraeaOnline(OnlineMechanism):
         :returns: the decisions made
         :raises InputError: a step back in time, a job submitted twice
         """
-        from market.errors import check_int
+        from marketsim.market.errors import check_int
 
         now = check_int("now", now, minimum=0)
         if now < self.now:
@@ -587,7 +587,7 @@ class AstraeaOnline(OnlineMechanism):
             self.index[o.jid], o.t_end, {t: y for t in slots}, {t: z for t in slots}, {t: mode for t in slots}
         )
         job = self.jobs[o.jid]
-        from market.astraea.accounting import realised_value
+        from marketsim.market.astraea.accounting import realised_value
 
         u = realised_value(job, o, self.engine.params)
         return Decision(

@@ -1,7 +1,7 @@
 """Astraea's posted prices (Eq. 8), the θ rule (A9), the theoretical λ and the Theorem-1 bounds (A10).
 
 Prices are cluster-wide and per slot: ``η(h) = θ^(h/C) − 1`` for ``h`` units already reserved out of
-``C``. That is the shared exponential price ``L·(U/L)^(h/C)`` of ``market.auction.prices`` with
+``C``. That is the shared exponential price ``L·(U/L)^(h/C)`` of ``marketsim.market.auction.prices`` with
 ``L = 1``, ``U = θ``, shifted by −1; the exponent comes from the shared ``log_exp_price`` and the
 shift uses ``expm1`` for accuracy near 0 (spec §8.2).
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from market.astraea.model import (
+from marketsim.market.astraea.model import (
     AstraeaParams,
     Cluster,
     JobSpec,
@@ -22,8 +22,8 @@ from market.astraea.model import (
     need_ps,
     throughput,
 )
-from market.auction.prices import log_exp_price
-from market.errors import InputError, check_finite, check_int, check_positive
+from marketsim.market.auction.prices import log_exp_price
+from marketsim.market.errors import InputError, check_finite, check_int, check_positive
 
 __all__ = [
     "price",

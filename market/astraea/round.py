@@ -20,8 +20,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.astraea.model import AstraeaParams, Cluster, JobSpec, allowed_workers, duration, need_ps, throughput
-from market.errors import InputError
+from marketsim.market.astraea.model import (
+    AstraeaParams,
+    Cluster,
+    JobSpec,
+    allowed_workers,
+    duration,
+    need_ps,
+    throughput,
+)
+from marketsim.market.errors import InputError
 
 __all__ = ["RunContext", "JobInfo", "RoundState", "Candidate", "mincostc", "mincostd", "best_schedule"]
 
@@ -64,7 +72,7 @@ class RunContext:
     need_table: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
-        from market.astraea.pricing import price_table
+        from marketsim.market.astraea.pricing import price_table
 
         c = self.cluster
         self.cap_w = np.array([s.n_workers for s in c.servers], dtype=np.int64)

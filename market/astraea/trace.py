@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from market.astraea.model import Cluster, JobSpec, Server, convex_utility, linear_utility
-from market.errors import InputError, check_choice, check_int, check_positive
+from marketsim.market.astraea.model import Cluster, JobSpec, Server, convex_utility, linear_utility
+from marketsim.market.errors import InputError, check_choice, check_int, check_positive
 
 __all__ = [
     "TraceJob",

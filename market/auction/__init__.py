@@ -2,12 +2,12 @@
 ledger with exponential price functions, and the vectorised schedule search (greedy slot cost,
 DP over slots, completion enumeration)."""
 
-from market._lazy import lazy_exports
+from marketsim.market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "market.auction.base": (
+        "marketsim.market.auction.base": (
             "Decision",
             "OnlineMechanism",
             "PostedPriceMechanism",
@@ -15,12 +15,12 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "ResourceSpace",
             "Schedule",
         ),
-        "market.auction.prices": (
+        "marketsim.market.auction.prices": (
             "PriceLedger",
             "exp_price",
             "log_exp_price",
         ),
-        "market.auction.schedule": (
+        "marketsim.market.auction.schedule": (
             "best_completion",
             "dp_forward",
             "greedy_cost_vector",

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from market.errors import InputError, check_int
+from marketsim.market.errors import InputError, check_int
 
 __all__ = ["Report", "Schedule", "Decision", "OnlineMechanism", "PostedPriceMechanism", "ResourceSpace"]
 

@@ -1,6 +1,6 @@
 """Baseline schedulers on the shared slot simulator: FIFO, DRF, Dorm and RRH (spec oasis.md §4,
-pdors.md §4). They are generic over :class:`SimJob`; ``market.oasis.baselines`` and
-``market.pdors.baselines`` adapt each paper's jobs and cluster."""
+pdors.md §4). They are generic over :class:`SimJob`; ``marketsim.market.oasis.baselines`` and
+``marketsim.market.pdors.baselines`` adapt each paper's jobs and cluster."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import math
 import numpy as np
 from scipy.optimize import Bounds
 
-from market.auction.offline import RowBuilder
-from market.auction.slotsim import EPS, Pools, RoundRobin, SimJob, SlotSimulator
-from market.milp import milp
+from marketsim.market.auction.offline import RowBuilder
+from marketsim.market.auction.slotsim import EPS, Pools, RoundRobin, SimJob, SlotSimulator
+from marketsim.market.milp import milp
 
 __all__ = ["Fifo", "Drf", "Dorm", "Rrh", "Pools", "drf_fill", "fixed_workers", "BASELINES"]
 

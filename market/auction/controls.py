@@ -14,7 +14,7 @@ gets the earliest start with enough free capacity.
   reported value: shading the value down to just above the reserve is profitable (gain
   ``value − cost`` minus the reported margin), which the audit must find.
 
-:func:`make_market` builds a :class:`ControlMarket` (an :class:`~market.auction.market.AuctionMarket`)
+:func:`make_market` builds a :class:`ControlMarket` (an :class:`~marketsim.market.auction.market.AuctionMarket`)
 for the study runner, the Mesa model and the audit.
 """
 
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from market.auction.base import Decision, PostedPriceMechanism, Schedule
-from market.audit.target import Dimension
-from market.errors import InputError, check_finite, check_int, check_positive
-from market.registry import register
+from marketsim.market.auction.base import Decision, PostedPriceMechanism, Schedule
+from marketsim.market.audit.target import Dimension
+from marketsim.market.errors import InputError, check_finite, check_int, check_positive
+from marketsim.market.registry import register
 
 __all__ = ["ControlBid", "ControlAuction", "ControlMarket", "make_market", "RULES"]
 
@@ -115,7 +115,7 @@ def _factory(rule: str):  # noqa: ANN202
         return ControlAuction(T, capacity, price, rule)
 
     make.__name__ = f"make_{rule.replace('-', '_')}"
-    make.__doc__ = f"The ``{rule}`` control auction (see :mod:`market.auction.controls`)."
+    make.__doc__ = f"The ``{rule}`` control auction (see :mod:`marketsim.market.auction.controls`)."
     return make
 
 
@@ -129,7 +129,7 @@ register("pay-your-bid", "auction", "Control: posted reserve, winner pays its bi
 
 @dataclass
 class ControlMarket:
-    """An :class:`~market.auction.market.AuctionMarket` of the control auctions.
+    """An :class:`~marketsim.market.auction.market.AuctionMarket` of the control auctions.
 
     :param T: the horizon in slots
     :param capacity: units per slot

@@ -5,9 +5,9 @@ An :class:`AuctionMarket` holds the true bids of an instance (cluster, price con
 are fixed inside it) and knows how to
 
 * run any of its registered mechanisms on a list of reports (:meth:`AuctionMarket.mechanism`
-  builds a fresh :class:`~market.auction.base.OnlineMechanism`; the caller feeds it slot by slot),
+  builds a fresh :class:`~marketsim.market.auction.base.OnlineMechanism`; the caller feeds it slot by slot),
 * turn a true bid into a misreport from named parameters (:meth:`AuctionMarket.dimensions`,
-  :meth:`AuctionMarket.misreport`; the same :class:`~market.audit.target.Dimension` objects the
+  :meth:`AuctionMarket.misreport`; the same :class:`~marketsim.market.audit.target.Dimension` objects the
   auditor searches),
 * measure a bidder's TRUE surplus of a decision (:meth:`AuctionMarket.true_surplus`: the true
   utility function at the realised completion, under the paper's consequence model for
@@ -29,8 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism, Report
-from market.errors import InputError
+from marketsim.market.auction.base import Decision, OnlineMechanism, Report
+from marketsim.market.errors import InputError
 
 __all__ = ["AuctionMarket", "run_market", "decisions_by_id"]
 
@@ -60,7 +60,7 @@ class AuctionMarket(Protocol):
         ...
 
     def dimensions(self, bid: Report) -> Sequence[Any]:
-        """The misreportable parameters of ``bid`` (``market.audit.target.Dimension`` objects).
+        """The misreportable parameters of ``bid`` (``marketsim.market.audit.target.Dimension`` objects).
 
         :param bid: a TRUE bid
         :returns: its dimensions

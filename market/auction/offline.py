@@ -10,9 +10,9 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
-from market.auction.base import Schedule
-from market.errors import InputError, SolveError, check_nonneg, check_positive
-from market.milp import milp
+from marketsim.market.auction.base import Schedule
+from marketsim.market.errors import InputError, SolveError, check_nonneg, check_positive
+from marketsim.market.milp import milp
 
 __all__ = ["OfflineResult", "RowBuilder", "solve_milp", "competitive_ratio"]
 

@@ -2,12 +2,12 @@
 auditor's power check for online auctions, with their market adapter and study (entry point
 ``control`` of group ``marketsim.mechanisms``)."""
 
-from market.plugins import Plugin
+from marketsim.market.plugins import Plugin
 
 PLUGIN = Plugin(
     name="control",
     summary="Control auctions with known incentives: fixed posted price vs pay-your-bid",
-    mechanisms={"auction": ("market.auction.controls",)},
-    market="market.auction.controls",
-    studies="market.auction.studies",
+    mechanisms={"auction": ("marketsim.market.auction.controls",)},
+    market="marketsim.market.auction.controls",
+    studies="marketsim.market.auction.studies",
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_int
+from marketsim.market.errors import InputError, as_float_array, check_int
 
 __all__ = ["exp_price", "log_exp_price", "PriceLedger"]
 

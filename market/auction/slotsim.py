@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism, Report, Schedule
-from market.errors import InputError, as_float_array
+from marketsim.market.auction.base import Decision, OnlineMechanism, Report, Schedule
+from marketsim.market.errors import InputError, as_float_array
 
 __all__ = ["SimJob", "Pools", "RoundRobin", "SlotSimulator"]
 

@@ -1,20 +1,20 @@
 """Incentive audit layer: misreport auditor, property metrics, controls and the claims ledger.
 
-* :mod:`market.audit.target` — the adapter protocol (:class:`AuditTarget`, :class:`Dimension`,
+* :mod:`marketsim.market.audit.target` — the adapter protocol (:class:`AuditTarget`, :class:`Dimension`,
   :class:`Probe`, :class:`BaseTarget`).
-* :mod:`market.audit.search` — :func:`audit`, :func:`audit_all`, :func:`audit_instances`,
+* :mod:`marketsim.market.audit.search` — :func:`audit`, :func:`audit_all`, :func:`audit_instances`,
   :func:`summarize`, :func:`wilson_interval`.
-* :mod:`market.audit.fairshare` — adapters for fair-share allocators (rows and tenants).
-* :mod:`market.audit.controls` — first-price / second-price / posted-price auctions, the
+* :mod:`marketsim.market.audit.fairshare` — adapters for fair-share allocators (rows and tenants).
+* :mod:`marketsim.market.audit.controls` — first-price / second-price / posted-price auctions, the
   max-throughput control and :class:`SealedBidTarget`.
-* :mod:`market.audit.metrics` — IR, budget balance, EF, SI, PE, gain-as-you-contribute.
-* :mod:`market.audit.claims` — the claims ledger (:func:`run_claims`, :func:`to_frame`,
+* :mod:`marketsim.market.audit.metrics` — IR, budget balance, EF, SI, PE, gain-as-you-contribute.
+* :mod:`marketsim.market.audit.claims` — the claims ledger (:func:`run_claims`, :func:`to_frame`,
   :func:`to_markdown`, :func:`to_records`, :func:`recheck_witness`); OEF claims in
-  :mod:`market.oef.claims`.
-* :mod:`market.audit.instances` — :func:`random_instance`, :class:`FairShareInstance`.
+  :mod:`marketsim.market.oef.claims`.
+* :mod:`marketsim.market.audit.instances` — :func:`random_instance`, :class:`FairShareInstance`.
 
 This package is the stable public API for plugin authors (``docs/plugins.md``): import what a
-claim or an auction adapter needs from ``market.audit`` itself — :func:`register_claim`,
+claim or an auction adapter needs from ``marketsim.market.audit`` itself — :func:`register_claim`,
 :class:`ClaimContext`, :class:`Measurement`, :class:`FairShareTarget`, :func:`random_instance`,
 :class:`AuditConfig`, :func:`audit`, :class:`Dimension` — not from its submodules, whose layout
 may change.
@@ -22,7 +22,7 @@ may change.
 
 from __future__ import annotations
 
-from market.audit.claims import (
+from marketsim.market.audit.claims import (
     Claim,
     ClaimContext,
     ClaimResult,
@@ -35,10 +35,10 @@ from market.audit.claims import (
     to_markdown,
     to_records,
 )
-from market.audit.controls import SealedBidTarget, first_price, max_throughput, posted_price, second_price
-from market.audit.fairshare import FairShareTarget, TenantTarget
-from market.audit.instances import SIZES, FairShareInstance, random_instance
-from market.audit.metrics import (
+from marketsim.market.audit.controls import SealedBidTarget, first_price, max_throughput, posted_price, second_price
+from marketsim.market.audit.fairshare import FairShareTarget, TenantTarget
+from marketsim.market.audit.instances import SIZES, FairShareInstance, random_instance
+from marketsim.market.audit.metrics import (
     budget_balance_violation,
     contribution_violation,
     envy_violation,
@@ -47,7 +47,7 @@ from market.audit.metrics import (
     pe_violation,
     si_violation,
 )
-from market.audit.search import (
+from marketsim.market.audit.search import (
     AuditConfig,
     AuditResult,
     agent_table,
@@ -58,7 +58,7 @@ from market.audit.search import (
     summarize,
     wilson_interval,
 )
-from market.audit.target import AuditTarget, BaseTarget, Dimension, Probe
+from marketsim.market.audit.target import AuditTarget, BaseTarget, Dimension, Probe
 
 __all__ = [
     "AuditConfig",

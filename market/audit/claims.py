@@ -13,7 +13,7 @@ verdict is derived from the measurement, never written by hand:
 :func:`run_claims` runs them with per-claim seeds derived from ``(seed, paper, claim id)``, so a
 claim's numbers do not depend on which other claims run. Witnesses are JSON-ready dicts that
 :func:`recheck_witness` re-evaluates from scratch. A paper (or any plugin, see
-:mod:`market.plugins`) adds claims by registering functions in a module it lists in its
+:mod:`marketsim.market.plugins`) adds claims by registering functions in a module it lists in its
 ``Plugin.claims``; the ledger imports those modules on first use.
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market.audit.search import jsonable
-from market.errors import InputError, check_choice, check_int
+from marketsim.market.audit.search import jsonable
+from marketsim.market.errors import InputError, check_choice, check_int
 
 __all__ = [
     "VERDICTS",
@@ -218,7 +218,7 @@ class Claim:
     @property
     def label(self) -> str:
         """The verdict with its sample size (:func:`verdict_label`); ``violated (found by search)``
-        when only the hunt (:func:`market.audit.hunt.hunt_claims`) found the violation."""
+        when only the hunt (:func:`marketsim.market.audit.hunt.hunt_claims`) found the violation."""
         if self.found_by == "search":
             return "violated (found by search)"
         return verdict_label(self.verdict, self.n_instances, self.kind)
@@ -305,7 +305,7 @@ def register_witness_checker(
 
 def _load() -> None:
     """Import every plugin's claim modules (each once)."""
-    from market import plugins
+    from marketsim.market import plugins
 
     plugins.import_modules(plugins.modules("claims"))
 
@@ -361,7 +361,7 @@ def flips_verdict(kind: str, verdict: str) -> bool:
 
 def confirm_entry(c: Claim) -> Claim:
     """Re-check the witness that decides ``c``'s verdict with an independent oracle
-    (:func:`market.audit.oracles.confirm_witness`) and record it in ``c.oracle``. A witness the
+    (:func:`marketsim.market.audit.oracles.confirm_witness`) and record it in ``c.oracle``. A witness the
     oracle rejects is an artefact, not a finding: the verdict becomes ``inconclusive`` with the
     reason "witness is an artefact, not confirmed by <oracle>" (other violating instances of the
     sample were not re-checked). Returns ``c``.
@@ -369,7 +369,7 @@ def confirm_entry(c: Claim) -> Claim:
     :param c: a ledger entry (modified in place)
     :returns: ``c``
     """
-    from market.audit.oracles import confirm_witness
+    from marketsim.market.audit.oracles import confirm_witness
 
     if c.witness is None or not flips_verdict(c.kind, c.verdict):
         return c

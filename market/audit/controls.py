@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.audit.target import BaseTarget, Dimension
-from market.errors import InputError, as_float_array, check_choice, check_nonneg
+from marketsim.market.allocation import Allocation
+from marketsim.market.audit.target import BaseTarget, Dimension
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_nonneg
 
 __all__ = [
     "AuctionOutcome",

@@ -4,7 +4,7 @@ For one deviating row ``i`` of a fair-share instance (everyone else truthful) th
 its speedup row is a *bilevel* program: the report ``r`` (the row's normalised entries ``j >= 1`` on
 the types with GPUs; entry 0 is the normalisation anchor, 1) chooses the allocation LP, and the LP's
 optimal allocation ``x`` gives the deviator its TRUE utility ``W_true_i . X_i`` (the same utility,
-in the same units, as :class:`market.audit.fairshare.FairShareTarget`). This module replaces the
+in the same units, as :class:`marketsim.market.audit.fairshare.FairShareTarget`). This module replaces the
 allocation LP by its optimality conditions and solves the resulting single-level program with SCIP
 (through ``pyscipopt``), a global solver for nonconvex programs that proves its bound by spatial
 branch and bound:
@@ -37,7 +37,7 @@ Which policies (:data:`SUPPORTED`): ``oef-noncoop`` (LP 9, the direct weighted f
 modelled), ``gavel-max-min-perf``, ``si-constrained``, ``max-throughput`` (LP 4, with or without
 caps) and ``maxmin``, whose allocation does not depend on the reported speedups at all (equal
 split or progressive filling of ``m`` by weights and caps), so every lie gains exactly 0 (no solve).
-Everything else raises :class:`market.errors.InputError` naming the policy and the reason
+Everything else raises :class:`marketsim.market.errors.InputError` naming the policy and the reason
 (:data:`NOT_AVAILABLE`): Gandiva_fair's trades, Gavel's FIFO / isolated baselines and the integral
 placer are not LPs, and a plugin's mechanism is a program this module cannot see.
 
@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, check_positive
+from marketsim.market.errors import InputError, check_positive
 
 __all__ = [
     "SUPPORTED",
@@ -121,7 +121,7 @@ def available(policy: str) -> tuple[bool, str]:
         return True, ""
     if policy in NOT_AVAILABLE:
         return False, NOT_AVAILABLE[policy]
-    from market import registry
+    from marketsim.market import registry
 
     try:
         info = registry.get(policy, "fair-share")
@@ -298,10 +298,10 @@ class _Instance:
 
 def _omega(inst: _Instance) -> np.ndarray:
     """OEF's row weights: ones when equal, else the exact fractions the mechanism uses
-    (:func:`market.oef.virtual.weight_fractions`, denominator limit from the options)."""
+    (:func:`marketsim.market.oef.virtual.weight_fractions`, denominator limit from the options)."""
     if inst.weights is None or np.all(inst.weights == inst.weights[0]):
         return np.ones(inst.n)
-    from market.oef.virtual import weight_fractions
+    from marketsim.market.oef.virtual import weight_fractions
 
     limit = int(inst.options.get("weight_denominator_limit", 1000))
     return np.array([float(f) for f in weight_fractions(list(inst.weights), limit)])
@@ -715,7 +715,7 @@ class ExactResult:
 
     Utilities are TRUE throughputs ``W_true_i . X_i`` (slowest-GPU equivalents, as the search's);
     relative figures are ``(utility - truthful_utility) / |truthful_utility|`` (as
-    :func:`market.audit.search.relative`).
+    :func:`marketsim.market.audit.search.relative`).
 
     * ``relative_gain`` / ``gain``: what the REGISTERED mechanism gives at ``report`` (attained);
     * ``upper_bound``: proven upper bound on the relative gain of every report in ``box`` (SCIP's
@@ -828,7 +828,7 @@ class ExactResult:
 
 
 def _relative(gain: float, base: float) -> float:
-    from market.audit.search import relative
+    from marketsim.market.audit.search import relative
 
     return relative(gain, base)
 
@@ -1011,7 +1011,7 @@ def best_response(
     :returns: the best response with its proven bound
     :raises InputError: an unsupported policy, an unknown row, a bad box or formulation, missing ``pyscipopt``
     """
-    from market.audit.fairshare import FairShareTarget
+    from marketsim.market.audit.fairshare import FairShareTarget
 
     ok, why = available(policy)
     if not ok:
@@ -1192,7 +1192,7 @@ def _oracle_key(target: Any, agent: int, scope: str, time_limit: float, node_lim
     def arr(a: Any) -> Any:
         return None if a is None else (np.asarray(a, dtype=float).shape, np.asarray(a, dtype=float).tobytes())
 
-    from market import registry
+    from marketsim.market import registry
 
     fn = registry.get(target.name, "fair-share").fn  # a plugin may re-register a name between two calls
     return (target.name, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", repr(fn)), arr(target.Wt),
@@ -1205,7 +1205,7 @@ def _oracle_key(target: Any, agent: int, scope: str, time_limit: float, node_lim
 def oracle(target: Any, agent: int, scope: str = "all", *, time_limit: float = 120.0,
            node_limit: int = ORACLE_NODE_LIMIT) -> ExactResult | None:  # fmt: skip
     """The exact best response the claims ledger uses as its oracle on a
-    :class:`~market.audit.fairshare.FairShareTarget`'s instance, or ``None`` when it does not apply:
+    :class:`~marketsim.market.audit.fairshare.FairShareTarget`'s instance, or ``None`` when it does not apply:
     more than :data:`ORACLE_MAX_ROWS` rows or :data:`ORACLE_MAX_TYPES` types, a policy not in
     :data:`SUPPORTED`, a target that also misreports weights, or options the exact model does not cover.
 
@@ -1239,9 +1239,9 @@ def _oracle(target: Any, agent: int, scope: str, time_limit: float, node_limit: 
         return None
     if target.name not in SUPPORTED:
         return None
-    from market import registry
+    from marketsim.market import registry
 
-    if not getattr(registry.get(target.name, "fair-share").fn, "__module__", "").startswith("market."):
+    if not getattr(registry.get(target.name, "fair-share").fn, "__module__", "").startswith("marketsim.market."):
         return None  # a third-party mechanism under a built-in name is not the program modelled here
     box = None
     if scope == "in":

@@ -8,7 +8,7 @@ normalisation anchor (misreporting it equals scaling all others by its inverse).
 Utility: TRUE normalised throughput ``W_true_l . x_l`` (slowest-GPU equivalents).
 
 :class:`TenantTarget` — tenants with several job types through
-:func:`market.oef.virtual.allocate_tenants` (weights split over job types, the lie applies to all
+:func:`marketsim.market.oef.virtual.allocate_tenants` (weights split over job types, the lie applies to all
 of a class's replicas). Dimensions ``"<job type>:<j>"``; ``TYPES`` probes declare a fake job type
 (a duplicate of a real one or a random vector) or drop a real one. Utility (spec §2.2):
 ``sum_tau W_true_tau . x_(u, tau)`` plus ``max_tau W_true_tau . x_fake`` for each fake class.
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.audit.target import BaseTarget, Dimension, Probe
-from market.errors import InputError, as_float_array
+from marketsim.market.allocation import Allocation
+from marketsim.market.audit.target import BaseTarget, Dimension, Probe
+from marketsim.market.errors import InputError, as_float_array
 
 __all__ = ["FairShareTarget", "TenantTarget", "resolve_fair_share", "FAKE_PREFIX"]
 
@@ -44,7 +44,7 @@ def resolve_fair_share(mechanism: str | Callable[..., Allocation]) -> tuple[str,
         return getattr(mechanism, "__name__", "fair-share"), mechanism
     if not isinstance(mechanism, str):
         raise InputError("mechanism", mechanism, "must be a registered fair-share name or a callable")
-    from market import registry
+    from marketsim.market import registry
 
     return mechanism, registry.get(mechanism, "fair-share").fn
 
@@ -120,13 +120,13 @@ class FairShareTarget(BaseTarget):
             self._dims.append(Dimension("weight", "factor", lo, hi))
         self._resolver = None
         if self.fast and isinstance(self.mechanism, str) and not self.weight_claims:
-            from market import registry
+            from marketsim.market import registry
 
             info = registry.get(self.name, "fair-share")
             if info.screen is not None:
                 self._resolver = info.screen(self.Wt, self.ma, self.wt, self.ca, dict(self.options))
-            else:  # built-in LPs solved through linprog: the audit's own screens (market.audit.screens)
-                from market.audit.screens import audit_screen
+            else:  # built-in LPs solved through linprog: the audit's own screens (marketsim.market.audit.screens)
+                from marketsim.market.audit.screens import audit_screen
 
                 self._resolver = audit_screen(self.name, info.fn, self.Wt, self.ma, self.wt, self.ca,
                                               dict(self.options))  # fmt: skip
@@ -166,7 +166,7 @@ class FairShareTarget(BaseTarget):
     def confirm(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``report`` under the registered mechanism (cached): never from the screen,
         unless the screen declares ``exact`` (it returns the mechanism's allocation bit for bit, as
-        :class:`market.audit.screens.LinprogScreen` does: same program, same solver; tested).
+        :class:`marketsim.market.audit.screens.LinprogScreen` does: same program, same solver; tested).
 
         :param agent: the deviating row (0..n-1)
         :param report: ``(reported row, reported weight or None)``
@@ -302,7 +302,7 @@ class FairShareTarget(BaseTarget):
 
 @dataclass
 class TenantTarget(BaseTarget):
-    """Tenant-level adapter over :func:`market.oef.virtual.allocate_tenants` (see module docstring).
+    """Tenant-level adapter over :func:`marketsim.market.oef.virtual.allocate_tenants` (see module docstring).
 
     ``tenants`` maps tenant id -> {job type -> TRUE speedup vector}; ``weights`` tenant -> pi_u;
     ``n_fake_random`` random fake job types per audit; ``drop_types`` whether dropping a real job
@@ -333,7 +333,7 @@ class TenantTarget(BaseTarget):
     max_speedup: float = 1e4
 
     def __post_init__(self) -> None:
-        from market import registry
+        from marketsim.market import registry
 
         registry.get(self.policy, "fair-share")
         self.name = f"{self.policy}[tenants]"
@@ -397,7 +397,7 @@ class TenantTarget(BaseTarget):
         :param report: its reported vectors
         :returns: every report
         """
-        from market.oef.types import SpeedupReport
+        from marketsim.market.oef.types import SpeedupReport
 
         out = []
         for u, types in self._true.items():
@@ -408,19 +408,19 @@ class TenantTarget(BaseTarget):
         return out
 
     def outcome(self, agent: Hashable, report: Sequence[tuple[str, Sequence[float]]]) -> Any:
-        from market.oef.virtual import allocate_tenants
+        from marketsim.market.oef.virtual import allocate_tenants
 
         return allocate_tenants(self.policy, self.reports(agent, report), self.ma, self.weights, **self.options)
 
     def tenant_value(self, tenant: str, X_class: Mapping[tuple[str, str], np.ndarray]) -> float:
-        """Spec §2.2 TRUE tenant utility (:func:`market.oef.properties.tenant_utility`): real classes
+        """Spec §2.2 TRUE tenant utility (:func:`marketsim.market.oef.properties.tenant_utility`): real classes
         at their true speedups, fake classes at the tenant's best real job type (slowest-GPU eq.).
 
         :param tenant: the tenant
         :param X_class: class -> (k,) devices
         :returns: its utility, slowest-GPU equivalents
         """
-        from market.oef.properties import tenant_utility
+        from marketsim.market.oef.properties import tenant_utility
 
         return tenant_utility(tenant, self._true[tenant], X_class)
 

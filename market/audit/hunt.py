@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from market.errors import InputError, check_choice, check_int
+from marketsim.market.errors import InputError, check_choice, check_int
 
 __all__ = [
     "OPTIMISERS",
@@ -196,7 +196,7 @@ class HuntResult:
         :param history: include the convergence curves
         :returns: the summary
         """
-        from market.audit.search import jsonable
+        from marketsim.market.audit.search import jsonable
 
         out = {
             "evaluations": self.evaluations,
@@ -675,7 +675,7 @@ _SPACES: dict[tuple[str, str], HuntFactory] = {}
 
 def register_hunt_space(paper: str, claim_id: str) -> Callable[[HuntFactory], HuntFactory]:
     """Decorator registering ``factory(size, claim) -> HuntSpace`` for claim ``claim_id`` of
-    ``paper`` (``size`` is the ledger's run size, ``claim`` its :class:`~market.audit.claims.Claim`
+    ``paper`` (``size`` is the ledger's run size, ``claim`` its :class:`~marketsim.market.audit.claims.Claim`
     entry, e.g. for the witness as a warm start).
 
     :param paper: the paper key
@@ -692,7 +692,7 @@ def register_hunt_space(paper: str, claim_id: str) -> Callable[[HuntFactory], Hu
 
 def hunt_spaces() -> list[tuple[str, str]]:
     """``(paper, claim id)`` of every claim with a registered hunt space."""
-    from market import plugins
+    from marketsim.market import plugins
 
     plugins.import_modules(plugins.modules("claims"))  # every plugin's claim modules register their spaces
     return sorted(_SPACES)
@@ -725,8 +725,8 @@ def hunt_claims(
     (:meth:`HuntResult.to_dict`, or ``{"available": False, "reason": ...}``) to it.
 
     Every violating witness the hunt reports is re-checked by the ledger's checker
-    (:func:`~market.audit.claims.recheck_witness`: ``rechecked`` / ``random_rechecked``) and by an
-    independent oracle (:func:`market.audit.oracles.confirm_witness`: ``oracle`` /
+    (:func:`~marketsim.market.audit.claims.recheck_witness`: ``rechecked`` / ``random_rechecked``) and by an
+    independent oracle (:func:`marketsim.market.audit.oracles.confirm_witness`: ``oracle`` /
     ``random_oracle`` say which oracle and what it found). A universal claim that ``holds``
     becomes ``violated`` with ``found_by = "search"`` and the hunt's witness (the optimiser's, else
     the random baseline's: ``hunt["flipped_by"]`` says which) only when both re-checks pass (an
@@ -742,8 +742,8 @@ def hunt_claims(
     :returns: ``results``
     :raises InputError: ``seconds`` without ``evals``
     """
-    from market.audit.claims import recheck_witness
-    from market.audit.oracles import confirm_witness
+    from marketsim.market.audit.claims import recheck_witness
+    from marketsim.market.audit.oracles import confirm_witness
 
     if evals is None:
         raise InputError("--hunt-evals", None, "give the hunt's budget in evaluations; seconds only cap it")

@@ -1,18 +1,18 @@
-"""Instance spaces for :func:`market.audit.hunt.hunt`: fair-share allocators and online auctions.
+"""Instance spaces for :func:`marketsim.market.audit.hunt.hunt`: fair-share allocators and online auctions.
 
 * :class:`FairShareSpace` — TRUE speedups, capacities (and integer weights) of ``n`` tenants on
   ``k`` GPU types: either the realistic box (:data:`REALISTIC`: 2-6 tenants, 2-4 types, 1-8 GPUs
   per type, a fastest/slowest speed ratio up to 12x per tenant) or the ranges of the ledger's
-  generator (:func:`market.audit.instances.random_instance`: rows grow by a factor in ``step``
+  generator (:func:`marketsim.market.audit.instances.random_instance`: rows grow by a factor in ``step``
   per type). Variants are the ``(n, k)`` pairs; the continuous part is ``n (k - 1)`` speedup
   coordinates, ``k`` capacities (rounded to whole GPUs) and optionally ``n`` weights (``1..3``).
   :meth:`FairShareSpace.edges` says which bounds a witness sits on and :meth:`~FairShareSpace.grow`
-  doubles them (up to :data:`EDGE_LIMITS`), which :func:`market.audit.hunt.hunt` uses to grow the
+  doubles them (up to :data:`EDGE_LIMITS`), which :func:`marketsim.market.audit.hunt.hunt` uses to grow the
   box until the witness is interior or a limit is hit.
 * :class:`MisreportSpace` — effect = the deviator's largest gain of a misreport over the claim's
   probe families (relative, or as a fraction of its equal-split utility; row 0 deviates: the
   space contains every row, so fixing the deviator loses nothing for a mechanism that treats rows
-  alike). The inner search is :func:`market.audit.search.audit` with :data:`HUNT_CONFIG` on the
+  alike). The inner search is :func:`marketsim.market.audit.search.audit` with :data:`HUNT_CONFIG` on the
   mechanism's fast screen, on a fixed seed: confirmation re-runs it and gets the same figure
   (or the exact best response, where one exists), and ``witness["reaudit"]`` is the
   ``marketsim audit --search hunt`` command that prints it.
@@ -20,7 +20,7 @@
 * :class:`AuctionSpace` — an online auction market from its paper's generator (the discrete
   part: generator seeds); the continuous part moves every bidder's TRUE type along the market's
   own misreport dimensions (valuation, size, demands, arrival) within their boxes; the effect is
-  one bidder's largest relative gain of a misreport (:class:`market.audit.online.OnlineAuctionTarget`).
+  one bidder's largest relative gain of a misreport (:class:`marketsim.market.audit.online.OnlineAuctionTarget`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.fairshare import FairShareTarget
-from market.audit.hunt import Evaluation
-from market.audit.instances import FairShareInstance, random_instance
-from market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
-from market.errors import InputError
+from marketsim.market.audit.fairshare import FairShareTarget
+from marketsim.market.audit.hunt import Evaluation
+from marketsim.market.audit.instances import FairShareInstance, random_instance
+from marketsim.market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
+from marketsim.market.errors import InputError
 
 __all__ = [
     "HUNT_CONFIG",
@@ -157,8 +157,8 @@ def equal_share_utility(W: np.ndarray, m: np.ndarray, agent: int = 0, weights: A
 
 def misreport_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest | None = None, reaudit: bool = True,
                       search: str = "default") -> dict[str, Any]:  # fmt: skip
-    """The ledger's ``misreport`` witness (re-checked by :func:`market.audit.claims.recheck_witness`
-    and by the independent oracles of :mod:`market.audit.oracles`) of the lie in family ``fb``
+    """The ledger's ``misreport`` witness (re-checked by :func:`marketsim.market.audit.claims.recheck_witness`
+    and by the independent oracles of :mod:`marketsim.market.audit.oracles`) of the lie in family ``fb``
     (default: the family of ``r``'s best lie) plus, with ``reaudit``, the ``marketsim audit``
     command whose agent ``deviator`` re-derives it (``search``: which inner search produced it).
     ``gain_over_equal_share`` is the gain as a fraction of the deviator's equal-split utility
@@ -219,7 +219,7 @@ class FairShareSpace:
       ``[0, log r_i]`` (sorted: rows non-decreasing, column 0 the slowest type); the baseline
       draws uniform points of the same box. Only the unrestricted generator.
     * ``ratio_max=None``: the ledger generator's per-type step factors in ``step``
-      (:func:`market.audit.instances.random_instance`, also the baseline)."""
+      (:func:`marketsim.market.audit.instances.random_instance`, also the baseline)."""
 
     name: str
     n: tuple[int, int] = (2, 4)
@@ -425,13 +425,13 @@ class MisreportSpace(FairShareSpace):
     instances and finite when the truthful utility is 0). A gain counts when it exceeds the
     audit's tolerance (``1e-7 max(1, |u|)``); below it the effect is 0, as in the ledger.
 
-    The inner search is :func:`market.audit.search.audit` with ``config`` on the mechanism's fast
+    The inner search is :func:`marketsim.market.audit.search.audit` with ``config`` on the mechanism's fast
     screen, seeded with :data:`INNER_SEED` on every evaluation: the figure is a function of the
     instance. Confirmation (:meth:`confirm`) is the certified best response of
-    :mod:`market.audit.exact` where it covers the mechanism and size (:func:`market.audit.oracles.exact_hook`),
-    otherwise the same inner search re-run (identical figure), so the reported figure is never
-    below what the search saw; ``witness["reaudit"]`` is the ``marketsim audit`` command that
-    prints it (``--search hunt`` / ``--exact``)."""
+    :mod:`marketsim.market.audit.exact` where it covers the mechanism and size
+    (:func:`marketsim.market.audit.oracles.exact_hook`), otherwise the same inner search re-run (identical figure), so
+    the reported figure is never below what the search saw; ``witness["reaudit"]`` is the ``marketsim audit`` command
+    that prints it (``--search hunt`` / ``--exact``)."""
 
     mechanism: str = "oef-noncoop"
     scope: str = "all"
@@ -469,7 +469,7 @@ class MisreportSpace(FairShareSpace):
         return self._figure(t, audit(t, 0, config=self.config, rng=np.random.default_rng(INNER_SEED)), inst)
 
     def confirm(self, inst: FairShareInstance, rng: np.random.Generator) -> Evaluation:
-        """The exact best response where :mod:`market.audit.exact` covers the instance, else the
+        """The exact best response where :mod:`marketsim.market.audit.exact` covers the instance, else the
         inner search re-run (deterministic: the figure the optimiser saw)."""
         ev = self.evaluate(inst, rng)
         ex = self._exact(inst)
@@ -478,7 +478,7 @@ class MisreportSpace(FairShareSpace):
         return ev
 
     def _exact(self, inst: FairShareInstance) -> dict[str, Any] | None:
-        from market.audit.oracles import EXACT_MECHANISMS, exact_hook
+        from marketsim.market.audit.oracles import EXACT_MECHANISMS, exact_hook
 
         fn = exact_hook()
         n, k = inst.W.shape
@@ -540,7 +540,7 @@ class AuctionSpace:
     ``arrival_delay`` when ``arrival`` is False); ``lie_dims`` restricts the inner search;
     ``deviators`` the positions (in job-id order) of the deviating bid, crossed with ``seeds`` as
     the variants; ``config`` the inner audit; ``witness_kind``
-    names the checker of the witness (:func:`market.audit.claims.register_witness_checker`);
+    names the checker of the witness (:func:`marketsim.market.audit.claims.register_witness_checker`);
     ``absolute``: the effect is the gain in utility units (as the Eris ledger reports it) instead
     of the relative gain."""
 
@@ -649,7 +649,7 @@ class AuctionSpace:
         return self.rebid(mk, bids) if moves else mk
 
     def evaluate(self, point: AuctionPoint, rng: np.random.Generator) -> Evaluation:
-        from market.audit.online import OnlineAuctionTarget
+        from marketsim.market.audit.online import OnlineAuctionTarget
 
         mk = self.market(point)
         t = OnlineAuctionTarget(mk, self.mechanism, bidders=[point.deviator], seed=self.run_seed)
@@ -685,8 +685,8 @@ class AuctionSpace:
 
     def recheck(self, witness: dict[str, Any]) -> bool:
         """Re-run the witness's single misreport on its instance: True when it still gains."""
-        from market.audit.online import OnlineAuctionTarget
-        from market.audit.search import evaluate_misreport
+        from marketsim.market.audit.online import OnlineAuctionTarget
+        from marketsim.market.audit.search import evaluate_misreport
 
         point = AuctionPoint.from_dict(witness["point"])
         mech = str(witness.get("mechanism", self.mechanism))
@@ -697,7 +697,7 @@ class AuctionSpace:
 
 
 def _register_checker() -> None:
-    from market.audit.claims import register_witness_checker
+    from marketsim.market.audit.claims import register_witness_checker
 
     register_witness_checker("auction_hunt")(_check_auction_hunt)
 

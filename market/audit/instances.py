@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_int
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_int
 
 __all__ = ["FairShareInstance", "random_instance", "SIZES"]
 

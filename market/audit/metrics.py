@@ -2,7 +2,7 @@
 
 Every function returns a non-negative number in the unit of the compared quantity, so a test or a
 claims ledger compares it with a tolerance. Fair-share measures delegate to
-:mod:`market.oef.properties` (the single implementation of envy, SI and the PE-gap LP).
+:mod:`marketsim.market.oef.properties` (the single implementation of envy, SI and the PE-gap LP).
 
 * :func:`ir_violation` — individual rationality: ``max_i (payment_i - value_i)^+`` (currency).
 * :func:`budget_balance_violation` — payments vs incomes: exact ``|sum pay - sum income|`` or
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, as_float_array
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, as_float_array
 
 __all__ = [
     "ir_violation",
@@ -75,14 +75,14 @@ def budget_balance_violation(payments: Any, incomes: Any, *, mode: str = "exact"
 
 def envy_violation(W: Any, X: Any, weights: Any = None) -> float:
     """Max (weighted) envy ``max_{l,i} W_l.x_i/pi_i - W_l.x_l/pi_l`` (>= 0; throughput units).
-    Pass TRUE ``W`` to measure experienced envy. Uses :func:`market.oef.properties.envy`.
+    Pass TRUE ``W`` to measure experienced envy. Uses :func:`marketsim.market.oef.properties.envy`.
 
     :param W: (n, k) speedups (TRUE ones to measure what agents experience)
-    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation, or an :class:`~marketsim.market.allocation.Allocation`
     :param weights: (n,) priorities, or ``None`` (equal)
     :returns: the max envy, >= 0
     """
-    from market.oef.properties import max_envy
+    from marketsim.market.oef.properties import max_envy
 
     return max(0.0, max_envy(W, _X(X), weights))
 
@@ -90,11 +90,11 @@ def envy_violation(W: Any, X: Any, weights: Any = None) -> float:
 def si_violation(W: Any, X: Any, m: Any, weights: Any = None, quota: Any = None) -> float:
     """Max shortfall below the sharing-incentive threshold (>= 0; throughput units).
 
-    Threshold: ``(pi_l / sum pi) W_l . m`` (:func:`market.oef.properties.si_gap`), or, when
+    Threshold: ``(pi_l / sum pi) W_l . m`` (:func:`marketsim.market.oef.properties.si_gap`), or, when
     ``quota`` (n, k) is given, ``W_l . quota_l`` (the bundle the agent is entitled to alone).
 
     :param W: (n, k) speedups (TRUE ones to measure what agents experience)
-    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation, or an :class:`~marketsim.market.allocation.Allocation`
     :param m: (k,) GPUs per type
     :param weights: (n,) priorities, or ``None`` (equal)
     :param quota: (n, k) each agent's entitled bundle, or ``None`` (the weighted equal split)
@@ -102,11 +102,11 @@ def si_violation(W: Any, X: Any, m: Any, weights: Any = None, quota: Any = None)
     """
     Xa = _X(X)
     if quota is None:
-        from market.oef.properties import si_gap
+        from marketsim.market.oef.properties import si_gap
 
         gap = si_gap(W, Xa, m, weights)
     else:
-        from market.oef.properties import utilities
+        from marketsim.market.oef.properties import utilities
 
         Wa = np.asarray(W, dtype=float)
         Q = as_float_array("quota", quota, shape=Wa.shape, nonneg=True)
@@ -116,15 +116,15 @@ def si_violation(W: Any, X: Any, m: Any, weights: Any = None, quota: Any = None)
 
 def pe_violation(W: Any, X: Any, m: Any, solver: str = "highs-ds") -> float:
     """Pareto gap (strong definition): total throughput a capacity-feasible allocation can add
-    while making nobody worse off (:func:`market.oef.properties.pe_gap`; >= 0).
+    while making nobody worse off (:func:`marketsim.market.oef.properties.pe_gap`; >= 0).
 
     :param W: (n, k) speedups (TRUE ones to measure what agents experience)
-    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation, or an :class:`~marketsim.market.allocation.Allocation`
     :param m: (k,) GPUs per type
     :param solver: the LP method (``scipy.optimize.linprog`` name)
     :returns: the throughput that could be added, >= 0
     """
-    from market.oef.properties import pe_gap
+    from marketsim.market.oef.properties import pe_gap
 
     return float(pe_gap(W, _X(X), m, solver=solver))
 
@@ -168,7 +168,7 @@ def fair_share_report(W: Any, X: Any, m: Any, weights: Any = None) -> dict[str, 
     ``total`` throughput ``sum_l W_l.x_l`` plus ``capacity`` excess ``max_j (sum_l x_l^j - m_j)^+``.
 
     :param W: (n, k) speedups (TRUE ones to measure what agents experience)
-    :param X: (n, k) allocation, or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation, or an :class:`~marketsim.market.allocation.Allocation`
     :param m: (k,) GPUs per type
     :param weights: (n,) priorities, or ``None``
     :returns: ``{"envy", "si", "pe", "total", "capacity"}``

@@ -1,11 +1,11 @@
 """The audit adapter for every online auction: one :class:`OnlineAuctionTarget` over an
-:class:`~market.auction.market.AuctionMarket`.
+:class:`~marketsim.market.auction.market.AuctionMarket`.
 
 The deviator is one bidder (``job_id``); everyone else reports truthfully, and the arrival order,
 price constants and the mechanism's random draws are held fixed (the mechanism is rebuilt from the
 same ``seed`` for every evaluation). A misreport is the market's own
-:meth:`~market.auction.market.AuctionMarket.misreport` of the named parameters; the deviator's
-utility is its TRUE surplus (:meth:`~market.auction.market.AuctionMarket.true_surplus`).
+:meth:`~marketsim.market.auction.market.AuctionMarket.misreport` of the named parameters; the deviator's
+utility is its TRUE surplus (:meth:`~marketsim.market.auction.market.AuctionMarket.true_surplus`).
 
 For posted-price mechanisms the decisions of bidders that arrive before the deviator do not depend
 on its report, so ``outcome`` replays the whole instance; it is exact, and the audit's cache makes
@@ -18,10 +18,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from market.auction.base import Decision
-from market.auction.market import AuctionMarket, decisions_by_id, run_market
-from market.audit.target import BaseTarget, Dimension
-from market.errors import InputError
+from marketsim.market.auction.base import Decision
+from marketsim.market.auction.market import AuctionMarket, decisions_by_id, run_market
+from marketsim.market.audit.target import BaseTarget, Dimension
+from marketsim.market.errors import InputError
 
 __all__ = ["OnlineAuctionTarget"]
 

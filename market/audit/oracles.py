@@ -10,7 +10,7 @@ Oracles, by witness kind (registered with :func:`register_oracle`; the first tha
 
 * ``exact-best-response`` — fair-share ``misreport`` witnesses against the LP allocators: the
   certified best response of the deviator on the instance (bilevel program solved to global
-  optimality, :mod:`market.audit.exact`, built by another branch). Confirmed when the certified
+  optimality, :mod:`marketsim.market.audit.exact`, built by another branch). Confirmed when the certified
   largest gain is at least the witness's gain (less the audit tolerance) and above the
   tolerance. Used as soon as :func:`exact_hook` finds the module; until then the next oracle.
 * ``resolution-2x-4x`` — fair-share ``misreport`` and ``property`` witnesses: the same
@@ -20,7 +20,7 @@ Oracles, by witness kind (registered with :func:`register_oracle`; the first tha
   so a real violation persists at every resolution while one that lives in the solver's
   tolerance or in a rounding step does not). Confirmed when the violation persists at both.
 * ``exact-dp+milp-zero-gap`` — PD-ORS ledger witnesses (kind ``pdors``): re-measured with the
-  exact-workload pricing DP (:mod:`market.pdors.pricing`) and, where the claim uses the offline
+  exact-workload pricing DP (:mod:`marketsim.market.pdors.pricing`) and, where the claim uses the offline
   optimum, the MILP at zero relative gap; a witness produced on the spec's workload grid is also
   re-measured at 2x and 4x ``dp_units`` (reported, not decisive: the grid's artefact can recur at
   any resolution, issue #32).
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = ["OracleResult", "register_oracle", "confirm_witness", "exact_hook", "oracle_kinds", "RESOLUTIONS"]
 
@@ -76,7 +76,7 @@ class OracleResult:
         return f"confirmed by {self.oracle}" if self.confirmed else f"artefact, not confirmed by {self.oracle}"
 
     def to_dict(self) -> dict[str, Any]:
-        from market.audit.search import jsonable
+        from marketsim.market.audit.search import jsonable
 
         return {"oracle": self.oracle, "confirmed": self.confirmed, "independent": self.independent,
                 "label": self.label, "detail": jsonable(self.detail)}  # fmt: skip
@@ -110,7 +110,7 @@ def oracle_kinds() -> dict[str, list[str]]:
 
 
 def _load() -> None:
-    from market import plugins
+    from marketsim.market import plugins
 
     # the paper modules register their oracles beside their checkers (the ledger's plugin modules)
     plugins.import_modules(plugins.modules("claims"))
@@ -127,7 +127,7 @@ def confirm_witness(witness: dict[str, Any]) -> OracleResult:
     if not isinstance(witness, dict):
         raise InputError("witness", witness, "must be a dict with a 'kind'")
     if "kind" not in witness:
-        # a plugin's own witness format: said, not guessed at (market.audit.hunt_spaces.misreport_witness
+        # a plugin's own witness format: said, not guessed at (marketsim.market.audit.hunt_spaces.misreport_witness
         # builds one the oracles re-check)
         return OracleResult("no independent oracle (the witness has no 'kind')", None, False)
     _load()
@@ -147,13 +147,13 @@ EXACT_MECHANISMS = ("oef-noncoop", "oef-coop", "gavel", "gavel-max-min-perf", "m
 
 
 def exact_hook() -> Callable[..., Any] | None:
-    """The exact best-response function of :mod:`market.audit.exact` when that module exists
+    """The exact best-response function of :mod:`marketsim.market.audit.exact` when that module exists
     (``best_response(policy, W, m, i, *, weights=None, caps=None)`` returning an object with the
     attained ``gain`` / ``relative_gain`` of the registered mechanism at the optimal report, the
     proven ``upper_bound`` on the relative gain over the report box and ``certified``); ``None``
     until it is merged."""
     try:
-        from market.audit import exact  # type: ignore[attr-defined]
+        from marketsim.market.audit import exact  # type: ignore[attr-defined]
     except ImportError:
         return None
     return getattr(exact, "best_response", None)
@@ -188,14 +188,14 @@ def _exact_misreport(w: dict[str, Any]) -> OracleResult | None:
 
 ONE_JOB_BOUND = ("gavel-max-sum-throughput", "gavel-max-min-perf", "gavel-isolated", "gavel-fifo")
 """Gavel's own policies: without caps each row is one job, bounded by ``sum_j x[l, j] <= 1`` (its
-scale factor's devices, :mod:`market.oef.gavel`), a bound that does not grow with ``m``. At
+scale factor's devices, :mod:`marketsim.market.oef.gavel`), a bound that does not grow with ``m``. At
 resolution ``s`` that bound is passed as ``caps = s`` devices per row, so the scaled instance is
 the same market counted in 1/s GPUs (without it, doubling ``m`` would double the GPUs but not the
 jobs' demand: another market, where a real gain can vanish)."""
 
 
 def _scaled_target(w: dict[str, Any], s: int) -> Any:
-    from market.audit.fairshare import FairShareTarget
+    from marketsim.market.audit.fairshare import FairShareTarget
 
     caps = w.get("caps")
     if caps is None and w.get("mechanism") in ONE_JOB_BOUND and not w.get("options"):
@@ -206,7 +206,7 @@ def _scaled_target(w: dict[str, Any], s: int) -> Any:
 
 def _resolution_misreport(w: dict[str, Any]) -> OracleResult:
     """The lie's gain at capacities x2 and x4 (the same instance in half / quarter GPUs)."""
-    from market.audit.search import relative
+    from marketsim.market.audit.search import relative
 
     per: dict[str, Any] = {}
     ok = True
@@ -225,7 +225,7 @@ def resolution_property_oracle(measure: Callable[..., float], tolerance: Callabl
     """The oracle of a property witness: the property's violation at capacities x2 and x4, each
     against its own tolerance. ``measure(property, mechanism, W, m, weights, caps)`` gives the
     violation and ``tolerance(property, W, m)`` its tolerance (the paper module that owns the
-    properties registers it: :mod:`market.oef.claims`)."""
+    properties registers it: :mod:`marketsim.market.oef.claims`)."""
 
     def _resolution_property(w: dict[str, Any]) -> OracleResult:
         per: dict[str, Any] = {}

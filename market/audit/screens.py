@@ -4,19 +4,19 @@ A misreport audit scores ~100 reports per deviator; for ``gavel`` (spec §4.1) a
 ``si-constrained`` (A5) each is one small LP, and ``linprog``'s wrapper (input cleaning, sparse
 stacking, option checks) costs several milliseconds more than HiGHS's dual simplex on it. A
 :class:`LinprogScreen` builds the *same* program with
-:func:`market.oef.programs.build_gavel` / :func:`market.oef.programs.build_si_constrained` (on the
+:func:`marketsim.market.oef.programs.build_gavel` / :func:`marketsim.market.oef.programs.build_si_constrained` (on the
 unscaled types), passes it to HiGHS as CSC arrays and solves it exactly as ``linprog(method="highs-ds")`` does: the
 HiGHS build bundled with scipy (``highspy`` may be another HiGHS version, whose last-bit rounding
 differs), the options scipy passes (dual simplex, presolve on), one reused instance per thread.
 It returns the allocation the registered mechanism returns, bit for bit
 (``tests/test_audit_screens.py`` checks equality on seeded instances and misreports). Without
 scipy's private HiGHS module (another scipy version) there is no screen and the audit calls the
-mechanism. As with every screen, :class:`market.audit.fairshare.FairShareTarget` (``fast=True``)
+mechanism. As with every screen, :class:`marketsim.market.audit.fairshare.FairShareTarget` (``fast=True``)
 searches with it and re-measures the truth, the structural probes and every family's best with the
 registered mechanism; since these screens are bit-identical to it (``exact``), those confirmations
 read the screen, and the hunt's witnesses are re-checked with the registered mechanism itself.
 
-:func:`audit_screen` is the lookup :class:`~market.audit.fairshare.FairShareTarget` uses when the
+:func:`audit_screen` is the lookup :class:`~marketsim.market.audit.fairshare.FairShareTarget` uses when the
 mechanism's registration carries no screen: the screens here apply only while the registered
 function is the built-in one (a plugin that replaces ``gavel`` gets no screen).
 """
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import SolveError
+from marketsim.market.errors import SolveError
 
 try:  # scipy's own HiGHS (what linprog runs); private, hence guarded
     from scipy.optimize._highspy import _core as _scipy_highs
@@ -46,7 +46,7 @@ def _eligible(W: np.ndarray, m: np.ndarray, caps: Any, options: Any) -> bool:
     """The registered call is the plain one: no caps, no options, every ``m_j > 0`` within a factor
     100 of each other (no column scaling, no dropped types) and a small program (Gavel's
     ``solver="auto"`` stays on dual simplex, not interior point or price decomposition)."""
-    from market.oef.lp import AUTO_IPM_NONZEROS
+    from marketsim.market.oef.lp import AUTO_IPM_NONZEROS
 
     m = np.asarray(m, dtype=float)
     n, k = np.shape(W)
@@ -114,8 +114,8 @@ class LinprogScreen:
         self.solves = 0
 
     def allocation(self, l: int, row: np.ndarray) -> np.ndarray:
-        from market.oef import lp
-        from market.oef.programs import build_gavel, build_si_constrained
+        from marketsim.market.oef import lp
+        from marketsim.market.oef.programs import build_gavel, build_si_constrained
 
         Wr = self.W.copy()
         Wr[int(l)] = np.asarray(row, dtype=float)
@@ -141,11 +141,11 @@ class LinprogScreen:
 
 def _builtin(name: str) -> Callable[..., Any] | None:
     if name == "gavel":
-        from market.oef.baselines import gavel_maxmin
+        from marketsim.market.oef.baselines import gavel_maxmin
 
         return gavel_maxmin
     if name == "si-constrained":
-        from market.oef.mechanisms import si_constrained_lp
+        from marketsim.market.oef.mechanisms import si_constrained_lp
 
         return si_constrained_lp
     return None

@@ -29,8 +29,8 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.stats import qmc
 
-from market.audit.target import AuditTarget, Dimension, check_params
-from market.errors import InputError, check_int
+from marketsim.market.audit.target import AuditTarget, Dimension, check_params
+from marketsim.market.errors import InputError, check_int
 
 __all__ = [
     "AuditConfig",

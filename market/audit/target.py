@@ -45,7 +45,7 @@ provide ``confirm(agent, report)`` (the mechanism's own TRUE utility), and the a
 the truthful report and every family's best report with it before reporting any number.
 
 Everything else (grids, joint sampling, refinement, caching, families, tidy results) is done by
-:mod:`market.audit.search`. Reports must be hashable through :meth:`BaseTarget.report_key` for
+:mod:`marketsim.market.audit.search`. Reports must be hashable through :meth:`BaseTarget.report_key` for
 the cache; the default handles numbers, tuples, numpy arrays and frozen dataclasses.
 """
 
@@ -59,7 +59,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from market.errors import InputError, check_finite
+from marketsim.market.errors import InputError, check_finite
 
 __all__ = ["Dimension", "Probe", "AuditTarget", "BaseTarget", "check_params"]
 
@@ -242,7 +242,7 @@ class AuditTarget(Protocol):
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
         """What ``agent`` can misreport.
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :returns: its reportable dimensions
         """
         ...
@@ -250,7 +250,7 @@ class AuditTarget(Protocol):
     def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:
         """The report of ``agent`` for a parameter setting (missing names: truthful).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param params: dimension name -> value (a factor, or the reported value)
         :returns: the report object :meth:`outcome` takes
         """
@@ -259,7 +259,7 @@ class AuditTarget(Protocol):
     def outcome(self, agent: Hashable, report: Any) -> Any:
         """The mechanism's outcome for ``agent`` when it submits ``report`` and the others are truthful.
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param report: from :meth:`report` or a :class:`Probe`
         :returns: what :meth:`utility` needs (allocation, decision, payment, ...)
         """
@@ -269,7 +269,7 @@ class AuditTarget(Protocol):
         """The TRUE utility of ``agent`` for ``outcome`` (true value minus payment; fair share: true
         throughput).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param outcome: from :meth:`outcome`
         :returns: the utility (currency, or normalised throughput)
         """
@@ -278,7 +278,7 @@ class AuditTarget(Protocol):
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
         """Structural misreports of ``agent`` (fake or dropped types, copies, arbitrary vectors).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param rng: the random generator (random probes)
         :returns: the probes
         """
@@ -295,7 +295,7 @@ class AuditTarget(Protocol):
     def evaluate(self, agent: Hashable, report: Any) -> float:
         """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful.
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param report: the report
         :returns: :meth:`utility` of :meth:`outcome`
         """
@@ -340,7 +340,7 @@ class BaseTarget(ABC):
     def dimensions(self, agent: Hashable) -> Sequence[Dimension]:
         """Implemented by every target: what ``agent`` can misreport.
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :returns: its reportable dimensions
         """
 
@@ -348,7 +348,7 @@ class BaseTarget(ABC):
     def report(self, agent: Hashable, params: Mapping[str, float]) -> Any:
         """Implemented by every target: the report of ``agent`` for a parameter setting (missing names: truthful).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param params: dimension name -> value (a factor, or the reported value)
         :returns: the report object :meth:`outcome` takes
         """
@@ -358,7 +358,7 @@ class BaseTarget(ABC):
         """Implemented by every target: the mechanism's outcome for ``agent`` when it submits
         ``report`` and the others are truthful.
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param report: from :meth:`report` or a :class:`Probe`
         :returns: what :meth:`utility` needs (allocation, decision, payment, ...)
         """
@@ -368,7 +368,7 @@ class BaseTarget(ABC):
         """Implemented by every target: the TRUE utility of ``agent`` for ``outcome`` (true value
         minus payment; fair share: true throughput).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param outcome: from :meth:`outcome`
         :returns: the utility (currency, or normalised throughput)
         """
@@ -376,7 +376,7 @@ class BaseTarget(ABC):
     def probes(self, agent: Hashable, rng: np.random.Generator) -> Sequence[Probe]:
         """Structural misreports of ``agent`` (none by default).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param rng: the random generator (random probes)
         :returns: the probes
         """
@@ -405,7 +405,7 @@ class BaseTarget(ABC):
         """TRUE utility of ``agent`` when it submits ``report`` and the others are truthful (cached;
         a miss counts in ``evaluations``).
 
-        :param agent: the deviating agent (one of :meth:`agents`)
+        :param agent: the deviating agent (one of :meth:`marketsim.agents`)
         :param report: the report
         :returns: :meth:`utility` of :meth:`outcome`
         """

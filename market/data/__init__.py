@@ -1,4 +1,4 @@
-"""Reference data shipped with the package (read with :func:`market.traces.data_path`).
+"""Reference data shipped with the package (read with :func:`marketsim.market.traces.data_path`).
 
 * ``gavel_throughputs.csv``: Gavel's measured K80/P100/V100 throughputs (MIT, see its README).
 * ``gavel_trace_seed1.trace``: a 1,301-job trace written by Gavel's simulator (MIT, see its README).

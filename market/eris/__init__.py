@@ -1,21 +1,21 @@
 """Eris (Pang et al., IEEE TMC 2024): online posted-price auction for unbiased distributed
 learning over edge networks, in the paper's global-budget mode and a topology (per-link) mode.
-See ``shared/spec/eris.md``. Importing :mod:`market.eris.mechanism` and
-:mod:`market.eris.baselines` registers ``eris``, ``tiresias``, ``antman`` and ``liquid`` (the
+See ``shared/spec/eris.md``. Importing :mod:`marketsim.market.eris.mechanism` and
+:mod:`marketsim.market.eris.baselines` registers ``eris``, ``tiresias``, ``antman`` and ``liquid`` (the
 plugin loader does this when an auction mechanism is first asked for)."""
 
-from market._lazy import lazy_exports
+from marketsim.market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "market.eris.baselines": (
+        "marketsim.market.eris.baselines": (
             "BaselineOutcome",
             "antman",
             "liquid",
             "tiresias",
         ),
-        "market.eris.mechanism": (
+        "marketsim.market.eris.mechanism": (
             "ErisAuction",
             "ErisDecision",
             "ErisOutcome",
@@ -23,13 +23,13 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "realised_value",
             "run_eris",
         ),
-        "market.eris.prices": (
+        "marketsim.market.eris.prices": (
             "CR_CONSTANT",
             "ErisState",
             "competitive_constant",
             "price",
         ),
-        "market.eris.types": (
+        "marketsim.market.eris.types": (
             "RESOURCES",
             "ErisBid",
             "ErisConfig",

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.auction.base import OnlineMechanism
-from market.eris.mechanism import ErisDecision, _auction_schedule, setup_market
-from market.eris.network import Links
-from market.eris.prices import ErisState
-from market.eris.sources import cumulative_sources, slot_sources, source_sequence
-from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, NetworkSpec, SlotPlan
-from market.errors import InputError, check_choice, check_finite, check_int
-from market.registry import register
-from market.types import EdgeSite
-from market.utility import SigmoidUtility
+from marketsim.market.auction.base import OnlineMechanism
+from marketsim.market.eris.mechanism import ErisDecision, _auction_schedule, setup_market
+from marketsim.market.eris.network import Links
+from marketsim.market.eris.prices import ErisState
+from marketsim.market.eris.sources import cumulative_sources, slot_sources, source_sequence
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, NetworkSpec, SlotPlan
+from marketsim.market.errors import InputError, check_choice, check_finite, check_int
+from marketsim.market.registry import register
+from marketsim.market.types import EdgeSite
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = [
     "BaselineOutcome",
@@ -188,7 +188,8 @@ class BaselineMechanism(OnlineMechanism):
     :meth:`finish` flushes the jobs that never completed (value 0, payment 0). The baselines use
     only jobs that have arrived, so the batch functions (:func:`tiresias`, ...) are this run.
 
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``
@@ -360,7 +361,8 @@ def tiresias(
     """Run :class:`TiresiasMechanism` over ``bids`` (slots 1..T).
 
     :param bids: the reports (or true types), arrivals in slots 1..T
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``
@@ -496,7 +498,8 @@ def antman(
     """Run :class:`AntManMechanism` over ``bids`` (slots 1..T).
 
     :param bids: the reports (or true types), arrivals in slots 1..T
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``
@@ -617,7 +620,8 @@ def liquid(
     """Run :class:`LiquidMechanism` over ``bids`` (slots 1..T).
 
     :param bids: the reports (or true types), arrivals in slots 1..T
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``

@@ -3,10 +3,10 @@
 Instances: micro instances (R <= 3, K <= 2, T <= 4, D <= 6, both bandwidth modes, every option
 combination) drawn from the claim's own generator, the spec's hand-made witnesses of the Thm-4/5
 findings (tests/test_eris_properties.py), and study instances from
-:func:`market.eris.market.make_market`. Truthfulness (C3) is audited with the generic
-:class:`~market.audit.online.OnlineAuctionTarget` (whole-sequence replays, others truthful,
+:func:`marketsim.market.eris.market.make_market`. Truthfulness (C3) is audited with the generic
+:class:`~marketsim.market.audit.online.OnlineAuctionTarget` (whole-sequence replays, others truthful,
 consequence model of §7 C3 for the true value). Every witness is a JSON dict that
-:func:`market.audit.claims.recheck_witness` re-evaluates from scratch.
+:func:`marketsim.market.audit.claims.recheck_witness` re-evaluates from scratch.
 
 Not claimed by the paper (so not measured): envy-freeness, sharing incentive, Pareto efficiency,
 budget balance; the NP-hardness statement is not audited.
@@ -22,18 +22,18 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from market.auction.market import run_market
-from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
-from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, AuditResult, audit, evaluate_misreport, relative
-from market.eris.diagnostics import check_feasibility, normalisation, small_job
-from market.eris.exact import competitive_ratio, subroutine_check
-from market.eris.market import make_market
-from market.eris.mechanism import ErisAuction, realised_utility
-from market.eris.prices import competitive_constant, price
-from market.eris.types import ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.errors import InputError
-from market.utility import SigmoidUtility
+from marketsim.market.auction.market import run_market
+from marketsim.market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.search import AuditConfig, AuditResult, audit, evaluate_misreport, relative
+from marketsim.market.eris.diagnostics import check_feasibility, normalisation, small_job
+from marketsim.market.eris.exact import competitive_ratio, subroutine_check
+from marketsim.market.eris.market import make_market
+from marketsim.market.eris.mechanism import ErisAuction, realised_utility
+from marketsim.market.eris.prices import competitive_constant, price
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.errors import InputError
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = ["micro_instance", "instance_to_dict", "instance_from_dict", "audit_config", "C3_GROUPS"]
 

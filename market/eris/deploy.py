@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.eris.network import Links
-from market.eris.prices import SlotView
-from market.eris.types import ErisConfig, ErisJob, ErisSites, SlotPlan
+from marketsim.market.eris.network import Links
+from marketsim.market.eris.prices import SlotView
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSites, SlotPlan
 
 __all__ = [
     "JobArrays",

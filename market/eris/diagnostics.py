@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.eris.mechanism import ErisAuction, ErisDecision
-from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites
+from marketsim.market.eris.mechanism import ErisAuction, ErisDecision
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites
 
 __all__ = ["check_feasibility", "Normalisation", "normalisation", "small_job"]
 

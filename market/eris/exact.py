@@ -24,15 +24,15 @@ import numpy as np
 import scipy.sparse as sps
 from scipy.optimize import Bounds, LinearConstraint
 
-from market.eris.deploy import JobArrays, deploy_batch, prepare_job, prepare_slot
-from market.eris.mechanism import ErisAuction, as_sites
-from market.eris.network import Links, build_links
-from market.eris.prices import ErisState, SlotView, competitive_constant
-from market.eris.schedule import dp_table
-from market.eris.sources import cumulative_sources, source_sequence
-from market.eris.types import ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.errors import InputError, SolveError
-from market.milp import milp
+from marketsim.market.eris.deploy import JobArrays, deploy_batch, prepare_job, prepare_slot
+from marketsim.market.eris.mechanism import ErisAuction, as_sites
+from marketsim.market.eris.network import Links, build_links
+from marketsim.market.eris.prices import ErisState, SlotView, competitive_constant
+from marketsim.market.eris.schedule import dp_table
+from marketsim.market.eris.sources import cumulative_sources, source_sequence
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.errors import InputError, SolveError
+from marketsim.market.milp import milp
 
 __all__ = [
     "one_shot_exact",
@@ -484,7 +484,7 @@ def competitive_ratio(
     :returns: OPT, welfare and their ratio
     :raises InputError: no job
     """
-    from market.eris.mechanism import run_eris
+    from marketsim.market.eris.mechanism import run_eris
 
     if not jobs:
         raise InputError("jobs", jobs, "must not be empty")

@@ -1,4 +1,4 @@
-"""Hunt spaces of Eris's truthfulness claims C3a–C3f (:mod:`market.audit.hunt`).
+"""Hunt spaces of Eris's truthfulness claims C3a–C3f (:mod:`marketsim.market.audit.hunt`).
 
 The ledger's study instances (``make_market``, R = 4, I = 6, T = 10, global mode) drawn from
 generator seeds (the discrete part, crossed with the deviating bidder's position); the
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.hunt import register_hunt_space
-from market.audit.hunt_spaces import AuctionSpace, register_auction_space
+from marketsim.market.audit.hunt import register_hunt_space
+from marketsim.market.audit.hunt_spaces import AuctionSpace, register_auction_space
 
 TRUTH_DIMS = ("value_scale", "data_scale", "worker_scale", "arrival_delay")
 """The TRUE-type moves: valuation, size, demand and arrival."""
@@ -32,13 +32,13 @@ PARAMS = {"R": 4, "I": 6, "T": 10, "mode": "global"}
 
 
 def _build(seed: int) -> Any:
-    from market.eris.market import make_market
+    from marketsim.market.eris.market import make_market
 
     return make_market(PARAMS, np.random.default_rng(seed))
 
 
 def _rebid(market: Any, bids: Any) -> Any:
-    from market.eris.market import ErisMarket
+    from marketsim.market.eris.market import ErisMarket
 
     return ErisMarket(market.sites, market.network, market.config, bids, baseline_options=market.baseline_options)
 

@@ -1,6 +1,6 @@
-"""Eris behind the :class:`~market.auction.market.AuctionMarket` adapter (spec §5): one instance of
+"""Eris behind the :class:`~marketsim.market.auction.market.AuctionMarket` adapter (spec §5): one instance of
 the edge-site auction (sites, network, price constants, true jobs) for the generic Mesa model,
-the audit (:class:`~market.audit.online.OnlineAuctionTarget`) and the reproduction studies.
+the audit (:class:`~marketsim.market.audit.online.OnlineAuctionTarget`) and the reproduction studies.
 
 ``make_market(params, rng)`` builds the simulator scenario of §5.3 (``scenario="testbed"``: §5.2)
 in either bandwidth mode (``mode="global"``, the paper's per-slot budget B; ``mode="topology"``,
@@ -9,7 +9,7 @@ child generators of ``rng``, so the two modes of one seed share the same workloa
 
 Slots: Eris numbers slots ``1..T``; the generic runner steps slots ``0..T`` (``market.T = T + 1``)
 and slot 0 never holds an arrival. A bidder's TRUE surplus follows the consequence model of spec
-§7 C3 (:func:`~market.eris.mechanism.realised_value`).
+§7 C3 (:func:`~marketsim.market.eris.mechanism.realised_value`).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism
-from market.audit.target import Dimension
-from market.eris.baselines import AntManMechanism, LiquidMechanism, TiresiasMechanism
-from market.eris.mechanism import ErisAuction, ErisDecision, realised_value
-from market.eris.types import RESOURCES, ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.eris.workload import generate_jobs, watts_strogatz_sites
-from market.errors import InputError, check_choice, check_finite, check_int, check_positive
-from market.utility import SigmoidUtility, TabularUtility, Utility
+from marketsim.market.auction.base import Decision, OnlineMechanism
+from marketsim.market.audit.target import Dimension
+from marketsim.market.eris.baselines import AntManMechanism, LiquidMechanism, TiresiasMechanism
+from marketsim.market.eris.mechanism import ErisAuction, ErisDecision, realised_value
+from marketsim.market.eris.types import RESOURCES, ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.eris.workload import generate_jobs, watts_strogatz_sites
+from marketsim.market.errors import InputError, check_choice, check_finite, check_int, check_positive
+from marketsim.market.utility import SigmoidUtility, TabularUtility, Utility
 
 __all__ = ["ErisMarket", "make_market", "PARAMS", "MECHANISMS", "ScaledUtility"]
 

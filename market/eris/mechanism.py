@@ -17,23 +17,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism, Schedule
-from market.eris.deploy import prepare_job
-from market.eris.network import Links, build_links
-from market.eris.prices import ErisState, SlotView
-from market.eris.schedule import MenuStats, build_menu, choose
-from market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, MenuEntry, NetworkSpec
-from market.errors import InputError
-from market.registry import register
-from market.types import EdgeSite
-from market.utility import Utility
+from marketsim.market.auction.base import Decision, OnlineMechanism, Schedule
+from marketsim.market.eris.deploy import prepare_job
+from marketsim.market.eris.network import Links, build_links
+from marketsim.market.eris.prices import ErisState, SlotView
+from marketsim.market.eris.schedule import MenuStats, build_menu, choose
+from marketsim.market.eris.types import ErisConfig, ErisJob, ErisSchedule, ErisSites, MenuEntry, NetworkSpec
+from marketsim.market.errors import InputError
+from marketsim.market.registry import register
+from marketsim.market.types import EdgeSite
+from marketsim.market.utility import Utility
 
 __all__ = ["ErisDecision", "ErisAuction", "ErisOutcome", "run_eris", "as_sites", "realised_value", "realised_utility"]
 
 
 @dataclass(frozen=True)
 class ErisDecision(Decision):
-    """:class:`market.auction.base.Decision` plus Eris' fields: ``mu`` (reported payoff), the
+    """:class:`marketsim.market.auction.base.Decision` plus Eris' fields: ``mu`` (reported payoff), the
     chosen ``deadline``, ``menu_size`` and the full ``plan`` (an :class:`ErisSchedule`).
 
     :param job_id: the report's job
@@ -112,7 +112,8 @@ def setup_market(
 class ErisAuction(OnlineMechanism):
     """Eris' auctioneer: ``step(now, bids) -> list[ErisDecision]`` (slots 1..T).
 
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``
@@ -324,7 +325,8 @@ def run_eris(
     """Replay ``bids`` through a fresh :class:`ErisAuction` (grouped by arrival, (a, id) order).
 
     :param bids: the reports (or true types), arrivals in slots 1..T
-    :param sites: the edge sites (an :class:`ErisSites`, :class:`~market.types.EdgeSite` objects or a capacity array)
+    :param sites: the edge sites (an :class:`ErisSites`, :class:`~marketsim.market.types.EdgeSite` objects or a capacity
+    array)
     :param network: the network between sites; ``None``: :class:`NetworkSpec` defaults
     :param config: the auction's constants and horizon; ``None``: ``ErisConfig(horizon=horizon)``
     :param horizon: T, used when ``config`` is ``None``

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from market.eris.types import ErisConfig, ErisSites, NetworkSpec
-from market.errors import InputError, check_finite
+from marketsim.market.eris.types import ErisConfig, ErisSites, NetworkSpec
+from marketsim.market.errors import InputError, check_finite
 
 __all__ = ["Links", "build_links"]
 

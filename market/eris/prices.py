@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.eris.network import Links
-from market.eris.types import ErisConfig, ErisSites
+from marketsim.market.eris.network import Links
+from marketsim.market.eris.types import ErisConfig, ErisSites
 
 __all__ = ["price", "SlotView", "ErisState", "CR_CONSTANT", "competitive_constant"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.eris.deploy import (
+from marketsim.market.eris.deploy import (
     DeployBatch,
     JobArrays,
     SlotPrep,
@@ -21,11 +21,11 @@ from market.eris.deploy import (
     plan_from_batch,
     prepare_slot,
 )
-from market.eris.network import Links
-from market.eris.prices import ErisState
-from market.eris.sources import cumulative_sources, slot_sources, source_sequence
-from market.eris.types import ErisConfig, ErisSchedule, MenuEntry, SlotPlan
-from market.utility import Utility
+from marketsim.market.eris.network import Links
+from marketsim.market.eris.prices import ErisState
+from marketsim.market.eris.sources import cumulative_sources, slot_sources, source_sequence
+from marketsim.market.eris.types import ErisConfig, ErisSchedule, MenuEntry, SlotPlan
+from marketsim.market.utility import Utility
 
 __all__ = ["MenuStats", "build_menu", "build_menu_reference", "dp_table", "backtrack", "choose"]
 

@@ -15,9 +15,9 @@ from typing import Literal
 import networkx as nx
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_finite, check_int, check_nonneg
-from market.types import EdgeSite
-from market.utility import Utility, check_non_increasing
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_finite, check_int, check_nonneg
+from marketsim.market.types import EdgeSite
+from marketsim.market.utility import Utility, check_non_increasing
 
 __all__ = [
     "RESOURCES",
@@ -106,7 +106,7 @@ class ErisSites:
 
     @staticmethod
     def from_edge_sites(sites: Sequence[EdgeSite], resources: Sequence[str] = RESOURCES) -> ErisSites:
-        """From core :class:`market.types.EdgeSite` objects (missing resource names count as 0).
+        """From core :class:`marketsim.market.types.EdgeSite` objects (missing resource names count as 0).
 
         :param sites: the edge sites
         :param resources: the resource names

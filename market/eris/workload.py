@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from market.eris.types import RESOURCES, ErisConfig, ErisJob, ErisSites, NetworkSpec
-from market.errors import InputError, check_int
-from market.utility import SigmoidUtility
+from marketsim.market.eris.types import RESOURCES, ErisConfig, ErisJob, ErisSites, NetworkSpec
+from marketsim.market.errors import InputError, check_int
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = [
     "TABLE_II",

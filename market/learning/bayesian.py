@@ -1,11 +1,11 @@
 """Equilibrium learning of bid functions in Bayesian single-item sealed-bid auctions.
 
 Bidders come in classes; a class has ``count`` bidders whose private values are i.i.d. from its
-:class:`~market.learning.distributions.ValueDistribution` on ``[low, high]`` (currency units; one
+:class:`~marketsim.market.learning.distributions.ValueDistribution` on ``[low, high]`` (currency units; one
 class = a symmetric auction). A class's bid function ``b(v)`` is a Bernstein polynomial of degree
 ``d`` on its value range: ``b(v) = sum_k c_k B_{k,d}((v - low) / (high - low))`` (coefficients in
 currency; ``b(v) = v`` has coefficients ``linspace(low, high, d + 1)``, the truthful start). The
-payment rule comes from :data:`market.learning.payments.PAYMENT_RULES` (first, second, all-pay,
+payment rule comes from :data:`marketsim.market.learning.payments.PAYMENT_RULES` (first, second, all-pay,
 posted price; ``reserve`` for any of them); ties are broken uniformly at random.
 
 Learning is self-play with a gradient-free evolution strategy (NPGA-style): every round, for each
@@ -19,7 +19,7 @@ Utilities come only from simulated auctions (values drawn, the mechanism run, th
 no analytic best response is used. Two standard variance reductions: the learner's own values are
 stratified in quantile and each basis coefficient is credited with the utility of the auctions
 whose own value it shapes (its Bernstein weight; the weights sum to one, so the total is the plain
-utility). BNE references to compare with are in :mod:`market.learning.bne`.
+utility). BNE references to compare with are in :mod:`marketsim.market.learning.bne`.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import comb
 
-from market.errors import InputError, check_int, check_positive
-from market.learning.distributions import ValueDistribution, make_distribution, uniform
-from market.learning.payments import PAYMENT_RULES, check_options
+from marketsim.market.errors import InputError, check_int, check_positive
+from marketsim.market.learning.distributions import ValueDistribution, make_distribution, uniform
+from marketsim.market.learning.payments import PAYMENT_RULES, check_options
 
 __all__ = [
     "BidFunction",
@@ -191,7 +191,7 @@ class BidFunction:
 
 def bne_first_price(n: int) -> Callable[[np.ndarray], np.ndarray]:
     """Symmetric BNE of the first-price auction with i.i.d. U[0, 1] values: ``(n-1)/n * v``
-    (closed form; :func:`market.learning.bne.symmetric_bne` covers any distribution and rule).
+    (closed form; :func:`marketsim.market.learning.bne.symmetric_bne` covers any distribution and rule).
 
     :param n: bidders, >= 2
     :returns: the equilibrium bid function ``v -> (n-1)/n * v``
@@ -210,7 +210,7 @@ def _rule_batch(name: str) -> Callable[..., np.ndarray]:
 
 
 class _RuleView(Mapping[str, Callable[..., np.ndarray]]):
-    """A live read-only view of :data:`~market.learning.payments.PAYMENT_RULES` as utility functions."""
+    """A live read-only view of :data:`~marketsim.market.learning.payments.PAYMENT_RULES` as utility functions."""
 
     def __getitem__(self, name: str) -> Callable[..., np.ndarray]:
         if name not in PAYMENT_RULES:
@@ -244,7 +244,7 @@ def batch_utilities(
     """TRUE expected utility of one bidder in each auction (ties broken uniformly at random):
     ``own_bids`` (..., batch), ``other_bids`` (batch, n - 1), ``values`` (batch,); currency.
 
-    :param mechanism: a payment rule's name (:data:`~market.learning.payments.PAYMENT_RULES`)
+    :param mechanism: a payment rule's name (:data:`~marketsim.market.learning.payments.PAYMENT_RULES`)
     :param own_bids: (..., batch) the bidder's bids
     :param other_bids: (batch, n - 1) the other bids of each auction
     :param values: (batch,) the bidder's TRUE values

@@ -1,6 +1,6 @@
 """Bayes–Nash equilibrium references for single-item sealed-bid auctions, computed numerically.
 
-* Symmetric i.i.d. values (any :class:`~market.learning.distributions.ValueDistribution`, any
+* Symmetric i.i.d. values (any :class:`~marketsim.market.learning.distributions.ValueDistribution`, any
   registered payment rule with a revenue-equivalence BNE): with ``G(v) = F(v)^(n-1)`` the winning
   probability and ``v*`` the rule's screening value (``max(reserve, low)`` for first and second
   price, ``v* G(v*) = reserve`` for all-pay), the interim expected payment of type ``v >= v*`` is
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from market.errors import InputError, check_int
-from market.learning.distributions import ValueDistribution
-from market.learning.payments import PAYMENT_RULES, check_options
+from marketsim.market.errors import InputError, check_int
+from marketsim.market.learning.distributions import ValueDistribution
+from marketsim.market.learning.payments import PAYMENT_RULES, check_options
 
 __all__ = ["BneReference", "asymmetric_first_price_bne", "bne_reference", "symmetric_bne"]
 

@@ -4,7 +4,7 @@ the audit's own search over every report the input validator accepts.
 A learning run (best responses on a grid, continuous best responses, Hedge, EXP3, Hedge bidders in
 episodes) ends at a profile (the final one, or the most-played one for no-regret play) or at an
 empirical distribution of play. Grid certificates only compare it with grid reports. Here each
-learner instead runs :func:`market.audit.search.audit` (default :data:`CERTIFY_SEARCH`: the
+learner instead runs :func:`marketsim.market.audit.search.audit` (default :data:`CERTIFY_SEARCH`: the
 ``AuditConfig()`` that ``marketsim audit`` uses: per-dimension grids, zoom next to the truth, tails
 out to the validator's limits, joint Latin-hypercube samples, probes, Nelder-Mead refinement and
 the boundary walk) against the others' reports at that profile:
@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from market.auction.market import decisions_by_id, run_market
-from market.audit.fairshare import FairShareTarget
-from market.audit.online import OnlineAuctionTarget
-from market.audit.search import AuditConfig, audit, relative
-from market.audit.target import BaseTarget, Dimension, Probe
-from market.errors import InputError, as_float_array, check_positive
-from market.learning.games import AuctionGame, FairShareGame
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.audit.fairshare import FairShareTarget
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.search import AuditConfig, audit, relative
+from marketsim.market.audit.target import BaseTarget, Dimension, Probe
+from marketsim.market.errors import InputError, as_float_array, check_positive
+from marketsim.market.learning.games import AuctionGame, FairShareGame
 
 __all__ = [
     "CERTIFY_SEARCH",
@@ -396,8 +396,8 @@ def audit_profile(
     config: AuditConfig | None = None,
     seed: int = 0,
 ) -> Certificate:
-    """Epsilon of a pure profile of ``game`` (a :class:`~market.learning.dynamics.FairShareGame` or
-    :class:`~market.learning.dynamics.AuctionGame`; ``profile`` = strategy indices, or factors
+    """Epsilon of a pure profile of ``game`` (a :class:`~marketsim.market.learning.dynamics.FairShareGame` or
+    :class:`~marketsim.market.learning.dynamics.AuctionGame`; ``profile`` = strategy indices, or factors
     (n, dims) off the grid): each learner runs the audit's search (``config``, default
     :data:`CERTIFY_SEARCH`) against the others' reports at the profile, over every report the
     validator accepts (auctions: the game's reported dimension). Gains are TRUE utilities.

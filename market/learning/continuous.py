@@ -5,12 +5,12 @@ gains more than ``tol`` by a move that small), or ``passes`` run out.
 
 A learner's strategy is a factor per speedup dimension ``j >= 1`` (column 0 is the unit of a
 normalised row); its payoff is its TRUE normalised throughput ``W_i · X_i``. The search is
-:func:`market.audit.search.audit` on :class:`ProfileTarget`, a
-:class:`~market.audit.fairshare.FairShareTarget` whose other rows are the current reports, so every
+:func:`marketsim.market.audit.search.audit` on :class:`ProfileTarget`, a
+:class:`~marketsim.market.audit.fairshare.FairShareTarget` whose other rows are the current reports, so every
 step inherits the audit's grid, zoom, tails, boundary walk and local refinement.
 
 Whatever the status, epsilon is re-measured at the FINAL profile by the audit's full default search
-(:func:`market.learning.certificates.audit_fair_share_profile`), not taken from the last pass, whose
+(:func:`marketsim.market.learning.certificates.audit_fair_share_profile`), not taken from the last pass, whose
 searches ran against profiles that later moves changed.
 """
 
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market.audit.search import AuditConfig, audit, relative
-from market.errors import InputError, as_float_array, check_int, check_positive
-from market.learning.certificates import Certificate, ProfileTarget, audit_fair_share_profile
+from marketsim.market.audit.search import AuditConfig, audit, relative
+from marketsim.market.errors import InputError, as_float_array, check_int, check_positive
+from marketsim.market.learning.certificates import Certificate, ProfileTarget, audit_fair_share_profile
 
 __all__ = ["ProfileTarget", "ContinuousResult", "continuous_best_response", "FAST_SEARCH"]
 
@@ -154,7 +154,7 @@ def continuous_best_response(
     :returns: the run
     :raises InputError: a bad tolerance, fewer than two GPU types, bad inputs
     """
-    from market.audit.fairshare import resolve_fair_share
+    from marketsim.market.audit.fairshare import resolve_fair_share
 
     passes = check_int("passes", passes, minimum=1)
     tol = check_positive("tol", tol)

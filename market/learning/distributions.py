@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, check_finite, check_nonneg, check_positive
+from marketsim.market.errors import InputError, check_finite, check_nonneg, check_positive
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -17,7 +17,7 @@ that do not learn always play truth).
   against deviations on a wider grid.
 * :func:`certify`: epsilon of a pure profile, the largest unilateral TRUE gain found on a grid
   finer and wider than the learning grid (a lower bound on the exact epsilon, and a grid one:
-  :mod:`market.learning.certificates` re-measures profiles and play with the audit's search over
+  :mod:`marketsim.market.learning.certificates` re-measures profiles and play with the audit's search over
   every report the validator accepts, the number a certificate must rest on).
 * :func:`pure_equilibrium_search`: two learners, one dimension: the smallest epsilon over zoomed
   grids of pure profiles (does a pure approximate equilibrium exist at all?).
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from market.errors import InputError, as_float_array, check_int, check_positive
-from market.learning.games import AuctionGame, FairShareGame, Game, default_grid
+from marketsim.market.errors import InputError, as_float_array, check_int, check_positive
+from marketsim.market.learning.games import AuctionGame, FairShareGame, Game, default_grid
 
 __all__ = [
     "Game",
@@ -259,7 +259,7 @@ def hedge(
     whose regret falls faster when every player runs it. ``tol``: stop after the first round at
     which every learner's relative regret (``regret_rel``) is <= ``tol`` (status ``grid-cce``: the
     empirical play is a ``tol``-coarse correlated equilibrium of the GRID game only; whether it is
-    one against every report is :func:`market.learning.certificates.audit_play`'s to measure). ``time_limit``
+    one against every report is :func:`marketsim.market.learning.certificates.audit_play`'s to measure). ``time_limit``
     (seconds): stop after the round that exceeds it (status ``time-limit``; the number of rounds
     then depends on the machine, so results are reproducible only without it). ``executor``: a
     ``concurrent.futures`` executor (e.g. a 2-process pool, owned by the caller) that computes the
@@ -398,7 +398,7 @@ class GapSearch:
     width and best epsilon; ``grid`` (log10 factors) and ``surface``: the first level's epsilon over
     (learner A factor, learner B factor); ``evaluations``: mechanism runs (grid search only);
     ``certificate``: epsilon at ``factors`` re-measured by the audit's own search over every
-    report the validator accepts (:func:`market.learning.certificates.audit_profile`): a grid
+    report the validator accepts (:func:`marketsim.market.learning.certificates.audit_profile`): a grid
     epsilon of 0 is only "no gain on these deviations".
 
     :param eps: smallest relative epsilon found
@@ -507,7 +507,7 @@ def pure_equilibrium_search(
         lo_a, lo_b = (float(np.clip(c - w, lg_lo, lg_hi - 2 * w)) for c, w in ((ca, wa), (cb, wb)))
         hi_a, hi_b = lo_a + 2 * wa, lo_b + 2 * wb
     ub = u(best[2], best[3])
-    from market.learning.certificates import audit_profile
+    from marketsim.market.learning.certificates import audit_profile
 
     F = np.ones((game.n, 1))
     F[a, 0], F[b, 0] = best[2], best[3]

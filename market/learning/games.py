@@ -1,8 +1,8 @@
 """The games the learning dynamics play: a registered mechanism, the TRUE types, a grid of report
 factors and the TRUE utility of every profile (:class:`FairShareGame`, :class:`AuctionGame`).
 
-They live apart from :mod:`market.learning.dynamics` (which re-exports them) so that
-:mod:`market.learning.certificates` can use them without an import cycle between the two.
+They live apart from :mod:`marketsim.market.learning.dynamics` (which re-exports them) so that
+:mod:`marketsim.market.learning.certificates` can use them without an import cycle between the two.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.fairshare import resolve_fair_share
-from market.audit.metrics import envy_violation, si_violation
-from market.errors import InputError, as_float_array, check_int, check_positive
+from marketsim.market.audit.fairshare import resolve_fair_share
+from marketsim.market.audit.metrics import envy_violation, si_violation
+from marketsim.market.errors import InputError, as_float_array, check_int, check_positive
 
 __all__ = ["Game", "FairShareGame", "AuctionGame", "default_grid"]
 
@@ -227,7 +227,7 @@ class FairShareGame(Game):
 
 @dataclass
 class AuctionGame(Game):
-    """Game of an online/batch auction instance (:class:`~market.auction.market.AuctionMarket`):
+    """Game of an online/batch auction instance (:class:`~marketsim.market.auction.market.AuctionMarket`):
     each bid is an agent reporting ``dimension`` (default ``value_scale``) times a grid factor;
     payoffs are TRUE surpluses. ``seed`` fixes randomised mechanisms' draws across profiles.
 
@@ -248,7 +248,7 @@ class AuctionGame(Game):
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from market.auction.market import AuctionMarket
+        from marketsim.market.auction.market import AuctionMarket
 
         if not isinstance(self.market, AuctionMarket):
             raise InputError("market", type(self.market).__name__, "must be an AuctionMarket instance")
@@ -278,7 +278,7 @@ class AuctionGame(Game):
         return replace(self, grid=grid)
 
     def _run(self, factors: np.ndarray) -> tuple[list[Any], list[Any]]:
-        from market.auction.market import run_market
+        from marketsim.market.auction.market import run_market
 
         reports = [
             b if f[0] == 1.0 else self.market.misreport(b, {self.dimension: float(f[0])})
@@ -287,7 +287,7 @@ class AuctionGame(Game):
         return reports, run_market(self.market, self.mechanism, reports, self.seed)
 
     def _evaluate(self, factors: np.ndarray) -> np.ndarray:
-        from market.auction.market import decisions_by_id
+        from marketsim.market.auction.market import decisions_by_id
 
         reports, decs = self._run(factors)
         by_id = decisions_by_id(decs)

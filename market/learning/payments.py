@@ -13,7 +13,7 @@ nor pays). Built in:
 * ``"posted-price"``: ``price`` (required) is posted, ``p = max(price, reserve)``; every bidder
   with bid >= p buys one unit at p (unlimited supply).
 
-For the symmetric BNE by revenue equivalence (:mod:`market.learning.bne`), a rule gives its
+For the symmetric BNE by revenue equivalence (:mod:`marketsim.market.learning.bne`), a rule gives its
 screening value ``v*`` (the lowest type that participates) and its equilibrium bid in terms of
 the interim expected payment ``m(v)`` and winning probability ``G(v) = F(v)^(n-1)``. Add a rule
 with :func:`register_payment_rule` (docs/bayesian.md).
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, check_nonneg
+from marketsim.market.errors import InputError, check_nonneg
 
 __all__ = ["PAYMENT_RULES", "PaymentRule", "check_options", "register_payment_rule", "win_share"]
 

@@ -1,15 +1,15 @@
 """OASiS (Bao et al., INFOCOM'18): online admission and scheduling of PS jobs with posted prices."""
 
-from market._lazy import lazy_exports
+from marketsim.market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "market.oasis.constants": (
+        "marketsim.market.oasis.constants": (
             "OasisConstants",
             "estimate_constants",
         ),
-        "market.oasis.mechanism": (
+        "marketsim.market.oasis.mechanism": (
             "Oasis",
             "RealisedOutcome",
             "SearchResult",
@@ -17,7 +17,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "realised_outcome",
             "slot_cost_vector",
         ),
-        "market.oasis.model": (
+        "marketsim.market.oasis.model": (
             "OasisCluster",
             "OasisJob",
             "OasisRequest",

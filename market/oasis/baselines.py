@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.auction.baselines import BASELINES, fixed_workers
-from market.auction.slotsim import Pools, SimJob, SlotSimulator
-from market.errors import InputError, check_choice
-from market.oasis.model import OasisCluster, OasisJob, OasisRequest
+from marketsim.market.auction.baselines import BASELINES, fixed_workers
+from marketsim.market.auction.slotsim import Pools, SimJob, SlotSimulator
+from marketsim.market.errors import InputError, check_choice
+from marketsim.market.oasis.model import OasisCluster, OasisJob, OasisRequest
 
 __all__ = ["oasis_pools", "oasis_simjob", "make_oasis_baseline"]
 

@@ -1,10 +1,10 @@
 """OASiS (Bao et al., INFOCOM'18) claims C-O1..C-O6 of spec oasis.md §7 as measurements.
 
-Instances: the spec's ratio-experiment generator (:func:`~market.oasis.generators.oasis_tiny_instance`,
+Instances: the spec's ratio-experiment generator (:func:`~marketsim.market.oasis.generators.oasis_tiny_instance`,
 oracle constants, one cpu resource) with the server capacity swept so that the largest per-unit
 demand over capacity goes from 1/2 down to 1/100 (the small-demand assumption of Theorem 4), and the
-paper-setup market (:func:`~market.oasis.market.make_market` at
-:data:`~market.oasis.market.AUDIT_PARAMS`, calibration constants) for the auction properties.
+paper-setup market (:func:`~marketsim.market.oasis.market.make_market` at
+:data:`~marketsim.market.oasis.market.AUDIT_PARAMS`, calibration constants) for the auction properties.
 
 Independent checks: Theorem 1 against exhaustive enumeration of every placement and every
 per-slot worker-count vector; dual feasibility and exhaustion against the best schedule of
@@ -24,20 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from market.auction.base import Decision
-from market.auction.market import decisions_by_id, run_market
-from market.auction.prices import PriceLedger
-from market.auction.schedule import dp_forward
-from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
-from market.audit.online import OnlineAuctionTarget
-from market.audit.oracles import OracleResult, register_oracle
-from market.audit.search import AuditConfig, audit, jsonable, relative
-from market.oasis.generators import oasis_tiny_from_params, oasis_tiny_instance
-from market.oasis.market import AUDIT_PARAMS, OasisMarket, make_market
-from market.oasis.mechanism import Oasis, oasis_search, slot_cost_vector
-from market.oasis.model import EPS, OasisCluster, OasisRequest
-from market.oasis.offline import oasis_offline_optimum
-from market.utility import SigmoidUtility, TabularUtility
+from marketsim.market.auction.base import Decision
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.auction.prices import PriceLedger
+from marketsim.market.auction.schedule import dp_forward
+from marketsim.market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.oracles import OracleResult, register_oracle
+from marketsim.market.audit.search import AuditConfig, audit, jsonable, relative
+from marketsim.market.oasis.generators import oasis_tiny_from_params, oasis_tiny_instance
+from marketsim.market.oasis.market import AUDIT_PARAMS, OasisMarket, make_market
+from marketsim.market.oasis.mechanism import Oasis, oasis_search, slot_cost_vector
+from marketsim.market.oasis.model import EPS, OasisCluster, OasisRequest
+from marketsim.market.oasis.offline import oasis_offline_optimum
+from marketsim.market.utility import SigmoidUtility, TabularUtility
 
 __all__ = ["tiny_run", "best_unrestricted", "STEP_CHECKS"]
 
@@ -89,13 +89,13 @@ def tiny_spec(seed: int, H: int, cpu: float, gamma1: tuple[float, float]) -> dic
 def tiny_run(spec: dict[str, Any]) -> TinyRun:
     """Run OASiS job by job in (arrival, id) order on the instance of ``spec`` (a seed of the tiny
     generator, :func:`tiny_spec`, or explicit job rows ``{"jobs", "H", "cpu", "T"}`` of
-    :func:`~market.oasis.generators.oasis_tiny_from_params`); ``states[i]`` = (worker prices, PS prices,
+    :func:`~marketsim.market.oasis.generators.oasis_tiny_from_params`); ``states[i]`` = (worker prices, PS prices,
     worker usage, PS usage) before job i, ``states[-1]`` the final state.
 
     :param spec: a :func:`tiny_spec` or explicit job rows ``{"jobs", "H", "cpu", "T"}``
     :returns: the run with its decisions and price/usage states
     """
-    if "jobs" in spec:  # explicit parameters (the hunt's instances, market.oasis.hunt)
+    if "jobs" in spec:  # explicit parameters (the hunt's instances, marketsim.market.oasis.hunt)
         cl, reqs, consts = oasis_tiny_from_params(spec["jobs"], T=int(spec.get("T", 8)), H=spec["H"], cpu=spec["cpu"])
     else:
         cl, reqs, consts = oasis_tiny_instance(
@@ -561,7 +561,7 @@ _TINY_CLAIMS = (
         "OPT from the exact offline MILP (HiGHS); violation if OPT(incumbent)/ALG > 2α. The ratio OPT/ALG "
         "per demand/capacity level is in details: only the levels 1/20 and below are inside the small-demand "
         "assumption; a violation at 1/2 bounds where the ratio stops holding, not the theorem as proven. A "
-        "witness is confirmed by the MILP at zero gap (market.audit.oracles) before it is reported.",
+        "witness is confirmed by the MILP at zero gap (marketsim.market.audit.oracles) before it is reported.",
         "max OPT/ALG − 2α",
     ),
     (
@@ -896,7 +896,7 @@ def _markets(ctx: ClaimContext) -> list[dict[str, Any]]:
     "TRUE surplus by misreporting utility (γ1 scale, γ2, γ3), workload (E, N, M), speed (τ, e), demands "
     "(w, s, b, B) or by delaying its arrival, others truthful",
     "Paper-setup markets (AUDIT_PARAMS, calibration constants fixed before the auction); "
-    "OnlineAuctionTarget + market.audit.search.audit over the 13 C-O6 dimensions (grids both sides, "
+    "OnlineAuctionTarget + marketsim.market.audit.search.audit over the 13 C-O6 dimensions (grids both sides, "
     "joint Latin hypercube, Nelder-Mead); TRUE surplus = true utility at the realised completion with "
     "reservations enforced (0 if the true work does not finish) − payment; violation if a gain > "
     "1e-7·max(1, |u|). Small: 2 bidders of one market; large: every bidder of 12 markets.",

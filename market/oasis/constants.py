@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_positive
-from market.oasis.model import OasisCluster, OasisRequest
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_positive
+from marketsim.market.oasis.model import OasisCluster, OasisRequest
 
 __all__ = ["OasisConstants", "estimate_constants"]
 

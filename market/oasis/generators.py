@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.auction.base import ResourceSpace
-from market.errors import InputError, check_int, check_positive, check_rows
-from market.oasis.constants import OasisConstants, estimate_constants
-from market.oasis.model import OasisCluster, OasisJob, OasisRequest
-from market.utility import SigmoidUtility
+from marketsim.market.auction.base import ResourceSpace
+from marketsim.market.errors import InputError, check_int, check_positive, check_rows
+from marketsim.market.oasis.constants import OasisConstants, estimate_constants
+from marketsim.market.oasis.model import OasisCluster, OasisJob, OasisRequest
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = [
     "sample_utility",

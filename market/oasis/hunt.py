@@ -1,9 +1,9 @@
 """Hunt spaces of OASiS: the truthfulness framing (C-O6-truthful) and Theorem 4's competitive
-ratio (C-O4, :class:`OasisRatioSpace`); :mod:`market.audit.hunt`.
+ratio (C-O4, :class:`OasisRatioSpace`); :mod:`marketsim.market.audit.hunt`.
 
 C-O6-truthful:
 
-The ledger's paper-setup markets (:data:`market.oasis.market.AUDIT_PARAMS`, calibration
+The ledger's paper-setup markets (:data:`marketsim.market.oasis.market.AUDIT_PARAMS`, calibration
 constants fixed before the auction) drawn from generator seeds (the discrete part); the
 continuous part moves every bidder's TRUE valuation scale, epochs, per-worker demand and arrival
 within the market's own misreport boxes. Effect: the first bidder's largest relative gain of a
@@ -19,25 +19,25 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.hunt import Evaluation, register_hunt_space
-from market.audit.hunt_spaces import AuctionSpace, register_auction_space
-from market.audit.search import jsonable
-from market.errors import InputError
-from market.oasis.generators import oasis_tiny_params
-from market.oasis.offline import oasis_offline_optimum
+from marketsim.market.audit.hunt import Evaluation, register_hunt_space
+from marketsim.market.audit.hunt_spaces import AuctionSpace, register_auction_space
+from marketsim.market.audit.search import jsonable
+from marketsim.market.errors import InputError
+from marketsim.market.oasis.generators import oasis_tiny_params
+from marketsim.market.oasis.offline import oasis_offline_optimum
 
 DIMS = ("value_scale", "epochs", "worker_demand", "arrival_delay")
 """Valuation, size, demand and arrival: the TRUE-type moves and the misreports searched."""
 
 
 def _build(seed: int) -> Any:
-    from market.oasis.market import AUDIT_PARAMS, make_market
+    from marketsim.market.oasis.market import AUDIT_PARAMS, make_market
 
     return make_market(AUDIT_PARAMS, np.random.default_rng(seed))
 
 
 def _rebid(market: Any, bids: Any) -> Any:
-    from market.oasis.market import OasisMarket
+    from marketsim.market.oasis.market import OasisMarket
 
     return OasisMarket(market.cluster, bids, market.constants, dorm_time_limit=market.dorm_time_limit)
 
@@ -119,14 +119,14 @@ def _unit_log(v: float, lo: float, hi: float) -> float:
 
 @dataclass
 class OasisRatioSpace:
-    """Tiny instances of the spec's ratio generator (:func:`~market.oasis.generators.oasis_tiny_instance`)
-    as explicit parameters (:func:`~market.oasis.generators.oasis_tiny_from_params`). Variants: the
+    """Tiny instances of the spec's ratio generator (:func:`~marketsim.market.oasis.generators.oasis_tiny_instance`)
+    as explicit parameters (:func:`~marketsim.market.oasis.generators.oasis_tiny_from_params`). Variants: the
     number of servers ``H = K`` (enumerated; ``I`` jobs, ``T`` slots fixed as in the ledger). The
     continuous part: the server cpu (log scale over ``cpu``, the ledger's demand/capacity sweep) and
     per job its arrival U{0..5}, work W U{2..12}, at most N U{1..4} workers, per-unit demands w
     U{1..3}, s U{1..2}, and the sigmoid's γ1 (log scale over [1, 1000], the union of the ledger's
     three ranges), γ2 (:func:`unit_gamma2`) and γ3 U[1, 4]. Effect: the ledger's ``OPT/ALG − 2α``
-    (``market.oasis.claims`` check ``ratio``) with OPT from the exact offline MILP; an evaluation
+    (``marketsim.market.oasis.claims`` check ``ratio``) with OPT from the exact offline MILP; an evaluation
     whose MILP stops at ``node_limit`` nodes or ``time_limit`` seconds is skipped (:data:`SKIPPED`)."""
 
     name: str = "oasis:C-O4"
@@ -173,16 +173,16 @@ class OasisRatioSpace:
         return int(spec["H"]), np.asarray(x)
 
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
-        """The ledger's sampler (``market.oasis.claims._tiny_runs``): a generator seed, H U{1..3},
+        """The ledger's sampler (``marketsim.market.oasis.claims._tiny_runs``): a generator seed, H U{1..3},
         a cpu of the sweep and one of the three γ1 ranges."""
-        from market.oasis.claims import tiny_spec
+        from marketsim.market.oasis.claims import tiny_spec
 
         g1s = ((1.0, 10.0), (1.0, 100.0), (1.0, 1000.0))
         cpu = self.cpu_choices[int(rng.integers(len(self.cpu_choices)))]
         return tiny_spec(rng.integers(2**31), rng.integers(1, 4), cpu, g1s[rng.integers(3)])
 
     def evaluate(self, spec: dict[str, Any], rng: np.random.Generator) -> Evaluation:
-        from market.oasis.claims import STEP_CHECKS, tiny_run
+        from marketsim.market.oasis.claims import STEP_CHECKS, tiny_run
 
         run = tiny_run(spec)
         run.opt = oasis_offline_optimum(run.cluster, run.reqs, time_limit=self.time_limit, node_limit=self.node_limit)
@@ -211,7 +211,7 @@ class OasisRatioSpace:
 
 
 def _instance(spec: dict[str, Any]) -> Any:
-    from market.oasis.generators import oasis_tiny_instance
+    from marketsim.market.oasis.generators import oasis_tiny_instance
 
     return oasis_tiny_instance(np.random.default_rng(spec["seed"]), H=spec["H"], gamma1_range=tuple(spec["gamma1"]),
                                cpu=spec["cpu"])  # fmt: skip
@@ -219,7 +219,7 @@ def _instance(spec: dict[str, Any]) -> Any:
 
 @register_hunt_space("oasis", "C-O4")
 def _c_o4(size: str, claim: Any = None) -> OasisRatioSpace:
-    from market.oasis.claims import _CPU_LARGE, _CPU_SMALL
+    from marketsim.market.oasis.claims import _CPU_LARGE, _CPU_SMALL
 
     sweep = _CPU_SMALL if size == "small" else _CPU_LARGE
     return OasisRatioSpace(cpu=(min(sweep), max(sweep)), cpu_choices=sweep, time_limit=HUNT_MILP_SECONDS[size])

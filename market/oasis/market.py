@@ -1,4 +1,4 @@
-"""OASiS behind the :class:`~market.auction.market.AuctionMarket` adapter (spec oasis.md §5, §3.7, §7 C-O6).
+"""OASiS behind the :class:`~marketsim.market.auction.market.AuctionMarket` adapter (spec oasis.md §5, §3.7, §7 C-O6).
 
 :func:`make_market` builds one instance of the paper's simulation setup from study parameters: a
 cluster of ``H`` worker (GPU) hosts and ``K`` PS hosts, ``jobs`` PS training jobs from the §5
@@ -7,12 +7,12 @@ the same generator (an independent child stream: the workload's declared distrib
 bidder's report), or from the run's true job set with ``constants = "oracle"`` (non-strategic runs
 only: misreports are then refused).
 
-Bids are :class:`~market.oasis.model.OasisJob` true types. A bidder may misreport (C-O6) its
+Bids are :class:`~marketsim.market.oasis.model.OasisJob` true types. A bidder may misreport (C-O6) its
 utility (``value_scale`` × γ1, ``gamma2``, ``gamma3``), workload (``epochs``, ``chunks``,
 ``minibatches``), speed (``tau``, ``grad_mb``), demands (``worker_demand``, ``ps_demand`` scale
 the non-bandwidth entries, ``worker_bw``, ``ps_bw``) and arrival (``arrival_delay`` 0..5 slots,
 later only). Its TRUE surplus runs the schedule it received with its true type
-(:func:`~market.oasis.mechanism.realised_outcome` with reservations enforced): true utility at the
+(:func:`~marketsim.market.oasis.mechanism.realised_outcome` with reservations enforced): true utility at the
 realised true completion (0 if the reservation cannot finish the true work) minus the payment.
 """
 
@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from market import registry
-from market.auction.base import Decision, OnlineMechanism
-from market.auction.market import decisions_by_id
-from market.audit.target import Dimension
-from market.errors import InputError, check_choice, check_finite, check_int, check_positive
-from market.oasis.constants import OasisConstants, estimate_constants
-from market.oasis.generators import oasis_paper_cluster, oasis_paper_jobs
-from market.oasis.mechanism import realised_outcome
-from market.oasis.model import OasisCluster, OasisJob, OasisRequest
-from market.utility import SigmoidUtility
+from marketsim.market import registry
+from marketsim.market.auction.base import Decision, OnlineMechanism
+from marketsim.market.auction.market import decisions_by_id
+from marketsim.market.audit.target import Dimension
+from marketsim.market.errors import InputError, check_choice, check_finite, check_int, check_positive
+from marketsim.market.oasis.constants import OasisConstants, estimate_constants
+from marketsim.market.oasis.generators import oasis_paper_cluster, oasis_paper_jobs
+from marketsim.market.oasis.mechanism import realised_outcome
+from marketsim.market.oasis.model import OasisCluster, OasisJob, OasisRequest
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = ["AUDIT_PARAMS", "DEFAULTS", "MECHANISMS", "OasisMarket", "make_market", "job_class"]
 

@@ -14,12 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from market.auction.base import Decision, PostedPriceMechanism, Schedule
-from market.auction.prices import PriceLedger
-from market.auction.schedule import best_completion, dp_forward, greedy_cost_vector, greedy_placement, reconstruct
-from market.errors import InputError, check_int, check_nonneg
-from market.oasis.constants import OasisConstants
-from market.oasis.model import EPS, OasisCluster, OasisJob, OasisRequest, SearchResult, ceil_tol
+from marketsim.market.auction.base import Decision, PostedPriceMechanism, Schedule
+from marketsim.market.auction.prices import PriceLedger
+from marketsim.market.auction.schedule import (
+    best_completion,
+    dp_forward,
+    greedy_cost_vector,
+    greedy_placement,
+    reconstruct,
+)
+from marketsim.market.errors import InputError, check_int, check_nonneg
+from marketsim.market.oasis.constants import OasisConstants
+from marketsim.market.oasis.model import EPS, OasisCluster, OasisJob, OasisRequest, SearchResult, ceil_tol
 
 __all__ = ["Oasis", "SearchResult", "oasis_search", "slot_cost_vector", "realised_outcome", "RealisedOutcome"]
 
@@ -209,7 +215,7 @@ class Oasis(PostedPriceMechanism):
         :returns: its payoff, schedule and cost
         """
         if self.search == "reference":
-            from market.oasis.reference import oasis_search_reference
+            from marketsim.market.oasis.reference import oasis_search_reference
 
             return oasis_search_reference(req, self.workers, self.ps, self.max_units)
         return oasis_search(req, self.workers, self.ps, self.max_units)

@@ -1,6 +1,6 @@
 """Registers OASiS and the slot-simulated baselines of its evaluation (family ``"auction"``).
 
-Every registered ``fn`` is a factory returning an :class:`~market.auction.base.OnlineMechanism`;
+Every registered ``fn`` is a factory returning an :class:`~marketsim.market.auction.base.OnlineMechanism`;
 run it with ``mech.run(reports)`` (or ``mech.step(now, reports)`` slot by slot):
 
 * ``oasis(cluster: OasisCluster, constants: OasisConstants, **options)``
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.auction.slotsim import SlotSimulator
-from market.errors import InputError
-from market.oasis.baselines import make_oasis_baseline
-from market.oasis.mechanism import Oasis
-from market.oasis.model import OasisCluster
-from market.registry import register
+from marketsim.market.auction.slotsim import SlotSimulator
+from marketsim.market.errors import InputError
+from marketsim.market.oasis.baselines import make_oasis_baseline
+from marketsim.market.oasis.mechanism import Oasis
+from marketsim.market.oasis.model import OasisCluster
+from marketsim.market.registry import register
 
 __all__ = ["make_baseline"]
 
@@ -46,8 +46,8 @@ def make_baseline(
     rng = np.random.default_rng(seed) if rng is None else rng
     if isinstance(cluster, OasisCluster):
         return make_oasis_baseline(name, cluster, rng, **options)
-    from market.pdors.baselines import make_pdors_baseline
-    from market.pdors.model import PdorsCluster
+    from marketsim.market.pdors.baselines import make_pdors_baseline
+    from marketsim.market.pdors.model import PdorsCluster
 
     if isinstance(cluster, PdorsCluster):
         return make_pdors_baseline(name, cluster, rng, **options)

@@ -13,9 +13,9 @@ from typing import Literal
 
 import numpy as np
 
-from market.auction.base import ResourceSpace, Schedule
-from market.errors import InputError, as_float_array, check_finite, check_int, check_nonneg, check_positive
-from market.utility import Utility, check_non_increasing
+from marketsim.market.auction.base import ResourceSpace, Schedule
+from marketsim.market.errors import InputError, as_float_array, check_finite, check_int, check_nonneg, check_positive
+from marketsim.market.utility import Utility, check_non_increasing
 
 __all__ = ["Server", "OasisCluster", "OasisJob", "OasisRequest", "check_utility", "ceil_tol", "floor_tol"]
 
@@ -320,8 +320,8 @@ class OasisJob:
         )
 
 
-# the search result of market.oasis.mechanism (re-exported there): here, so the reference search
-# (market.oasis.reference) and the mechanism that may call it share it without importing each other
+# the search result of marketsim.market.oasis.mechanism (re-exported there): here, so the reference search
+# (marketsim.market.oasis.reference) and the mechanism that may call it share it without importing each other
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from market.auction.base import Schedule
-from market.auction.offline import OfflineResult, RowBuilder, solve_milp
-from market.oasis.model import OasisCluster, OasisRequest
+from marketsim.market.auction.base import Schedule
+from marketsim.market.auction.offline import OfflineResult, RowBuilder, solve_milp
+from marketsim.market.oasis.model import OasisCluster, OasisRequest
 
 __all__ = ["oasis_offline_optimum"]
 

@@ -1,6 +1,6 @@
 """Straightforward pure-Python reference of the OASiS search (benchmark baseline and test oracle).
 
-Same algorithm as :func:`market.oasis.mechanism.oasis_search` (cheapest-first per slot, DP over
+Same algorithm as :func:`marketsim.market.oasis.mechanism.oasis_search` (cheapest-first per slot, DP over
 slots with ties to the fewest workers in the later slot, strict improvement over completion
 slots) written with plain loops and lists, no numpy vectorisation.
 """
@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from market.auction.base import Schedule
-from market.auction.prices import PriceLedger
-from market.oasis.model import EPS, OasisRequest, SearchResult, ceil_tol
+from marketsim.market.auction.base import Schedule
+from marketsim.market.auction.prices import PriceLedger
+from marketsim.market.oasis.model import EPS, OasisRequest, SearchResult, ceil_tol
 
 INF = math.inf
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, SolveError, check_choice, check_int
-from market.oef import lp
-from market.oef.maxmin import solve_maxmin_live
-from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
-from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
-from market.registry import register
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, SolveError, check_choice, check_int
+from marketsim.market.oef import lp
+from marketsim.market.oef.maxmin import solve_maxmin_live
+from marketsim.market.oef.roundlp import check_aggregate, row_classes, use_aggregation
+from marketsim.market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
+from marketsim.market.registry import register
 
 __all__ = ["gavel_maxmin", "gandiva_fair", "equal_split", "max_throughput"]
 
@@ -47,7 +47,7 @@ def _gavel_maxmin(
 ) -> tuple[np.ndarray, float, float, dict[str, int], str, dict[str, Any]]:
     """The max-min stage ``max s`` s.t. ``W_l.x_l >= s targets_l``, capacity, caps: ``(X, s*, seconds,
     full program sizes, path, decomposition info)``. With ``solver="auto"`` a program large enough for interior point is
-    first solved exactly by price decomposition (:mod:`market.oef.maxmin`, path ``"decomposition"``;
+    first solved exactly by price decomposition (:mod:`marketsim.market.oef.maxmin`, path ``"decomposition"``;
     rows capped at 0 get nothing), else (or when it gives up) the full LP (path ``"full"``)."""
     R = W.shape[0]
     ka, capped = int((m > 0).sum()), int(np.isfinite(caps).sum())
@@ -74,7 +74,8 @@ def _gavel(v: ValidatedInput, opts: dict[str, Any]) -> Allocation:
     first, cls, counts = row_classes(v.W, v.caps, targets)
     full_nnz = 2 * v.n * v.k + v.n + v.k * int(np.isfinite(v.caps).sum())
     agg = use_aggregation(opts["aggregate"], opts["solver"], first.size, v.n, full_nnz)
-    if agg:  # identical jobs solved once (market.oef.roundlp): n_c W_c-rows with n_c times the targets and caps
+    # identical jobs solved once (marketsim.market.oef.roundlp): n_c W_c-rows with n_c times the targets and caps
+    if agg:
         W_, caps_, targets_ = v.W[first], v.caps[first] * counts, targets[first] * counts
     else:
         W_, caps_, targets_ = v.W, v.caps, targets
@@ -111,10 +112,10 @@ def gavel_maxmin(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opt
     ``N_l = W_l.p_l`` with the proportional share ``p_l`` rescaled to ``d_l``. ``info["s_star"]``
     holds ``s*``. Option ``tiebreak``: ``"none"`` (single LP, default) or ``"max_total"``. Option
     ``aggregate`` (``"auto"`` default, ``True``, ``False``): solve identical rows (same speedups,
-    cap and weight) once and give them equal shares (:mod:`market.oef.roundlp`; same ``s*``);
+    cap and weight) once and give them equal shares (:mod:`marketsim.market.oef.roundlp`; same ``s*``);
     ``"auto"`` does so when rows repeat and ``solver="auto"`` would pick interior point. With
     ``solver="auto"`` a program still that large is solved by exact price decomposition
-    (:mod:`market.oef.maxmin`; ``info["lp_path"]`` is ``"decomposition"`` or ``"full"``).
+    (:mod:`marketsim.market.oef.maxmin`; ``info["lp_path"]`` is ``"decomposition"`` or ``"full"``).
 
     :param W: (n, k) reported speedups, column 0 the slowest type
     :param m: (k,) GPUs per type, >= 0

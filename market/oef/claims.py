@@ -3,7 +3,7 @@
 C17 (the empirical figures) needs the ABM scenarios S1–S11 and is not registered here.
 Conventions (spec §7): ε = 1e-7 · max(1, |scale|); TRUE utilities on allocations computed from
 reports; every claim records instances, violations, the max violation and the seed. Instances
-come from :func:`market.audit.instances.random_instance` with the size preset of the run.
+come from :func:`marketsim.market.audit.instances.random_instance` with the size preset of the run.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linprog
 
-from market import registry
-from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
-from market.audit.fairshare import FairShareTarget, TenantTarget
-from market.audit.instances import SIZES, FairShareInstance, random_instance
-from market.audit.metrics import envy_violation, pe_violation, si_violation
-from market.audit.oracles import register_oracle, resolution_property_oracle
-from market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
-from market.errors import InputError
+from marketsim.market import registry
+from marketsim.market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
+from marketsim.market.audit.fairshare import FairShareTarget, TenantTarget
+from marketsim.market.audit.instances import SIZES, FairShareInstance, random_instance
+from marketsim.market.audit.metrics import envy_violation, pe_violation, si_violation
+from marketsim.market.audit.oracles import register_oracle, resolution_property_oracle
+from marketsim.market.audit.search import AuditConfig, AuditResult, FamilyBest, audit, jsonable, relative
+from marketsim.market.errors import InputError
 
 __all__ = ["measure", "PROPERTIES", "audit_config"]
 
@@ -144,8 +144,8 @@ def _no_contiguous_optimum(mode: str, W: np.ndarray, m: np.ndarray, X: np.ndarra
     make each entry positive makes all of them positive). Rows are decided separately: each row may
     use a different optimum. ``X`` (the mechanism's vertex) is a shortcut: a row contiguous there
     (entries above ``support_tol``) is done."""
-    from market.oef import lp
-    from market.oef.properties import is_contiguous
+    from marketsim.market.oef import lp
+    from marketsim.market.oef.properties import is_contiguous
 
     R, k = W.shape
     ma = np.asarray(m, dtype=float)
@@ -210,14 +210,14 @@ def _p_pe(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> float
 
 
 def _p_nnz(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> float:
-    from market.oef.properties import nnz
+    from marketsim.market.oef.properties import nnz
 
     n, k = W.shape
     return float(nnz(a.X) - (n + k - 1))
 
 
 def _p_single(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> float:
-    from market.oef.properties import single_type_fraction
+    from marketsim.market.oef.properties import single_type_fraction
 
     n, k = W.shape
     return max(0.0, (n - k + 1) / n - single_type_fraction(a.X))
@@ -229,13 +229,13 @@ def _c6_support_tol(m: np.ndarray) -> float:
 
 
 def _p_noncontig(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, **_: Any) -> float:
-    from market.oef.properties import contiguous_rows
+    from marketsim.market.oef.properties import contiguous_rows
 
     return float((~contiguous_rows(a.X, _c6_support_tol(m))).sum())
 
 
 def _p_structural(a: Any, W: np.ndarray, m: np.ndarray, weights: Any, mechanism: str = "", **_: Any) -> float:
-    from market.oef.properties import contiguous_rows
+    from marketsim.market.oef.properties import contiguous_rows
 
     bad = np.flatnonzero(~contiguous_rows(a.X, _c6_support_tol(m)))
     return float(sum(_no_contiguous_optimum(mechanism, W, m, a.X, int(r)) for r in bad))
@@ -395,7 +395,7 @@ def _property_claim(
 # ---------------------------------------------------------------------------------------------
 def _mis_witness(t: FairShareTarget, r: AuditResult, fb: FamilyBest) -> dict[str, Any]:
     """The ledger's ``misreport`` witness of the best lie ``fb`` of agent ``r.agent``."""
-    from market.audit.hunt_spaces import misreport_witness
+    from marketsim.market.audit.hunt_spaces import misreport_witness
 
     return misreport_witness(t, r, fb, reaudit=False)
 
@@ -431,12 +431,12 @@ def _audits(
 
 def _exact_check(t: FairShareTarget, r: AuditResult, scope: bool, tally: dict[str, int], bad: set[int], worst: float,
                  witness: dict[str, Any] | None) -> tuple[float, dict[str, Any] | None]:  # fmt: skip
-    """The exact oracle (:func:`market.audit.exact.oracle`) on a small instance: a certified gain over
+    """The exact oracle (:func:`marketsim.market.audit.exact.oracle`) on a small instance: a certified gain over
     ``tol`` in the claim's region is a proven violation (counted even when the search missed it); a
     certified bound within ``tol`` proves the claim on that instance. ``scope=False`` (outside the
     paper's scope) uses the whole box: a bound within ``tol`` proves no lie gains at all, a gain
     counts only when the optimal report deflates some entry (else it is in scope: C1's business)."""
-    from market.audit.exact import oracle
+    from marketsim.market.audit.exact import oracle
 
     ex = oracle(t, int(r.agent), "in" if scope else "all")
     if ex is None:
@@ -452,7 +452,7 @@ def _exact_check(t: FairShareTarget, r: AuditResult, scope: bool, tally: dict[st
         tally["proven_violations"] += 1
         bad.add(id(t))
         if ex.relative_gain > worst:
-            from market.audit.hunt_spaces import misreport_witness
+            from marketsim.market.audit.hunt_spaces import misreport_witness
 
             fb = FamilyBest("EXACT", scope, ex.gain, None, "exact best response", (tuple(ex.report), None))
             worst, witness = ex.relative_gain, {**misreport_witness(t, r, fb, reaudit=False), "oracle": ex.method,
@@ -619,7 +619,7 @@ def c1b(ctx: ClaimContext) -> Measurement:
     "C2",
     "Cooperative OEF is envy-free (Theorem 5.1)",
     "oef-coop on random truthful instances (half with integer weights 1..3, weighted EF); "
-    "W_l.x_l/pi_l >= W_l.x_i/pi_i - eps via market.oef.properties.envy.",
+    "W_l.x_l/pi_l >= W_l.x_i/pi_i - eps via marketsim.market.oef.properties.envy.",
 )
 def c2(ctx: ClaimContext) -> Measurement:
     """Claim C2 of OEF: Cooperative OEF is envy-free (Theorem 5.1).
@@ -1091,7 +1091,7 @@ def c12(ctx: ClaimContext) -> Measurement:
 # C13: the rounding placer
 # ---------------------------------------------------------------------------------------------
 def _placer_run(ideal: dict, min_demand: dict, cap: dict, m: np.ndarray, rounds: int, backfill: bool) -> dict[str, Any]:
-    from market.oef.placer import DeviationRounder
+    from marketsim.market.oef.placer import DeviationRounder
 
     pl = DeviationRounder(backfill=backfill)
     keys = list(ideal)

@@ -13,9 +13,9 @@ from typing import Any
 import highspy
 import numpy as np
 
-from market.oef.highs_model import highs_model_from_csc, solve_model
-from market.oef.programs import ef_csr, expand_from_active, reduce_to_active
-from market.oef.solution import ZERO_TOL
+from marketsim.market.oef.highs_model import highs_model_from_csc, solve_model
+from marketsim.market.oef.programs import ef_csr, expand_from_active, reduce_to_active
+from marketsim.market.oef.solution import ZERO_TOL
 
 __all__ = ["PROGRESS", "row_envy", "ef_violations", "solve_coop"]
 
@@ -89,8 +89,8 @@ def solve_coop(
     """LP (10) (A3 / A3') by lazy generation of its envy-freeness rows in one warm-started HiGHS model.
 
     Starts with the capacity rows and the EF rows between rows at most ``window`` apart in the
-    speedup order of :func:`~market.oef.staircase.staircase` (where LP (10)'s binding EF rows sit on ordered speedups);
-    after every solve finds the violated EF rows of all ``R(R-1)`` pairs from ``W X^T`` (violation
+    speedup order of :func:`~marketsim.market.oef.staircase.staircase` (where LP (10)'s binding EF rows sit on ordered
+    speedups); after every solve finds the violated EF rows of all ``R(R-1)`` pairs from ``W X^T`` (violation
     > ``1e-9 max(1, U)``, :func:`ef_violations`), adds the ``per_row`` most violated of each envious
     row and the ``per_col`` most violated of each envied row and re-solves from the previous basis
     (dual simplex). EF rows whose slack stayed basic (dual 0) over ``drop_after`` consecutive solves

@@ -6,7 +6,7 @@ keeps one HiGHS model alive, rewrites the ``k`` coefficients of the deviator's e
 re-solves from the previous basis (dual simplex warm start): a fraction of a millisecond per
 misreport instead of building and solving a fresh LP.
 
-It is a *screen*: :class:`market.audit.fairshare.FairShareTarget` with ``fast=True`` searches with
+It is a *screen*: :class:`marketsim.market.audit.fairshare.FairShareTarget` with ``fast=True`` searches with
 it and then re-evaluates the truthful report and every family's best report with the registered
 mechanism itself (``confirm``), so every reported gain is the registered mechanism's number. Where
 the LP optimum is unique (generic instances) both solvers return the same allocation; at
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.errors import InputError, SolveError
+from marketsim.market.errors import InputError, SolveError
 
 __all__ = ["NoncoopResolver", "make_screen", "noncoop_fast_eligible"]
 
@@ -36,7 +36,7 @@ def noncoop_fast_eligible(m: np.ndarray, weights: object, caps: object, options:
 def make_screen(
     W: np.ndarray, m: np.ndarray, weights: np.ndarray | None, caps: np.ndarray | None, options: object
 ) -> NoncoopResolver | None:
-    """The misreport screen registered with ``oef-noncoop`` (see :func:`market.registry.register`):
+    """The misreport screen registered with ``oef-noncoop`` (see :func:`marketsim.market.registry.register`):
     a :class:`NoncoopResolver` when :func:`noncoop_fast_eligible`, else ``None``."""
     return NoncoopResolver(W, m, weights) if noncoop_fast_eligible(m, weights, caps, options) else None
 
@@ -49,7 +49,7 @@ class NoncoopResolver:
     def __init__(self, W: np.ndarray, m: np.ndarray, omega: np.ndarray | None = None) -> None:
         import highspy
 
-        from market.milp import new_highs
+        from marketsim.market.milp import new_highs
 
         self.W = np.asarray(W, dtype=float).copy()
         self.m = np.asarray(m, dtype=float)

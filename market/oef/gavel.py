@@ -5,7 +5,7 @@ Units: ``T`` (n, k) raw throughputs of job ``l`` on one placement of type ``j`` 
 the job running with its ``scale_factors[l]`` GPUs); ``T[l, j] = 0`` means the model cannot run on
 type ``j`` (accepted, as in Gavel's measured tables, and never allocated). Gavel's variable is a time
 fraction ``x[l, j]`` with ``sum_j x[l, j] <= 1`` and capacity ``sum_l s_l x[l, j] <= m_j``. The
-returned :class:`~market.allocation.Allocation` holds devices ``X = s_l x[l, j]`` (like every
+returned :class:`~marketsim.market.allocation.Allocation` holds devices ``X = s_l x[l, j]`` (like every
 fair-share policy) and ``info["time_fractions"]`` holds ``x``.
 
 Caps: ``caps[l]`` (devices, >= 0, ``inf`` = none) bounds row ``l``'s devices, ``sum_j s_l x[l, j]
@@ -24,8 +24,8 @@ class's runnable workers, OEF spec A9). ``caps=None`` keeps Gavel's one-job boun
   same for every job, scale factors not counted).
 
 Both solve one HiGHS LP with ``solver="auto"`` by default: dual simplex on small programs,
-interior point on large ones (:func:`market.oef.lp.choose_solver`); ``gavel-max-min-perf`` solves a
-large program by exact price decomposition first (:mod:`market.oef.maxmin`, ``info["lp_path"]``).
+interior point on large ones (:func:`marketsim.market.oef.lp.choose_solver`); ``gavel-max-min-perf`` solves a
+large program by exact price decomposition first (:mod:`marketsim.market.oef.maxmin`, ``info["lp_path"]``).
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from market.allocation import Allocation
-from market.errors import InputError, SolveError, as_float_array, check_choice
-from market.oef import highs_direct
-from market.oef import lp as lpmod
-from market.oef.maxmin import solve_maxmin_live
-from market.oef.roundlp import check_aggregate, row_classes, use_aggregation
-from market.oef.validate import SOLVERS, check_caps
-from market.registry import register
-from market.types import check_capacity_vector
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, SolveError, as_float_array, check_choice
+from marketsim.market.oef import highs_direct
+from marketsim.market.oef import lp as lpmod
+from marketsim.market.oef.maxmin import solve_maxmin_live
+from marketsim.market.oef.roundlp import check_aggregate, row_classes, use_aggregation
+from marketsim.market.oef.validate import SOLVERS, check_caps
+from marketsim.market.registry import register
+from marketsim.market.types import check_capacity_vector
 
 __all__ = ["gavel_max_sum_throughput", "gavel_max_min_perf", "proportional_throughputs", "GavelInput", "validate_gavel"]
 
@@ -141,7 +141,7 @@ def _program(
 
 
 def _direct(g: GavelInput) -> bool:
-    """Solve by :mod:`market.oef.highs_direct`: the dual simplex (``"highs-ds"``) is the method, given
+    """Solve by :mod:`marketsim.market.oef.highs_direct`: the dual simplex (``"highs-ds"``) is the method, given
     or picked by ``"auto"`` for a program this small (``3 n k + n`` nonzeros at most)."""
     return lpmod.choose_solver(g.solver, 3 * g.n * g.k + g.n) == "highs-ds"
 
@@ -158,7 +158,7 @@ def _finish(policy: str, g: GavelInput, x: np.ndarray, objective: float, seconds
 
 
 def _sum_lp(g: GavelInput, T: np.ndarray) -> tuple[np.ndarray, float, float]:
-    if _direct(g):  # small program: straight to highspy, same method and vertex (market.oef.highs_direct)
+    if _direct(g):  # small program: straight to highspy, same method and vertex (marketsim.market.oef.highs_direct)
         t0 = time.perf_counter()
         x = highs_direct.gavel_sum("gavel-max-sum-throughput", T, g.m, g.s, g.time_ub())
         return x, float((T * x).sum()), time.perf_counter() - t0
@@ -198,14 +198,14 @@ def gavel_max_sum_throughput(W: Any, m: Any, *, weights: Any = None, caps: Any =
 def _maxmin_lp(g: GavelInput, coef: np.ndarray, time_ub: np.ndarray) -> tuple[np.ndarray, float, str, dict]:
     """``max t`` s.t. ``coef_l . x_l >= t`` for every job, capacity and time rows; returns ``(x, t,
     path, decomposition info)``. With ``solver="auto"`` a program large enough for interior point is first solved by
-    price decomposition (:mod:`market.oef.maxmin`, exact, path ``"decomposition"``), falling back
+    price decomposition (:mod:`marketsim.market.oef.maxmin`, exact, path ``"decomposition"``), falling back
     to the full LP (path ``"full"``)."""
     n, k = g.n, g.k
     if g.solver == "auto" and lpmod.choose_solver("auto", 3 * n * k + n) == "highs-ipm":
         got = solve_maxmin_live(coef, g.m, g.s, time_ub, policy="gavel-max-min-perf")
         if got is not None:
             return got[0], got[1], "decomposition", got[2]
-    if _direct(g):  # small program: straight to highspy, same method and vertex (market.oef.highs_direct)
+    if _direct(g):  # small program: straight to highspy, same method and vertex (marketsim.market.oef.highs_direct)
         x, t = highs_direct.gavel_maxmin("gavel-max-min-perf", g.T, g.m, g.s, coef, time_ub)
         return x, t, "full", {}
     rows = np.concatenate([np.repeat(np.arange(n), k), np.arange(n)])
@@ -236,7 +236,7 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     the sum policy (caps: module docstring). ``info["min_ratio"]`` is the optimal ``min_l``,
     ``info["proportional_throughputs"]`` holds ``P``. Option ``aggregate`` (``"auto"`` default,
     ``True``, ``False``): solve identical jobs once, with equal time fractions
-    (:mod:`market.oef.roundlp`; same optimum); ``"auto"`` does so when jobs repeat and
+    (:mod:`marketsim.market.oef.roundlp`; same optimum); ``"auto"`` does so when jobs repeat and
     ``solver="auto"`` would pick interior point. A job that can run nowhere (all-zero row), or only
     on types with no GPUs (``P_l = 0``), or with cap 0, is rejected: its ratio would pin the minimum
     at 0. Identical jobs are those with the same throughputs, scale factor, weight and cap.
@@ -277,7 +277,8 @@ def gavel_max_min_perf(W: Any, m: Any, *, weights: Any = None, caps: Any = None,
     if g.aggregate is True or (g.aggregate == "auto" and g.solver == "auto" and nnz >= lpmod.AUTO_IPM_NONZEROS):
         first, cls, counts = row_classes(g.T, g.s, g.w, tub)
         agg = use_aggregation(g.aggregate, g.solver, first.size, g.n, nnz)
-    if agg:  # identical jobs solved once (market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
+    # identical jobs solved once (marketsim.market.oef.roundlp): class time n_c tub_c, class ratio coef . Y_c / n_c
+    if agg:
         ga = GavelInput(g.T[first], g.m, g.s[first], g.w[first], g.solver)
         xa, t, path, dec = _maxmin_lp(ga, coef[first] / counts[:, None], counts * tub[first])
         x = xa[cls] / counts[cls][:, None]

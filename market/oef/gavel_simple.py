@@ -1,6 +1,6 @@
 """Gavel's two simplest policies as fair-share mechanisms (Narayanan et al., OSDI'20; semantics read
 from ``scheduler/policies/isolated.py`` and ``fifo.py`` of the public Gavel code, nothing copied).
-Like ``gavel-max-min-perf`` (:mod:`market.oef.gavel`, whose conventions they share) they take RAW
+Like ``gavel-max-min-perf`` (:mod:`marketsim.market.oef.gavel`, whose conventions they share) they take RAW
 throughputs ``T`` (n, k) with zeros allowed (0 = the job cannot run on that type), optional
 ``scale_factors`` (GPUs per job), ``weights`` and ``caps``; ``Allocation.X`` holds devices
 ``s_l x[l, j]`` and ``info["time_fractions"]`` the time fractions ``x``, with time bound
@@ -21,7 +21,7 @@ work the same.
   allocation stops there (head-of-line blocking: no later row may jump ahead). Weights are not
   used. Gavel's plain ``fifo`` draws the type at random and keeps a job's type until it completes (a
   stateful policy, not modelled); ``fifo_perf`` is recomputed from scratch at every re-solve, as
-  here. In trace runs (``agents.trace_rounds``) a ``gavel-fifo`` job runs only where it has an
+  here. In trace runs (``marketsim.agents.trace_rounds``) a ``gavel-fifo`` job runs only where it has an
   allocation (Gavel never leases a FIFO job with priority 0).
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.oef.gavel import _finish, validate_gavel
-from market.registry import register
+from marketsim.market.allocation import Allocation
+from marketsim.market.oef.gavel import _finish, validate_gavel
+from marketsim.market.registry import register
 
 __all__ = ["isolated", "fifo"]
 

@@ -14,8 +14,8 @@ import threading
 import highspy
 import numpy as np
 
-from market.errors import SolveError
-from market.milp import new_highs
+from marketsim.market.errors import SolveError
+from marketsim.market.milp import new_highs
 
 __all__ = ["solve_min", "INF"]
 
@@ -88,7 +88,7 @@ def _gavel_columns(T: np.ndarray, m: np.ndarray, s: np.ndarray) -> tuple[np.ndar
 
 
 def gavel_sum(policy: str, T: np.ndarray, m: np.ndarray, s: np.ndarray, tub: np.ndarray) -> np.ndarray:
-    """Gavel's max-sum-throughput program (:func:`market.oef.gavel.gavel_max_sum_throughput`):
+    """Gavel's max-sum-throughput program (:func:`marketsim.market.oef.gavel.gavel_max_sum_throughput`):
     ``max sum T.x`` s.t. ``sum_l s_l x[l, j] <= m_j``, ``sum_j x[l, j] <= tub_l``, ``x >= 0`` (0
     where ``T = 0``). Returns ``x`` (n, k)."""
     n, k = T.shape
@@ -101,7 +101,7 @@ def gavel_sum(policy: str, T: np.ndarray, m: np.ndarray, s: np.ndarray, tub: np.
 def gavel_maxmin(
     policy: str, T: np.ndarray, m: np.ndarray, s: np.ndarray, coef: np.ndarray, tub: np.ndarray
 ) -> tuple[np.ndarray, float]:
-    """Gavel's max-min program (:func:`market.oef.gavel.gavel_max_min_perf`, full LP): ``max t``
+    """Gavel's max-min program (:func:`marketsim.market.oef.gavel.gavel_max_min_perf`, full LP): ``max t``
     s.t. ``coef_l . x_l >= t`` for every row ``l``, the capacity and time rows of
     :func:`gavel_sum`. Variables ``x`` row-major then ``t`` (free), the same program (and column
     order) as the ``linprog`` path, so the same dual-simplex vertex. Returns ``(x (n, k), t)``."""

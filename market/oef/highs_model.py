@@ -1,6 +1,6 @@
 """OEF's programs on ``highspy`` directly (no scipy wrapper): a model from CSC arrays set up like
 scipy's HiGHS methods (:func:`highs_model_from_csc`), and its solve (:func:`solve_model`), used by
-:mod:`market.oef.noncoop_lp` and :mod:`market.oef.coop_lp` with the default solver ``"highs-ds"``.
+:mod:`marketsim.market.oef.noncoop_lp` and :mod:`marketsim.market.oef.coop_lp` with the default solver ``"highs-ds"``.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from market.errors import SolveError
-from market.milp import new_highs
-from market.oef.scipy_lp import choose_solver
+from marketsim.market.errors import SolveError
+from marketsim.market.milp import new_highs
+from marketsim.market.oef.scipy_lp import choose_solver
 
 __all__ = ["highs_model_from_csc", "solve_model"]
 
@@ -57,9 +57,9 @@ _DIRECT_NNZ = 5000
 
 
 def solve_model(policy: str, h: highspy.Highs) -> tuple[np.ndarray, float]:
-    """Solve ``h`` (a large one so that Ctrl-C cancels it: :func:`market.milp.run_interruptibly`);
+    """Solve ``h`` (a large one so that Ctrl-C cancels it: :func:`marketsim.market.milp.run_interruptibly`);
     its column values and min-problem objective, or :class:`SolveError`."""
-    from market.milp import run_interruptibly
+    from marketsim.market.milp import run_interruptibly
 
     if h.getNumNz() <= _DIRECT_NNZ:
         h.run()

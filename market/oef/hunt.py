@@ -1,14 +1,14 @@
-"""Hunt spaces of the OEF claims (:mod:`market.audit.hunt`): the realistic fair-share box
-(:data:`market.audit.hunt_spaces.REALISTIC`: 2-6 tenants, 2-4 GPU types, 1-8 GPUs per type, a
+"""Hunt spaces of the OEF claims (:mod:`marketsim.market.audit.hunt`): the realistic fair-share box
+(:data:`marketsim.market.audit.hunt_spaces.REALISTIC`: 2-6 tenants, 2-4 GPU types, 1-8 GPUs per type, a
 fastest/slowest speed ratio up to 12x per tenant, grown where a witness sits on its edge) with
 each claim's own effect measure; C8's slowest-user generator keeps the ledger's step box.
 
 * C1 / C1-ext: row 0's largest relative gain of a misreport against ``oef-noncoop`` (in-scope
   inflation families / every other family), inner search
-  :data:`market.audit.hunt_spaces.HUNT_CONFIG` on the warm-started screen, the final figure from
+  :data:`marketsim.market.audit.hunt_spaces.HUNT_CONFIG` on the warm-started screen, the final figure from
   ``marketsim audit``'s own audit.
 * C2, C3 (weighted), C2-noncoop, C3-noncoop, C5, C7, C8: the largest violation amount of the
-  property the claim measures (:func:`market.oef.claims.measure`), with the claim's tolerance.
+  property the claim measures (:func:`marketsim.market.oef.claims.measure`), with the claim's tolerance.
 
 Claims without a space (C1b, C4, C6, C9–C16) are listed with the reason in ``docs/hunt.md``.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from market.audit.hunt import register_hunt_space
-from market.audit.hunt_spaces import REALISTIC, MisreportSpace, PropertySpace
-from market.audit.instances import SIZES, FairShareInstance
+from marketsim.market.audit.hunt import register_hunt_space
+from marketsim.market.audit.hunt_spaces import REALISTIC, MisreportSpace, PropertySpace
+from marketsim.market.audit.instances import SIZES, FairShareInstance
 
 PAPER = "oef"
 
@@ -44,7 +44,7 @@ def _c1_ext(size: str, claim: Any = None) -> MisreportSpace:
 
 def _property_space(name: str, mechs: tuple[str, ...], props: tuple[str, ...], size: str, kind: str = "unrestricted",
                     weighted: bool = False) -> PropertySpace:  # fmt: skip
-    from market.oef.claims import _prop_tol, _prop_witness, measure
+    from marketsim.market.oef.claims import _prop_tol, _prop_witness, measure
 
     def meas(inst: FairShareInstance) -> tuple[float, float, dict[str, Any]]:
         worst, tol_w, wit = -1.0, 0.0, None

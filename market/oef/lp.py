@@ -1,21 +1,21 @@
 """OEF's linear programs: the stable import path of the LP layer (spec A2-A5, §8).
 
-The layer is split by job into modules, all re-exported here (``from market.oef import lp``;
+The layer is split by job into modules, all re-exported here (``from marketsim.market.oef import lp``;
 ``lp.solve_noncoop(...)``, ``lp.NoncoopWarmStart()``, ``lp.build_coop(...)``):
 
-* :mod:`market.oef.programs`: the programs as sparse matrices (:class:`LinearProgram`,
+* :mod:`marketsim.market.oef.programs`: the programs as sparse matrices (:class:`LinearProgram`,
   ``build_*``, CSC/CSR array forms) and their restriction to the GPU types with capacity;
-* :mod:`market.oef.scipy_lp`: solving a :class:`LinearProgram` with ``scipy.optimize.linprog``
+* :mod:`marketsim.market.oef.scipy_lp`: solving a :class:`LinearProgram` with ``scipy.optimize.linprog``
   (HiGHS; :func:`solve`, :func:`solve_rows`, :func:`choose_solver`);
-* :mod:`market.oef.highs_model`: ``highspy`` models built from CSC arrays, and their solve;
-* :mod:`market.oef.staircase`: the staircase vertex of LP (9) and its optimality certificate;
-* :mod:`market.oef.noncoop_lp`: LP (9) on its fast paths (staircase, crashed simplex, price
+* :mod:`marketsim.market.oef.highs_model`: ``highspy`` models built from CSC arrays, and their solve;
+* :mod:`marketsim.market.oef.staircase`: the staircase vertex of LP (9) and its optimality certificate;
+* :mod:`marketsim.market.oef.noncoop_lp`: LP (9) on its fast paths (staircase, crashed simplex, price
   decomposition) and :class:`NoncoopWarmStart`;
-* :mod:`market.oef.coop_lp`: LP (10) by lazy envy-freeness rows;
-* :mod:`market.oef.solution`: clipping a solution (A4 step 3) and the allocation cache.
+* :mod:`marketsim.market.oef.coop_lp`: LP (10) by lazy envy-freeness rows;
+* :mod:`marketsim.market.oef.solution`: clipping a solution (A4 step 3) and the allocation cache.
 
-The two settings read at call time, :data:`PROGRESS` (:mod:`market.oef.coop_lp`) and
-``COLD_DECOMPOSE_ROWS_PER_TYPE`` (:mod:`market.oef.noncoop_lp`), are read from and written to
+The two settings read at call time, :data:`PROGRESS` (:mod:`marketsim.market.oef.coop_lp`) and
+``COLD_DECOMPOSE_ROWS_PER_TYPE`` (:mod:`marketsim.market.oef.noncoop_lp`), are read from and written to
 their home modules through this one: ``lp.PROGRESS = print`` takes effect.
 """
 
@@ -26,9 +26,9 @@ import sys
 import types
 from typing import Any
 
-from market.oef.coop_lp import ef_violations, row_envy, solve_coop
-from market.oef.noncoop_lp import NoncoopWarmStart, solve_noncoop
-from market.oef.programs import (
+from marketsim.market.oef.coop_lp import ef_violations, row_envy, solve_coop
+from marketsim.market.oef.noncoop_lp import NoncoopWarmStart, solve_noncoop
+from marketsim.market.oef.programs import (
     LinearProgram,
     all_pairs,
     build_capped_throughput,
@@ -42,9 +42,9 @@ from market.oef.programs import (
     ef_rows,
     noncoop_csc,
 )
-from market.oef.scipy_lp import AUTO_IPM_NONZEROS, choose_solver, solve, solve_rows
-from market.oef.solution import CACHE, ZERO_TOL, AllocationCache, clip_solution
-from market.oef.staircase import Staircase, staircase
+from marketsim.market.oef.scipy_lp import AUTO_IPM_NONZEROS, choose_solver, solve, solve_rows
+from marketsim.market.oef.solution import CACHE, ZERO_TOL, AllocationCache, clip_solution
+from marketsim.market.oef.staircase import Staircase, staircase
 
 __all__ = [
     "ZERO_TOL",
@@ -77,7 +77,8 @@ __all__ = [
 ]
 
 #: settings read at call time -> the module that reads them (reads and writes here go there)
-SETTINGS = {"PROGRESS": "market.oef.coop_lp", "COLD_DECOMPOSE_ROWS_PER_TYPE": "market.oef.noncoop_lp"}
+SETTINGS = {"PROGRESS": "marketsim.market.oef.coop_lp",
+            "COLD_DECOMPOSE_ROWS_PER_TYPE": "marketsim.market.oef.noncoop_lp"}
 
 
 class _LPModule(types.ModuleType):

@@ -21,7 +21,7 @@ the cap, it uses its whole cap on the two types around ``t / d_l`` on the lower 
 1. guesses prices and ``t`` (given ones, e.g. the previous round's, or the optimum of the same program
    on a deterministic sample of rows with proportionally scaled capacities, :func:`_guess`; from
    :data:`IPM_MIN_ROWS` rows, when that sample leaves many rows near a tie, the prices of a structured
-   interior-point method, :mod:`market.oef.maxmin_ipm`, and when a cap pins ``t`` an optimum read off
+   interior-point method, :mod:`marketsim.market.oef.maxmin_ipm`, and when a cap pins ``t`` an optimum read off
    one of its iterates, :func:`_pinned`);
 2. *fixes* every row whose pattern is clear (it survives a relative change ``delta`` of the prices
    and of ``t``): a one-type row ``x_lu = t / C_lu``, a two-type row ``x_lu = (C_lv d_l - t) / D``,
@@ -55,7 +55,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from market.errors import SolveError
+from marketsim.market.errors import SolveError
 
 __all__ = ["MaxMinSolution", "PriceWarmStart", "solve_maxmin", "solve_maxmin_live", "DECOMPOSE_MIN_ROWS"]
 
@@ -143,7 +143,7 @@ def _empty_reduced_highs(own: bool = False) -> highspy.Highs:
     across rounds), else this thread's, cleared. Nothing else in this module changes its options."""
     h = None if own else getattr(_LOCAL, "h", None)
     if h is None:
-        from market.milp import new_highs
+        from marketsim.market.milp import new_highs
 
         h = new_highs()
         for name, value in _OPTIONS:
@@ -530,7 +530,7 @@ def _spread(p: np.ndarray, t: float, C: np.ndarray, m: np.ndarray, s: np.ndarray
 IPM_MIN_ROWS = 512
 """From this many rows on, a first guess that leaves the loads far from balanced (:data:`SPREAD`) or
 many rows near a tie (:data:`IPM_NEAR`) is replaced by the prices of the interior-point method
-(:mod:`market.oef.maxmin_ipm`)."""
+(:mod:`marketsim.market.oef.maxmin_ipm`)."""
 
 IPM_NEAR = 0.2
 """Fraction of rows whose pattern is not clear at the sampled prices (a tie within ``delta`` or a
@@ -639,10 +639,10 @@ def _pinned(
 def _ipm_guess(
     policy: str, C: np.ndarray, m: np.ndarray, s: np.ndarray, d: np.ndarray, equal: bool
 ) -> tuple[Any, tuple[np.ndarray, float, int] | None]:
-    """The interior-point prices of (P) (:func:`market.oef.maxmin_ipm.maxmin_prices`) and, for a
+    """The interior-point prices of (P) (:func:`marketsim.market.oef.maxmin_ipm.maxmin_prices`) and, for a
     capped program whose optimum a cap pins, a :func:`_pinned` solution found along the way (the
     method stops at the first iterate that yields one): ``(IpmPrices or None, (x, t) or None)``."""
-    from market.oef.maxmin_ipm import maxmin_prices
+    from marketsim.market.oef.maxmin_ipm import maxmin_prices
 
     found: list[tuple[np.ndarray, float, int]] = []
     early = None
@@ -676,7 +676,7 @@ def _guess(
     the scale factors, refined by :func:`_balance` (uncapped programs: always; capped ones: if that
     balances the loads better, :func:`_spread`). From :data:`IPM_MIN_ROWS` rows on, a guess whose
     spread exceeds :data:`SPREAD` or that leaves more than :data:`IPM_NEAR` of the rows near a tie is
-    replaced by the interior-point prices (:func:`market.oef.maxmin_ipm.maxmin_prices`), and the rows
+    replaced by the interior-point prices (:func:`marketsim.market.oef.maxmin_ipm.maxmin_prices`), and the rows
     are then fixed with the margin :data:`IPM_DELTA` instead of ``delta``; without them (or with
     ``FIRST_PRICES = "sample"``), from :data:`RECURSE_ROWS` rows a guess whose spread exceeds
     :data:`SPREAD` is replaced by the optimum on an eighth of the rows. (Every sampled price 0:

@@ -1,4 +1,4 @@
-"""A structured interior-point method for the max-min program (P) of :mod:`market.oef.maxmin`:
+"""A structured interior-point method for the max-min program (P) of :mod:`marketsim.market.oef.maxmin`:
 near-optimal capacity prices in a few dozen ``O(n k)`` numpy passes.
 
 (P) has ``n`` rows (jobs) and ``k`` GPU types (``k`` small)::
@@ -21,7 +21,7 @@ factorisation (``cvxpy`` + ECOS, an interior-point method too, factorises the wh
 
 The method is used for its *duals*: :func:`maxmin_prices` stops at a relative duality gap of
 ``gap_tol`` (1e-7 by default), where the capacity prices are accurate enough for the price
-decomposition (:func:`market.oef.maxmin.solve_maxmin`) to fix all but the rows within a small margin
+decomposition (:func:`marketsim.market.oef.maxmin.solve_maxmin`) to fix all but the rows within a small margin
 of a tie, solve those exactly by dual simplex and certify the result by LP duality. The interior
 point itself is never returned as an allocation. Deterministic: no randomness, fixed operation order.
 """
@@ -289,7 +289,7 @@ def maxmin_prices(
     """Near-optimal prices of (P) (module docstring) by a primal-dual interior-point method.
 
     ``C`` (n, k) >= 0 throughputs relative to each row's target (in units of order one, as
-    :func:`market.oef.maxmin.solve_maxmin` passes them); ``m`` (k,) > 0 capacities; ``s`` (n,) > 0
+    :func:`marketsim.market.oef.maxmin.solve_maxmin` passes them); ``m`` (k,) > 0 capacities; ``s`` (n,) > 0
     scale factors; ``d`` (n,) caps on ``sum_j x_lj`` (``inf``: none); ``equal``: the throughput rows
     are equalities (LP (9)). Stops when the relative duality gap is at most ``gap_tol`` with the
     primal residual below 1e-4 and the dual one below 1e-6 (the prices come from the dual). After
@@ -297,7 +297,7 @@ def maxmin_prices(
     the iterates drift), returns the best such iterate seen if its gap is within ``1000 gap_tol``,
     else ``None``. ``early(x, t)``, if given, is called with each iterate whose primal residual is
     below 1e-3 (``x`` (n, k)); when it returns ``True`` the method stops there and returns that
-    iterate (the caller found what it needed in it, e.g. :func:`market.oef.maxmin._pinned`)."""
+    iterate (the caller found what it needed in it, e.g. :func:`marketsim.market.oef.maxmin._pinned`)."""
     cap = np.isfinite(d)
     p = _Problem(np.ascontiguousarray(np.asarray(C, dtype=float).T), np.asarray(m, dtype=float),
                  np.asarray(s, dtype=float), np.where(cap, d, 0.0), cap, equal)  # fmt: skip

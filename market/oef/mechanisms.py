@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, SolveError, check_choice, check_int
-from market.oef import lp
-from market.oef.fast import make_screen
-from market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
-from market.oef.virtual import replication_copies, weight_fractions
-from market.registry import register
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, SolveError, check_choice, check_int
+from marketsim.market.oef import lp
+from marketsim.market.oef.fast import make_screen
+from marketsim.market.oef.validate import ValidatedInput, cache_key, prepare, trivial_allocation
+from marketsim.market.oef.virtual import replication_copies, weight_fractions
+from marketsim.market.registry import register
 
 __all__ = ["oef_noncoop", "oef_coop", "si_constrained_lp"]
 
@@ -38,7 +38,7 @@ _RESID_FAIL = 1e-5
 
 @functools.lru_cache(maxsize=1024)
 def _distinct_weights(values: tuple[float, ...], limit: int) -> tuple[tuple[Fraction, ...], np.ndarray]:
-    """:func:`~market.oef.virtual.weight_fractions` and :func:`~market.oef.virtual.
+    """:func:`~marketsim.market.oef.virtual.weight_fractions` and :func:`~marketsim.market.oef.virtual.
     replication_copies` of distinct weight values (memoised: a scheduler's rounds reuse a few)."""
     fracs = tuple(weight_fractions(values, limit))
     copies = np.array(replication_copies(fracs), dtype=np.int64)
@@ -47,8 +47,8 @@ def _distinct_weights(values: tuple[float, ...], limit: int) -> tuple[tuple[Frac
 
 
 def _exact_weights(v: ValidatedInput, limit: int) -> tuple[Sequence[Fraction], np.ndarray, np.ndarray]:
-    """The rows' exact weights (:func:`~market.oef.virtual.weight_fractions`) as distinct fractions
-    and each row's index into them, and the rows' replicas (:func:`~market.oef.virtual.
+    """The rows' exact weights (:func:`~marketsim.market.oef.virtual.weight_fractions`) as distinct fractions
+    and each row's index into them, and the rows' replicas (:func:`~marketsim.market.oef.virtual.
     replication_copies`), computed once per distinct weight: a weight's fraction depends on its
     value alone, and the lcm and gcd on the set of values."""
     if v.fraction_weights:
@@ -305,7 +305,7 @@ _NONCOOP_OPTIONS: dict[str, Any] = {**_OEF_OPTIONS, "warm_start": None, "row_ids
 def _check_warm(opts: dict[str, Any], n: int) -> None:
     warm, ids = opts["warm_start"], opts["row_ids"]
     if warm is not None and not isinstance(warm, lp.NoncoopWarmStart):
-        raise InputError("warm_start", warm, "must be None or a market.oef.lp.NoncoopWarmStart")
+        raise InputError("warm_start", warm, "must be None or a marketsim.market.oef.lp.NoncoopWarmStart")
     if ids is not None:
         try:
             ids = list(ids)
@@ -354,15 +354,15 @@ def oef_noncoop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **opti
     the replicated or direct form), and its devices go to those rows by the north-west corner rule
     (a basic solution of the unmerged program; see ``_split``).
 
-    With the default ``solver="highs-ds"`` LP (9) is solved by :func:`market.oef.lp.solve_noncoop`:
+    With the default ``solver="highs-ds"`` LP (9) is solved by :func:`marketsim.market.oef.lp.solve_noncoop`:
     the staircase vertex of paper Lemma 3.1 when its LP-duality certificate holds (``info
     ["noncoop_path"] == "staircase"``; always on ordered speedups), else, from 100 rows per GPU
-    type, exact price decomposition (:mod:`market.oef.maxmin`, ``"decomposition"``), else HiGHS's
+    type, exact price decomposition (:mod:`marketsim.market.oef.maxmin`, ``"decomposition"``), else HiGHS's
     simplex from the staircase basis (``"highs"``); other solvers go through scipy's ``linprog`` on
     the compact LP.
 
     Warm start across rounds (default solver only): pass ``warm_start=``
-    :class:`market.oef.lp.NoncoopWarmStart` (one object kept across rounds) and ``row_ids`` (one
+    :class:`marketsim.market.oef.lp.NoncoopWarmStart` (one object kept across rounds) and ``row_ids`` (one
     distinct hashable id per row, e.g. job ids; default the row positions); from 64 rows the round
     is solved by the decomposition from the previous round's prices and reduced program, else HiGHS
     starts from the previous round's optimal basis mapped onto this round's rows
@@ -393,7 +393,7 @@ def oef_coop(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options
     Extra options: ``ef_rows`` = ``"auto"`` (default: ``"lazy"`` with the default solver
     ``"highs-ds"`` and more than ``lazy_min_rows`` (default 0) LP rows, else ``"full"``),
     ``"full"`` (all ``R(R-1)`` sparse EF rows, as the spec builds them, solved by scipy's
-    ``linprog``) or ``"lazy"`` (:func:`market.oef.lp.solve_coop`: constraint generation in one
+    ``linprog``) or ``"lazy"`` (:func:`marketsim.market.oef.lp.solve_coop`: constraint generation in one
     warm-started HiGHS model, seeded with the EF rows of rows at most ``lazy_window`` (default 2)
     apart in speedup order, then per round the ``lazy_per_row`` (default 1) most violated EF
     rows of each envious row and the ``lazy_per_col`` (default 1) most violated of each envied row,

@@ -1,8 +1,8 @@
 """LP (9), non-cooperative OEF (compact A2 / A2'), on the fast paths of the default solver.
 
-:func:`solve_noncoop` returns the :func:`~market.oef.staircase.staircase` vertex when its dual
+:func:`solve_noncoop` returns the :func:`~marketsim.market.oef.staircase.staircase` vertex when its dual
 certificate proves it optimal (always on ordered speedups), else starts HiGHS's primal simplex from
-its (feasible) basis, or solves by price decomposition (:mod:`market.oef.maxmin`) on large programs;
+its (feasible) basis, or solves by price decomposition (:mod:`marketsim.market.oef.maxmin`) on large programs;
 :class:`NoncoopWarmStart` carries a round's basis (and the decomposition's state) to the next round.
 Every path returns an optimal vertex of the full program.
 """
@@ -16,10 +16,10 @@ from typing import Any
 import highspy
 import numpy as np
 
-from market.oef.highs_model import highs_model_from_csc, solve_model
-from market.oef.maxmin import DECOMPOSE_MIN_ROWS, PriceWarmStart, solve_maxmin
-from market.oef.programs import expand_from_active, noncoop_csc, reduce_to_active
-from market.oef.staircase import Staircase, staircase
+from marketsim.market.oef.highs_model import highs_model_from_csc, solve_model
+from marketsim.market.oef.maxmin import DECOMPOSE_MIN_ROWS, PriceWarmStart, solve_maxmin
+from marketsim.market.oef.programs import expand_from_active, noncoop_csc, reduce_to_active
+from marketsim.market.oef.staircase import Staircase, staircase
 
 __all__ = ["COLD_DECOMPOSE_ROWS_PER_TYPE", "NoncoopWarmStart", "solve_noncoop"]
 
@@ -29,7 +29,7 @@ REUSE_HIGHS = True
 instance's; building one costs about as much as solving a small program)."""
 
 COLD_DECOMPOSE_ROWS_PER_TYPE = 100
-"""``oef-noncoop`` without a warm start solves LP (9) by price decomposition (:mod:`market.oef.maxmin`)
+"""``oef-noncoop`` without a warm start solves LP (9) by price decomposition (:mod:`marketsim.market.oef.maxmin`)
 when the staircase certificate fails and it has at least this many rows per GPU type; below it the
 staircase-crashed simplex is faster, the decomposition freeing most rows (both paths side by side:
 ``benchmarks/bench_round_lp.py``, section "oef-noncoop cold")."""
@@ -71,7 +71,7 @@ class NoncoopWarmStart:
         self.rounds = 0
         self.warm_rounds = 0
         self.highs: highspy.Highs | None = None  # reused across rounds (building one costs milliseconds)
-        # the price decomposition's warm start (market.oef.maxmin): its capacity prices and its reduced
+        # the price decomposition's warm start (marketsim.market.oef.maxmin): its capacity prices and its reduced
         # HiGHS program, continued by the next round on the decomposition path
         self.decomposition = PriceWarmStart()
 
@@ -168,7 +168,7 @@ def solve_noncoop(
 
     basis, st = (None, None) if from_prices else start()
     if from_prices or (st is not None and not st.optimal and R >= COLD_DECOMPOSE_ROWS_PER_TYPE * ka):
-        # price decomposition (market.oef.maxmin, exact): from the previous round's prices and
+        # price decomposition (marketsim.market.oef.maxmin, exact): from the previous round's prices and
         # program, or cold on a large program the staircase does not solve
         C = Wa if omega is None else Wa / np.asarray(omega, dtype=float)[:, None]  # weights divided in
         sol = solve_maxmin(C, ma, equal=True, warm=warm.decomposition if keep else None, ids=ids if keep else None,

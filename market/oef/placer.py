@@ -8,10 +8,10 @@ The allocation policies return fractional devices per (tenant, job type) class a
 2. :func:`assign_class` (spec A7; :func:`assign_jobs` is its form on :class:`RunnableJob` objects) picks which
    runnable jobs of a class start on those GPUs (longest starvation first);
 3. :func:`pack_hosts` puts the chosen jobs' workers on concrete hosts (largest job first, best fit) with the round
-   engine's placer, :class:`market.hosts.HostPlacer`.
+   engine's placer, :class:`marketsim.market.hosts.HostPlacer`.
 
-The round engine (:mod:`agents.trace_rounds`) calls :class:`DeviationRounder` and :func:`assign_class` when a run's
-realisation is ``"oef-rounding"``; there is no second implementation of these steps.
+The round engine (:mod:`marketsim.agents.trace_rounds`) calls :class:`DeviationRounder` and :func:`assign_class` when a
+run's realisation is ``"oef-rounding"``; there is no second implementation of these steps.
 
 Units: GPU counts are devices; ``starved_s`` and ``arrival`` are seconds. Pure numpy, no randomness.
 """
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_finite, check_int
-from market.types import GpuServer, check_capacity_vector
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_finite, check_int
+from marketsim.market.types import GpuServer, check_capacity_vector
 
 __all__ = [
     "ClassKey",
@@ -477,7 +477,7 @@ def pack_hosts(
     chosen: Sequence[tuple[RunnableJob, np.ndarray]], servers: Sequence[GpuServer], placement: str = "oef"
 ) -> dict[str, Placement]:
     """Place the workers of the jobs started this round on hosts — spec A8, by the round engine's own
-    placer (:class:`market.hosts.HostPlacer`, fresh: no job ran before, one rack).
+    placer (:class:`marketsim.market.hosts.HostPlacer`, fresh: no job ran before, one rack).
 
     Jobs go largest first (then longer starvation, then ``job_id``). ``placement="oef"``: per GPU type of the job,
     the host with the smallest sufficient free count (best fit, ties -> lower host id in natural order); if none can
@@ -485,7 +485,7 @@ def pack_hosts(
     in host-id order, spilling to the next host. Raises :class:`InputError` if the jobs need more GPUs of a type than
     the servers hold. Returns ``{job_id: Placement}``.
     """
-    from market.hosts import HostPlacer
+    from marketsim.market.hosts import HostPlacer
 
     check_choice("placement", placement, PLACEMENTS)
     _check_unique_ids("servers host_id", [s.host_id for s in servers])

@@ -2,9 +2,9 @@
 
 Variables are row-major ``x[l*k + j]`` (plus ``t`` or ``s`` last where a program has one). Every
 constraint matrix is assembled sparse and vectorised; no dense ``R(R-1) x Rk`` matrix is ever
-built. :class:`LinearProgram` holds a program for :func:`market.oef.scipy_lp.solve`; the CSC / CSR
+built. :class:`LinearProgram` holds a program for :func:`marketsim.market.oef.scipy_lp.solve`; the CSC / CSR
 array forms (:func:`noncoop_csc`, :func:`ef_csr`) feed the ``highspy`` models of
-:mod:`market.oef.noncoop_lp` and :mod:`market.oef.coop_lp`. :func:`reduce_to_active` /
+:mod:`marketsim.market.oef.noncoop_lp` and :mod:`marketsim.market.oef.coop_lp`. :func:`reduce_to_active` /
 :func:`expand_from_active` restrict a program to the GPU types with capacity, in scaled variables
 (:func:`column_scale`), and map its solution back.
 """

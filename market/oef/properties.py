@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError
-from market.oef import lp
-from market.oef.types import ClassKey
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError
+from marketsim.market.oef import lp
+from marketsim.market.oef.types import ClassKey
 
 __all__ = [
     "utilities",
@@ -60,7 +60,7 @@ def utilities(W: Any, X: np.ndarray | Allocation) -> np.ndarray:
     """``u_l = W_l . x_l`` per row (slowest-GPU equivalents).
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :returns: (n,) utilities
     """
     Wa, Xa = _pair(W, X)
@@ -71,7 +71,7 @@ def envy_matrix(W: Any, X: np.ndarray | Allocation) -> np.ndarray:
     """``E[l, i] = W_l . x_i``: how row ``l`` values row ``i``'s bundle. Fig. 6's ratio is ``E/diag``.
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :returns: (n, n) the matrix
     """
     Wa, Xa = _pair(W, X)
@@ -82,7 +82,7 @@ def envy(W: Any, X: np.ndarray | Allocation, weights: Any = None) -> np.ndarray:
     """Per-row envy ``max_i E[l,i]/pi_i - E[l,l]/pi_l`` (>= 0; 0 = envy-free row).
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param weights: (n,) priorities > 0; ``None``: equal
     :returns: (n,) envy per row
     """
@@ -97,7 +97,7 @@ def max_envy(W: Any, X: np.ndarray | Allocation, weights: Any = None) -> float:
     """Largest envy over all rows (0 for an envy-free allocation).
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param weights: (n,) priorities > 0; ``None``: equal
     :returns: the largest envy
     """
@@ -122,7 +122,7 @@ def si_gap(W: Any, X: np.ndarray | Allocation, m: Any, weights: Any = None) -> n
     """``u_l - (pi_l/sum pi) W_l . m`` per row; negative entries violate sharing incentive.
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param m: (k,) GPUs per type
     :param weights: (n,) priorities > 0; ``None``: equal
     :returns: (n,) gaps
@@ -136,7 +136,7 @@ def pe_gap(W: Any, X: np.ndarray | Allocation, m: Any, solver: str = "highs-ds")
     ``<= 1e-7 max(1, U)``. Uses the same ``W`` for ``u_l`` and the program.
 
     :param W: (n, k) speedups (TRUE ones for experienced figures)
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param m: (k,) GPUs per type
     :param solver: the LP method
     :returns: the gap, >= 0
@@ -156,7 +156,7 @@ def pe_gap(W: Any, X: np.ndarray | Allocation, m: Any, solver: str = "highs-ds")
 def support(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> np.ndarray:
     """Boolean (n, k) mask of entries ``> zero_tol``.
 
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param zero_tol: entries up to this count as 0
     :returns: the mask
     """
@@ -166,7 +166,7 @@ def support(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> np.nda
 def nnz(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> int:
     """Number of entries ``> zero_tol`` (paper §4.4 bound: ``n + k - 1`` at a vertex).
 
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param zero_tol: entries up to this count as 0
     :returns: the count
     """
@@ -188,7 +188,7 @@ def is_contiguous(row: Any, zero_tol: float = lp.ZERO_TOL) -> bool:
 def contiguous_rows(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> np.ndarray:
     """Per-row :func:`is_contiguous` (Theorem 5.2 audit).
 
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param zero_tol: entries up to this count as 0
     :returns: (n,) bool
     """
@@ -198,7 +198,7 @@ def contiguous_rows(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -
 def single_type_fraction(X: np.ndarray | Allocation, zero_tol: float = lp.ZERO_TOL) -> float:
     """Fraction of rows whose support has exactly one GPU type.
 
-    :param X: (n, k) allocation or an :class:`~market.allocation.Allocation`
+    :param X: (n, k) allocation or an :class:`~marketsim.market.allocation.Allocation`
     :param zero_tol: entries up to this count as 0
     :returns: the fraction (1 without rows)
     """

@@ -1,7 +1,7 @@
 """Realisations: how a policy's fractional allocation becomes whole GPUs each round.
 
 Every fair-share policy returns fractional devices (time fractions) per row and GPU type. The round
-engine (:mod:`agents.trace_rounds`) realises them in one of three ways (``ModelConfig.realisation``):
+engine (:mod:`marketsim.agents.trace_rounds`) realises them in one of three ways (``ModelConfig.realisation``):
 
 * ``"gavel-lease"``: Gavel's priority-ordered greedy lease, per job (the engine's own lease step:
   priority = time fraction / share of the time received, every job on one GPU type);
@@ -13,7 +13,7 @@ engine (:mod:`agents.trace_rounds`) realises them in one of three ways (``ModelC
   still fit, give it a job-sized chunk, repeat until none fits (seeded generator; stateless across
   rounds); then spec A7 as for the rounding.
 
-A class realiser has the interface of :class:`market.oef.placer.DeviationRounder`
+A class realiser has the interface of :class:`marketsim.market.oef.placer.DeviationRounder`
 (``round(ideal, min_demand, cap, m_avail)`` -> ``{class: GPUs per type (k,) int}``, attribute
 ``max_abs_dev``). The paper credits part of OEF's JCT gain to its rounding placer (§6.3.2), so a
 fair comparison runs each policy with its OWN realisation (:func:`own_realisation`). The lottery
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_int
-from market.oef.placer import ClassKey, DeviationRounder
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_int
+from marketsim.market.oef.placer import ClassKey, DeviationRounder
 
 __all__ = ["REALISATIONS", "OWN_REALISATION", "own_realisation", "GandivaLottery", "make_realiser"]
 

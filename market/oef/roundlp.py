@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.errors import InputError
+from marketsim.market.errors import InputError
 
 __all__ = ["row_classes", "row_groups", "AGGREGATE_CHOICES", "check_aggregate", "use_aggregation"]
 
@@ -70,8 +70,8 @@ def check_aggregate(value: object) -> None:
 def use_aggregation(option: object, solver: str, n_classes: int, n: int, nonzeros: int) -> bool:
     """Whether to solve the aggregated program: ``True``/``False`` as given; ``"auto"`` when some
     rows coincide and the full program is large enough for ``solver="auto"`` to pick interior point
-    (:data:`market.oef.lp.AUTO_IPM_NONZEROS`; small programs keep today's dual-simplex vertex)."""
-    from market.oef.lp import AUTO_IPM_NONZEROS
+    (:data:`marketsim.market.oef.lp.AUTO_IPM_NONZEROS`; small programs keep today's dual-simplex vertex)."""
+    from marketsim.market.oef.lp import AUTO_IPM_NONZEROS
 
     if option is True or option is False:
         return bool(option) and n_classes < n

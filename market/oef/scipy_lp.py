@@ -1,4 +1,4 @@
-"""Solving a :class:`~market.oef.programs.LinearProgram` with ``scipy.optimize.linprog`` (HiGHS).
+"""Solving a :class:`~marketsim.market.oef.programs.LinearProgram` with ``scipy.optimize.linprog`` (HiGHS).
 
 The auxiliary programs (Gavel, max-throughput, SI-constrained, PE gap, and OEF's two programs with
 a solver other than the default) go through :func:`solve` (default dual simplex ``"highs-ds"``, so
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import SolveError
-from market.oef.programs import LinearProgram, expand_from_active, reduce_to_active
+from marketsim.market.errors import SolveError
+from marketsim.market.oef.programs import LinearProgram, expand_from_active, reduce_to_active
 
 __all__ = ["AUTO_IPM_NONZEROS", "choose_solver", "solve", "solve_rows"]
 
@@ -34,7 +34,7 @@ def solve(policy: str, lp: LinearProgram, solver: str = "highs-ds") -> tuple[np.
     """Solve ``lp`` with HiGHS; return ``(x, objective_of_min_problem, seconds)``. ``solver`` is a
     scipy HiGHS method or ``"auto"`` (:func:`choose_solver`).
 
-    Raises :class:`market.errors.SolveError` on any non-optimal status.
+    Raises :class:`marketsim.market.errors.SolveError` on any non-optimal status.
     """
     mats = [a for a in (lp.A_ub, lp.A_eq) if a is not None]
     solver = choose_solver(solver, sum(int(a.nnz) if hasattr(a, "nnz") else int(np.count_nonzero(a)) for a in mats))
@@ -64,7 +64,7 @@ def solve_rows(
     solver: str = "highs-ds",
 ) -> tuple[np.ndarray, np.ndarray, float, dict[str, int], float]:
     """Build and solve a row-major program on the types with ``m_j > 0`` only, in scaled variables
-    (:func:`~market.oef.programs.column_scale`); return ``(X (R, k), extra variables, seconds, sizes,
+    (:func:`~marketsim.market.oef.programs.column_scale`); return ``(X (R, k), extra variables, seconds, sizes,
     objective of the min problem)``. ``build(W_active_scaled, m_active_scaled)`` returns a :class:`LinearProgram`.
     Columns of zero-capacity types are exactly 0 in ``X``."""
     R, k = W.shape

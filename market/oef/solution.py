@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import SolveError
+from marketsim.market.errors import SolveError
 
 __all__ = ["ZERO_TOL", "clip_solution", "AllocationCache", "CACHE"]
 

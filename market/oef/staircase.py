@@ -1,7 +1,7 @@
 """The staircase vertex of LP (9) and its optimality certificate (paper Lemma 3.1 / Theorem 5.2).
 
 :func:`staircase` hands out the devices by the north-west corner rule over rows sorted by speedup and
-checks the basis's duals; on ordered speedups the vertex is optimal and :func:`market.oef.noncoop_lp.
+checks the basis's duals; on ordered speedups the vertex is optimal and :func:`marketsim.market.oef.noncoop_lp.
 solve_noncoop` returns it without a solver, elsewhere it is the simplex's crash basis.
 """
 

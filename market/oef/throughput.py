@@ -1,6 +1,6 @@
-"""Job-rate model for OEF's "actual" throughput (spec §2.3); the round engine (:mod:`agents.trace_rounds`) applies
-it vectorised (straggler ``min``, :func:`spread_efficiency`; the migration term there is dead time at the start of
-the lease: over a whole round the same work as the factor below).
+"""Job-rate model for OEF's "actual" throughput (spec §2.3); the round engine (:mod:`marketsim.agents.trace_rounds`)
+applies it vectorised (straggler ``min``, :func:`spread_efficiency`; the migration term there is dead time at the start
+of the lease: over a whole round the same work as the factor below).
 
 A running job with ``g`` workers on GPU types ``T`` spread over ``h`` hosts progresses at
 ``rate = g · min_{j ∈ T} w^j · η(h) · (1 − migration_cost_s / round_seconds · [moved])`` with
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_int, check_nonneg, check_positive
+from marketsim.market.errors import InputError, as_float_array, check_int, check_nonneg, check_positive
 
 __all__ = ["cross_host_efficiency", "spread_efficiency", "job_rate"]
 

@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, check_finite, check_int, check_nonneg, check_positive
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, check_finite, check_int, check_nonneg, check_positive
 
 __all__ = [
     "ClassKey",
@@ -139,7 +139,7 @@ class VirtualUserTable:
 
 @dataclass(frozen=True)
 class TenantAllocation:
-    """Tenant-level result of :func:`market.oef.virtual.allocate_tenants`.
+    """Tenant-level result of :func:`marketsim.market.oef.virtual.allocate_tenants`.
 
     ``allocation.X`` has one row per class in ``classes`` order; ``X_class[c]`` (k,) and
     ``X_tenant[u]`` (k,) are fractional devices per GPU type. ``W`` holds the (normalised)

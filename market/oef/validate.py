@@ -1,6 +1,6 @@
 """A0: validation and normalisation of speedup reports, capacities, weights and caps.
 
-Every failure raises :class:`market.errors.InputError` (a ``ValueError``) whose message names the
+Every failure raises :class:`marketsim.market.errors.InputError` (a ``ValueError``) whose message names the
 offending field (the LP row, or the tenant and job type when labels are given) and the value.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, check_choice, check_positive
-from market.types import check_capacity_vector
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, check_choice, check_positive
+from marketsim.market.types import check_capacity_vector
 
 __all__ = [
     "SOLVERS",

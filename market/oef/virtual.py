@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from market.errors import InputError, check_int
-from market.oef.types import ClassKey, SpeedupReport, TenantAllocation, VirtualUserTable
+from marketsim.market.errors import InputError, check_int
+from marketsim.market.oef.types import ClassKey, SpeedupReport, TenantAllocation, VirtualUserTable
 
 __all__ = [
     "SpeedupReport",
@@ -176,7 +176,7 @@ def allocate_tenants(
     :returns: per-class and per-tenant fractional devices
     :raises InputError: ``caps`` not a mapping or naming an unknown class or tenant, bad reports or weights
     """
-    from market import registry
+    from marketsim.market import registry
 
     info = registry.get(policy_name, "fair-share")
     limit = options.get("weight_denominator_limit", DEFAULT_DENOMINATOR_LIMIT)

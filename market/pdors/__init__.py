@@ -1,15 +1,15 @@
 """PD-ORS (Yu et al., TNSE'22): locality-aware online scheduling with posted prices."""
 
-from market._lazy import lazy_exports
+from marketsim.market._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "market.pdors.constants": (
+        "marketsim.market.pdors.constants": (
             "PdorsConstants",
             "estimate_pdors_constants",
         ),
-        "market.pdors.mechanism": (
+        "marketsim.market.pdors.mechanism": (
             "Pdors",
             "PdorsConfig",
             "PdorsSearch",
@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "pdors_realised",
             "pdors_search",
         ),
-        "market.pdors.model": (
+        "marketsim.market.pdors.model": (
             "Machine",
             "PdorsCluster",
             "PdorsJob",

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism, Schedule
-from market.auction.baselines import BASELINES, fixed_workers
-from market.auction.slotsim import Pools, SimJob, SlotSimulator
-from market.errors import InputError, check_choice
-from market.oasis.constants import OasisConstants, estimate_constants
-from market.oasis.mechanism import Oasis
-from market.oasis.model import OasisCluster, OasisRequest
-from market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
+from marketsim.market.auction.base import Decision, OnlineMechanism, Schedule
+from marketsim.market.auction.baselines import BASELINES, fixed_workers
+from marketsim.market.auction.slotsim import Pools, SimJob, SlotSimulator
+from marketsim.market.errors import InputError, check_choice
+from marketsim.market.oasis.constants import OasisConstants, estimate_constants
+from marketsim.market.oasis.mechanism import Oasis
+from marketsim.market.oasis.model import OasisCluster, OasisRequest
+from marketsim.market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
 
 __all__ = ["pdors_pools", "pdors_simjob", "make_pdors_baseline", "oasis_request_for", "OasisForPdors"]
 

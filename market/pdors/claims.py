@@ -22,31 +22,31 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog
 from scipy.stats import norm
 
-from market.auction.base import ResourceSpace
-from market.auction.market import decisions_by_id, run_market
-from market.auction.prices import PriceLedger
-from market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
-from market.audit.online import OnlineAuctionTarget
-from market.audit.oracles import OracleResult, register_oracle
-from market.audit.search import AuditConfig, audit, evaluate_misreport, wilson_interval
-from market.milp import milp
-from market.pdors.baselines import pdors_simjob
-from market.pdors.constants import PdorsConstants, estimate_pdors_constants
-from market.pdors.generators import (
+from marketsim.market.auction.base import ResourceSpace
+from marketsim.market.auction.market import decisions_by_id, run_market
+from marketsim.market.auction.prices import PriceLedger
+from marketsim.market.audit.claims import ClaimContext, Measurement, register_claim, register_witness_checker
+from marketsim.market.audit.online import OnlineAuctionTarget
+from marketsim.market.audit.oracles import OracleResult, register_oracle
+from marketsim.market.audit.search import AuditConfig, audit, evaluate_misreport, wilson_interval
+from marketsim.market.milp import milp
+from marketsim.market.pdors.baselines import pdors_simjob
+from marketsim.market.pdors.constants import PdorsConstants, estimate_pdors_constants
+from marketsim.market.pdors.generators import (
     MACHINE_CAPACITY,
     RESOURCES,
     pdors_paper_jobs,
     pdors_tiny_from_params,
     pdors_tiny_instance,
 )
-from market.pdors.market import make_market
-from market.pdors.mechanism import Pdors, PdorsConfig, _slot_problem, pdors_search
-from market.pdors.mechanisms import make_pdors_paper
-from market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
-from market.pdors.offline import pdors_offline_optimum
-from market.pdors.rounding import G_lemma1, G_lemma2, round_draws
-from market.pdors.theta import SplitLP, rounding_G, slot_W2
-from market.utility import SigmoidUtility
+from marketsim.market.pdors.market import make_market
+from marketsim.market.pdors.mechanism import Pdors, PdorsConfig, _slot_problem, pdors_search
+from marketsim.market.pdors.mechanisms import make_pdors_paper
+from marketsim.market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
+from marketsim.market.pdors.offline import pdors_offline_optimum
+from marketsim.market.pdors.rounding import G_lemma1, G_lemma2, round_draws
+from marketsim.market.pdors.theta import SplitLP, rounding_G, slot_W2
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = ["CHECKS", "tiny_market_params"]
 
@@ -543,7 +543,7 @@ _OPT_CACHE: dict[str, Any] = {}
 
 
 def _ratio_run_uncached(a: dict[str, Any]) -> dict[str, Any]:
-    if "jobs" in a:  # explicit parameters (the hunt's instances, market.pdors.hunt)
+    if "jobs" in a:  # explicit parameters (the hunt's instances, marketsim.market.pdors.hunt)
         cl, jobs, consts = pdors_tiny_from_params(a["jobs"], T=5, H=2, cap=a["cap"])
     else:
         cl, jobs, consts = pdors_tiny_instance(np.random.default_rng(a["seed"]), I=a["I"], T=5, H=2, cap=a["cap"])
@@ -680,9 +680,9 @@ def _ratio_args(ctx: ClaimContext) -> list[dict[str, Any]]:
     "tiny instances (I = T = 5, H = 2, capacity 3/4/8 per machine vs per-unit demands 1-2, i.e. demand/capacity "
     "1/8 to 2/3: OUTSIDE the small-demand assumption, so a violation here would bound where the ratio stops "
     "holding, not refute the theorem as proven), oracle U, L, G_mode thm3 and thm4 (G = largest G of the run), "
-    "repair never, several rounding seeds, pricing by the exact-workload DP (market.pdors.pricing); exact "
+    "repair never, several rounding seeds, pricing by the exact-workload DP (marketsim.market.pdors.pricing); exact "
     "offline MILP; feasibility frequency vs the stated probability, OPT/ALG vs the bound (ALG = 0 runs "
-    "skipped). A witness is confirmed by the exact DP and the MILP at zero gap (market.audit.oracles) before "
+    "skipped). A witness is confirmed by the exact DP and the MILP at zero gap (marketsim.market.audit.oracles) before "
     "it is reported",
 )
 def _c_p7(ctx: ClaimContext) -> Measurement:
@@ -795,7 +795,7 @@ def _empty(a: dict[str, Any]) -> dict[str, Any]:
     "C-P9-empty",
     "In an empty system every job with a feasible schedule is admitted",
     "each job of tiny instances alone on an empty cluster (oracle U, L): feasible by the exact single-job "
-    "MILP vs PD-ORS' decision with the exact-workload pricing DP (market.pdors.pricing; the spec's §3.3 "
+    "MILP vs PD-ORS' decision with the exact-workload pricing DP (marketsim.market.pdors.pricing; the spec's §3.3 "
     "grid, dp='grid', rejected jobs that fit only at full speed: an artefact of its rounding)",
 )
 def _c_p9_empty(ctx: ClaimContext) -> Measurement:
@@ -875,7 +875,7 @@ def tiny_market_params(cap: float, solver: str = "lp_round") -> dict[str, Any]:
 
     :param cap: cpu capacity of each of the two machines
     :param solver: the per-slot solver (``lp_round`` or ``milp_exact``)
-    :returns: the market's parameters for :func:`market.pdors.market.make_market`
+    :returns: the market's parameters for :func:`marketsim.market.pdors.market.make_market`
     """
     return {
         "workload": "tiny",

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.errors import InputError, as_float_array, check_choice, check_positive
-from market.oasis.constants import _log_f
-from market.pdors.model import EPS, PdorsCluster, PdorsJob
+from marketsim.market.errors import InputError, as_float_array, check_choice, check_positive
+from marketsim.market.oasis.constants import _log_f
+from marketsim.market.pdors.model import EPS, PdorsCluster, PdorsJob
 
 __all__ = ["PdorsConstants", "estimate_pdors_constants"]
 

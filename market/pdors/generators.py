@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.auction.base import ResourceSpace
-from market.errors import InputError, check_int, check_rows
-from market.oasis.generators import arrival_slots, sample_utility
-from market.pdors.constants import PdorsConstants, estimate_pdors_constants
-from market.pdors.model import PdorsCluster, PdorsJob
-from market.utility import SigmoidUtility
+from marketsim.market.auction.base import ResourceSpace
+from marketsim.market.errors import InputError, check_int, check_rows
+from marketsim.market.oasis.generators import arrival_slots, sample_utility
+from marketsim.market.pdors.constants import PdorsConstants, estimate_pdors_constants
+from marketsim.market.pdors.model import PdorsCluster, PdorsJob
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = [
     "pdors_paper_cluster",

@@ -1,5 +1,5 @@
 """Hunt spaces of PD-ORS: the truthfulness framing (C-P10-truthful) and Theorems 5/6's
-competitive ratio (C-P7, :class:`PdorsRatioSpace`); :mod:`market.audit.hunt`.
+competitive ratio (C-P7, :class:`PdorsRatioSpace`); :mod:`marketsim.market.audit.hunt`.
 
 C-P10-truthful:
 
@@ -18,20 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.hunt import Evaluation, register_hunt_space
-from market.audit.hunt_spaces import AuctionPoint, AuctionSpace, register_auction_space
-from market.audit.search import jsonable
-from market.errors import InputError
-from market.oasis.hunt import _log_unit, _unit_log, gamma2_unit, int_unit, unit_gamma2, unit_int
-from market.pdors.generators import pdors_tiny_params
+from marketsim.market.audit.hunt import Evaluation, register_hunt_space
+from marketsim.market.audit.hunt_spaces import AuctionPoint, AuctionSpace, register_auction_space
+from marketsim.market.audit.search import jsonable
+from marketsim.market.errors import InputError
+from marketsim.market.oasis.hunt import _log_unit, _unit_log, gamma2_unit, int_unit, unit_gamma2, unit_int
+from marketsim.market.pdors.generators import pdors_tiny_params
 
 DIMS = ("value_scale", "epochs", "worker_demand", "arrival_delay")
 """Valuation, size, demand and arrival: the TRUE-type moves and the misreports searched."""
 
 
 def _build(seed: int) -> Any:
-    from market.pdors.claims import CAPS, tiny_market_params
-    from market.pdors.market import make_market
+    from marketsim.market.pdors.claims import CAPS, tiny_market_params
+    from marketsim.market.pdors.market import make_market
 
     return make_market(tiny_market_params(CAPS[seed % 3]), np.random.default_rng(seed))
 
@@ -65,7 +65,7 @@ def _from_ledger(mechanism: str) -> Any:
     market (``tiny_market_params(CAPS[seed mod 3])``), mechanism and rounding stream (run seed 0)."""
 
     def conv(w: dict[str, Any]) -> AuctionPoint | None:
-        from market.pdors.claims import CAPS, tiny_market_params
+        from marketsim.market.pdors.claims import CAPS, tiny_market_params
 
         a = w.get("args") or {}
         if w.get("kind") != "pdors" or w.get("claim") != "C-P10-truthful" or "job_id" not in a:
@@ -97,13 +97,13 @@ MODES = ("thm3", "thm4")
 
 @dataclass
 class PdorsRatioSpace:
-    """Tiny PD-ORS instances (:func:`~market.pdors.generators.pdors_tiny_instance`, T = 5, H = 2) as
-    explicit parameters (:func:`~market.pdors.generators.pdors_tiny_from_params`). Variants: the
+    """Tiny PD-ORS instances (:func:`~marketsim.market.pdors.generators.pdors_tiny_instance`, T = 5, H = 2) as
+    explicit parameters (:func:`~marketsim.market.pdors.generators.pdors_tiny_from_params`). Variants: the
     number of jobs ``I`` (enumerated). The continuous part: the machine capacity over ``cap`` (the
     ledger's sweep 3..8) and per job its arrival U{0..T−2}, samples K U{2..10}, global batch F
     U{1..4}, ratio γ U{1..2}, c^(i) ∈ {0.5, 1}, per-unit demands α, β U{1..2}, and the sigmoid's
-    γ1 (log scale over [1, 100]), γ2 (:func:`market.oasis.hunt.unit_gamma2`) and γ3 U[1, 4].
-    Effect: the ledger's ``(OPT/ALG)/bound`` (``market.pdors.claims`` C-P7, PD-ORS pricing on exact
+    γ1 (log scale over [1, 100]), γ2 (:func:`marketsim.market.oasis.hunt.unit_gamma2`) and γ3 U[1, 4].
+    Effect: the ledger's ``(OPT/ALG)/bound`` (``marketsim.market.pdors.claims`` C-P7, PD-ORS pricing on exact
     workloads) maximised over both G modes (the offline MILP is solved once) and the rounding seeds
     ``run_seeds``; the witness is the ledger's ``pdors`` C-P7 witness of the mode attaining it. The
     capacities 3..8 against per-unit demands 1..2 lie outside Theorems 5/6's small-demand
@@ -159,9 +159,9 @@ class PdorsRatioSpace:
         return len(jobs), np.asarray(x)
 
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
-        """The ledger's sampler (``market.pdors.claims._ratio_args``): a generator seed, ``ledger_I``
+        """The ledger's sampler (``marketsim.market.pdors.claims._ratio_args``): a generator seed, ``ledger_I``
         jobs, a capacity of its sweep."""
-        from market.pdors.claims import CAPS
+        from marketsim.market.pdors.claims import CAPS
 
         seed = int(rng.integers(0, 2**31 - 1))
         cap = CAPS[int(rng.integers(len(CAPS)))]
@@ -170,7 +170,7 @@ class PdorsRatioSpace:
                 "node_limit": self.node_limit, "dp": "exact"}  # fmt: skip
 
     def evaluate(self, args: dict[str, Any], rng: np.random.Generator) -> Evaluation:
-        from market.pdors.claims import CHECKS
+        from marketsim.market.pdors.claims import CHECKS
 
         best: Evaluation | None = None
         for mode in MODES:
@@ -204,7 +204,7 @@ class PdorsRatioSpace:
 
 
 def _seeded(a: dict[str, Any]) -> Any:
-    from market.pdors.generators import pdors_tiny_instance
+    from marketsim.market.pdors.generators import pdors_tiny_instance
 
     return pdors_tiny_instance(np.random.default_rng(a["seed"]), I=a["I"], T=5, H=2, cap=a["cap"])
 
@@ -221,9 +221,9 @@ def _c_p7(size: str, claim: Any = None) -> PdorsRatioSpace:
 # ---------------------------------------------------------------------------------------------
 def _space_with(name: str, mechanism: str, **overrides: Any) -> AuctionSpace:
     """The registered PD-ORS auction space ``name`` on markets rebuilt with ``overrides`` of
-    :func:`market.pdors.claims.tiny_market_params` (e.g. ``dp``, ``per_slot_solver``)."""
-    from market.pdors.claims import CAPS, tiny_market_params
-    from market.pdors.market import make_market
+    :func:`marketsim.market.pdors.claims.tiny_market_params` (e.g. ``dp``, ``per_slot_solver``)."""
+    from marketsim.market.pdors.claims import CAPS, tiny_market_params
+    from marketsim.market.pdors.market import make_market
 
     def build(seed: int) -> Any:
         return make_market({**tiny_market_params(CAPS[seed % 3]), **overrides}, np.random.default_rng(seed))
@@ -232,9 +232,9 @@ def _space_with(name: str, mechanism: str, **overrides: Any) -> AuctionSpace:
 
 
 def _gain(space: AuctionSpace, w: dict[str, Any]) -> float:
-    from market.audit.hunt_spaces import AuctionPoint
-    from market.audit.online import OnlineAuctionTarget
-    from market.audit.search import evaluate_misreport
+    from marketsim.market.audit.hunt_spaces import AuctionPoint
+    from marketsim.market.audit.online import OnlineAuctionTarget
+    from marketsim.market.audit.search import evaluate_misreport
 
     point = AuctionPoint.from_dict(w["point"])
     t = OnlineAuctionTarget(space.market(point), str(w["mechanism"]), bidders=[point.deviator],
@@ -248,7 +248,7 @@ def _oracle(w: dict[str, Any]) -> Any:
     when the gain persists there. ``detail`` also says whether it persists with the exact per-slot
     MILP instead of the LP + randomized rounding (``rounding_independent``): the spec counts a gain
     on one rounding stream as an ex-post violation, so that is reported, not required."""
-    from market.audit.oracles import OracleResult
+    from marketsim.market.audit.oracles import OracleResult
 
     if not str(w.get("space", "")).startswith("pdors:"):
         return None
@@ -261,7 +261,7 @@ def _oracle(w: dict[str, Any]) -> Any:
 
 
 def _register_oracle() -> None:
-    from market.audit.oracles import register_oracle
+    from marketsim.market.audit.oracles import register_oracle
 
     register_oracle("auction_hunt", "exact-dp")(_oracle)
 

@@ -1,4 +1,4 @@
-"""PD-ORS instances behind the generic :class:`~market.auction.market.AuctionMarket` adapter
+"""PD-ORS instances behind the generic :class:`~marketsim.market.auction.market.AuctionMarket` adapter
 (spec pdors.md §5 evaluation setup; §3.6 consequence model; §2.7 payment = posted cost).
 
 ``make_market(params, rng)`` builds one instance: ``machines`` homogeneous machines (72 GPU,
@@ -21,17 +21,17 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from market.auction.base import Decision, OnlineMechanism, ResourceSpace
-from market.auction.market import decisions_by_id
-from market.audit.target import Dimension
-from market.errors import InputError, check_choice, check_int, check_positive
-from market.oasis.constants import OasisConstants, estimate_constants
-from market.pdors.baselines import OasisForPdors, _split_cluster, oasis_request_for
-from market.pdors.constants import PdorsConstants, estimate_pdors_constants
-from market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs, pdors_tiny_instance
-from market.pdors.mechanism import Pdors, PdorsConfig, pdors_realised
-from market.pdors.model import Machine, PdorsCluster, PdorsJob, is_colocated
-from market.utility import SigmoidUtility
+from marketsim.market.auction.base import Decision, OnlineMechanism, ResourceSpace
+from marketsim.market.auction.market import decisions_by_id
+from marketsim.market.audit.target import Dimension
+from marketsim.market.errors import InputError, check_choice, check_int, check_positive
+from marketsim.market.oasis.constants import OasisConstants, estimate_constants
+from marketsim.market.pdors.baselines import OasisForPdors, _split_cluster, oasis_request_for
+from marketsim.market.pdors.constants import PdorsConstants, estimate_pdors_constants
+from marketsim.market.pdors.generators import MACHINE_CAPACITY, RESOURCES, pdors_paper_jobs, pdors_tiny_instance
+from marketsim.market.pdors.mechanism import Pdors, PdorsConfig, pdors_realised
+from marketsim.market.pdors.model import Machine, PdorsCluster, PdorsJob, is_colocated
+from marketsim.market.utility import SigmoidUtility
 
 __all__ = ["PdorsMarket", "make_market", "DEFAULTS", "MECHANISMS", "MIXES"]
 
@@ -48,7 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "capacity": 8.0,  # per-machine cpu capacity of the tiny workload
     "dorm_time_limit": 10.0,  # s per Dorm MILP (spec §4 [default] 10 s)
     "G": 1.0,  # rounding scale (Fig. 11 sweeps it)
-    "dp": "exact",  # pricing DP: "exact" workloads (market.pdors.pricing) | "grid" (spec §3.3, understates)
+    "dp": "exact",  # pricing DP: "exact" workloads (marketsim.market.pdors.pricing) | "grid" (spec §3.3, understates)
     "dp_units": 200,  # units of the "grid" DP
     "per_slot_solver": "lp_round",  # | "milp_exact"
 }
@@ -140,8 +140,8 @@ class PdorsMarket:
         :returns: a fresh mechanism on this instance
         """
         check_choice("mechanism", name, MECHANISMS)
-        from market.oasis.mechanisms import make_baseline
-        from market.pdors.mechanisms import make_pdors_paper
+        from marketsim.market.oasis.mechanisms import make_baseline
+        from marketsim.market.pdors.mechanisms import make_pdors_paper
 
         if name in ("pdors", "pdors-paper"):
             cfg = replace(self.config, seed=int(rng.integers(0, 2**31 - 1)))

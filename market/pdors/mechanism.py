@@ -1,6 +1,6 @@
 """PD-ORS (Yu et al., TNSE'22) as a posted-price online auction (spec pdors.md §3).
 
-On arrival: DP over slots on exact workloads (:mod:`market.pdors.pricing`; the spec's workload grid
+On arrival: DP over slots on exact workloads (:mod:`marketsim.market.pdors.pricing`; the spec's workload grid
 of ``Q`` units, which understates progress, is ``dp="grid"``), each slot's options a co-located
 placement and an LP + randomized-rounding split placement per worker count; admit iff
 ``λ = u(elapsed) - posted cost > 0``; pay the posted cost (framework addition); reserve and raise
@@ -16,13 +16,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from market.auction.base import Decision, PostedPriceMechanism, Schedule
-from market.auction.prices import PriceLedger
-from market.auction.schedule import best_completion, dp_forward, reconstruct
-from market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
-from market.pdors.constants import PdorsConstants
-from market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
-from market.pdors.theta import Candidate, DiscardJob, SlotProblem, SplitLP, colocated_costs, split_candidate
+from marketsim.market.auction.base import Decision, PostedPriceMechanism, Schedule
+from marketsim.market.auction.prices import PriceLedger
+from marketsim.market.auction.schedule import best_completion, dp_forward, reconstruct
+from marketsim.market.errors import InputError, check_choice, check_int, check_nonneg, check_positive
+from marketsim.market.pdors.constants import PdorsConstants
+from marketsim.market.pdors.model import EPS, PdorsCluster, PdorsJob, gbps_to_mb_per_slot, is_colocated
+from marketsim.market.pdors.theta import Candidate, DiscardJob, SlotProblem, SplitLP, colocated_costs, split_candidate
 
 __all__ = ["PdorsConfig", "Pdors", "PdorsSearch", "pdors_search", "pdors_realised", "job_rng", "dp_grid"]
 
@@ -31,7 +31,7 @@ __all__ = ["PdorsConfig", "Pdors", "PdorsSearch", "pdors_search", "pdors_realise
 class PdorsConfig:
     """Algorithm options (spec §3); ``PdorsConfig.paper()`` is the reproduction profile.
 
-    ``dp="exact"`` (default) prices on exact workloads (:mod:`market.pdors.pricing`: per-slot
+    ``dp="exact"`` (default) prices on exact workloads (:mod:`marketsim.market.pdors.pricing`: per-slot
     options by worker count, a DP over exact progress; never understates what a schedule
     completes). ``dp="grid"`` is the spec's §3.3 grid of ``dp_units`` units, kept to reproduce
     its artefact: each slot's progress is rounded down to whole units, so a job that fits exactly
@@ -206,7 +206,7 @@ def pdors_search(
     lps: dict[bytes, SplitLP] = {}
     lp_build = 0.0
     if reference:
-        from market.pdors.reference import slot_thetas_reference as thetas_fn
+        from marketsim.market.pdors.reference import slot_thetas_reference as thetas_fn
     else:
         thetas_fn = slot_thetas
     for j in range(nT):
@@ -219,7 +219,7 @@ def pdors_search(
     stats["lp_seconds"] = lp_build + sum(lp.seconds for lp in lps.values())  # build + solves (HiGHS)
     stats["Q"], stats["u_max"] = Q, u_max
     if reference:
-        from market.pdors.reference import dp_forward_reference
+        from marketsim.market.pdors.reference import dp_forward_reference
 
         theta, arg = dp_forward_reference(costs, Q)
     else:
@@ -245,8 +245,8 @@ def pdors_search(
 def _search_exact(
     job: PdorsJob, ledger: PriceLedger, config: PdorsConfig, slot_hours: float, rng, reference: bool, stats: dict
 ) -> PdorsSearch:
-    """BEST_SCHEDULE with the exact-workload DP (:mod:`market.pdors.pricing`)."""
-    from market.pdors import pricing
+    """BEST_SCHEDULE with the exact-workload DP (:mod:`marketsim.market.pdors.pricing`)."""
+    from marketsim.market.pdors import pricing
 
     a, T = job.arrival, ledger.T
     ci, ce = job.c_int(slot_hours), job.c_ext(slot_hours)
@@ -254,8 +254,8 @@ def _search_exact(
     lps: dict[bytes, SplitLP] = {}
     lp_build = 0.0
     if reference:
-        from market.pdors.reference import exact_dp_reference as dp_fn
-        from market.pdors.reference import slot_options_reference as options_fn
+        from marketsim.market.pdors.reference import exact_dp_reference as dp_fn
+        from marketsim.market.pdors.reference import slot_options_reference as options_fn
     else:
         dp_fn, options_fn = pricing.exact_dp, pricing.slot_options
     util = np.asarray(job.utility(np.arange(1, nT + 1, dtype=float)), dtype=float)

@@ -5,15 +5,15 @@
 * ``oasis-pdors(cluster: PdorsCluster, calib=jobs | constants=OasisConstants)``: OASiS as PD-ORS' baseline
 
 FIFO, DRF, Dorm and RRH on a ``PdorsCluster`` are registered with OASiS
-(:mod:`market.oasis.mechanisms`).
+(:mod:`marketsim.market.oasis.mechanisms`).
 """
 
 from __future__ import annotations
 
-from market.pdors.baselines import OasisForPdors
-from market.pdors.mechanism import Pdors, PdorsConfig
-from market.pdors.model import PdorsCluster
-from market.registry import register
+from marketsim.market.pdors.baselines import OasisForPdors
+from marketsim.market.pdors.mechanism import Pdors, PdorsConfig
+from marketsim.market.pdors.model import PdorsCluster
+from marketsim.market.registry import register
 
 __all__ = ["make_pdors_paper"]
 

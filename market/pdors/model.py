@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from market.auction.base import ResourceSpace
-from market.errors import InputError, as_float_array, check_int, check_nonneg, check_positive
-from market.oasis.model import check_utility
-from market.utility import Utility
+from marketsim.market.auction.base import ResourceSpace
+from marketsim.market.errors import InputError, as_float_array, check_int, check_nonneg, check_positive
+from marketsim.market.oasis.model import check_utility
+from marketsim.market.utility import Utility
 
 __all__ = ["Machine", "PdorsCluster", "PdorsJob", "gbps_to_mb_per_slot", "mb_per_slot_to_gbps", "is_colocated"]
 

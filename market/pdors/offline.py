@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from market.auction.base import Schedule
-from market.auction.offline import OfflineResult, RowBuilder, solve_milp
-from market.errors import InputError
-from market.pdors.model import PdorsCluster, PdorsJob
+from marketsim.market.auction.base import Schedule
+from marketsim.market.auction.offline import OfflineResult, RowBuilder, solve_milp
+from marketsim.market.errors import InputError
+from marketsim.market.pdors.model import PdorsCluster, PdorsJob
 
 __all__ = ["pdors_offline_optimum"]
 

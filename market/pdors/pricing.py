@@ -11,25 +11,25 @@ issue #32 was this artefact). This module removes the grid.
 placement mode; everything else follows from it:
 
 * co-located ``D = 1..min(F, ⌈V c^(i)⌉)`` workers (and ``⌈D/γ⌉`` PSs) on the cheapest machine
-  that holds them (:func:`market.pdors.theta.colocated_costs`): progress ``D / c^(i)`` samples;
+  that holds them (:func:`marketsim.market.pdors.theta.colocated_costs`): progress ``D / c^(i)`` samples;
 * split with covering row ``Σw >= n`` for ``n = 1..min(F, ⌈V c^(e)⌉)`` (the split LP + randomized
-  rounding of Algorithm 4, :func:`market.pdors.theta.split_candidate`): the candidate's actual
+  rounding of Algorithm 4, :func:`marketsim.market.pdors.theta.split_candidate`): the candidate's actual
   ``Σw >= n`` workers give progress ``Σw / c^(e)``. A split covering ``n`` is only computed when its
   LP bound can beat the cheapest co-located option with at least as much progress (the same
   pruning as Algorithm 4's "cheaper of the two"; a pruned split is dominated).
 
 Options dominated within the slot (another has at least the progress for at most the cost) are
 dropped. THETA is a function of the slot's state (prices and residual capacities): slots in the same
-state share one option set, so one set of rounding draws (:func:`market.pdors.mechanism.pdors_search`;
+state share one option set, so one set of rounding draws (:func:`marketsim.market.pdors.mechanism.pdors_search`;
 in an empty cluster every slot is alike, which keeps the exact DP within ~3x of the grid's CPU time
 on the paper workload). Progress is the planned-rate accounting of constraints (3)–(7) that the offline MILP
-(:mod:`market.pdors.offline`) and the ledger's feasibility check use: ``Σ_t nw_t / c_t >= V``.
+(:mod:`marketsim.market.pdors.offline`) and the ledger's feasibility check use: ``Σ_t nw_t / c_t >= V``.
 
 **The DP** (:func:`exact_dp`) keys a state by the integer pair ``(A, B)`` = co-located and split
 worker-slots so far, whose progress ``A/c^(i) + B/c^(e)`` is computed by the same expression for
 every state (never accumulated slot by slot), so two schedules with the same pair have the same
 progress bit for bit. A state whose progress reaches ``V`` (relative tolerance :data:`DONE_RTOL`,
-the tolerance of the ledger's feasibility check and of :func:`market.pdors.mechanism.pdors_realised`)
+the tolerance of the ledger's feasibility check and of :func:`marketsim.market.pdors.mechanism.pdors_realised`)
 is *done*; all done states merge into one. After each slot the states are pruned to the Pareto
 frontier of (progress, cost): a state is dropped only when another has at least its progress for
 at most its cost, which cannot lose an optimum because the future (the remaining slots' options)
@@ -60,8 +60,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from market.pdors.model import EPS, PdorsJob, is_colocated
-from market.pdors.theta import Candidate, SlotProblem, SplitLP, colocated_costs, split_candidate
+from marketsim.market.pdors.model import EPS, PdorsJob, is_colocated
+from marketsim.market.pdors.theta import Candidate, SlotProblem, SplitLP, colocated_costs, split_candidate
 
 __all__ = ["DONE_RTOL", "SlotOptions", "slot_options", "exact_dp", "schedule_progress", "ExactDP"]
 

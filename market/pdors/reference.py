@@ -1,8 +1,8 @@
 """Pure-Python reference of PD-ORS' search (benchmark baseline, test oracle).
 
 The co-located scan and the DP over slots are straightforward loops; the randomized rounding (Step 13,
-one draw at a time, each checked by plain loops) is :func:`market.pdors.rounding.draw_roundings_reference`,
-which :func:`market.pdors.theta.split_candidate` calls with ``reference=True``. The split LP is the one
+one draw at a time, each checked by plain loops) is :func:`marketsim.market.pdors.rounding.draw_roundings_reference`,
+which :func:`marketsim.market.pdors.theta.split_candidate` calls with ``reference=True``. The split LP is the one
 solver call both searches share (the same warm-started HiGHS instance per slot state: identical decisions
 need the identical LP vertex), so the benchmark reports its time separately.
 """
@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from market.pdors.model import EPS
-from market.pdors.theta import Candidate, split_candidate
+from marketsim.market.pdors.model import EPS
+from marketsim.market.pdors.theta import Candidate, split_candidate
 
 INF = math.inf
 
@@ -66,7 +66,7 @@ def _cheapest_host(alpha: list, beta: list, resid: list, prices: list, D: int, S
 
 
 def dp_forward_reference(costs: np.ndarray, W: int) -> tuple[np.ndarray, np.ndarray]:
-    """Plain-loop DP with the same tie rule as :func:`market.auction.schedule.dp_forward`."""
+    """Plain-loop DP with the same tie rule as :func:`marketsim.market.auction.schedule.dp_forward`."""
     nT, N1 = costs.shape
     c = costs.tolist()
     prev = [0.0] + [INF] * W
@@ -91,9 +91,9 @@ def dp_forward_reference(costs: np.ndarray, W: int) -> tuple[np.ndarray, np.ndar
 
 
 def slot_options_reference(job, sp, lp, ci, ce, config, rng, stats, cap=INF):
-    """Plain-loop :func:`market.pdors.pricing.slot_options` (same options, same draws, same order)."""
-    from market.pdors.model import is_colocated
-    from market.pdors.pricing import SlotOptions
+    """Plain-loop :func:`marketsim.market.pdors.pricing.slot_options` (same options, same draws, same order)."""
+    from marketsim.market.pdors.model import is_colocated
+    from marketsim.market.pdors.pricing import SlotOptions
 
     H, R = sp.resid.shape
     prices, resid = sp.prices.tolist(), sp.resid.tolist()
@@ -140,8 +140,8 @@ def slot_options_reference(job, sp, lp, ci, ce, config, rng, stats, cap=INF):
 
 
 def exact_dp_reference(options, V, ci, ce, cap=INF):
-    """Plain-loop :func:`market.pdors.pricing.exact_dp` (same frontier, same tie rules)."""
-    from market.pdors.pricing import DONE_RTOL, ExactDP
+    """Plain-loop :func:`marketsim.market.pdors.pricing.exact_dp` (same frontier, same tie rules)."""
+    from marketsim.market.pdors.pricing import DONE_RTOL, ExactDP
 
     done_at = V * (1.0 - DONE_RTOL)
     states = [(0, 0, 0.0, False)]  # (A, B, cost, done)

@@ -1,6 +1,6 @@
 """G_δ formulas (eqs. (29), (30), (35), (38)), randomized rounding and the repair step (spec §3.2, §3.4);
 :func:`draw_roundings_reference` is Step 13 as written, one draw at a time (the oracle of the vectorised
-:func:`market.pdors.theta.draw_roundings`)."""
+:func:`marketsim.market.pdors.theta.draw_roundings`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from market.errors import InputError, check_positive
+from marketsim.market.errors import InputError, check_positive
 
 __all__ = [
     "G_lemma1",

@@ -14,8 +14,8 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint
 
-from market.milp import milp, new_highs
-from market.pdors.rounding import G_thm3, G_thm4, draw_roundings_reference, repair
+from marketsim.market.milp import milp, new_highs
+from marketsim.market.pdors.rounding import G_thm3, G_thm4, draw_roundings_reference, repair
 
 __all__ = [
     "SplitLP",

@@ -4,22 +4,22 @@ Each ``assert_*`` runs a registered mechanism (or a callable with the fair-share
 instances and raises :class:`IncentiveViolation` (an ``AssertionError``) naming the mechanism, the
 instance, the agent and the witness when the property fails; it returns the per-instance figures
 when it holds. Use them in plain pytest, or with the hypothesis strategies of
-:mod:`market.testing.strategies` so a failure is shrunk to a small witness::
+:mod:`marketsim.market.testing.strategies` so a failure is shrunk to a small witness::
 
     from hypothesis import given
-    from market.testing import assert_strategyproof
-    from market.testing.strategies import fair_share_instances
+    from marketsim.market.testing import assert_strategyproof
+    from marketsim.market.testing.strategies import fair_share_instances
 
     @given(fair_share_instances(tenants=(2, 3), gpu_types=(2, 3)))
     def test_my_rule_is_strategyproof(instance):
         assert_strategyproof("my-rule", [instance])
 
-Instances: :class:`~market.audit.instances.FairShareInstance` (TRUE speedups ``W`` (n, k), GPUs ``m`` (k,), optional
-``weights`` / ``caps``) for fair-share allocators, :class:`AuctionInstance` (an
-:class:`~market.auction.market.AuctionMarket` and the mechanism seed) for online auctions; a
+Instances: :class:`~marketsim.market.audit.instances.FairShareInstance` (TRUE speedups ``W`` (n, k), GPUs ``m`` (k,),
+optional ``weights`` / ``caps``) for fair-share allocators, :class:`AuctionInstance` (an
+:class:`~marketsim.market.auction.market.AuctionMarket` and the mechanism seed) for online auctions; a
 ``(W, m)`` tuple or a mapping with those keys is accepted for fair share.
 
-The pytest plugin :mod:`market.pytest_plugin` (entry point ``pytest11``) adds the
+The pytest plugin :mod:`marketsim.market.pytest_plugin` (entry point ``pytest11``) adds the
 ``--marketsim-budget`` option and the ``incentive`` fixture.
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from market.audit.instances import FairShareInstance
-from market.audit.search import AuditConfig, AuditResult, audit
-from market.errors import InputError, check_choice
+from marketsim.market.audit.instances import FairShareInstance
+from marketsim.market.audit.search import AuditConfig, AuditResult, audit
+from marketsim.market.errors import InputError, check_choice
 
 __all__ = [
     "FairShareInstance",
@@ -63,7 +63,7 @@ _DIRECTIONS = {"any": None, "up": ("UP_*",), "down": ("DOWN_*",)}
 
 @dataclass(frozen=True)
 class AuctionInstance:
-    """An online-auction instance: ``market`` (an :class:`~market.auction.market.AuctionMarket`),
+    """An online-auction instance: ``market`` (an :class:`~marketsim.market.auction.market.AuctionMarket`),
     the mechanism ``seed`` (fixes randomised mechanisms' draws) and a ``label`` for messages.
 
     :param market: the bids and the mechanism adapter
@@ -120,7 +120,7 @@ def _family(mechanism: Any) -> tuple[str, str]:
         return getattr(mechanism, "__name__", "fair-share"), "fair-share"
     if not isinstance(mechanism, str):
         raise InputError("mechanism", mechanism, "must be a registered mechanism name or a fair-share callable")
-    from market import registry
+    from marketsim.market import registry
 
     return mechanism, registry.get(mechanism).family
 
@@ -156,7 +156,8 @@ def _auction_instances(instances: Any) -> list[AuctionInstance]:
         raise InputError("instances", instances, "must hold at least one instance")
     for it in items:
         if not isinstance(it, AuctionInstance):
-            raise InputError("instances[]", it, "must be an AuctionInstance (see market.testing.auction_instance)")
+            raise InputError("instances[]", it,
+                             "must be an AuctionInstance (see marketsim.market.testing.auction_instance)")
     return items
 
 
@@ -186,7 +187,7 @@ def assert_strategyproof(
 ) -> list[AuditResult]:
     """No agent gains by misreporting (others truthful), on every instance.
 
-    The audit (:func:`market.audit.search.audit`) searches each agent's reportable ``dims``
+    The audit (:func:`marketsim.market.audit.search.audit`) searches each agent's reportable ``dims``
     (fair share: speedup columns ``"1"``, ``"2"``, ... and, only when named, the weight
     ``"weight"`` (a factor on the tenant's weight, 1 when the instance has none); auctions: the
     market's fields such as ``value_scale``; ``None`` = every speedup column / field) in
@@ -215,7 +216,7 @@ def assert_strategyproof(
     dims = None if dims is None else list(dims)
     results: list[AuditResult] = []
     if family == "fair-share":
-        from market.audit.fairshare import FairShareTarget
+        from marketsim.market.audit.fairshare import FairShareTarget
 
         weight = dims is not None and "weight" in dims  # the weight is a dimension only when asked for
         targets = [(inst, FairShareTarget(mechanism, W=inst.W, m=inst.m, weights=inst.weights, caps=inst.caps,
@@ -223,7 +224,7 @@ def assert_strategyproof(
                                           copy_others=direction == "any", weight_claims=weight))
                    for inst in _fair_instances(instances)]  # fmt: skip
     else:
-        from market.audit.online import OnlineAuctionTarget
+        from marketsim.market.audit.online import OnlineAuctionTarget
 
         targets = [(inst, OnlineAuctionTarget(inst.market, name, seed=inst.seed))
                    for inst in _auction_instances(instances)]  # fmt: skip
@@ -255,7 +256,7 @@ def assert_strategyproof(
 
 
 def _fair_allocation(mechanism: Any, inst: FairShareInstance) -> tuple[np.ndarray, np.ndarray]:
-    from market.audit.fairshare import resolve_fair_share
+    from marketsim.market.audit.fairshare import resolve_fair_share
 
     _, fn = resolve_fair_share(mechanism)
     Wt = inst.W / inst.W[:, :1]
@@ -280,7 +281,7 @@ def assert_envy_free(mechanism: str | Callable[..., Any], instances: Any, *, tol
     """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "envy-freeness is a fair-share property")
-    from market.oef.properties import envy, envy_matrix
+    from marketsim.market.oef.properties import envy, envy_matrix
 
     out = []
     for inst in _fair_instances(instances):
@@ -310,7 +311,7 @@ def assert_sharing_incentive(mechanism: str | Callable[..., Any], instances: Any
     """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "fair-share", "sharing incentive is a fair-share property")
-    from market.oef.properties import si_threshold
+    from marketsim.market.oef.properties import si_threshold
 
     out = []
     for inst in _fair_instances(instances):
@@ -327,7 +328,7 @@ def assert_sharing_incentive(mechanism: str | Callable[..., Any], instances: Any
 
 
 def _auction_run(name: str, inst: AuctionInstance) -> list[Any]:
-    from market.auction.market import run_market
+    from marketsim.market.auction.market import run_market
 
     return run_market(inst.market, name, None, inst.seed)
 
@@ -346,7 +347,7 @@ def assert_individually_rational(mechanism: str, instances: Any, *, tol: float =
     """
     __tracebackhide__ = True  # pytest: show the violation, not this library's source
     name = _require(mechanism, "auction", "fair-share allocators have no payments: use assert_sharing_incentive")
-    from market.auction.market import decisions_by_id
+    from marketsim.market.auction.market import decisions_by_id
 
     out = []
     for inst in _auction_instances(instances):
@@ -405,7 +406,7 @@ def auction_instance(study: str, seed: int = 0, **overrides: Any) -> AuctionInst
     :param overrides: market parameters replacing the study's ``[audit]`` ones
     :returns: the instance
     """
-    from market.studies import audit_params, build_market
+    from marketsim.market.studies import audit_params, build_market
 
     paper, params = audit_params(study)
     market = build_market(paper, {**params, **overrides}, np.random.default_rng(seed))
@@ -425,7 +426,7 @@ def assert_no_counterexample(
     seed: int = 0,
     optimiser: str = "de",
 ) -> Any:
-    """Hunt for a property violation (:func:`market.audit.hunt.hunt`) within a budget and fail
+    """Hunt for a property violation (:func:`marketsim.market.audit.hunt.hunt`) within a budget and fail
     with the shrunk witness.
 
     Fair-share ``mechanism`` (a registered name or a callable with the fair-share signature):
@@ -433,14 +434,14 @@ def assert_no_counterexample(
     ``gpu_types`` (ints or inclusive ranges; speedup steps in [1, 1.6], ``1..m_max`` GPUs per
     type) for a misreport of row 0 in ``direction``
     (``"up"``: inflation, OEF's scope; ``"down"``; ``"any"``) that gains more than the audit's
-    tolerance. Or pass any :class:`market.audit.hunt.HuntSpace` as ``space`` (auctions, your own
+    tolerance. Or pass any :class:`marketsim.market.audit.hunt.HuntSpace` as ``space`` (auctions, your own
     properties). Budget: ``evals`` evaluations (deterministic per ``seed``); ``seconds`` only caps them.
     Raises :class:`IncentiveViolation` with the witness of the shrunk instance (fewer agents and
-    types, rounder numbers); returns the :class:`~market.audit.hunt.HuntResult` when nothing
+    types, rounder numbers); returns the :class:`~marketsim.market.audit.hunt.HuntResult` when nothing
     was found.
 
     :param mechanism: a fair-share mechanism (name or callable); ``None`` with ``space``
-    :param space: a :class:`~market.audit.hunt.HuntSpace` to search instead of the fair-share one
+    :param space: a :class:`~marketsim.market.audit.hunt.HuntSpace` to search instead of the fair-share one
     :param tenants: tenants per instance, an int or an inclusive range
     :param gpu_types: GPU types per instance, an int or an inclusive range
     :param m_max: the most GPUs of one type
@@ -454,8 +455,8 @@ def assert_no_counterexample(
     :raises IncentiveViolation: a violation was found
     """
     __tracebackhide__ = True
-    from market.audit.hunt import hunt
-    from market.audit.hunt_spaces import MisreportSpace
+    from marketsim.market.audit.hunt import hunt
+    from marketsim.market.audit.hunt_spaces import MisreportSpace
 
     if space is None:
         if mechanism is None:

@@ -2,7 +2,7 @@
 
 * :func:`fair_share_instances`: small fair-share instances; they shrink towards fewer tenants,
   fewer GPU types, speedups of 1 and one GPU per type, so a failing
-  :func:`~market.testing.assert_strategyproof` prints a minimal witness.
+  :func:`~marketsim.market.testing.assert_strategyproof` prints a minimal witness.
 * :func:`auction_instances`: seeded ``[audit]`` instances of an embedded study.
 """
 
@@ -14,13 +14,13 @@ try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without the dev extra
     raise ImportError(
-        "market.testing.strategies needs hypothesis: "
+        "marketsim.market.testing.strategies needs hypothesis: "
         "pip install 'marketsim-cluster[testing]' (or pip install hypothesis)"
     ) from exc
 
-from market.audit.instances import FairShareInstance
-from market.errors import InputError
-from market.testing import AuctionInstance, auction_instance
+from marketsim.market.audit.instances import FairShareInstance
+from marketsim.market.errors import InputError
+from marketsim.market.testing import AuctionInstance, auction_instance
 
 __all__ = ["fair_share_instances", "auction_instances"]
 
@@ -85,7 +85,7 @@ def auction_instances(study: str, *, seeds: tuple[int, int] = (0, 2**16), **over
     :param study: an embedded study's name, e.g. ``"oasis"``
     :param seeds: ``(low, high)`` inclusive range of seeds, low >= 0
     :param overrides: market parameters replacing the study's ``[audit]`` ones
-    :returns: a hypothesis strategy of :class:`~market.testing.AuctionInstance`
+    :returns: a hypothesis strategy of :class:`~marketsim.market.testing.AuctionInstance`
     """
     lo, hi = _range("seeds", seeds, 0)
     return st.integers(lo, hi).map(lambda s: auction_instance(study, seed=s, **overrides))

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from market.audit import AuditConfig, ClaimContext, FairShareTarget, Measurement, audit, random_instance, register_claim
-from market.audit.hunt_spaces import misreport_witness
+from marketsim.market.audit import (
+    AuditConfig,
+    ClaimContext,
+    FairShareTarget,
+    Measurement,
+    audit,
+    random_instance,
+    register_claim,
+)
+from marketsim.market.audit.hunt_spaces import misreport_witness
 
 PAPER = "proportional"
 FAST = AuditConfig(n_grid=6, n_zoom=2, n_tail=2, edge_steps=6, n_joint=12, refine_starts=1, refine_maxfev=30)
@@ -43,7 +51,7 @@ def p1(ctx: ClaimContext) -> Measurement:
     "Random instances; violation if sum_l X[l, j] differs from m_j by more than 1e-9 m_j.",
 )
 def p2(ctx: ClaimContext) -> Measurement:
-    from market.registry import get
+    from marketsim.market.registry import get
 
     fn = get("proportional-share").fn
     n_inst = ctx.pick(20, 200)

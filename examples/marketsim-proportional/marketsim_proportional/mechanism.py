@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from market.allocation import Allocation
-from market.errors import InputError, as_float_array
-from market.registry import register
+from marketsim.market.allocation import Allocation
+from marketsim.market.errors import InputError, as_float_array
+from marketsim.market.registry import register
 
 
 @register(
@@ -19,7 +19,7 @@ from market.registry import register
     "fair-share",
     "Example plugin: split each GPU type in proportion to (weighted) reported speedup",
     paper="proportional",
-    caps=False,  # no row caps: `marketsim run` calls it without them (market.registry.register)
+    caps=False,  # no row caps: `marketsim run` calls it without them (marketsim.market.registry.register)
 )
 def proportional_share(W: Any, m: Any, *, weights: Any = None, caps: Any = None, **options: Any) -> Allocation:
     """Allocation ``X[l, j] = m_j * pi_l W_lj / sum_i pi_i W_ij`` in GPUs; ``W`` (n, k) reported

@@ -2,7 +2,7 @@
 module light: marketsim imports it whenever it lists plugins; the modules named here are imported
 only when needed."""
 
-from market.plugins import Plugin
+from marketsim.market.plugins import Plugin
 
 PLUGIN = Plugin(
     name="proportional",

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from market.registry import get
-from market.testing.strategies import fair_share_instances
+from marketsim.market.registry import get
+from marketsim.market.testing.strategies import fair_share_instances
 
 
 def test_hand_allocation():
