@@ -183,6 +183,7 @@ def test_disconnected_topology_rejected_by_the_market():
 
 
 # --- the claims ledger (market/audit/eris_claims.py) -----------------------------------------------
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_claims_cli_json_verdicts_and_witnesses(capsys: pytest.CaptureFixture[str]) -> None:
     """`marketsim claims --paper eris --json` at small size: every claim has a measured verdict; the
     theorem checks hold, the spec's Thm-4/5 findings and the known non-value lies reproduce."""

@@ -200,6 +200,7 @@ def test_maxmin_is_strategyproof(incentive, registered_mechanisms):
 """
 
 
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_pytest_plugin_prints_a_shrunk_witness(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_user=PLUGIN_TEST)
     r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error::FutureWarning")

@@ -257,6 +257,7 @@ def test_first_price_learner_reaches_the_bne_n2() -> None:
     assert res.history["factor"].iloc[0] > 0.9 and res.history["factor"].iloc[-1] < 0.6
 
 
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_all_pay_learner_does_not_collapse_with_random_ties() -> None:
     """Issue #19: with ties to the learner the all-pay learner collapsed (L2 0.18, revenue 0.054).
     The free family it was written for (tie handling does not depend on the family); the default
@@ -292,6 +293,7 @@ def test_posted_price_keeps_learners_truthful() -> None:
     assert res.bid.factor() == pytest.approx(1.0, abs=0.02)
 
 
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_a_manipulable_start_is_corrected_in_second_price() -> None:
     """Power: start at 60% shading; in second price the learner must climb back towards truth."""
     start = BidFunction(0.6 * BidFunction.truthful().coef)

@@ -46,6 +46,7 @@ def test_learn_oef_writes_the_price_of_lying_table(tmp_path: Path, capsys) -> No
     assert f"* gavel: agent {int(gavel['deviator'])}: " in report
 
 
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_learning_runs_are_deterministic_with_every_executor(tmp_path: Path) -> None:
     """Same seed, same trajectories and price-of-lying table: twice locally and with 2 processes
     (tasks finish in any order there; the output order is the scenario's)."""

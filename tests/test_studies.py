@@ -157,6 +157,7 @@ def test_embedded_control_study_loads():
     assert s.paper == "control" and s.variants[0].name == "shade"
 
 
+@pytest.mark.slow  # about 15-25 s: CI's slow step (the default suite's 10-minute budget)
 def test_cli_run_study_and_audit_auction(tmp_path, capsys):
     def cli(*argv: str) -> tuple[int, str, str]:
         code = main(list(argv))
