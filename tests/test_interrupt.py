@@ -172,7 +172,7 @@ def test_ctrl_c_in_a_process_sweep_keeps_parts_and_resumes(tmp_path: Path) -> No
 
     cfg = tmp_path / "big.toml"
     text = (ROOT / "scenarios" / "sweep_lie_factor.toml").read_text()
-    cfg.write_text(text.replace("replications = 4", "replications = 24"))
+    cfg.write_text(text.replace("replications = 4", "replications = 8"))  # 72 parts of 4 runs
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "marketsim.analysis.frontends.cli", "sweep", str(cfg), "--executor", "process",
            "--workers", "2",
