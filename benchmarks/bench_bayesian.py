@@ -276,7 +276,13 @@ def main() -> None:
                         "rounds_per_second_mean": float(np.mean([r["rounds_per_second"] for r in rs])),
                         "bne_seconds": float(np.mean([r["bne_seconds"] for r in rs]))})  # fmt: skip
     per_run = wall / len(todo) if todo else float("nan")
-    out = {"workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "resumed_tasks": len(done),
+    from importlib.metadata import version
+
+    from marketsim.analysis.engine.studies import git_commit
+
+    versions = {"python": platform.python_version(), **{p: version(p) for p in ("numpy", "scipy", "pandas")}}
+    out = {"commit": git_commit(ROOT, default="unknown"), "versions": versions,
+           "workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "resumed_tasks": len(done),
            "wall_seconds": wall, "seconds_per_equilibrium_on_workers": per_run, "uptime_before": uptime,
            "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "python": platform.python_version(),
            "machine": platform.machine(), "summary": summary, "runs": rows}  # fmt: skip
@@ -303,8 +309,9 @@ def main() -> None:
         + (f"; {len(done)} runs reused from a stopped invocation with --resume" if done else "")
         + ").",
         "",
-        f"Machine load: before `{uptime}`; load average after {tuple(round(x, 2) for x in os.getloadavg())}. "
-        "Other helpers shared the 2 cores, so absolute seconds are pessimistic.",
+        f"Commit `{out['commit']}`; {', '.join(f'{k} {v}' for k, v in versions.items())}; {platform.machine()}. "
+        f"Machine load: before `{uptime}`; load average after {tuple(round(x, 2) for x in os.getloadavg())} "
+        "(seconds rise with the load of the 2 cores).",
         "",
         "Mean and 95% t interval over seeds. `l2_to_bne`: root-mean-square distance of the learned bid to the "
         "BNE bid under the value distribution, over values at or above the screening value (largest over bidder "
