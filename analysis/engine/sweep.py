@@ -1029,6 +1029,9 @@ def _stream_results(
             nonlocal buf, n_buf
             if buf:
                 chunk = pd.concat(buf, ignore_index=True)[RESULT_COLUMNS]
+                r, sm = _batched_aggregates(chunk, round_s, measure)
+                rounds.append(r)
+                sums.append(sm)
                 writer.write_table(pa.Table.from_pandas(chunk, schema=RESULT_SCHEMA, preserve_index=False))
             buf, n_buf = [], 0
 
@@ -1036,12 +1039,7 @@ def _stream_results(
             f = rows_of(rid)
             if f.empty:
                 continue
-            f = f.sort_values(RESULT_SORT, kind="mergesort")
-            rs = round_s.get(rid, float("nan"))
-            r, sm = pair_aggregates(f, measure, None if pd.isna(rs) else float(rs))
-            rounds.append(r)
-            sums.append(sm)
-            buf.append(f)
+            buf.append(f.sort_values(RESULT_SORT, kind="mergesort"))
             n_buf += len(f)
             if n_buf >= STREAM_ROWS:
                 flush()
@@ -1096,13 +1094,27 @@ def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str =
     if results.empty or runs.empty:
         return pd.DataFrame(columns=_PAIR_COLUMNS)
     rs = runs.set_index("run_id")["round_seconds"] if "round_seconds" in runs else pd.Series(dtype=float)
+    seconds, per = _batched_aggregates(results, rs, measure)
+    return paired_from_aggregates(seconds, per, runs)
+
+
+def _batched_aggregates(
+    results: pd.DataFrame, round_s: pd.Series, measure: str
+) -> tuple[pd.Series, pd.DataFrame]:
+    """:func:`pair_aggregates` of every run in ``results``, one call per distinct ``round_seconds``
+    (``round_s``: run_id -> s; a run absent or NaN there has none): the same figures as run by run,
+    at a few pivots per batch instead of a few per run."""
+    ids = results["run_id"].astype(str)
+    rs = ids.map(pd.Series({r: round_s.get(r, float("nan")) for r in ids.unique()}, dtype=float)).astype(float)
     seconds, per = [], []
-    for rid, f in results.groupby("run_id", sort=True):
-        r = rs.get(rid, float("nan"))
-        a, b = pair_aggregates(f, measure, None if pd.isna(r) else float(r))
+    for value in pd.unique(rs.to_numpy()):
+        sel = rs.isna().to_numpy() if pd.isna(value) else (rs == value).to_numpy()
+        a, b = pair_aggregates(results[sel], measure, None if pd.isna(value) else float(value))
         seconds.append(a)
         per.append(b)
-    return paired_from_aggregates(pd.concat(seconds), pd.concat(per, ignore_index=True), runs)
+    if not seconds:
+        return pd.Series(dtype=float), pd.DataFrame(columns=_AGG_COLUMNS)
+    return pd.concat(seconds), pd.concat(per, ignore_index=True)
 
 
 def pair_aggregates(
