@@ -44,8 +44,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from provenance import package_versions  # noqa: E402
 
 from marketsim.analysis.engine.stats import t_interval  # noqa: E402
+from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 from marketsim.market.learning.bayesian import (  # noqa: E402
     expected_revenue,
     exploitability,
@@ -276,11 +278,7 @@ def main() -> None:
                         "rounds_per_second_mean": float(np.mean([r["rounds_per_second"] for r in rs])),
                         "bne_seconds": float(np.mean([r["bne_seconds"] for r in rs]))})  # fmt: skip
     per_run = wall / len(todo) if todo else float("nan")
-    from importlib.metadata import version
-
-    from marketsim.analysis.engine.studies import git_commit
-
-    versions = {"python": platform.python_version(), **{p: version(p) for p in ("numpy", "scipy", "pandas")}}
+    versions = package_versions(("numpy", "scipy", "pandas"))
     out = {"commit": git_commit(ROOT, default="unknown"), "versions": versions,
            "workers": args.workers, "seeds": args.seeds, "tasks": len(tasks), "resumed_tasks": len(done),
            "wall_seconds": wall, "seconds_per_equilibrium_on_workers": per_run, "uptime_before": uptime,

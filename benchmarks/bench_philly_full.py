@@ -32,23 +32,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+from provenance import package_versions  # noqa: E402
+
 from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CPU_TARGET_S = 600.0
 RSS_TARGET_MB = 2048.0
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    out = {"python": platform.python_version()}
-    for pkg in ("numpy", "scipy", "pandas", "mesa", "highspy"):
-        try:
-            out[pkg] = version(pkg)
-        except Exception:  # not installed
-            out[pkg] = "-"
-    return out
 
 
 def _marketsim() -> list[str]:
@@ -166,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             "cluster": " + ".join(f"{m} {t}" for t, m in zip(scen.cluster.gpu_types, scen.cluster.gpus, strict=True)),
             "cpu_target_s": CPU_TARGET_S,
             "rss_target_mb": RSS_TARGET_MB,
-            "versions": _versions(),
+            "versions": package_versions(("numpy", "scipy", "pandas", "mesa", "highspy"), missing="-"),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "rows": [rows[p] for p in scen.policies if p in rows],
         }

@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from provenance import package_versions
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 RSS_TARGET_MB = 2048.0
@@ -134,18 +136,6 @@ def _commit() -> str:
     from marketsim.analysis.engine.studies import git_commit
 
     return git_commit(ROOT, short=True, default="unknown")
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    out = {"python": platform.python_version()}
-    for pkg in ("numpy", "pandas", "pyarrow", "scipy", "mesa", "highspy"):
-        try:
-            out[pkg] = version(pkg)
-        except Exception:  # noqa: BLE001 - a missing package is reported as such
-            out[pkg] = "missing"
-    return out
 
 
 def _digest(out: Path) -> dict[str, str]:
@@ -285,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     data = {
         "rows": [r for r in old.get("rows", []) if (r["jobs"], r["code"]) not in done] + rows,
         "rss_target_mb": RSS_TARGET_MB,
-        "versions": _versions(),
+        "versions": package_versions(("numpy", "pandas", "pyarrow", "scipy", "mesa", "highspy")),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
     }
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
