@@ -1101,9 +1101,9 @@ def paired_differences(results: pd.DataFrame, runs: pd.DataFrame, measure: str =
 def _batched_aggregates(
     results: pd.DataFrame, round_s: pd.Series, measure: str
 ) -> tuple[pd.Series, pd.DataFrame]:
-    """:func:`pair_aggregates` of every run in ``results``, one call per distinct ``round_seconds``
-    (``round_s``: run_id -> s; a run absent or NaN there has none): the same figures as run by run,
-    at a few pivots per batch instead of a few per run."""
+    """:func:`pair_aggregates` of every run in ``results`` (not empty), one call per distinct
+    ``round_seconds`` (``round_s``: run_id -> s; a run absent or NaN there has none): the same figures
+    as run by run, at a few pivots per batch instead of a few per run."""
     ids = results["run_id"].astype(str)
     rs = ids.map(pd.Series({r: round_s.get(r, float("nan")) for r in ids.unique()}, dtype=float)).astype(float)
     seconds, per = [], []
@@ -1112,8 +1112,6 @@ def _batched_aggregates(
         a, b = pair_aggregates(results[sel], measure, None if pd.isna(value) else float(value))
         seconds.append(a)
         per.append(b)
-    if not seconds:
-        return pd.Series(dtype=float), pd.DataFrame(columns=_AGG_COLUMNS)
     return pd.concat(seconds), pd.concat(per, ignore_index=True)
 
 
