@@ -494,13 +494,14 @@ def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = 
     """Daily utilisation (GPU-seconds used / the cluster's GPU-seconds of the day) and the daily
     time-averaged number of active jobs, one line per policy (mean over replications)."""
     from marketsim.analysis.engine.run_status import write_atomic
-    from marketsim.analysis.frontends.plots import _figure
+    from marketsim.analysis.frontends.plots import _figure, _log_axis
 
     sel = [r for r in runs if r.variant == variant] or list(runs)
     end = max(float((r.rec["round_start_s"] + r.rec["round_s"]).max()) for r in sel)
     edges = np.arange(0.0, end + DAY, DAY)
     days = edges[:-1] / DAY
     fig = _figure(figsize=(8.0, 6.0))
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.08, top=0.95, hspace=0.1)  # fixed: no second draw to fit
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
     for pol in sorted({r.policy for r in sel}):
         rs = [r for r in sel if r.policy == pol]
@@ -513,12 +514,12 @@ def plot_utilisation(runs: Sequence[RunTrace], path: str | Path, variant: str = 
     ax1.set_ylabel("GPU utilisation per day (%)")
     ax1.set_ylim(0, 105)
     ax2.set_ylabel("active jobs (daily time average)")
-    ax2.set_yscale("log")
+    _log_axis(ax2, "y")
     ax2.set_xlabel("day since the first arrival")
     ax1.legend(fontsize=7, ncol=2)
     ax1.set_title(f"Utilisation over time ({variant})")
     out = Path(path)
-    write_atomic(out, lambda p: fig.savefig(p, dpi=110, bbox_inches="tight"))  # whole or not at all
+    write_atomic(out, lambda p: fig.savefig(p, dpi=110))  # whole or not at all
     return out
 
 
