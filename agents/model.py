@@ -86,6 +86,14 @@ def _tenant_attr(agent: TenantAgent, name: str) -> Any:
     return getattr(agent, name)
 
 
+def _codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """A column of strings as ``(codes, categories)``: a categorical's own, else by factorizing."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(dtype=np.int64), [str(c) for c in col.cat.categories]
+    codes, uniq = pd.factorize(col.astype(str))
+    return codes.astype(np.int64), [str(c) for c in uniq]
+
+
 class MarketModel(mesa.Model):
     """A shared GPU cluster under one fair-share ``config.policy``.
 
@@ -327,9 +335,10 @@ class MarketModel(mesa.Model):
     DRAIN_ROUNDS = 256
 
     #: optional ``sink(frame)``: when set, every drained block of rounds is passed to it in
-    #: :meth:`tidy`'s format and order (with the ``jct_s`` rows of the jobs finished so far) and
-    #: then forgotten, so a run's memory no longer grows with its rounds; call :meth:`flush` at the
-    #: end. :meth:`tidy` then returns only what was not yet sent.
+    #: :meth:`tidy`'s columns and order (with the ``jct_s`` rows of the jobs finished so far), with
+    #: ``tenant`` and ``measure`` categorical (categories sorted) instead of strings, and then
+    #: forgotten, so a run's memory no longer grows with its rounds; call :meth:`flush` at the end.
+    #: :meth:`tidy` then returns only what was not yet sent.
     sink: Any = None
 
     def flush(self) -> None:
@@ -363,51 +372,56 @@ class MarketModel(mesa.Model):
             sent = self._sent_completions
             comp = held.iloc[sent - before :] if sent >= before else self.completions().iloc[sent:]
             self._sent_completions += len(comp)
-            self.sink(self._finish_tidy([f, self._jct_rows(comp)]))
+            self.sink(self._finish_tidy([f, self._jct_rows(comp)], strings=False))
             return
-        if len(f):
+        if len(f):  # tenant and measure are categorical already (_collected)
             f["round"] = f["round"].astype(np.int32)
-            f["tenant"] = f["tenant"].astype("category")
-            f["measure"] = f["measure"].astype("category")
             self._drained.append(f[["round", "tenant", "measure", "value"]].reset_index(drop=True))
 
     def _collected(self) -> pd.DataFrame:
-        """Long-format records of the rounds the DataCollector holds (no completions)."""
-        frames: list[pd.DataFrame] = []
+        """Long-format records of the rounds the DataCollector holds (no completions): cluster rows
+        (measure-major, ``tenant = ""``) then the tenants' blocks, ``tenant`` and ``measure``
+        categorical (one array of codes each: no per-row strings are made here)."""
         if not self._held_rounds:  # all drained (Mesa's empty frames are ill-typed)
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
+        rounds: list[np.ndarray] = []
+        t_codes: list[np.ndarray] = []
+        m_codes: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        tenant_cats: dict[str, int] = {}
+        measure_cats: dict[str, int] = {}
+
+        def codes(cats: dict[str, int], names: Any) -> np.ndarray:
+            return np.array([cats.setdefault(str(n), len(cats)) for n in names], dtype=np.int64)
+
         rows = self.datacollector.model_vars[TRACE_RECORD]
         if rows:  # the long format (measure-major)
             V = np.vstack(rows)
             names = [*self._trace_measures(), *(f"busy_gpus:{n}" for n in self.gpu_names)]
             nr = V.shape[0]
-            frames.append(pd.DataFrame({
-                "round": np.tile(self._drained_rounds + np.arange(nr), len(names)),
-                "measure": pd.Categorical.from_codes(np.repeat(np.arange(len(names)), nr), categories=names),
-                "value": V.T.ravel(), "tenant": "",
-            }))  # fmt: skip
+            rounds.append(np.tile(self._drained_rounds + np.arange(nr), len(names)))
+            t_codes.append(np.full(nr * len(names), codes(tenant_cats, [""])[0]))
+            m_codes.append(np.repeat(codes(measure_cats, names), nr))
+            values.append(V.T.ravel())
         tenants = getattr(self.auctioneer, "tenants", None)
         if tenants is not None and tenants.blocks:
-            frames.append(self._tenant_blocks(tenants.names, tenants.blocks))
-        if not frames:
+            blocks = tenants.blocks
+            r = np.concatenate([np.full(c.size, rd, dtype=np.int64) for rd, c, _ in blocks])
+            tc = codes(tenant_cats, tenants.names)[np.concatenate([c for _, c, _ in blocks])]
+            M = np.concatenate([v for _, _, v in blocks])
+            nm = len(TENANT_MEASURES)
+            rounds.append(np.tile(r, nm))
+            t_codes.append(np.tile(tc, nm))
+            m_codes.append(np.repeat(codes(measure_cats, TENANT_MEASURES), r.size))
+            values.append(M.T.ravel())
+        if not rounds:
             return pd.DataFrame({"round": [], "tenant": [], "measure": [], "value": []})
-        return pd.concat(frames, ignore_index=True)
-
-    @staticmethod
-    def _tenant_blocks(names: np.ndarray, blocks: list[tuple[int, np.ndarray, np.ndarray]]) -> pd.DataFrame:
-        """Long-format rows of the trace tenants' per-round blocks (round, codes, measures)."""
-        rounds = np.concatenate([np.full(c.size, r, dtype=np.int64) for r, c, _ in blocks])
-        codes = np.concatenate([c for _, c, _ in blocks])
-        M = np.concatenate([v for _, _, v in blocks])
-        nm = len(TENANT_MEASURES)
-        return pd.DataFrame(
-            {
-                "round": np.tile(rounds, nm),
-                "tenant": pd.Categorical.from_codes(np.tile(codes, nm), categories=names),
-                "measure": pd.Categorical.from_codes(np.repeat(np.arange(nm), rounds.size), categories=TENANT_MEASURES),
-                "value": M.T.ravel(),
-            }
-        )
+        return pd.DataFrame({
+            "round": np.concatenate(rounds),
+            "tenant": pd.Categorical.from_codes(np.concatenate(t_codes), categories=list(tenant_cats)),
+            "measure": pd.Categorical.from_codes(np.concatenate(m_codes), categories=list(measure_cats)),
+            "value": np.concatenate(values),
+        })  # fmt: skip
 
     def tidy(self) -> pd.DataFrame:
         """All measures in long format: columns ``round, tenant, measure, value`` (float).
@@ -418,10 +432,7 @@ class MarketModel(mesa.Model):
         (the round it finished in). Sorted by round, tenant, measure. Includes the rounds already
         moved out of the DataCollector (:attr:`DRAIN_ROUNDS`).
         """
-        frames: list[pd.DataFrame] = [
-            f.astype({"round": np.int64, "tenant": object, "measure": object}) for f in self._drained
-        ]
-        frames.append(self._collected())
+        frames: list[pd.DataFrame] = [*self._drained, self._collected()]
         frames.append(self._jct_rows(self.completions().iloc[self._sent_completions :]))
         return self._finish_tidy(frames)
 
@@ -433,17 +444,31 @@ class MarketModel(mesa.Model):
         )  # fmt: skip
 
     @staticmethod
-    def _finish_tidy(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    def _finish_tidy(frames: list[pd.DataFrame], strings: bool = True) -> pd.DataFrame:
+        """``frames`` (columns round, tenant, measure, value; tenant and measure categorical or
+        strings) as one frame sorted by round, tenant, measure (ties in the given order: a stable
+        sort), columns in :meth:`tidy`'s order. The sort runs on integer codes into the union of the
+        categories, sorted, so it orders as the strings do. ``strings``: tenant and measure as
+        ``str`` columns (:meth:`tidy`'s format); else categorical with those sorted categories (what
+        :attr:`sink` gets: the runner writes them to Parquet as strings without making a Python
+        string per row)."""
         frames = [f for f in frames if len(f)]
         if not frames:
             return pd.DataFrame(
                 {"round": pd.Series(dtype=int), "tenant": pd.Series(dtype=str), "measure": pd.Series(dtype=str),
                  "value": pd.Series(dtype=float)}
             )  # fmt: skip
-        out = pd.concat(frames, ignore_index=True)
-        out["round"] = out["round"].astype(int)
-        out["tenant"] = out["tenant"].astype(str)
-        out["measure"] = out["measure"].astype(str)
-        out["value"] = out["value"].astype(float)
-        out = out[["round", "tenant", "measure", "value"]]
-        return out.sort_values(["round", "tenant", "measure"], kind="mergesort").reset_index(drop=True)
+        cols = {}
+        for name in ("tenant", "measure"):
+            parts = [_codes(f[name]) for f in frames]
+            cats = sorted({c for _, cs in parts for c in cs})
+            pos = {c: i for i, c in enumerate(cats)}
+            cols[name] = (np.concatenate([np.array([pos[c] for c in cs], dtype=np.int64)[k] for k, cs in parts]), cats)
+        rnd = np.concatenate([f["round"].to_numpy(dtype=np.int64) for f in frames])
+        order = np.lexsort((cols["measure"][0], cols["tenant"][0], rnd))
+        out: dict[str, Any] = {"round": rnd[order]}
+        for name, (k, cats) in cols.items():
+            cat = pd.Categorical.from_codes(k[order], categories=cats)
+            out[name] = cat.astype(str) if strings else cat
+        out["value"] = np.concatenate([f["value"].to_numpy(dtype=float) for f in frames])[order]
+        return pd.DataFrame(out)

@@ -185,8 +185,9 @@ def test_long_runs_move_records_into_compact_storage(small: Scenario) -> None:
 
 
 def test_a_sink_receives_every_record_in_tidy_order(small: Scenario) -> None:
-    """With ``sink`` the drained blocks (and the jct_s rows) go out as they are drained; their
-    concatenation is exactly tidy() of a run that kept everything."""
+    """With ``sink`` the drained blocks (and the jct_s rows) go out as they are drained, tenant and
+    measure categorical; their concatenation, as strings, is exactly tidy() of a run that kept
+    everything."""
     spec = plan_runs(small, 1)[0]
     kept = small.build_model(spec.policy, spec.variant, spec.seed_sequence()).run()
     m = small.build_model(spec.policy, spec.variant, spec.seed_sequence())
@@ -195,7 +196,9 @@ def test_a_sink_receives_every_record_in_tidy_order(small: Scenario) -> None:
     m.run()
     m.flush()
     assert len(chunks) >= 2 and len(m.tidy()) == 0
-    pd.testing.assert_frame_equal(kept.tidy(), pd.concat(chunks, ignore_index=True))
+    assert all(isinstance(c[col].dtype, pd.CategoricalDtype) for c in chunks for col in ("tenant", "measure"))
+    sent = pd.concat([c.astype({"tenant": str, "measure": str}) for c in chunks], ignore_index=True)
+    pd.testing.assert_frame_equal(kept.tidy(), sent)
 
 
 def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, tmp_path: Path) -> None:
@@ -213,6 +216,14 @@ def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, 
     assert not any(Path(p).exists() for p in sp.parts)
     got = pd.read_parquet(paths["results"])
     pd.testing.assert_frame_equal(got, mem.frame, check_dtype=False)
+    # the parts are built in Arrow (records_table); the file is the one the in-memory path writes
+    import pyarrow.parquet as pq
+
+    from marketsim.analysis.engine.runner import results_schema
+
+    mem_paths = write_experiment(mem, tmp_path / "mem")
+    assert pq.read_schema(paths["results"]).equals(results_schema(), check_metadata=True)
+    assert pq.read_table(paths["results"]).equals(pq.read_table(mem_paths["results"]))
     red = load_report_frame(paths["results"], mem.deviators)
     assert len(red) < len(got)
     rs = small.cluster.round_seconds
@@ -312,3 +323,15 @@ def test_report_and_stdout_give_the_same_run_time(capsys, tmp_path: Path) -> Non
     total = re.findall(r"total including writing: (\d+\.\d\d) s", stdout)
     assert len(total) == 1 and float(total[0]) >= float(printed[0])
     assert "wall time" not in report
+
+
+def test_tidy_is_sorted_as_the_strings_sort(small: Scenario) -> None:
+    """tidy() sorts on integer codes into sorted categories; the order must be the one pandas gives
+    for the strings themselves (round, tenant, measure; a stable sort), checked against pandas."""
+    spec = plan_runs(small, 1)[0]
+    m = small.build_model(spec.policy, spec.variant, spec.seed_sequence())
+    m.DRAIN_ROUNDS = 3  # drained blocks and held rounds both take part
+    t = m.run().tidy()
+    assert t["tenant"].nunique() > 2 and t["measure"].nunique() > 5
+    keys = t[["round", "tenant", "measure"]]
+    pd.testing.assert_frame_equal(keys, keys.sort_values(["round", "tenant", "measure"], kind="mergesort"))

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -168,6 +168,42 @@ def _with_run_columns(frame: pd.DataFrame, spec: RunSpec) -> pd.DataFrame:
     return frame[COLUMNS]
 
 
+@cache
+def results_schema() -> Any:
+    """The Arrow schema of a results file (:data:`COLUMNS`; strings as ``large_string``, with the
+    pandas metadata ``DataFrame.to_parquet`` writes for :func:`empty_results`)."""
+    import pyarrow as pa
+
+    return pa.Schema.from_pandas(empty_results(), preserve_index=False)
+
+
+def records_table(chunk: pd.DataFrame, spec: RunSpec) -> Any:
+    """A model's drained records (round, tenant, measure, value; tenant and measure categorical or
+    strings) with ``spec``'s run columns as an Arrow table in :func:`results_schema`: the rows
+    :func:`_with_run_columns` gives, with the string columns built as dictionaries and cast to
+    strings by Arrow (no Python string per row)."""
+    import pyarrow as pa
+
+    n = len(chunk)
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+
+    def const(value: str) -> Any:
+        return pa.DictionaryArray.from_arrays(zeros, pa.array([value], type=pa.large_string())).cast(pa.large_string())
+
+    def strings(col: pd.Series) -> Any:
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            cats = pa.array([str(c) for c in col.cat.categories], type=pa.large_string())
+            codes = pa.array(col.cat.codes.to_numpy(dtype=np.int32))
+            return pa.DictionaryArray.from_arrays(codes, cats).cast(pa.large_string())
+        return pa.array(col.astype(str).to_numpy(dtype=object), type=pa.large_string())
+
+    arrays = [const(spec.run_id), const(spec.scenario.name), const(spec.policy), const(spec.variant),
+              pa.array(np.full(n, spec.replication, dtype=np.int64)), pa.array(chunk["round"].to_numpy(dtype=np.int64)),
+              strings(chunk["tenant"]), strings(chunk["measure"]),
+              pa.array(chunk["value"].to_numpy(dtype=float))]  # fmt: skip
+    return pa.Table.from_arrays(arrays, schema=results_schema())
+
+
 #: rows of records gathered before a spilled part is written (about 10-20 MB in memory): a run's memory stays
 #: bounded, and a run of the packaged Gavel trace writes one part instead of 28
 SPILL_ROWS = 250_000
@@ -195,13 +231,15 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
             for old in folder.glob("part-*.parquet"):
                 old.unlink()
 
-            pending: list[pd.DataFrame] = []
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pending: list[Any] = []  # pyarrow tables in the results schema
 
             def write() -> None:
                 if pending:
                     path = folder / f"part-{len(parts):05d}.parquet"
-                    chunk = pending[0] if len(pending) == 1 else pd.concat(pending, ignore_index=True)
-                    _with_run_columns(chunk, spec).to_parquet(path, index=False)
+                    pq.write_table(pending[0] if len(pending) == 1 else pa.concat_tables(pending), path)
                     parts.append(str(path))
                     pending.clear()
 
@@ -209,8 +247,8 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
                 # drained blocks (in round order) are gathered up to SPILL_ROWS rows per part: each Parquet
                 # file costs a fixed conversion and write, and the parts are read again into results.parquet
                 if len(chunk):
-                    pending.append(chunk)
-                    if sum(len(c) for c in pending) >= SPILL_ROWS:
+                    pending.append(records_table(chunk, spec))
+                    if sum(t.num_rows for t in pending) >= SPILL_ROWS:
                         write()
 
             model.sink = sink
