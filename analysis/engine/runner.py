@@ -643,9 +643,11 @@ def _stream_parts(parts: Sequence[str], path: Path) -> None:
     writer = None
     try:
         for p in parts:
-            table = pq.read_table(p)
+            # the string columns read as dictionaries (codes, not a string per row) and cast to the
+            # file's strings by Arrow: the same table, without decoding every string from the part
+            table = pq.read_table(p, read_dictionary=list(DICT_COLUMNS))
             if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
+                writer = pq.ParquetWriter(tmp, pq.read_schema(p))
             writer.write_table(table.cast(writer.schema))
     finally:
         if writer is not None:
