@@ -317,3 +317,31 @@ def test_merged_rounds_keep_the_tenants_work_and_stay_off_when_rounds_differ(tmp
         m = load_scenario(tmp_path / "x.toml").build_model("gavel-max-min-perf", "truthful", 3).run()
         t = m.tidy()
         assert (t.loc[t["measure"] == "merged_rounds", "value"] == 1).all(), cluster
+
+
+def test_the_tenant_agents_hold_each_rounds_measures(tmp_path: Path) -> None:
+    """After every round each present tenant agent holds its own row of the round's measures (the
+    block results.parquet gets), zeros without an active job; a round that repeats the last one's
+    measures leaves the agents as they are (TraceTenants.record skips the write), which must still
+    leave them equal to the round's row."""
+    sc = load_scenario(_tenant4(tmp_path))
+    m = sc.build_model("oef-noncoop", "liar", 3)
+    m.DRAIN_ROUNDS = 10**9  # keep every block here
+    tt = m.auctioneer.tenants
+    names = ("est", "est_reported", "act", "alloc_gpus", "gpus", "runnable_jobs")
+    checked = repeats = 0
+    last = None
+    while m.running:
+        m.step()
+        blocks = tt.blocks
+        if not blocks or blocks[-1][0] != m.round or not tt.agents:
+            continue
+        _, codes, M = blocks[-1]
+        repeats += last is not None and np.array_equal(last, M)
+        last = M
+        for a in tt.agents.values():
+            pos = np.flatnonzero(codes == a.code)
+            want = M[pos[0]] if pos.size else np.zeros(len(names))
+            assert [getattr(a, n) for n in names] == pytest.approx(want.tolist(), rel=1e-12, abs=0.0), m.round
+            checked += 1
+    assert checked > 50 and repeats > 0
