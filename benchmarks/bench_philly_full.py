@@ -125,7 +125,7 @@ def render(data: dict[str, Any]) -> str:
             f"{r['jobs_completed']:,} | {r['tenants']} | {r['rounds']:,} | {r['resolves']:,} | {r['mean_jct_h']:.2f} | "
             f"{r['median_jct_h']:.2f} | {r['makespan_d']:.1f} | {bf} | {ut} | {r['wall_s']:.0f} | "
             f"{'/'.join(f'{x:.1f}' for x in r['load_before'])} | {'/'.join(f'{x:.1f}' for x in r['load_after'])} | "
-            f"{r['commit'][:10]} |"
+            f"{r['commit'][:10]}{' (uncommitted changes)' if 'uncommitted' in r['commit'] else ''} |"
         )
     out += ["", f"Versions: {', '.join(f'{k} {v}' for k, v in data['versions'].items())}; {data['machine']}.", ""]
     return "\n".join(out)

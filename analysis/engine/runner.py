@@ -197,11 +197,12 @@ def records_table(chunk: pd.DataFrame, spec: RunSpec) -> Any:
             return pa.DictionaryArray.from_arrays(codes, cats).cast(pa.large_string())
         return pa.array(col.astype(str).to_numpy(dtype=object), type=pa.large_string())
 
-    arrays = [const(spec.run_id), const(spec.scenario.name), const(spec.policy), const(spec.variant),
-              pa.array(np.full(n, spec.replication, dtype=np.int64)), pa.array(chunk["round"].to_numpy(dtype=np.int64)),
-              strings(chunk["tenant"]), strings(chunk["measure"]),
-              pa.array(chunk["value"].to_numpy(dtype=float))]  # fmt: skip
-    return pa.Table.from_arrays(arrays, schema=results_schema())
+    arrays = {"run_id": const(spec.run_id), "scenario": const(spec.scenario.name), "policy": const(spec.policy),
+              "variant": const(spec.variant), "replication": pa.array(np.full(n, spec.replication, dtype=np.int64)),
+              "round": pa.array(chunk["round"].to_numpy(dtype=np.int64)), "tenant": strings(chunk["tenant"]),
+              "measure": strings(chunk["measure"]),
+              "value": pa.array(chunk["value"].to_numpy(dtype=float))}  # fmt: skip
+    return pa.Table.from_arrays([arrays[c] for c in COLUMNS], schema=results_schema())
 
 
 #: rows of records gathered before a spilled part is written (about 10-20 MB in memory): a run's memory stays
