@@ -469,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
                     d.get("gavel_rounds", []))
         (args.out / f"round_lp{suffix}.md").write_text(md)
         return 0
+    if not args.quick and not HAVE_CVXPY:  # the committed comparison is not replaced by one without its other side
+        print("bench_round_lp.py: a full run needs cvxpy with ECOS (pip install -e '.[bench]'); without them it "
+              f"would replace the comparison in {args.out / 'round_lp.md'} with one that has no cvxpy side "
+              "(--quick writes round_lp_quick.* instead)", file=sys.stderr)  # fmt: skip
+        return 2
     n_gavel = 512 if args.quick else 4096
     n_nc = 50 if args.quick else 200
     n_coop = 100 if args.quick else args.coop_n
