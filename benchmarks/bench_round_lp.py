@@ -748,18 +748,17 @@ and get prices that balance the loads. On `ordered-1024` (3 GPUs per 4 jobs) abo
 off there, so the first prices come from the exact optimum on an eighth of the jobs (recursively).
 Before two-type rows were folded (commit 981bcad) the decomposition gave up on the ordered families
 with 1,024 GPUs per type and the full LP took 5-7x as long as cvxpy + ECOS. `rel. diff to ECOS` is
-ECOS's own accuracy (its default tolerances): up to 1.6e-9; the reference is the same program solved
+ECOS's own accuracy (its default tolerances; per row in the table); the reference is the same program solved
 by HiGHS with 1e-10 tolerances. The decomposition falls back to the full LP when more than half of the
 rows end up free; none of the families above does (on the 400 small random programs of the slow
-fuzz test, 64-399 rows, many with few-valued throughputs that tie, 52 do). This run's load average
-was about 20 on 2 CPUs (other agents' jobs): wall seconds are inflated several-fold, so the `oef-coop`
-wall time is not comparable with the previous recorded run (CPU seconds are); ratios are measured
-interleaved in the same run. Non-cooperative OEF, warm-started rounds: the reduced program (the
-tenants near a tie between two types) is kept in HiGHS across rounds and continues from its basis;
-what remains is fixed cost (HiGHS's run, the numpy bookkeeping and the policy's validation), which
-is larger when every call starts with caches the other solvers filled (the interleaved schedule).
-Cooperative OEF: the relaxation deletes envy rows whose slack stayed basic, and adds one row per
-envious and per envied tenant per round (`docs/round_lp.md`)."""
+fuzz test, 64-399 rows, many with few-valued throughputs that tie, 52 do). Ratios are measured
+interleaved in the same run; wall seconds grow with the machine's load (in the header) much more
+than CPU seconds do, so compare `oef-coop` across runs by its CPU seconds. Non-cooperative OEF,
+warm-started rounds: the reduced program (the tenants near a tie between two types) is kept in HiGHS
+across rounds and continues from its basis; what remains is fixed cost (HiGHS's run, the numpy
+bookkeeping and the policy's validation), which is larger when every call starts with caches the
+other solvers filled (the interleaved schedule). Cooperative OEF: the relaxation deletes envy rows
+whose slack stayed basic, and adds one row per envious and per envied tenant per round (`docs/round_lp.md`)."""
 
 
 if __name__ == "__main__":
