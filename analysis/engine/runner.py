@@ -178,24 +178,22 @@ def results_schema() -> Any:
 
 
 def records_table(chunk: pd.DataFrame, spec: RunSpec) -> Any:
-    """A model's drained records (round, tenant, measure, value; tenant and measure categorical or
-    strings) with ``spec``'s run columns as an Arrow table in :func:`results_schema`: the rows
-    :func:`_with_run_columns` gives, with the string columns built as dictionaries and cast to
-    strings by Arrow (no Python string per row)."""
+    """A model's drained records as its sink gets them (round, tenant, measure, value; tenant and
+    measure categorical: :meth:`marketsim.agents.model.MarketModel._finish_tidy` with ``strings=False``)
+    with ``spec``'s run columns, as an Arrow table in :func:`results_schema`: the rows
+    :func:`_with_run_columns` gives, with the string columns built by Arrow from the categories and
+    codes (no Python string per row)."""
     import pyarrow as pa
 
     n = len(chunk)
-    zeros = pa.array(np.zeros(n, dtype=np.int32))
 
     def const(value: str) -> Any:
-        return pa.DictionaryArray.from_arrays(zeros, pa.array([value], type=pa.large_string())).cast(pa.large_string())
+        return pa.repeat(pa.scalar(value, pa.large_string()), n)
 
     def strings(col: pd.Series) -> Any:
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            cats = pa.array([str(c) for c in col.cat.categories], type=pa.large_string())
-            codes = pa.array(col.cat.codes.to_numpy(dtype=np.int32))
-            return pa.DictionaryArray.from_arrays(codes, cats).cast(pa.large_string())
-        return pa.array(col.astype(str).to_numpy(dtype=object), type=pa.large_string())
+        cats = pa.array([str(c) for c in col.cat.categories], type=pa.large_string())
+        codes = pa.array(col.cat.codes.to_numpy(dtype=np.int32))
+        return pa.DictionaryArray.from_arrays(codes, cats).cast(pa.large_string())
 
     arrays = {"run_id": const(spec.run_id), "scenario": const(spec.scenario.name), "policy": const(spec.policy),
               "variant": const(spec.variant), "replication": pa.array(np.full(n, spec.replication, dtype=np.int64)),

@@ -73,9 +73,9 @@ def _tick_text(v: float, _pos: object = None) -> str:
 def _log_axis(ax: Axes, which: str) -> None:
     """Put ``ax``'s ``which`` axis (``"x"`` or ``"y"``) on a log scale with decade ticks labelled
     in plain text and no minor ticks. Matplotlib's default log labels are mathtext (``10^{5}``),
-    whose parser is built on first use, and its minor ticks are artists drawn one by one: together
-    about 0.3 s of CPU per figure of a ``marketsim run``, for nothing a reader of a JCT or
-    job-count axis needs."""
+    whose parser is built on first use, and its minor ticks are artists drawn one by one: a large
+    share of a figure's CPU in a ``marketsim run``, for nothing a reader of a JCT or job-count axis
+    needs."""
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     axis = ax.xaxis if which == "x" else ax.yaxis
     axis.set_major_locator(LogLocator(base=10.0))
