@@ -7,7 +7,7 @@ tenancy 64, the truthful run and a lying run (tenant 0 reports ``fast``, factor 
 replication. Each row is one fresh process running ``marketsim run SCENARIO.toml --reps 1 --quiet
 --out TMP`` with a sampler thread (RSS from ``/proc/self/statm`` every 20 ms) and hooks on
 ``marketsim.analysis.engine.runner.run_experiment`` and ``write_experiment`` that split it into phases:
-``start`` (imports, loading the scenario), ``runs`` (the simulations; records spill to Parquet
+``start`` (imports, loading the scenario), ``runs`` (the simulations; records spill to Arrow IPC
 parts), ``write`` (the parts merged into results.parquet) and ``report`` (everything after: plots,
 the trace section, report.md). Per phase: CPU seconds, the RSS at its start and its sampled peak;
 for the whole process: CPU (user + system) and the kernel's peak RSS (``os.wait4``).
@@ -209,7 +209,7 @@ def render(data: dict[str, Any]) -> str:
         "",
         "`python benchmarks/bench_report_memory.py` (module docstring: N single-GPU jobs from Gavel's generator, "
         "64 tenants, oef-noncoop, truthful + lying run, one process per row). Phases: runs (simulations; records "
-        "spill to Parquet parts), write (parts merged into results.parquet), report (plots, trace section, "
+        "spill to Arrow IPC parts), write (parts merged into results.parquet), report (plots, trace section, "
         "report.md). Phase peaks are sampled every 20 ms; the process peak is the kernel's (`os.wait4`). "
         f"Target: <= {RSS_TARGET_MB:.0f} MB for the whole process. Digest: sha256 of report.md and runs.csv "
         "without timings and of the figures: equal digests for the same N = the same numbers (meta.json's digest, "

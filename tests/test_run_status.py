@@ -301,14 +301,14 @@ def test_a_sigkilled_run_reads_incomplete_and_the_next_run_keeps_it(stop_at_mark
     meta = read_meta(out)
     assert meta["status"] == "running" and meta["complete"] is False and meta["scenario"] == "default"
     assert report_first_line(out) == "# INCOMPLETE (running): run in progress or killed"
-    spilled = sorted(p.relative_to(out / ".parts") for p in (out / ".parts").rglob("*.parquet"))
+    spilled = sorted(p.relative_to(out / ".parts") for p in (out / ".parts").rglob("*.arrow"))
     assert len({p.parts[0] for p in spilled}) == 2  # the two finished runs' records, on disk
     # the next run (the same command, here quicker) moves it aside, labelled killed, with its parts
     assert main([*QUICK, "--out", str(out)]) == 0
     [old] = _siblings(out)
     assert "(killed); moved it to" in capsys.readouterr().err
     assert read_meta(old)["status"] == "killed" and report_first_line(old).startswith("# INCOMPLETE (killed)")
-    assert sorted(p.relative_to(old / ".parts") for p in (old / ".parts").rglob("*.parquet")) == spilled
+    assert sorted(p.relative_to(old / ".parts") for p in (old / ".parts").rglob("*.arrow")) == spilled
     assert read_meta(out)["status"] == "complete"
 
 

@@ -202,9 +202,10 @@ def test_a_sink_receives_every_record_in_tidy_order(small: Scenario) -> None:
 
 
 def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, tmp_path: Path) -> None:
-    """spill_dir streams each run's records to Parquet parts as it goes (the CLI's path); the
-    consolidated results.parquet equals the in-memory frame, the parts are gone, and the report's
-    reduced frame gives the same summary and paired gains as the full frame."""
+    """spill_dir streams each run's records to parts (Arrow IPC files, what a killed run leaves) as it
+    goes (the CLI's path); pandas reads the parts back as the in-memory rows; the consolidated
+    results.parquet equals the in-memory frame, the parts are gone, and the report's reduced frame
+    gives the same summary and paired gains as the full frame."""
     from marketsim.analysis.engine.runner import load_report_frame
     from marketsim.analysis.engine.stats import policy_summary
 
@@ -212,6 +213,11 @@ def test_spilled_runs_give_the_same_results_and_report_numbers(small: Scenario, 
     sp = run_experiment(small, replications=2, progress=False, executor="process", workers=2,
                         spill_dir=tmp_path / "parts")  # fmt: skip
     assert sp.frame.empty and sp.parts and all(Path(p).exists() for p in sp.parts)
+    read = [pd.read_feather(p) for p in sp.parts]
+    strings = {"run_id", "scenario", "policy", "variant", "tenant", "measure"}
+    assert all({c for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)} == strings for f in read)
+    back = pd.concat([f.astype(dict.fromkeys(strings, str)) for f in read], ignore_index=True)
+    pd.testing.assert_frame_equal(back, mem.frame, check_dtype=False)
     paths = write_experiment(sp, tmp_path / "out")
     assert not any(Path(p).exists() for p in sp.parts)
     got = pd.read_parquet(paths["results"])

@@ -102,7 +102,7 @@ class RunResult:
     seconds: float = 0.0
     rounds: int = 0
     resolves: int = 0
-    parts: list[str] = field(default_factory=list)  # spilled Parquet files, in row order
+    parts: list[str] = field(default_factory=list)  # spilled Arrow IPC files (write_part), in row order
     completions: pd.DataFrame | None = None  # trace runs: one row per finished job (with job_id)
     #: why the run is not a result although it did not fail ("" = complete): a trace run stopped
     #: by the safety cap ``max_rounds`` before every job finished (``unfinished_jobs`` of them)
@@ -177,33 +177,68 @@ def results_schema() -> Any:
     return pa.Schema.from_pandas(empty_results(), preserve_index=False)
 
 
+@cache
+def parts_schema() -> Any:
+    """The Arrow schema of a spilled part (:func:`execute_run`): :func:`results_schema`'s columns with
+    the string columns (:data:`DICT_COLUMNS`) dictionary-encoded (int32 codes into ``large_string``
+    values), as the records come out of a model; :func:`_stream_parts` casts them to the file's strings."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in DICT_COLUMNS else f
+                      for f in results_schema()])  # fmt: skip
+
+
 def records_table(chunk: pd.DataFrame, spec: RunSpec) -> Any:
     """A model's drained records as its sink gets them (round, tenant, measure, value; tenant and
     measure categorical: :meth:`marketsim.agents.model.MarketModel._finish_tidy` with ``strings=False``)
-    with ``spec``'s run columns, as an Arrow table in :func:`results_schema`: the rows
-    :func:`_with_run_columns` gives, with the string columns built by Arrow from the categories and
-    codes (no Python string per row)."""
+    with ``spec``'s run columns, as an Arrow table in :func:`parts_schema`: the rows
+    :func:`_with_run_columns` gives, the string columns as the categories and codes (no string per row)."""
     import pyarrow as pa
 
     n = len(chunk)
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
 
     def const(value: str) -> Any:
-        return pa.repeat(pa.scalar(value, pa.large_string()), n)
+        return pa.DictionaryArray.from_arrays(zeros, pa.array([value], pa.large_string()))
 
     def strings(col: pd.Series) -> Any:
         cats = pa.array([str(c) for c in col.cat.categories], type=pa.large_string())
-        codes = pa.array(col.cat.codes.to_numpy(dtype=np.int32))
-        return pa.DictionaryArray.from_arrays(codes, cats).cast(pa.large_string())
+        return pa.DictionaryArray.from_arrays(pa.array(col.cat.codes.to_numpy(dtype=np.int32)), cats)
 
     arrays = {"run_id": const(spec.run_id), "scenario": const(spec.scenario.name), "policy": const(spec.policy),
               "variant": const(spec.variant), "replication": pa.array(np.full(n, spec.replication, dtype=np.int64)),
               "round": pa.array(chunk["round"].to_numpy(dtype=np.int64)), "tenant": strings(chunk["tenant"]),
               "measure": strings(chunk["measure"]),
               "value": pa.array(chunk["value"].to_numpy(dtype=float))}  # fmt: skip
-    return pa.Table.from_arrays([arrays[c] for c in COLUMNS], schema=results_schema())
+    return pa.Table.from_arrays([arrays[c] for c in COLUMNS], schema=parts_schema())
 
 
-#: rows of records gathered before a spilled part is written (about 10-20 MB in memory): a run's memory stays
+#: compression of the spilled parts (Arrow IPC files, read once into results.parquet): zstd writes a part
+#: in a fraction of a Parquet write's time and is smaller than a snappy Parquet part
+PART_COMPRESSION = "zstd"
+
+
+def write_part(table: Any, path: str | Path) -> None:
+    """Write a spilled part: ``table`` (in :func:`parts_schema`, its chunks' dictionaries unified: an
+    Arrow IPC file holds one dictionary per column) as an Arrow IPC file (what ``pandas.read_feather``
+    and ``pyarrow.ipc.open_file`` read)."""
+    import pyarrow as pa
+
+    table = table.unify_dictionaries()
+    codec = PART_COMPRESSION if pa.Codec.is_available(PART_COMPRESSION) else None
+    with pa.ipc.new_file(str(path), table.schema, options=pa.ipc.IpcWriteOptions(compression=codec)) as w:
+        w.write_table(table)
+
+
+def read_part(path: str | Path) -> Any:
+    """A spilled part written by :func:`write_part`, as a ``pyarrow.Table`` in :func:`parts_schema`."""
+    import pyarrow as pa
+
+    with pa.ipc.open_file(str(path)) as r:
+        return r.read_all()
+
+
+#: rows of records gathered before a spilled part is written (about 10 MB in memory): a run's memory stays
 #: bounded, and a run of the packaged Gavel trace writes one part instead of 28
 SPILL_ROWS = 250_000
 
@@ -217,7 +252,7 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
 
     With ``spill_dir`` the model's records are written, as they are drained
     (:attr:`marketsim.agents.model.MarketModel.DRAIN_ROUNDS` rounds at a time) and gathered up to
-    :data:`SPILL_ROWS` rows, to Parquet files ``spill_dir/<run>/part-NNNNN.parquet`` listed in
+    :data:`SPILL_ROWS` rows, to Arrow IPC files ``spill_dir/<run>/part-NNNNN.arrow`` (:func:`write_part`) listed in
     :attr:`RunResult.parts`, and the result holds no frame: the run's memory then does not grow with
     its rounds."""
     t0 = time.perf_counter()
@@ -227,24 +262,23 @@ def execute_run(spec: RunSpec, spill_dir: str | None = None) -> RunResult:
         if spill_dir is not None:
             folder = Path(spill_dir) / _spill_name(spec.run_id)
             folder.mkdir(parents=True, exist_ok=True)
-            for old in folder.glob("part-*.parquet"):
+            for old in folder.glob("part-*.arrow"):
                 old.unlink()
 
             import pyarrow as pa
-            import pyarrow.parquet as pq
 
-            pending: list[Any] = []  # pyarrow tables in the results schema
+            pending: list[Any] = []  # pyarrow tables in the parts' schema
 
             def write() -> None:
                 if pending:
-                    path = folder / f"part-{len(parts):05d}.parquet"
-                    pq.write_table(pending[0] if len(pending) == 1 else pa.concat_tables(pending), path)
+                    path = folder / f"part-{len(parts):05d}.arrow"
+                    write_part(pending[0] if len(pending) == 1 else pa.concat_tables(pending), path)
                     parts.append(str(path))
                     pending.clear()
 
             def sink(chunk: pd.DataFrame) -> None:
-                # drained blocks (in round order) are gathered up to SPILL_ROWS rows per part: each Parquet
-                # file costs a fixed conversion and write, and the parts are read again into results.parquet
+                # drained blocks (in round order) are gathered up to SPILL_ROWS rows per part: each part
+                # costs a fixed write, and the parts are read again into results.parquet
                 if len(chunk):
                     pending.append(records_table(chunk, spec))
                     if sum(t.num_rows for t in pending) >= SPILL_ROWS:
@@ -634,20 +668,20 @@ def run_experiment(
 
 
 def _stream_parts(parts: Sequence[str], path: Path) -> None:
-    """Concatenate Parquet ``parts`` (same schema, already in order) into ``path``, one part in
-    memory at a time, then delete the parts and their emptied folders."""
+    """Concatenate the spilled ``parts`` (:func:`write_part`, already in order) into the Parquet file
+    ``path`` (:func:`results_schema`), one part in memory at a time, then delete the parts and their
+    emptied folders."""
     import pyarrow.parquet as pq
 
     tmp = path.with_suffix(".parquet.tmp")
+    schema = results_schema()
     writer = None
     try:
         for p in parts:
-            # the string columns read as dictionaries (codes, not a string per row) and cast to the
-            # file's strings by Arrow: the same table, without decoding every string from the part
-            table = pq.read_table(p, read_dictionary=list(DICT_COLUMNS))
+            table = read_part(p)  # strings as dictionaries, cast to the file's strings by Arrow
             if writer is None:
-                writer = pq.ParquetWriter(tmp, pq.read_schema(p))
-            writer.write_table(table.cast(writer.schema))
+                writer = pq.ParquetWriter(tmp, schema)
+            writer.write_table(table.cast(schema))
     finally:
         if writer is not None:
             writer.close()
