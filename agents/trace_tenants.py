@@ -179,10 +179,11 @@ class TraceTenants:
         if not eng.arrived_now or not self._any_agent:
             return
         new = np.concatenate(eng.arrived_now)
-        codes, first = np.unique(self.code[new], return_index=True)
-        fresh = self.is_agent[codes] & ~self.created[codes]
-        if not fresh.any():
+        cand = self.code[new]
+        if not (self.is_agent[cand] & ~self.created[cand]).any():  # most rounds: no tenant's first job
             return
+        codes, first = np.unique(cand, return_index=True)
+        fresh = self.is_agent[codes] & ~self.created[codes]
         for c in codes[fresh][np.argsort(first[fresh], kind="stable")].tolist():
             self.created[c] = True
             name = str(self.names[c])
@@ -201,8 +202,9 @@ class TraceTenants:
         np.subtract.at(self.left, codes, 1)
         if not self.agents:  # nobody to exit (tenancy "job" without strategies: no agents at all)
             return
-        for c in np.unique(codes).tolist():
-            if self.left[c] == 0 and c in self.agents:
+        out = codes[self.left[codes] == 0]  # tenants whose last job just finished
+        for c in np.unique(out).tolist() if out.size else ():
+            if c in self.agents:
                 self._remove(c, "exit")
 
     # -- reports and learning (the engine's decision points) ------------------------------------------
@@ -320,7 +322,10 @@ class TraceTenants:
         """The present agents with their row in the round's measures (-1: no active job); kept
         while the active tenants and the agents stay the same."""
         key = (self._ut, self._agent_codes)
-        if self._arows_key is None or self._arows_key[0] is not key[0] or self._arows_key[1] is not key[1]:
+        last = self._arows_key
+        if last is not None and last[1] is key[1] and last[0] is not key[0] and np.array_equal(last[0], key[0]):
+            self._arows_key = key  # the same tenants active (the usual case at a new solve): the same rows
+        elif last is None or last[0] is not key[0] or last[1] is not key[1]:
             n = self._ut.size
             pos = np.searchsorted(self._ut, self._agent_codes)
             self._arows = [(self.agents[c], p if p < n and self._ut[p] == c else -1)

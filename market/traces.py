@@ -59,12 +59,14 @@ import csv
 import gzip
 import io
 import math
+import weakref
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -1033,6 +1035,21 @@ def tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:
     :returns: (N,) tenant names
     :raises InputError: ``"user"`` on a trace without users, or a bad tenancy
     """
+    if not isinstance(tenancy, str | int):
+        return _tenant_of_jobs(trace, tenancy)  # names the bad value
+    key = (type(tenancy), tenancy)
+    memo = _TENANTS_OF.setdefault(trace, {})
+    if key not in memo:  # a trace is frozen: its tenants under a tenancy never change
+        memo[key] = _tenant_of_jobs(trace, tenancy)
+    return memo[key].copy()
+
+
+#: per trace (weakly held: a trace gone, its entry goes) and tenancy, the tenants of its jobs: a run's
+#: model, its scenario checks and its report ask for them several times
+_TENANTS_OF: weakref.WeakKeyDictionary[Trace, dict[Any, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def _tenant_of_jobs(trace: Trace, tenancy: str | int) -> np.ndarray:
     if tenancy == "job":
         return trace.job_id.astype(str)
     if tenancy == "user":

@@ -209,6 +209,25 @@ def test_tenancy_rules() -> None:
         tenant_of_jobs(gavel, "user")
     with pytest.raises(InputError, match="tenancy"):
         tenant_of_jobs(gavel, 0)
+    for bad in (True, 2.0, [2]):  # not cached under a key that equals a good one (True == 1, 2.0 == 2)
+        with pytest.raises(InputError, match="tenancy"):
+            tenant_of_jobs(tr, bad)
+
+
+def test_tenants_of_a_trace_are_computed_once_and_handed_out_as_copies(monkeypatch) -> None:
+    import marketsim.market.traces as traces
+
+    tr = load_trace(data_path(PHILLY_SAMPLE), "philly", seed=0)
+    calls = []
+    real = traces._tenant_of_jobs
+    monkeypatch.setattr(traces, "_tenant_of_jobs", lambda t, ten: calls.append(ten) or real(t, ten))
+    first = tenant_of_jobs(tr, 5)
+    want = first.copy()
+    first[:] = "x"  # a caller's change does not reach the next caller
+    assert (tenant_of_jobs(tr, 5) == want).all() and calls == [5]
+    assert (tenant_of_jobs(tr, "user") == real(tr, "user")).all() and calls == [5, "user"]
+    head = tr.head(10)  # another trace: its own entry
+    assert (tenant_of_jobs(head, 5) == want[:10]).all() and calls == [5, "user", 5]
 
 
 def test_embedded_trace_scenarios_load() -> None:

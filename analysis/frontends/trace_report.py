@@ -100,6 +100,8 @@ class RunTrace:
     tenancy: str | int
     #: :func:`finish_time_fairness` of the run once computed (read-only: both tables use it)
     rho: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: :func:`active_matrix` of the run once computed, with the ``rec`` and ``comp`` it came from
+    act: tuple | None = field(default=None, repr=False, compare=False)
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -263,7 +265,19 @@ def active_matrix(run: RunTrace) -> tuple[list[str], np.ndarray, np.ndarray] | N
     """``(tenants, jobs, gpus)``: per record (rows, at its start ``t``) and tenant (columns), the
     tenant's active jobs and the GPUs they need (a job is active from its arrival until its
     completion: ``arrival <= t < completion``; a merged record has no arrival or completion inside).
-    None when the tenancy is "job" or there are more than :data:`MAX_TENANT_MATRIX` tenants."""
+    None when the tenancy is "job" or there are more than :data:`MAX_TENANT_MATRIX` tenants.
+    Computed once per run (the arrays read-only: the fairness and tenant tables both use them)."""
+    memo = run.act
+    if memo is not None and memo[0] is run.rec and memo[1] is run.comp:
+        return memo[2]
+    out = _active_matrix(run)
+    if out is not None:
+        out[1].flags.writeable = out[2].flags.writeable = False
+    run.act = (run.rec, run.comp, out)
+    return out
+
+
+def _active_matrix(run: RunTrace) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     if run.tenancy == "job":
         return None
     names = sorted(run.comp["tenant"].astype(str).unique().tolist())
