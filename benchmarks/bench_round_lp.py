@@ -735,23 +735,23 @@ def targets(rows: list[dict[str, Any]], seq: dict[str, Any], coop: dict[str, Any
     return out
 
 
-NOTES = """Where the time goes. On `gavel-table` the program has 26 rows (one per distinct job) instead
-of 4,096, and the seconds are validation and building. On the other families nothing repeats; the
+NOTES = """Where the time goes. On `gavel-table` the program has one row per distinct job instead of
+one per job, and the seconds are validation and building. On the other families nothing repeats; the
 decomposition (`marketsim.market.oef.maxmin`, docs/round_lp.md) fixes every job whose pattern at the capacity
 prices is clear (one type, or, when its time bound binds, its whole time on two types: the path
 column counts those) and solves the free ones (the path column counts them) in one small HiGHS
 program. `heterogeneous` (`m_j = n / 4`) is pinned by the one-job time bound of the job with the
 flattest row (every capacity price 0, the jobs fit on their fastest types); `ordered-1024-weights`
 is pinned the same way by a job with weight 2, but there the jobs do not fit on their fastest types
-and get prices that balance the loads. On `ordered-1024` (3 GPUs per 4 jobs) about 1,400 of the
-4,096 jobs run on two types with their time bound binding; the 128-job sample's prices are about 10%
-off there, so the first prices come from the exact optimum on an eighth of the jobs (recursively).
+and get prices that balance the loads. On `ordered-1024` (3 GPUs per 4 jobs) many jobs run on two
+types with their time bound binding; the 128-job sample's prices are too far off there, so the first
+prices come from the exact optimum on an eighth of the jobs (recursively).
 Before two-type rows were folded (commit 981bcad) the decomposition gave up on the ordered families
-with 1,024 GPUs per type and the full LP took 5-7x as long as cvxpy + ECOS. `rel. diff to ECOS` is
+with 1,024 GPUs per type and the full LP was slower than cvxpy + ECOS. `rel. diff to ECOS` is
 ECOS's own accuracy (its default tolerances; per row in the table); the reference is the same program solved
 by HiGHS with 1e-10 tolerances. The decomposition falls back to the full LP when more than half of the
-rows end up free; none of the families above does (on the 400 small random programs of the slow
-fuzz test, 64-399 rows, many with few-valued throughputs that tie, 52 do). Ratios are measured
+rows end up free; none of the families above does (some of the small random programs with tied
+throughputs of the slow fuzz test in tests/test_maxmin_decomposition.py do). Ratios are measured
 interleaved in the same run; wall seconds grow with the machine's load (in the header) much more
 than CPU seconds do, so compare `oef-coop` across runs by its CPU seconds. Non-cooperative OEF,
 warm-started rounds: the reduced program (the tenants near a tie between two types) is kept in HiGHS
