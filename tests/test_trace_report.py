@@ -104,6 +104,26 @@ def test_the_section_computes_each_runs_finish_time_fairness_once(tmp_path: Path
     assert np.array_equal(run.rho, run.comp["jct_s"].to_numpy(float) / real(run))
 
 
+def test_the_active_matrix_is_computed_once_per_run_and_follows_its_records(tmp_path: Path, monkeypatch) -> None:
+    """The tenants' active matrix serves the fairness and the tenant tables from one computation,
+    read-only; a run given other completions gets a fresh one (the cached matrix is not reused)."""
+    import marketsim.analysis.frontends.trace_report as tr
+
+    csv = "job_id,arrival_s,num_gpus,total_steps,job_type,tenant\nju,0,1,720,A,u\njv,0,1,360,A,v\n"
+    _, runs = _runs(tmp_path, csv, "maxmin", '["k80"]', "[1]")
+    calls, real = [], tr._active_matrix
+    monkeypatch.setattr(tr, "_active_matrix", lambda run: calls.append(run) or real(run))
+    render_trace_section(runs, {})
+    (run,) = runs
+    assert len(calls) == 1
+    names, jobs, gpus = tr.active_matrix(run)
+    assert len(calls) == 1 and not jobs.flags.writeable and not gpus.flags.writeable
+    assert names == ["u", "v"] and jobs[0].tolist() == [1.0, 1.0]  # both jobs active in the first record
+    run.comp = run.comp[run.comp["job_id"] == "ju"].reset_index(drop=True)  # v's job gone
+    names2, jobs2, _ = tr.active_matrix(run)
+    assert len(calls) == 2 and names2 == ["u"] and jobs2[0].tolist() == [1.0]
+
+
 def test_backfill_share_hand_computed(tmp_path: Path) -> None:
     """Max-sum-throughput on 1 K80 + 1 V100: B (V100 4 steps/s) gets the V100, A (K80 1) the K80.
     B's 3,600 steps end at 900 s; from 1,080 s A runs alone on the idle V100, where the policy gave
