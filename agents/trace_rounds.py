@@ -151,6 +151,18 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 DOT_CHUNK = 10_000
 
 
+def _unique_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_index=True, return_inverse=True)`` of integer codes in ``[0, size)``
+    (the distinct codes ascending, the first position of each, each entry's distinct code) by
+    counting instead of sorting."""
+    present = np.bincount(codes, minlength=size) > 0
+    uniq = np.flatnonzero(present)
+    inv = (np.cumsum(present) - 1)[codes]
+    first = np.full(uniq.size, codes.size, dtype=np.int64)
+    np.minimum.at(first, inv, np.arange(codes.size))
+    return uniq, first, inv
+
+
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
     """``x @ y`` of two 1-d float arrays, in chunks of at most :data:`DOT_CHUNK` entries summed in
     order. Up to that length it is exactly ``x @ y``; beyond it OpenBLAS would split the product
@@ -579,8 +591,7 @@ class TraceRounds:
         if self.native:
             w = pw
             if not self.per_job:
-                _, tinv, tcnt = np.unique(ten, return_inverse=True, return_counts=True)
-                w = w / tcnt[tinv.ravel()]
+                w = w / np.bincount(ten)[ten]  # each job's tenant's number of jobs
             alloc = self.mechanism.fn(T, m, weights=w, scale_factors=s.astype(float), **self.native_options)
             x = np.asarray(alloc.info["time_fractions"], dtype=float).reshape(A.size, self.k)
             if self._ties:  # Gavel's own policies: the symmetric point of the tied rows (module docstring)
@@ -594,12 +605,11 @@ class TraceRounds:
             x = X / s[:, None]
             row, nrows = np.arange(A.size), A.size
         else:
-            cls, first, inv = np.unique(self.klass[A], return_index=True, return_inverse=True)
-            inv = inv.ravel()
+            cls, first, inv = _unique_codes(self.klass[A], self._klass_first.size)
             caps = np.bincount(inv, weights=s.astype(float), minlength=cls.size)
             ct = ten[first]
-            _, cinv, ccnt = np.unique(ct, return_inverse=True, return_counts=True)
-            cw = 1.0 / ccnt[cinv.ravel()] if self.tw is None else self.tw[ct] / ccnt[cinv.ravel()]
+            ccnt = np.bincount(ct)[ct]  # each class's tenant's number of classes
+            cw = 1.0 / ccnt if self.tw is None else self.tw[ct] / ccnt
             Tc = T[first]
             alloc = self.mechanism.fn(Tc, m, weights=cw, caps=caps if self.mechanism.caps else None)
             X = np.asarray(alloc.X, dtype=float)
@@ -870,8 +880,8 @@ class TraceRounds:
         none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {})
         if B.size == 0:
             return none
-        uc, inv = np.unique(self.klass[B], return_inverse=True)  # class ids ascend in order of first appearance
-        inv = inv.ravel()
+        # class ids ascend in order of first appearance
+        uc, _, inv = _unique_codes(self.klass[B], self._klass_first.size)
         nc = uc.size
         sB = self.s[B]
         dev = self.alloc_est[B] * sB[:, None]

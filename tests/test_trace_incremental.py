@@ -309,3 +309,18 @@ tenancy = "user"
     ten.record = checking
     model.run()
     assert seen["idle"] > 0 and seen["busy"] > 10
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unique_codes_is_np_unique_by_counting(seed: int) -> None:
+    """The engine's class grouping by counting gives np.unique's distinct codes, first positions and
+    inverse, repeated codes and gaps included (the classes, caps and weights of a solve follow)."""
+    from marketsim.agents.trace_rounds import _unique_codes
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 60))
+    codes = rng.integers(0, size, int(rng.integers(1, 200)))
+    want = np.unique(codes, return_index=True, return_inverse=True)
+    got = _unique_codes(codes, size)
+    for w, g in zip(want, got, strict=True):
+        assert np.array_equal(w.ravel(), g)
