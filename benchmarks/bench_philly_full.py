@@ -3,12 +3,13 @@
 
 Each policy is one fresh process, ``marketsim run philly_full --policies P --reps 1 --quiet --out
 TMP`` (loading the trace, the run to completion, writing Parquet, the plots and the report with its
-trace section): its CPU seconds (user + system) and peak RSS come from ``os.wait4``, so they cover
-the whole command and nothing else. Also recorded per policy: jobs completed (of 82,247), Gavel
-rounds, policy re-solves, mean and median JCT (h), makespan (days) and the share of GPU-seconds
-backfilled and the utilisation (GPU-seconds used / available over the run's records), read from the
-run's own files; the machine's load average before and after; the commit
-and the versions. ``PYTHONDONTWRITEBYTECODE`` is removed from the children's environment.
+trace section): its CPU seconds (user + system) and peak RSS come from its own ``os.wait4``, under a
+small launcher (``provenance.run_measured``: a process started from this one would report this
+one's peak RSS when that is the larger), so they cover the whole command and nothing else. Also
+recorded per policy: jobs completed (of 82,247), Gavel rounds, policy re-solves, mean and median
+JCT (h), makespan (days) and the share of GPU-seconds backfilled and the utilisation (GPU-seconds
+used / available over the run's records), read from the run's own files; the machine's load average
+before and after; the commit and the versions. ``PYTHONDONTWRITEBYTECODE`` is removed from the children's environment.
 
 Usage (one command; rewrites ``benchmarks/results/philly_full.md`` and ``philly_full.json``)::
 
@@ -24,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-from provenance import package_versions  # noqa: E402
+from provenance import package_versions, run_measured  # noqa: E402
 
 from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
@@ -56,16 +56,13 @@ def measure(scenario: str, policy: str) -> dict[str, Any]:
         out = tmp / "out"
         cmd = [*_marketsim(), "run", scenario, "--policies", policy, "--reps", "1", "--quiet", "--out", str(out)]
         load0 = os.getloadavg()
-        t0 = time.perf_counter()
         with (tmp / "stdout").open("wb") as fo, (tmp / "stderr").open("wb") as fe:
-            p = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=fo, stderr=fe)
-            _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
+            got = run_measured(cmd, tmp, env, fo, fe)  # the command's own figures (not this process's peak RSS)
         load1 = os.getloadavg()
-        code = os.waitstatus_to_exitcode(status)
+        code = int(got["code"])
         row: dict[str, Any] = {
-            "policy": policy, "exit": code, "cpu_s": round(ru.ru_utime + ru.ru_stime, 1), "wall_s": round(wall, 1),
-            "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "load_before": [round(x, 2) for x in load0],
+            "policy": policy, "exit": code, "cpu_s": round(got["cpu_s"], 1), "wall_s": round(got["wall_s"], 1),
+            "peak_rss_mb": round(got["rss_mb"], 1), "load_before": [round(x, 2) for x in load0],
             "load_after": [round(x, 2) for x in load1], "commit": git_commit(ROOT, default="unknown"),
             "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         }  # fmt: skip
@@ -101,7 +98,8 @@ def render(data: dict[str, Any]) -> str:
         "",
         "`python benchmarks/bench_philly_full.py` (one fresh `marketsim run "
         f"{data['scenario']} --policies P --reps 1` process per policy: the trace load, the run to completion, "
-        "Parquet, plots and the report). CPU = user + system seconds of the process, peak RSS from `os.wait4`. "
+        "Parquet, plots and the report). CPU = user + system seconds of the process, peak RSS from its own "
+        "`os.wait4` (under a small launcher). "
         f"Target: <= {CPU_TARGET_S:.0f} s CPU and <= {RSS_TARGET_MB:.0f} MB per policy. "
         f"Cluster {data['cluster']}; {data['jobs']:,} jobs.",
         "",

@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+from provenance import run_measured  # noqa: E402
+
 from marketsim.analysis.engine.studies import git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -70,37 +72,16 @@ def _load() -> str:
     return f"{a:.2f}/{b:.2f}/{c:.2f}"
 
 
-#: runs ``argv[2:]`` and writes its exit code, CPU, wall seconds and peak RSS (its own ``wait4``) to ``argv[1]``
-_LAUNCHER = """import json, os, subprocess, sys, time
-t0 = time.perf_counter()
-p = subprocess.Popen(sys.argv[2:])
-_, status, ru = os.wait4(p.pid, 0)
-wall = time.perf_counter() - t0
-with open(sys.argv[1], "w") as f:
-    json.dump({"code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime, "wall_s": wall,
-               "rss_mb": ru.ru_maxrss / 1024}, f)
-"""
-
-
 def _child(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``cmd`` to completion; its stdout, CPU seconds (user + sys), wall seconds, peak RSS (MB).
-
-    ``cmd`` runs under a small launcher (:data:`_LAUNCHER`, ``python -S``) that reports the command's
-    own ``wait4`` figures: on Linux a process keeps, as its peak RSS, the peak of the process it
-    was forked from (its ``exec`` replaces the memory, not that figure), so a command started from
-    this process (which holds the earlier results) would report this process's peak whenever that
-    is the larger; the launcher's peak is a few MB."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "child.json"
-        p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(report), *cmd], cwd=cwd,
-                             env=env if env is not None else clean_env(), stdout=out, stderr=err)  # fmt: skip
-        p.wait()
+    """Run ``cmd`` to completion; its stdout, CPU seconds (user + sys), wall seconds and its own peak
+    RSS (MB) (:func:`provenance.run_measured`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        got = run_measured(cmd, cwd, env if env is not None else clean_env(), out, err)
         out.seek(0)
         err.seek(0)
         text = out.read().decode("utf-8", "replace")
         etext = err.read().decode("utf-8", "replace")
-        got = json.loads(report.read_text()) if report.exists() else {"code": p.returncode}
-    if p.returncode != 0 or got["code"] != 0:
+    if got["code"] != 0:
         raise RuntimeError(f"{cmd[:4]}... exited {got['code']}: {(text + etext)[-800:]}")
     return {"stdout": text, "cpu_s": got["cpu_s"], "wall_s": got["wall_s"], "rss_mb": got["rss_mb"]}
 
