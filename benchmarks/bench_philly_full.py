@@ -46,8 +46,9 @@ def _marketsim() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "marketsim.analysis.frontends.cli"]
 
 
-def measure(scenario: str, policy: str) -> dict[str, Any]:
-    """One ``marketsim run`` of ``scenario`` under ``policy`` in a fresh process (module docstring)."""
+def measure(scenario: str, policy: str, commit: str) -> dict[str, Any]:
+    """One ``marketsim run`` of ``scenario`` under ``policy`` in a fresh process (module docstring);
+    ``commit``: the code's commit, recorded in the row."""
     import pandas as pd
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -63,7 +64,7 @@ def measure(scenario: str, policy: str) -> dict[str, Any]:
         row: dict[str, Any] = {
             "policy": policy, "exit": code, "cpu_s": round(got["cpu_s"], 1), "wall_s": round(got["wall_s"], 1),
             "peak_rss_mb": round(got["rss_mb"], 1), "load_before": [round(x, 2) for x in load0],
-            "load_after": [round(x, 2) for x in load1], "commit": git_commit(ROOT, default="unknown"),
+            "load_after": [round(x, 2) for x in load1], "commit": commit,
             "when": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         }  # fmt: skip
         if code != 0:
@@ -143,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     path = RESULTS / f"{scen.name}.json"
     old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     rows = {r["policy"]: r for r in old.get("rows", []) if r["policy"] in scen.policies}
+    # the tree's state before the first row: the results files rewritten after each policy would
+    # otherwise read as uncommitted changes in every later row
+    commit = git_commit(ROOT, default="unknown")
     for pol in policies:  # the files are rewritten after each policy: an interrupted run keeps what it measured
         print(f"{pol} ...", file=sys.stderr, flush=True)
-        rows[pol] = measure(args.scenario, pol)
+        rows[pol] = measure(args.scenario, pol, commit)
         print(json.dumps(rows[pol]), file=sys.stderr, flush=True)
         data = {
             "scenario": scen.name,
