@@ -321,16 +321,16 @@ class TraceTenants:
     def _agent_rows(self) -> list[tuple[Any, int]]:
         """The present agents with their row in the round's measures (-1: no active job); kept
         while the active tenants and the agents stay the same."""
-        key = (self._ut, self._agent_codes)
         last = self._arows_key
-        if last is not None and last[1] is key[1] and last[0] is not key[0] and np.array_equal(last[0], key[0]):
-            self._arows_key = key  # the same tenants active (the usual case at a new solve): the same rows
-        elif last is None or last[0] is not key[0] or last[1] is not key[1]:
+        # the same agents and the same active tenants (equal arrays: the usual case at a new solve) keep their rows
+        if last is None or last[1] is not self._agent_codes or not (
+            last[0] is self._ut or np.array_equal(last[0], self._ut)
+        ):
             n = self._ut.size
             pos = np.searchsorted(self._ut, self._agent_codes)
             self._arows = [(self.agents[c], p if p < n and self._ut[p] == c else -1)
                            for c, p in zip(self._agent_codes.tolist(), pos.tolist(), strict=True)]  # fmt: skip
-            self._arows_key = key
+        self._arows_key = (self._ut, self._agent_codes)
         return self._arows
 
     def _job_values(self, A: np.ndarray) -> np.ndarray:

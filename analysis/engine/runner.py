@@ -238,8 +238,10 @@ def read_part(path: str | Path) -> Any:
         return r.read_all()
 
 
-#: rows of records gathered before a spilled part is written (about 10 MB in memory): a run's memory stays
-#: bounded, and a run of the packaged Gavel trace writes one part instead of 28
+#: rows of records gathered before a spilled part is written (48 bytes a row in the parts' schema: six int32
+#: codes, two int64 and one float64 column; dictionaries aside): a run's memory stays
+#: bounded, and a long run writes a part per SPILL_ROWS rows instead of one per drain (every
+#: :attr:`~marketsim.agents.model.MarketModel.DRAIN_ROUNDS` rounds)
 SPILL_ROWS = 250_000
 
 
